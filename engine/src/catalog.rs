@@ -1,0 +1,384 @@
+//! The route catalog: every route's definition in one place, and the type-erased table
+//! the front doors are generated from.
+//!
+//! A route is a type implementing [`Route`] in its own file. [`Catalog::standard`] lists
+//! them all; nothing else anywhere names a route.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::context::Context;
+use crate::error::{EngineError, ErrorKind};
+use crate::output::Reply;
+use crate::price::Price;
+
+/// The two route families; each has its own MCP endpoint and free pools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// Chain reads (`/v1/chain`, `/v1/check`, `/v1/defi`, `/v1/solana`).
+    Chain,
+    /// Document operations (`/v1/pdf`, `/v1/docs`, `/v1/ocr`).
+    Docs,
+}
+
+impl Family {
+    /// The lower-case name used in URLs and documents.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::Chain => "chain",
+            Family::Docs => "docs",
+        }
+    }
+}
+
+/// Which daily free pool a route draws from in hosted mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FreePool {
+    /// 10 calls per IP per UTC day, shared by the chain read routes.
+    ChainReads,
+    /// 30 calls per IP per UTC day for the address risk check.
+    AddressCheck,
+    /// 10 calls per IP per UTC day, shared by the document routes.
+    Docs,
+}
+
+impl FreePool {
+    /// The pool's stable id.
+    pub fn id(self) -> &'static str {
+        match self {
+            FreePool::ChainReads => "chain-reads",
+            FreePool::AddressCheck => "address-check",
+            FreePool::Docs => "docs",
+        }
+    }
+
+    /// Calls per client IP per UTC day.
+    pub fn daily_calls(self) -> u32 {
+        match self {
+            FreePool::ChainReads | FreePool::Docs => 10,
+            FreePool::AddressCheck => 30,
+        }
+    }
+}
+
+/// What a successful call answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Produces {
+    /// A JSON document.
+    Json,
+    /// One file (PDF and the like), delivered per the input's `output` field.
+    File,
+    /// Several files: a ZIP for `output: "file"`, a JSON list otherwise.
+    Files,
+    /// JSON for reads, a file for edits (chosen by the input).
+    JsonOrFile,
+    /// JSON for some actions, one or several files for others.
+    JsonOrFiles,
+}
+
+impl Produces {
+    /// Whether some input makes the route produce files (and so takes `output`).
+    pub fn files(self) -> bool {
+        !matches!(self, Produces::Json)
+    }
+}
+
+/// Everything about a route except its types and code.
+#[derive(Clone, Copy, Debug)]
+pub struct RouteInfo {
+    /// URL path, exactly as the spec lists it.
+    pub path: &'static str,
+    /// Operation name: MCP tool name, CLI operation, OpenAPI operationId.
+    pub operation: &'static str,
+    /// The family.
+    pub family: Family,
+    /// One line.
+    pub summary: &'static str,
+    /// A paragraph for people and agents.
+    pub description: &'static str,
+    /// Price of a missing or invalid input, and the least a valid one costs.
+    pub base_price: Price,
+    /// The price rule in words.
+    pub price_rule: &'static str,
+    /// The free pool in hosted mode.
+    pub free_pool: FreePool,
+    /// What a successful call answers.
+    pub produces: Produces,
+    /// Whether the route reads the network (chain nodes, upstream APIs, URL inputs).
+    pub open_world: bool,
+}
+
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One route: its description, types, price rule and operation.
+pub trait Route: Send + Sync + 'static {
+    /// The request body.
+    type Input: DeserializeOwned + JsonSchema + Send + 'static;
+    /// The input once checked and loaded (files fetched and parsed): what is priced and run.
+    type Prepared: Send + 'static;
+    /// The JSON answer (for file-only routes, [`crate::output::NoJson`]).
+    type Output: Serialize + JsonSchema + Send + 'static;
+
+    /// Path, name, family, texts, price, pool.
+    const INFO: RouteInfo;
+
+    /// Checks the input and loads what it refers to. Every input error is found here.
+    fn prepare(input: Self::Input, ctx: &Context) -> impl Future<Output = Result<Self::Prepared, EngineError>> + Send;
+
+    /// The exact price of this (valid) input.
+    fn quote(prepared: &Self::Prepared) -> Price;
+
+    /// Runs the operation.
+    fn run(prepared: Self::Prepared, ctx: &Context) -> impl Future<Output = Result<Reply<Self::Output>, EngineError>> + Send;
+}
+
+/// A checked, priced call, ready to run.
+pub struct PreparedCall {
+    price: Price,
+    run: Box<dyn FnOnce(Context) -> BoxFuture<'static, Result<Reply<serde_json::Value>, EngineError>> + Send>,
+}
+
+impl PreparedCall {
+    /// The exact price of this call.
+    pub fn price(&self) -> Price {
+        self.price
+    }
+
+    /// Runs the operation.
+    pub async fn run(self, ctx: Context) -> Result<Reply<serde_json::Value>, EngineError> {
+        (self.run)(ctx).await
+    }
+}
+
+trait ErasedRoute: Send + Sync {
+    fn input_schema(&self, generator: &mut SchemaGenerator) -> Schema;
+    fn output_schema(&self, generator: &mut SchemaGenerator) -> Schema;
+    fn prepare<'a>(&'a self, body: &'a [u8], ctx: &'a Context) -> BoxFuture<'a, Result<PreparedCall, EngineError>>;
+}
+
+struct Erased<R: Route>(std::marker::PhantomData<fn() -> R>);
+
+impl<R: Route> ErasedRoute for Erased<R> {
+    fn input_schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<R::Input>()
+    }
+
+    fn output_schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<R::Output>()
+    }
+
+    fn prepare<'a>(&'a self, body: &'a [u8], ctx: &'a Context) -> BoxFuture<'a, Result<PreparedCall, EngineError>> {
+        Box::pin(async move {
+            let input: R::Input = parse_body(body)?;
+            let prepared = R::prepare(input, ctx).await?;
+            let price = R::quote(&prepared);
+            let run = Box::new(move |ctx: Context| -> BoxFuture<'static, _> {
+                Box::pin(async move {
+                    match R::run(prepared, &ctx).await? {
+                        Reply::Json(value) => serde_json::to_value(value)
+                            .map(Reply::Json)
+                            .map_err(|e| EngineError::internal(format!("encoding the answer: {e}"))),
+                        Reply::Files(files) => Ok(Reply::Files(files)),
+                    }
+                })
+            });
+            Ok(PreparedCall { price, run })
+        })
+    }
+}
+
+/// A route in the catalog.
+pub struct RouteEntry {
+    info: RouteInfo,
+    route: Box<dyn ErasedRoute>,
+}
+
+impl RouteEntry {
+    /// The route's description.
+    pub fn info(&self) -> &RouteInfo {
+        &self.info
+    }
+
+    /// JSON Schema of the request body.
+    pub fn input_schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        self.route.input_schema(generator)
+    }
+
+    /// JSON Schema of the JSON answer.
+    pub fn output_schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        self.route.output_schema(generator)
+    }
+
+    /// Parses and checks a JSON body and loads what it refers to; the result carries
+    /// the exact price. A failure here is an input error (or an upstream one for URLs).
+    pub async fn prepare(&self, body: &[u8], ctx: &Context) -> Result<PreparedCall, EngineError> {
+        self.route.prepare(body, ctx).await
+    }
+
+    /// Prepares and runs in one step (local mode, CLI).
+    pub async fn call(&self, body: &[u8], ctx: &Context) -> Result<Reply<serde_json::Value>, EngineError> {
+        self.prepare(body, ctx).await?.run(ctx.clone()).await
+    }
+}
+
+/// Every route, in a stable order.
+pub struct Catalog {
+    routes: Vec<RouteEntry>,
+}
+
+impl Catalog {
+    /// The catalog of every route Paperchain serves.
+    pub fn standard() -> Catalog {
+        let mut catalog = Catalog { routes: Vec::new() };
+        crate::docs::register(&mut catalog);
+        catalog
+    }
+
+    /// Adds route `R`. Panics on a duplicate path or operation: that is a defect in the
+    /// catalog's source, caught by the catalog's own tests.
+    pub fn add<R: Route>(&mut self) {
+        let info = R::INFO;
+        assert!(
+            !self.routes.iter().any(|r| r.info.path == info.path || r.info.operation == info.operation),
+            "duplicate route {} / {}",
+            info.path,
+            info.operation
+        );
+        self.routes.push(RouteEntry { info, route: Box::new(Erased::<R>(std::marker::PhantomData)) });
+    }
+
+    /// All routes.
+    pub fn routes(&self) -> impl Iterator<Item = &RouteEntry> {
+        self.routes.iter()
+    }
+
+    /// The route at `path`.
+    pub fn by_path(&self, path: &str) -> Option<&RouteEntry> {
+        self.routes.iter().find(|r| r.info.path == path)
+    }
+
+    /// The route named `operation`.
+    pub fn by_operation(&self, operation: &str) -> Option<&RouteEntry> {
+        self.routes.iter().find(|r| r.info.operation == operation)
+    }
+}
+
+/// Parses a JSON body into `T`, naming the field at fault as a JSON pointer.
+pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, EngineError> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|err| body_error(&err))?;
+    de.end().map_err(|e| EngineError::invalid_with("invalid_json", "", format!("the body is not valid JSON: {e}")))?;
+    Ok(value)
+}
+
+fn body_error(err: &serde_path_to_error::Error<serde_json::Error>) -> EngineError {
+    let inner = err.inner();
+    if !inner.is_data() {
+        let mut e = EngineError::new(ErrorKind::InvalidInput, "invalid_json", format!("the body is not valid JSON: {inner}"));
+        e.field = None;
+        return e;
+    }
+    let mut pointer = String::new();
+    for segment in err.path().iter() {
+        use serde_path_to_error::Segment;
+        match segment {
+            Segment::Seq { index } => pointer.push_str(&format!("/{index}")),
+            Segment::Map { key } => pointer.push_str(&format!("/{}", escape_pointer(key))),
+            Segment::Enum { .. } | Segment::Unknown => {}
+        }
+    }
+    let text = inner.to_string();
+    // serde names missing and unknown fields in the message, at the parent's path.
+    let (code, named) = if let Some(name) = quoted_after(&text, "unknown field `") {
+        ("unknown_field", Some(name))
+    } else {
+        ("invalid_input", quoted_after(&text, "missing field `"))
+    };
+    if let Some(name) = named {
+        if !pointer.ends_with(&format!("/{}", escape_pointer(&name))) {
+            pointer.push_str(&format!("/{}", escape_pointer(&name)));
+        }
+    }
+    let message = strip_position(&text);
+    let message = if pointer.is_empty() { message } else { format!("{pointer}: {message}") };
+    EngineError::invalid_with(code, pointer, message)
+}
+
+fn quoted_after(text: &str, prefix: &str) -> Option<String> {
+    let start = text.find(prefix)? + prefix.len();
+    let end = text[start..].find('`')?;
+    Some(text[start..start + end].to_string())
+}
+
+/// serde_json appends " at line 1 column 42"; a field pointer says more.
+fn strip_position(text: &str) -> String {
+    match text.rfind(" at line ") {
+        Some(i) => text[..i].to_string(),
+        None => text.to_string(),
+    }
+}
+
+fn escape_pointer(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Inner {
+        pages: String,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Outer {
+        files: Vec<Inner>,
+        degrees: u32,
+    }
+
+    fn err(body: &str) -> EngineError {
+        parse_body::<Outer>(body.as_bytes()).unwrap_err()
+    }
+
+    #[test]
+    fn names_missing_fields() {
+        let e = err(r#"{"files": []}"#);
+        assert_eq!(e.field.as_deref(), Some("/degrees"));
+        assert_eq!(e.code, "invalid_input");
+        let e = err(r#"{"files": [{}], "degrees": 90}"#);
+        assert_eq!(e.field.as_deref(), Some("/files/0/pages"));
+    }
+
+    #[test]
+    fn names_unknown_fields() {
+        let e = err(r#"{"files": [{"pages": "1", "color": 1}], "degrees": 90}"#);
+        assert_eq!(e.code, "unknown_field");
+        assert_eq!(e.field.as_deref(), Some("/files/0/color"));
+    }
+
+    #[test]
+    fn names_wrong_types() {
+        let e = err(r#"{"files": [], "degrees": "ninety"}"#);
+        assert_eq!(e.field.as_deref(), Some("/degrees"));
+        assert!(e.message.contains("invalid type"), "{}", e.message);
+    }
+
+    #[test]
+    fn syntax_errors_are_invalid_json() {
+        assert_eq!(err("{").code, "invalid_json");
+        assert_eq!(err(r#"{"files": [], "degrees": 1} x"#).code, "invalid_json");
+        assert_eq!(err("").code, "invalid_json");
+    }
+}

@@ -1,0 +1,90 @@
+//! What every operation may use: the URL fetcher, the limits, a progress sink.
+
+use std::sync::Arc;
+
+use crate::error::EngineError;
+use crate::fetch::{AddressPolicy, FetchLimits, SafeFetcher};
+
+/// Fixed input limits (route book §6).
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Largest decoded file, in bytes.
+    pub max_file_bytes: u64,
+    /// Most pages a PDF may have.
+    pub max_pages: u32,
+    /// Largest size any one PDF stream may decompress to while loading.
+    pub max_stream_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_file_bytes: 50 * 1024 * 1024, max_pages: 5_000, max_stream_bytes: 128 * 1024 * 1024 }
+    }
+}
+
+/// Receives progress of long operations (the CLI shows a bar; servers ignore it).
+pub trait Progress: Send + Sync {
+    /// `done` of `total` units of `what` are finished.
+    fn advance(&self, what: &str, done: u64, total: u64);
+}
+
+struct NoProgress;
+
+impl Progress for NoProgress {
+    fn advance(&self, _what: &str, _done: u64, _total: u64) {}
+}
+
+/// Shared, cheap to clone.
+#[derive(Clone)]
+pub struct Context {
+    /// Fetches URL inputs from public addresses only.
+    pub fetcher: SafeFetcher,
+    /// Input limits.
+    pub limits: Limits,
+    /// Progress sink.
+    pub progress: Arc<dyn Progress>,
+}
+
+impl Context {
+    /// The production context: public-only fetching, standard limits, no progress.
+    pub fn new() -> Context {
+        Context::with_policy(AddressPolicy::public_only())
+    }
+
+    /// A context whose fetcher follows `policy` (tests allow loopback servers this way).
+    pub fn with_policy(policy: AddressPolicy) -> Context {
+        Context {
+            fetcher: SafeFetcher::new(FetchLimits::default(), policy),
+            limits: Limits::default(),
+            progress: Arc::new(NoProgress),
+        }
+    }
+
+    /// The same context reporting progress to `progress`.
+    pub fn with_progress(mut self, progress: Arc<dyn Progress>) -> Context {
+        self.progress = progress;
+        self
+    }
+}
+
+impl Default for Context {
+    fn default() -> Self {
+        Context::new()
+    }
+}
+
+/// Runs CPU-bound work off the async threads; a panic becomes an internal error
+/// instead of taking the server down.
+pub async fn blocking<T, F>(work: F) -> Result<T, EngineError>
+where
+    F: FnOnce() -> Result<T, EngineError> + Send + 'static,
+    T: Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(join) => {
+            tracing::error!(error = %join, "an operation panicked");
+            Err(EngineError::internal("the operation failed unexpectedly"))
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! Opening and saving PDFs: the checks every PDF route shares (not a PDF, damaged,
+//! encrypted, too many pages) and the helpers for pages and their inherited attributes.
+
+use lopdf::{Dictionary, Document, LoadOptions, Object, ObjectId};
+
+use crate::context::{Context, Limits, blocking};
+use crate::error::{EngineError, ErrorKind};
+use crate::input::FileInput;
+
+/// A loaded input PDF.
+pub struct SourcePdf {
+    /// The document, decrypted if it was encrypted.
+    pub doc: Document,
+    /// The input's file name.
+    pub filename: String,
+    /// Number of pages.
+    pub page_count: u32,
+    /// The JSON pointer of the input, for error messages.
+    pub field: String,
+}
+
+impl std::fmt::Debug for SourcePdf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourcePdf").field("filename", &self.filename).field("page_count", &self.page_count).finish()
+    }
+}
+
+impl SourcePdf {
+    /// Fetches or decodes `file` and opens it; errors name `field` (e.g. `/file`).
+    pub async fn load(file: &FileInput, field: &str, ctx: &Context) -> Result<SourcePdf, EngineError> {
+        let input = file.resolve(ctx, field, "document.pdf").await?;
+        let limits = ctx.limits;
+        let field = field.to_string();
+        blocking(move || {
+            let doc = open(&input.bytes, input.password.as_deref(), &limits).map_err(|e| e.under(&field))?;
+            let page_count = doc.get_pages().len() as u32;
+            Ok(SourcePdf { doc, filename: input.filename, page_count, field })
+        })
+        .await
+    }
+
+    /// The object ids of the pages, in page order.
+    pub fn page_ids(&self) -> Vec<ObjectId> {
+        self.doc.page_iter().collect()
+    }
+}
+
+/// Whether `bytes` start like a PDF (`%PDF-` within the first KiB, as readers allow).
+pub fn looks_like_pdf(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(1024)];
+    head.windows(5).any(|w| w == b"%PDF-")
+}
+
+/// Opens a PDF from memory. Errors carry fields relative to the file input
+/// (`/password` for password problems, none for the file as a whole).
+pub fn open(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Result<Document, EngineError> {
+    if !looks_like_pdf(bytes) {
+        return Err(EngineError::invalid_with("not_a_pdf", "", "the file is not a PDF (no %PDF- header)"));
+    }
+    let options = LoadOptions {
+        password: password.map(str::to_string),
+        max_decompressed_size: Some(limits.max_stream_bytes),
+        ..LoadOptions::default()
+    };
+    let doc = match Document::load_mem_with_options(bytes, options) {
+        Ok(doc) => doc,
+        Err(lopdf::Error::InvalidPassword) | Err(lopdf::Error::Decryption(_)) => return Err(password_error(password)),
+        Err(lopdf::Error::Decompress(e)) => {
+            return Err(EngineError::too_large(
+                "file_too_large",
+                None,
+                format!("a stream of the PDF decompresses past the limit ({e}); refusing a possible decompression bomb"),
+            ));
+        }
+        Err(lopdf::Error::UnsupportedSecurityHandler(handler)) => {
+            return Err(EngineError::invalid_with(
+                "damaged_pdf",
+                "",
+                format!("the PDF uses an unsupported security handler ({})", String::from_utf8_lossy(&handler)),
+            ));
+        }
+        Err(e) => {
+            return Err(EngineError::invalid_with("damaged_pdf", "", format!("the PDF is too damaged to read: {e}")));
+        }
+    };
+    if doc.is_encrypted() {
+        // Still encrypted after loading: the password (or the empty one) did not open it.
+        return Err(password_error(password));
+    }
+    let pages = doc.page_iter().take(limits.max_pages as usize + 1).count();
+    if pages == 0 {
+        return Err(EngineError::invalid_with("damaged_pdf", "", "the PDF has no readable pages"));
+    }
+    if pages > limits.max_pages as usize {
+        return Err(EngineError::too_large(
+            "too_many_pages",
+            None,
+            format!("the PDF has more than {} pages", limits.max_pages),
+        ));
+    }
+    Ok(doc)
+}
+
+fn password_error(password: Option<&str>) -> EngineError {
+    match password {
+        None | Some("") => EngineError::invalid_with(
+            "password_required",
+            "/password",
+            "the PDF is encrypted: give its password in `password` beside the file's data",
+        ),
+        Some(_) => EngineError::invalid_with("wrong_password", "/password", "the password does not open this PDF"),
+    }
+}
+
+/// Serialises a document; the output is never encrypted.
+pub fn save(doc: &mut Document) -> Result<Vec<u8>, EngineError> {
+    doc.trailer.remove(b"Encrypt");
+    let mut out = Vec::new();
+    doc.save_to(&mut out).map_err(|e| EngineError::internal(format!("writing the PDF: {e}")))?;
+    Ok(out)
+}
+
+/// Page attributes a page inherits from its ancestors when it does not set them.
+pub const INHERITABLE: [&[u8]; 4] = [b"Resources", b"MediaBox", b"CropBox", b"Rotate"];
+
+/// The value of `key` for a page, looking up the page tree for inheritable attributes.
+pub fn inherited<'a>(doc: &'a Document, page_id: ObjectId, key: &[u8]) -> Option<&'a Object> {
+    let mut node = doc.get_dictionary(page_id).ok()?;
+    for _ in 0..64 {
+        if let Ok(value) = node.get(key) {
+            return Some(value);
+        }
+        let parent = node.get(b"Parent").ok()?.as_reference().ok()?;
+        node = doc.get_dictionary(parent).ok()?;
+    }
+    None
+}
+
+/// Copies inherited attributes onto the page itself, so the page no longer depends on
+/// its place in the page tree.
+pub fn materialize_inherited(doc: &mut Document, page_id: ObjectId) {
+    let mut found = Vec::new();
+    for key in INHERITABLE {
+        let own = doc.get_dictionary(page_id).map(|d| d.has(key)).unwrap_or(true);
+        if !own {
+            if let Some(value) = inherited(doc, page_id, key) {
+                found.push((key, value.clone()));
+            }
+        }
+    }
+    if let Ok(page) = doc.get_dictionary_mut(page_id) {
+        for (key, value) in found {
+            page.set(key, value);
+        }
+    }
+}
+
+/// A rectangle in PDF points: lower-left and upper-right corners, normalised.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rect {
+    /// Left edge.
+    pub x0: f64,
+    /// Bottom edge.
+    pub y0: f64,
+    /// Right edge.
+    pub x1: f64,
+    /// Top edge.
+    pub y1: f64,
+}
+
+impl Rect {
+    /// Width in points.
+    pub fn width(&self) -> f64 {
+        self.x1 - self.x0
+    }
+
+    /// Height in points.
+    pub fn height(&self) -> f64 {
+        self.y1 - self.y0
+    }
+
+    /// As a PDF array.
+    pub fn to_object(self) -> Object {
+        Object::Array(vec![self.x0.into(), self.y0.into(), self.x1.into(), self.y1.into()].into_iter().map(real).collect())
+    }
+}
+
+fn real(value: f64) -> Object {
+    // Whole numbers are written as integers: smaller files, and exact.
+    if value.fract() == 0.0 && value.abs() < 1e9 {
+        Object::Integer(value as i64)
+    } else {
+        Object::Real(value as f32)
+    }
+}
+
+/// Reads a number (integer or real), following a reference.
+pub fn number(doc: &Document, object: &Object) -> Option<f64> {
+    match doc.dereference(object).ok()?.1 {
+        Object::Integer(i) => Some(*i as f64),
+        Object::Real(r) => Some(*r as f64),
+        _ => None,
+    }
+}
+
+/// Reads a rectangle array, normalising reversed corners.
+pub fn rect(doc: &Document, object: &Object) -> Option<Rect> {
+    let array = doc.dereference(object).ok()?.1.as_array().ok()?;
+    if array.len() != 4 {
+        return None;
+    }
+    let v: Vec<f64> = array.iter().filter_map(|o| number(doc, o)).collect();
+    if v.len() != 4 || v.iter().any(|n| !n.is_finite()) {
+        return None;
+    }
+    Some(Rect { x0: v[0].min(v[2]), y0: v[1].min(v[3]), x1: v[0].max(v[2]), y1: v[1].max(v[3]) })
+}
+
+/// US Letter, the default when a page has no usable MediaBox (as readers assume).
+pub const LETTER: Rect = Rect { x0: 0.0, y0: 0.0, x1: 612.0, y1: 792.0 };
+
+/// The page's MediaBox, inherited if needed; Letter if missing or unusable.
+pub fn media_box(doc: &Document, page_id: ObjectId) -> Rect {
+    inherited(doc, page_id, b"MediaBox")
+        .and_then(|o| rect(doc, o))
+        .filter(|r| r.width() > 0.0 && r.height() > 0.0)
+        .unwrap_or(LETTER)
+}
+
+/// The page's CropBox clipped to its MediaBox (the visible area), MediaBox if none.
+pub fn crop_box(doc: &Document, page_id: ObjectId) -> Rect {
+    let media = media_box(doc, page_id);
+    match inherited(doc, page_id, b"CropBox").and_then(|o| rect(doc, o)) {
+        Some(c) => {
+            let clipped = Rect { x0: c.x0.max(media.x0), y0: c.y0.max(media.y0), x1: c.x1.min(media.x1), y1: c.y1.min(media.y1) };
+            if clipped.width() > 0.0 && clipped.height() > 0.0 { clipped } else { media }
+        }
+        None => media,
+    }
+}
+
+/// The page's rotation in degrees, normalised to 0, 90, 180 or 270.
+pub fn rotation(doc: &Document, page_id: ObjectId) -> i64 {
+    let raw = inherited(doc, page_id, b"Rotate").and_then(|o| number(doc, o)).unwrap_or(0.0) as i64;
+    let r = raw.rem_euclid(360);
+    // Values that are not multiples of 90 are invalid; readers round down.
+    r - r % 90
+}
+
+/// Reads a text string (PDFDocEncoding or UTF-16 with BOM) into a Rust string.
+pub fn text_string(doc: &Document, object: &Object) -> Option<String> {
+    match doc.dereference(object).ok()?.1 {
+        Object::String(bytes, _) => Some(decode_text_string(bytes)),
+        Object::Name(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+        _ => None,
+    }
+}
+
+/// Decodes PDF text-string bytes: UTF-16BE/LE with BOM, UTF-8 with BOM, else PDFDocEncoding.
+pub fn decode_text_string(bytes: &[u8]) -> String {
+    if bytes.starts_with(&[0xFE, 0xFF]) || bytes.starts_with(&[0xFF, 0xFE]) {
+        let be = bytes[0] == 0xFE;
+        let units: Vec<u16> = bytes[2..]
+            .chunks_exact(2)
+            .map(|c| if be { u16::from_be_bytes([c[0], c[1]]) } else { u16::from_le_bytes([c[0], c[1]]) })
+            .collect();
+        return String::from_utf16_lossy(&units);
+    }
+    if let Some(rest) = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
+        return String::from_utf8_lossy(rest).into_owned();
+    }
+    bytes.iter().map(|&b| pdf_doc_char(b)).collect()
+}
+
+fn pdf_doc_char(b: u8) -> char {
+    // PDFDocEncoding matches Latin-1 except 0x18-0x1F and 0x80-0x9F.
+    const HIGH: [char; 32] = [
+        '•', '†', '‡', '…', '—', '–', 'ƒ', '⁄', '‹', '›', '−', '‰', '„', '“', '”', '‘', '’', '‚', '™', 'ﬁ', 'ﬂ',
+        'Ł', 'Œ', 'Š', 'Ÿ', 'Ž', 'ı', 'ł', 'œ', 'š', 'ž', '\u{FFFD}',
+    ];
+    const LOW: [char; 8] = ['˘', 'ˇ', 'ˆ', '˙', '˝', '˛', '˚', '˜'];
+    match b {
+        0x18..=0x1F => LOW[(b - 0x18) as usize],
+        0x80..=0x9F => HIGH[(b - 0x80) as usize],
+        0xA0 => '€',
+        _ => b as char,
+    }
+}
+
+/// Encodes a Rust string as a PDF text string: plain bytes when ASCII, else UTF-16BE with BOM.
+pub fn encode_text_string(text: &str) -> Object {
+    if text.is_ascii() {
+        Object::String(text.as_bytes().to_vec(), lopdf::StringFormat::Literal)
+    } else {
+        let mut bytes = vec![0xFE, 0xFF];
+        for unit in text.encode_utf16() {
+            bytes.extend_from_slice(&unit.to_be_bytes());
+        }
+        Object::String(bytes, lopdf::StringFormat::Hexadecimal)
+    }
+}
+
+/// The dictionary at `key` of `dict`, following a reference.
+pub fn dict_at<'a>(doc: &'a Document, dict: &'a Dictionary, key: &[u8]) -> Option<&'a Dictionary> {
+    let object = dict.get(key).ok()?;
+    doc.dereference(object).ok()?.1.as_dict().ok()
+}
+
+/// Maps a lopdf failure during an edit to an error about the input (it is the input's
+/// structure that broke the edit, not a defect of ours).
+pub fn edit_error(what: &str, e: lopdf::Error) -> EngineError {
+    EngineError::new(ErrorKind::InvalidInput, "damaged_pdf", format!("{what}: the PDF's structure is damaged ({e})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_strings_round_trip() {
+        for text in ["Chapter 1", "Kapitel Über", "第一章", ""] {
+            let object = encode_text_string(text);
+            let doc = Document::with_version("1.7");
+            assert_eq!(text_string(&doc, &object).unwrap(), text);
+        }
+        assert_eq!(decode_text_string(&[0x8D, b'a', 0x8E, 0xA0]), "“a”€");
+    }
+
+    #[test]
+    fn refuses_non_pdf_bytes() {
+        let e = open(b"hello world", None, &Limits::default()).unwrap_err();
+        assert_eq!(e.code, "not_a_pdf");
+    }
+}

@@ -1,0 +1,110 @@
+//! The one error type of every operation: a stable code, a human message, and the JSON
+//! pointer of the input field at fault. Front doors map [`ErrorKind`] to their statuses.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+/// What went wrong, in the terms a front door needs to choose a status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The input is invalid (HTTP 422).
+    InvalidInput,
+    /// A referenced thing does not exist (HTTP 404).
+    NotFound,
+    /// The input is too large (HTTP 413).
+    TooLarge,
+    /// An upstream refused us for rate (HTTP 429).
+    RateLimited { retry_after: Duration },
+    /// An upstream answer could not be used (HTTP 502).
+    BadUpstream,
+    /// The service or an upstream is unavailable (HTTP 503).
+    Unavailable { retry_after: Duration },
+    /// An upstream or the operation took too long (HTTP 504).
+    Timeout,
+    /// A defect on our side (HTTP 500). Never caused by input alone.
+    Internal,
+}
+
+/// An operation's failure: kind, stable snake_case code, message, and the field at fault.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct EngineError {
+    /// The kind, which decides the status.
+    pub kind: ErrorKind,
+    /// A stable snake_case code (listed in [`CODES`]).
+    pub code: Cow<'static, str>,
+    /// A sentence for a person.
+    pub message: String,
+    /// JSON pointer of the input field at fault (`/files/1/pages`), if any.
+    pub field: Option<String>,
+}
+
+/// Every error code with its meaning, for the OpenAPI document and llms.txt.
+pub const CODES: &[(&str, &str)] = &[
+    ("invalid_json", "the body is not valid JSON"),
+    ("invalid_input", "a field is missing, of the wrong type, out of range, or not allowed"),
+    ("unknown_field", "the body has a field the route does not take"),
+    ("invalid_pages", "a page selection cannot be parsed"),
+    ("page_out_of_range", "a page selection names a page the document does not have"),
+    ("empty_file", "a file input has no bytes"),
+    ("invalid_base64", "a file's data is not valid base64"),
+    ("not_a_pdf", "a file input is not a PDF"),
+    ("damaged_pdf", "a PDF is too damaged to read"),
+    ("password_required", "a PDF is encrypted and no password was given"),
+    ("wrong_password", "the password given does not open the PDF"),
+    ("blocked_target", "a URL input points to an address that may not be fetched"),
+    ("fetch_failed", "a URL input could not be fetched"),
+    ("file_too_large", "a file is larger than the limit"),
+    ("too_many_pages", "a PDF has more pages than the limit"),
+    ("body_too_large", "the request body is larger than the limit"),
+    ("unsupported_media_type", "the body is not application/json"),
+    ("not_found", "no such route or file"),
+    ("method_not_allowed", "the route exists but takes POST"),
+    ("forbidden_host", "the Host header is not a loopback name"),
+    ("timeout", "the operation took longer than the limit"),
+    ("upstream_error", "an upstream answer could not be used"),
+    ("unavailable", "the service or an upstream is unavailable"),
+    ("internal", "a defect on our side"),
+];
+
+impl EngineError {
+    /// An error of `kind` with `code` and `message`, no field.
+    pub fn new(kind: ErrorKind, code: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        EngineError { kind, code: code.into(), message: message.into(), field: None }
+    }
+
+    /// Invalid input at `field` (a JSON pointer), code `invalid_input`.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidInput, "invalid_input", message).at(field)
+    }
+
+    /// Invalid input with a specific code.
+    pub fn invalid_with(code: &'static str, field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidInput, code, message).at(field)
+    }
+
+    /// Input too large, with a specific code.
+    pub fn too_large(code: &'static str, field: Option<String>, message: impl Into<String>) -> Self {
+        EngineError { field, ..Self::new(ErrorKind::TooLarge, code, message) }
+    }
+
+    /// A defect on our side; the message is for logs and says nothing of the input.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, "internal", message)
+    }
+
+    /// The same error, naming `field`.
+    pub fn at(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    /// The same error with its field nested under `prefix` (`/file` + `/password`).
+    pub fn under(mut self, prefix: &str) -> Self {
+        self.field = Some(match self.field.take() {
+            Some(inner) => format!("{prefix}{inner}"),
+            None => prefix.to_string(),
+        });
+        self
+    }
+}

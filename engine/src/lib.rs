@@ -1,0 +1,26 @@
+//! Paperchain's engine: the route catalog, pricing and the operations themselves.
+//!
+//! Every route is defined once, in one file under `docs/` (documents) or `chain/`
+//! (chain reads): its path, operation name, schemas, price rule and the operation.
+//! The front doors (HTTP gateway, CLI, later MCP and the desktop app) are generated
+//! from [`catalog::Catalog`].
+//!
+//! What this crate must not do: know about HTTP, MCP or payments. It takes typed
+//! input, answers typed output or an [`error::EngineError`] whose kind a front door maps
+//! to its own status codes.
+
+pub mod catalog;
+pub mod context;
+pub mod docs;
+pub mod error;
+pub mod fetch;
+pub mod input;
+pub mod output;
+pub mod pages;
+pub mod price;
+
+pub use catalog::{Catalog, Family, FreePool, RouteInfo};
+pub use context::Context;
+pub use error::{EngineError, ErrorKind};
+pub use output::{FileSet, OutFile, OutputMode, Reply};
+pub use price::Price;

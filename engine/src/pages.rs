@@ -1,0 +1,178 @@
+//! Page selections: `"1-3,5,8-"`, `"last"`, `"2-last"`, `"all"`; 1-based.
+//!
+//! A range written backwards (`"5-3"`) runs backwards. Resolving against a document
+//! checks every page against its page count and names the first that is out of range.
+
+use crate::error::EngineError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Bound {
+    Page(u32),
+    Last,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    Single(Bound),
+    /// `start`..=`end`; `end` None means "to the last page".
+    Range(Bound, Option<Bound>),
+}
+
+/// A parsed page selection, not yet tied to a document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PageSelection {
+    parts: Vec<Part>,
+    text: String,
+}
+
+impl PageSelection {
+    /// Every page.
+    pub fn all() -> PageSelection {
+        PageSelection { parts: vec![Part::Range(Bound::Page(1), None)], text: "all".into() }
+    }
+
+    /// Parses `text`; errors name `field`.
+    pub fn parse(text: &str, field: &str) -> Result<PageSelection, EngineError> {
+        let bad = |why: String| EngineError::invalid_with("invalid_pages", field, format!("{field}: {why}"));
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return Err(bad("the page selection is empty".into()));
+        }
+        if trimmed.eq_ignore_ascii_case("all") {
+            return Ok(PageSelection::all());
+        }
+        let mut parts = Vec::new();
+        for piece in trimmed.split(',') {
+            let piece = piece.trim();
+            if piece.is_empty() {
+                return Err(bad(format!("`{trimmed}` has an empty item between commas")));
+            }
+            let part = match piece.split_once('-') {
+                None => Part::Single(parse_bound(piece).map_err(&bad)?),
+                Some((start, end)) => {
+                    if start.trim().is_empty() && end.trim().is_empty() {
+                        return Err(bad("`-` needs a page on at least one side".into()));
+                    }
+                    let start = if start.trim().is_empty() { Bound::Page(1) } else { parse_bound(start.trim()).map_err(&bad)? };
+                    let end = if end.trim().is_empty() { None } else { Some(parse_bound(end.trim()).map_err(&bad)?) };
+                    Part::Range(start, end)
+                }
+            };
+            parts.push(part);
+        }
+        Ok(PageSelection { parts, text: trimmed.to_string() })
+    }
+
+    /// Parses an optional selection, `None` meaning every page.
+    pub fn parse_or_all(text: Option<&str>, field: &str) -> Result<PageSelection, EngineError> {
+        match text {
+            Some(text) => PageSelection::parse(text, field),
+            None => Ok(PageSelection::all()),
+        }
+    }
+
+    /// The pages selected, 1-based, in the order written (repeats kept), checked
+    /// against `page_count`; errors name `field`.
+    pub fn resolve(&self, page_count: u32, field: &str) -> Result<Vec<u32>, EngineError> {
+        let check = |page: u32| {
+            if page == 0 || page > page_count {
+                Err(EngineError::invalid_with(
+                    "page_out_of_range",
+                    field,
+                    format!(
+                        "{field}: page {page} is out of range; the document has {page_count} page{}",
+                        if page_count == 1 { "" } else { "s" }
+                    ),
+                ))
+            } else {
+                Ok(page)
+            }
+        };
+        let value = |b: Bound| match b {
+            Bound::Page(n) => n,
+            Bound::Last => page_count,
+        };
+        let mut pages = Vec::new();
+        for part in &self.parts {
+            match *part {
+                Part::Single(b) => pages.push(check(value(b))?),
+                Part::Range(start, end) => {
+                    let start = check(value(start))?;
+                    let end = check(end.map(value).unwrap_or(page_count))?;
+                    if start <= end {
+                        pages.extend(start..=end);
+                    } else {
+                        pages.extend((end..=start).rev());
+                    }
+                }
+            }
+        }
+        Ok(pages)
+    }
+
+    /// The selection as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+fn parse_bound(text: &str) -> Result<Bound, String> {
+    if text.eq_ignore_ascii_case("last") || text.eq_ignore_ascii_case("z") {
+        return Ok(Bound::Last);
+    }
+    match text.parse::<u32>() {
+        Ok(0) => Err("pages are numbered from 1; `0` is not a page".into()),
+        Ok(n) => Ok(Bound::Page(n)),
+        Err(_) => Err(format!("`{text}` is not a page number (use numbers, ranges like `2-5`, `8-`, or `last`)")),
+    }
+}
+
+/// Sorted, de-duplicated pages of a selection: for routes where order does not matter.
+pub fn as_set(pages: &[u32]) -> Vec<u32> {
+    let mut set = pages.to_vec();
+    set.sort_unstable();
+    set.dedup();
+    set
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pages(text: &str, count: u32) -> Vec<u32> {
+        PageSelection::parse(text, "/pages").unwrap().resolve(count, "/pages").unwrap()
+    }
+
+    #[test]
+    fn parses_the_documented_forms() {
+        assert_eq!(pages("1-3,5,8-", 10), vec![1, 2, 3, 5, 8, 9, 10]);
+        assert_eq!(pages("last", 7), vec![7]);
+        assert_eq!(pages("2-last", 4), vec![2, 3, 4]);
+        assert_eq!(pages("all", 3), vec![1, 2, 3]);
+        assert_eq!(pages(" 3 , 1 ", 3), vec![3, 1]);
+        assert_eq!(pages("-2", 5), vec![1, 2]);
+        assert_eq!(pages("3-1", 5), vec![3, 2, 1]);
+        assert_eq!(pages("2,2", 5), vec![2, 2]);
+        assert_eq!(PageSelection::all().resolve(2, "/p").unwrap(), vec![1, 2]);
+    }
+
+    #[test]
+    fn refuses_malformed_selections() {
+        for bad in ["", " ", "0", "a", "1,,2", "1-x", "1.5", "-", "1--2", "first"] {
+            let err = PageSelection::parse(bad, "/pages").and_then(|s| s.resolve(10, "/pages"));
+            let err = err.expect_err(bad);
+            assert_eq!(err.field.as_deref(), Some("/pages"), "{bad}");
+            assert!(err.code == "invalid_pages", "{bad}: {}", err.code);
+        }
+    }
+
+    #[test]
+    fn out_of_range_names_the_page_and_the_count() {
+        let err = PageSelection::parse("2,12", "/files/1/pages").unwrap().resolve(10, "/files/1/pages").unwrap_err();
+        assert_eq!(err.code, "page_out_of_range");
+        assert_eq!(err.field.as_deref(), Some("/files/1/pages"));
+        assert!(err.message.contains("page 12") && err.message.contains("10 pages"), "{}", err.message);
+        let err = PageSelection::parse("5-", "/p").unwrap().resolve(3, "/p").unwrap_err();
+        assert!(err.message.contains("page 5"));
+    }
+}
