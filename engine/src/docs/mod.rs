@@ -3,6 +3,8 @@
 use crate::catalog::Catalog;
 use crate::price::Price;
 
+pub mod assemble;
+pub mod outline_tree;
 pub mod pdf;
 pub mod rotate;
 

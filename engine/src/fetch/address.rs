@@ -549,18 +549,33 @@ mod tests {
         refused("::", BlockReason::Unspecified);
         refused("::1", BlockReason::Loopback);
         refused("fe80::", BlockReason::LinkLocal);
-        refused("febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::LinkLocal);
+        refused(
+            "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            BlockReason::LinkLocal,
+        );
         refused("fec0::", BlockReason::SiteLocal);
-        refused("feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::SiteLocal);
+        refused(
+            "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            BlockReason::SiteLocal,
+        );
         refused("fc00::", BlockReason::UniqueLocal);
-        refused("fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::UniqueLocal);
+        refused(
+            "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            BlockReason::UniqueLocal,
+        );
         refused("fd00:ec2::254", BlockReason::Metadata);
         refused("fd00:ec2::253", BlockReason::UniqueLocal);
-        refused("fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::Reserved);
+        refused(
+            "fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            BlockReason::Reserved,
+        );
         refused("fe00::", BlockReason::Reserved);
         refused("ff00::", BlockReason::Multicast);
         refused("ff02::1", BlockReason::Multicast);
-        refused("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::Multicast);
+        refused(
+            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            BlockReason::Multicast,
+        );
     }
 
     #[test]
@@ -569,25 +584,40 @@ mod tests {
         refused("100::ffff:ffff:ffff:ffff", BlockReason::DiscardOnly);
         refused("100:0:0:1::", BlockReason::Reserved);
         refused("2001:db8::", BlockReason::Documentation);
-        refused("2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::Documentation);
+        refused(
+            "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff",
+            BlockReason::Documentation,
+        );
         allowed("2001:db9::1");
         allowed("2001:db7:ffff:ffff:ffff:ffff:ffff:ffff");
         refused("3fff::", BlockReason::Documentation);
-        refused("3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::Documentation);
+        refused(
+            "3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff",
+            BlockReason::Documentation,
+        );
         allowed("3fff:1000::1");
         refused("2001::", BlockReason::Teredo);
         refused("2001:0:4136:e378:8000:63bf:3fff:fdd2", BlockReason::Teredo);
         refused("2001:0:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::Teredo);
         refused("2001:1::1", BlockReason::Reserved);
         refused("2001:2::", BlockReason::Benchmarking);
-        refused("2001:2:0:ffff:ffff:ffff:ffff:ffff", BlockReason::Benchmarking);
-        refused("2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::Reserved);
+        refused(
+            "2001:2:0:ffff:ffff:ffff:ffff:ffff",
+            BlockReason::Benchmarking,
+        );
+        refused(
+            "2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff",
+            BlockReason::Reserved,
+        );
         allowed("2001:200::1");
     }
 
     #[test]
     fn v6_outside_global_unicast_reserved() {
-        refused("1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::Reserved);
+        refused(
+            "1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            BlockReason::Reserved,
+        );
         allowed("2000::1");
         allowed("3ffe:ffff::1");
         refused("4000::", BlockReason::Reserved);
@@ -730,6 +760,7 @@ mod tests {
             "home.arpa",
             "box.localdomain",
             "nas.lan",
+            "intranet",
         ] {
             assert_eq!(
                 check_host_name(name),
@@ -737,7 +768,7 @@ mod tests {
                 "{name}"
             );
         }
-        for name in ["intranet", "myhost", "myhost.", "com."] {
+        for name in ["myhost", "myhost.", "com."] {
             assert_eq!(
                 check_host_name(name),
                 Err(BlockReason::SingleLabelName(name.to_string())),
@@ -818,6 +849,12 @@ mod tests {
         url_refused("http://[fd00:ec2::254]/", BlockReason::Metadata);
         url_refused("http://0xa9fea9fe/", BlockReason::Metadata);
         url_refused("http://3232235777/", BlockReason::Private);
+        // IDNA mapping (full-width characters) cannot smuggle a loopback address or name.
+        url_refused(
+            "http://\u{ff11}\u{ff12}\u{ff17}.0.0.1/",
+            BlockReason::Loopback,
+        );
+        assert!(url_verdict("http://\u{ff4c}ocalhost/").is_err());
     }
 
     #[test]

@@ -122,16 +122,10 @@ impl SafeFetcher {
     /// A fetcher with these limits and address policy.
     pub fn new(limits: FetchLimits, policy: AddressPolicy) -> Self {
         let policy = Arc::new(policy);
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .dns_resolver(Arc::new(CheckedResolver {
-                policy: Arc::clone(&policy),
-            }))
-            .connect_timeout(limits.timeout)
-            .user_agent(concat!("paperchain/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"));
+        let resolver = Arc::new(CheckedResolver {
+            policy: Arc::clone(&policy),
+        });
+        let client = build_client(&limits, resolver);
         Self {
             client,
             limits,
@@ -221,6 +215,21 @@ impl SafeFetcher {
             });
         }
     }
+}
+
+/// The reqwest client: no proxy, no automatic redirects, our resolver, connect timeout.
+fn build_client<R: Resolve + 'static>(
+    limits: &FetchLimits,
+    resolver: Arc<R>,
+) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .dns_resolver(resolver)
+        .connect_timeout(limits.timeout)
+        .user_agent(concat!("paperchain/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
 /// Scheme, userinfo and host checks for one URL (initial or redirect target).
@@ -541,6 +550,43 @@ mod tests {
         assert!(err.downcast_ref::<BlockReason>().is_some(), "{err}");
     }
 
+    /// A resolver that refuses every name, standing in for a name resolving to a
+    /// non-public address (no such name resolves in the test environment).
+    struct RefuseAll;
+
+    impl Resolve for RefuseAll {
+        fn resolve(&self, _: Name) -> Resolving {
+            Box::pin(async {
+                Err(BlockReason::Address {
+                    ip: "10.0.0.1".parse().unwrap(),
+                    reason: Box::new(BlockReason::Private),
+                }
+                .into())
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn resolver_refusal_surfaces_as_blocked_through_reqwest() {
+        let client = build_client(&FetchLimits::default(), Arc::new(RefuseAll)).unwrap();
+        let err = client
+            .get("http://example.com/")
+            .send()
+            .await
+            .map_err(network_error)
+            .unwrap_err();
+        match err {
+            FetchError::Blocked(reason) => {
+                assert_eq!(reason.class(), &BlockReason::Private);
+                assert_eq!(
+                    FetchError::Blocked(reason).to_string(),
+                    "refused target: 10.0.0.1 is a private-use address"
+                );
+            }
+            other => panic!("expected Blocked, got {other:?}"),
+        }
+    }
+
     #[test]
     fn content_disposition_names() {
         let f = filename_from_disposition;
@@ -548,7 +594,10 @@ mod tests {
             f("attachment; filename=\"paper.pdf\"").as_deref(),
             Some("paper.pdf")
         );
-        assert_eq!(f("attachment; filename=paper.pdf").as_deref(), Some("paper.pdf"));
+        assert_eq!(
+            f("attachment; filename=paper.pdf").as_deref(),
+            Some("paper.pdf")
+        );
         assert_eq!(
             f("attachment; filename=\"a;b \\\"c\\\".pdf\"").as_deref(),
             Some("a;b \"c\".pdf")
@@ -578,7 +627,10 @@ mod tests {
     #[test]
     fn url_file_names() {
         let f = |u: &str| filename_from_url(&Url::parse(u).unwrap());
-        assert_eq!(f("https://x.org/a/b/paper%20one.pdf").as_deref(), Some("paper one.pdf"));
+        assert_eq!(
+            f("https://x.org/a/b/paper%20one.pdf").as_deref(),
+            Some("paper one.pdf")
+        );
         assert_eq!(f("https://x.org/a/b/").as_deref(), Some("b"));
         assert_eq!(f("https://x.org/"), None);
         assert_eq!(f("https://x.org/a/%2e%2e"), None);

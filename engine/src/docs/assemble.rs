@@ -1,0 +1,586 @@
+//! Building a new PDF from pages of other PDFs: the shared core of merge, split,
+//! extract-pages, remove-pages and reorder.
+//!
+//! Each appended page is copied with everything it references (content, resources,
+//! annotations), each shared object once per source. Inherited attributes are written
+//! onto the page. References that would drag in the rest of the source are cut:
+//! the page tree and the catalog become null, links to pages that are not copied lose
+//! their destination. Outlines are rebuilt from the kept pages; form fields whose
+//! widgets are kept are listed in the new AcroForm, renamed when two sources clash.
+
+use std::collections::{HashMap, HashSet};
+
+use lopdf::{Dictionary, Document, Object, ObjectId};
+
+use crate::docs::outline_tree::{self, OutlineItem};
+use crate::docs::pdf::{INHERITABLE, decode_text_string, inherited};
+use crate::error::EngineError;
+
+/// What to carry over from a source besides its pages.
+#[derive(Clone, Copy, Debug)]
+pub struct Carry {
+    /// Its bookmarks that point to kept pages.
+    pub outline: bool,
+    /// Its document information (title, author…) if none was carried yet.
+    pub info: bool,
+}
+
+/// A new document under construction.
+pub struct Assembler {
+    doc: Document,
+    pages: Vec<ObjectId>,
+    outline: Vec<OutlineItem>,
+    fields: Vec<ObjectId>,
+    field_names: HashSet<String>,
+    acroform: Dictionary,
+    catalog_extra: Dictionary,
+    info: Option<Object>,
+    sources: usize,
+}
+
+impl Default for Assembler {
+    fn default() -> Self {
+        Assembler::new()
+    }
+}
+
+impl Assembler {
+    /// An empty document.
+    pub fn new() -> Assembler {
+        Assembler {
+            doc: Document::with_version("1.4"),
+            pages: Vec::new(),
+            outline: Vec::new(),
+            fields: Vec::new(),
+            field_names: HashSet::new(),
+            acroform: Dictionary::new(),
+            catalog_extra: Dictionary::new(),
+            info: None,
+            sources: 0,
+        }
+    }
+
+    /// Number of pages so far.
+    pub fn page_count(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Appends pages `numbers` (1-based, in this order, repeats allowed) of `source`.
+    pub fn append(&mut self, source: &Document, numbers: &[u32], carry: Carry) -> Result<(), EngineError> {
+        let src_pages: Vec<ObjectId> = source.page_iter().collect();
+        let mut copier = Copier::new(source, &src_pages);
+        for &n in numbers {
+            let id = page_at(&src_pages, n)?;
+            if !copier.page_map.contains_key(&id) {
+                let target = self.doc.new_object_id();
+                copier.page_map.insert(id, target);
+            }
+        }
+        let mut copied = HashSet::new();
+        for &n in numbers {
+            let src_id = page_at(&src_pages, n)?;
+            let first = copied.insert(src_id);
+            let target_id = if first { copier.page_map[&src_id] } else { self.doc.new_object_id() };
+            let page = self.page_dict(&mut copier, src_id, target_id, first)?;
+            self.doc.objects.insert(target_id, Object::Dictionary(page));
+            copier.drain(&mut self.doc);
+            self.pages.push(target_id);
+        }
+        if carry.outline {
+            let items = outline_tree::read(source);
+            self.outline.extend(map_outline(&items, &copier.page_map));
+        }
+        if carry.info && self.info.is_none() {
+            if let Ok(info) = source.trailer.get(b"Info") {
+                let mapped = copier.map_object(info.clone(), &mut self.doc, 0);
+                copier.drain(&mut self.doc);
+                if !matches!(mapped, Object::Null) {
+                    self.info = Some(mapped);
+                }
+            }
+        }
+        self.carry_catalog(&mut copier, source);
+        self.sources += 1;
+        if self.doc.version.as_str() < source.version.as_str() && source.version.len() <= 4 {
+            self.doc.version = source.version.clone();
+        }
+        Ok(())
+    }
+
+    fn page_dict(&mut self, copier: &mut Copier, src_id: ObjectId, target_id: ObjectId, first: bool) -> Result<Dictionary, EngineError> {
+        let source = copier.src;
+        let mut page = source
+            .get_dictionary(src_id)
+            .map_err(|e| EngineError::invalid_with("damaged_pdf", "", format!("a page object is unreadable ({e})")))?
+            .clone();
+        for key in INHERITABLE {
+            if !page.has(key) {
+                if let Some(value) = inherited(source, src_id, key) {
+                    page.set(key, value.clone());
+                }
+            }
+        }
+        // Keys tied to the source's page tree, structure tree or article threads.
+        for key in [&b"Parent"[..], b"StructParents", b"B"] {
+            page.remove(key);
+        }
+        let annots = page.remove(b"Annots");
+        let mut mapped = match copier.map_object(Object::Dictionary(page), &mut self.doc, 0) {
+            Object::Dictionary(d) => d,
+            _ => Dictionary::new(),
+        };
+        if let Some(annots) = annots {
+            let list = copier.annotations(annots, &mut self.doc, target_id, first);
+            if !list.is_empty() {
+                mapped.set("Annots", Object::Array(list));
+            }
+        }
+        Ok(mapped)
+    }
+
+    fn carry_catalog(&mut self, copier: &mut Copier, source: &Document) {
+        let Ok(catalog) = source.catalog() else { return };
+        if let Ok(acro) = catalog.get(b"AcroForm").and_then(|o| source.dereference(o)).and_then(|(_, o)| o.as_dict()) {
+            let fields = acro.get(b"Fields").and_then(|o| source.dereference(o)).and_then(|(_, o)| o.as_array());
+            for field in fields.into_iter().flatten() {
+                let Ok(src_field) = field.as_reference() else { continue };
+                let Some(&target) = copier.map.get(&src_field) else { continue };
+                self.claim_field_name(target);
+                self.fields.push(target);
+            }
+            for key in [&b"DA"[..], b"Q", b"NeedAppearances", b"DR"] {
+                if !self.acroform.has(key) {
+                    if let Ok(value) = acro.get(key) {
+                        let mapped = copier.map_object(value.clone(), &mut self.doc, 0);
+                        self.acroform.set(key, mapped);
+                    }
+                }
+            }
+        }
+        if self.sources == 0 {
+            for key in [&b"Lang"[..], b"ViewerPreferences", b"PageLayout"] {
+                if let Ok(value) = catalog.get(key) {
+                    let mapped = copier.map_object(value.clone(), &mut self.doc, 0);
+                    self.catalog_extra.set(key, mapped);
+                }
+            }
+        }
+        copier.drain(&mut self.doc);
+    }
+
+    /// Two sources may both have a field "name"; the later one becomes "name_2" so that
+    /// filling one does not silently fill the other.
+    fn claim_field_name(&mut self, field: ObjectId) {
+        let Ok(dict) = self.doc.get_dictionary_mut(field) else { return };
+        let Ok(Object::String(raw, _)) = dict.get(b"T") else { return };
+        let name = decode_text_string(raw);
+        if self.field_names.insert(name.clone()) {
+            return;
+        }
+        let mut n = 2;
+        let renamed = loop {
+            let candidate = format!("{name}_{n}");
+            if self.field_names.insert(candidate.clone()) {
+                break candidate;
+            }
+            n += 1;
+        };
+        dict.set("T", crate::docs::pdf::encode_text_string(&renamed));
+    }
+
+    /// Replaces the outline to be written (pages are this document's page objects, as
+    /// returned by [`Assembler::page_ids`]).
+    pub fn set_outline(&mut self, items: Vec<OutlineItem>) {
+        self.outline = items;
+    }
+
+    /// The page objects so far, in order.
+    pub fn page_ids(&self) -> &[ObjectId] {
+        &self.pages
+    }
+
+    /// Builds the page tree and catalog and returns the document.
+    pub fn finish(mut self) -> Result<Document, EngineError> {
+        if self.pages.is_empty() {
+            return Err(EngineError::internal("assembled a document without pages"));
+        }
+        let pages_id = self.doc.new_object_id();
+        for &page in &self.pages {
+            if let Ok(dict) = self.doc.get_dictionary_mut(page) {
+                dict.set("Parent", Object::Reference(pages_id));
+            }
+        }
+        let mut pages = Dictionary::new();
+        pages.set("Type", Object::Name(b"Pages".to_vec()));
+        pages.set("Kids", Object::Array(self.pages.iter().map(|&p| Object::Reference(p)).collect()));
+        pages.set("Count", Object::Integer(self.pages.len() as i64));
+        self.doc.objects.insert(pages_id, Object::Dictionary(pages));
+
+        let mut catalog = self.catalog_extra;
+        catalog.set("Type", Object::Name(b"Catalog".to_vec()));
+        catalog.set("Pages", Object::Reference(pages_id));
+        if !self.fields.is_empty() {
+            let mut acroform = self.acroform;
+            acroform.set("Fields", Object::Array(self.fields.iter().map(|&f| Object::Reference(f)).collect()));
+            catalog.set("AcroForm", Object::Dictionary(acroform));
+        }
+        let catalog_id = self.doc.add_object(Object::Dictionary(catalog));
+        self.doc.trailer = Dictionary::new();
+        self.doc.trailer.set("Root", Object::Reference(catalog_id));
+        if let Some(info) = self.info {
+            self.doc.trailer.set("Info", info);
+        }
+        outline_tree::write(&mut self.doc, &self.outline)
+            .map_err(|e| EngineError::internal(format!("writing the outline: {e}")))?;
+        Ok(self.doc)
+    }
+}
+
+fn page_at(pages: &[ObjectId], number: u32) -> Result<ObjectId, EngineError> {
+    number
+        .checked_sub(1)
+        .and_then(|i| pages.get(i as usize))
+        .copied()
+        .ok_or_else(|| EngineError::internal(format!("page {number} was not checked against the page count")))
+}
+
+/// Keeps outline items whose page is kept; an item whose page is gone but has kept
+/// children points to its first kept child's page.
+fn map_outline(items: &[OutlineItem], page_map: &HashMap<ObjectId, ObjectId>) -> Vec<OutlineItem> {
+    let mut kept = Vec::new();
+    for item in items {
+        let children = map_outline(&item.children, page_map);
+        let page = item.page.and_then(|p| page_map.get(&p).copied());
+        let had_target = item.page.is_some();
+        if page.is_none() && children.is_empty() && (had_target || item.children.is_empty()) {
+            continue;
+        }
+        let page = page.or_else(|| children.first().and_then(|c| c.page));
+        kept.push(OutlineItem { title: item.title.clone(), page, children });
+    }
+    kept
+}
+
+/// Copies objects of one source into the target, each once.
+struct Copier<'a> {
+    src: &'a Document,
+    /// Source object → target object, for everything but pages.
+    map: HashMap<ObjectId, ObjectId>,
+    /// Source page → its (first) copy in the target.
+    page_map: HashMap<ObjectId, ObjectId>,
+    pages: HashSet<ObjectId>,
+    /// Page-tree nodes, the catalog and the outline root: never copied.
+    cut: HashSet<ObjectId>,
+    queue: Vec<ObjectId>,
+}
+
+/// Nesting of direct objects handled; deeper structures are cut (the parser allows 100).
+const MAX_NESTING: usize = 128;
+
+impl<'a> Copier<'a> {
+    fn new(src: &'a Document, pages: &[ObjectId]) -> Copier<'a> {
+        let mut cut = HashSet::new();
+        if let Ok(root) = src.trailer.get(b"Root").and_then(Object::as_reference) {
+            cut.insert(root);
+        }
+        for &page in pages {
+            let mut node = src.get_dictionary(page).ok();
+            for _ in 0..64 {
+                let Some(parent) = node.and_then(|d| d.get(b"Parent").and_then(Object::as_reference).ok()) else { break };
+                if !cut.insert(parent) {
+                    break;
+                }
+                node = src.get_dictionary(parent).ok();
+            }
+        }
+        if let Ok(catalog) = src.catalog() {
+            if let Ok(outlines) = catalog.get(b"Outlines").and_then(Object::as_reference) {
+                cut.insert(outlines);
+            }
+        }
+        Copier { src, map: HashMap::new(), page_map: HashMap::new(), pages: pages.iter().copied().collect(), cut, queue: Vec::new() }
+    }
+
+    fn map_ref(&mut self, id: ObjectId, target: &mut Document) -> Object {
+        if self.pages.contains(&id) {
+            return self.page_map.get(&id).map_or(Object::Null, |&t| Object::Reference(t));
+        }
+        if self.cut.contains(&id) || !self.src.objects.contains_key(&id) {
+            return Object::Null;
+        }
+        if let Some(&t) = self.map.get(&id) {
+            return Object::Reference(t);
+        }
+        let t = target.new_object_id();
+        self.map.insert(id, t);
+        self.queue.push(id);
+        Object::Reference(t)
+    }
+
+    fn drain(&mut self, target: &mut Document) {
+        while let Some(src_id) = self.queue.pop() {
+            let Some(object) = self.src.objects.get(&src_id).cloned() else { continue };
+            let mapped = self.map_object(object, target, 0);
+            if let Some(&t) = self.map.get(&src_id) {
+                target.objects.insert(t, mapped);
+            }
+        }
+    }
+
+    fn is_dropped_page(&self, object: &Object) -> bool {
+        matches!(object, Object::Reference(id) if self.pages.contains(id) && !self.page_map.contains_key(id))
+    }
+
+    fn map_object(&mut self, object: Object, target: &mut Document, depth: usize) -> Object {
+        if depth > MAX_NESTING {
+            return Object::Null;
+        }
+        match object {
+            Object::Reference(id) => self.map_ref(id, target),
+            Object::Array(items) => {
+                // A destination to a page that is not copied is meaningless.
+                if items.first().is_some_and(|first| self.is_dropped_page(first)) {
+                    return Object::Null;
+                }
+                Object::Array(items.into_iter().map(|o| self.map_object(o, target, depth + 1)).collect())
+            }
+            Object::Dictionary(dict) => Object::Dictionary(self.map_dict(dict, target, depth)),
+            Object::Stream(mut stream) => {
+                let dict = std::mem::take(&mut stream.dict);
+                stream.dict = self.map_dict(dict, target, depth);
+                Object::Stream(stream)
+            }
+            other => other,
+        }
+    }
+
+    fn map_dict(&mut self, mut dict: Dictionary, target: &mut Document, depth: usize) -> Dictionary {
+        self.inline_named_destinations(&mut dict);
+        // A form field's widgets on pages that are not copied stay behind.
+        if dict.has(b"Kids") && !dict.has_type(b"Pages") {
+            if let Ok(Object::Array(kids)) = dict.get(b"Kids") {
+                let kept: Vec<Object> = kids.iter().filter(|kid| !self.widget_on_dropped_page(kid)).cloned().collect();
+                dict.set("Kids", Object::Array(kept));
+            }
+        }
+        let mut out = Dictionary::new();
+        for (key, value) in dict.into_iter() {
+            let mapped = self.map_object(value, target, depth + 1);
+            out.set(key, mapped);
+        }
+        out
+    }
+
+    fn widget_on_dropped_page(&self, kid: &Object) -> bool {
+        let Ok((_, Object::Dictionary(d))) = self.src.dereference(kid) else { return false };
+        d.get(b"P").is_ok_and(|p| self.is_dropped_page(p))
+    }
+
+    /// Named destinations point into the source's name tree, which is not copied:
+    /// write the destination itself instead.
+    fn inline_named_destinations(&self, dict: &mut Dictionary) {
+        let named = |o: &Object| matches!(o, Object::Name(_) | Object::String(..));
+        if let Ok(dest) = dict.get(b"Dest") {
+            if named(dest) {
+                let name = name_bytes(dest);
+                if let Some(explicit) = outline_tree::named_destination(self.src, &name) {
+                    dict.set("Dest", destination_array(self.src, explicit));
+                }
+            }
+        }
+        if let Ok(Object::Dictionary(action)) = dict.get_mut(b"A") {
+            let goto = action.get(b"S").and_then(Object::as_name).is_ok_and(|s| s == b"GoTo");
+            if goto {
+                if let Ok(d) = action.get(b"D") {
+                    if named(d) {
+                        let name = name_bytes(d);
+                        if let Some(explicit) = outline_tree::named_destination(self.src, &name) {
+                            action.set("D", destination_array(self.src, explicit));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The page's annotations. A repeated page gets its own copies (an annotation
+    /// belongs to one page), without form widgets (a field's widget cannot be twice).
+    fn annotations(&mut self, annots: Object, target: &mut Document, page: ObjectId, first: bool) -> Vec<Object> {
+        let list = match self.src.dereference(&annots) {
+            Ok((_, Object::Array(list))) => list.clone(),
+            _ => return Vec::new(),
+        };
+        let mut out = Vec::new();
+        for annot in list {
+            if first {
+                match self.map_object(annot, target, 0) {
+                    Object::Null => {}
+                    mapped => out.push(mapped),
+                }
+                continue;
+            }
+            let Ok((_, Object::Dictionary(dict))) = self.src.dereference(&annot) else { continue };
+            if dict.get(b"Subtype").and_then(Object::as_name).is_ok_and(|s| s == b"Widget") {
+                continue;
+            }
+            let mut copy = self.map_dict(dict.clone(), target, 0);
+            copy.set("P", Object::Reference(page));
+            copy.remove(b"Popup");
+            out.push(Object::Reference(target.add_object(Object::Dictionary(copy))));
+        }
+        self.drain(target);
+        out
+    }
+}
+
+fn name_bytes(object: &Object) -> Vec<u8> {
+    match object {
+        Object::Name(n) | Object::String(n, _) => n.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// A named destination's value is an array or a dictionary holding it under /D.
+fn destination_array(doc: &Document, value: Object) -> Object {
+    match doc.dereference(&value) {
+        Ok((_, Object::Dictionary(d))) => d.get(b"D").cloned().unwrap_or(Object::Null),
+        Ok((_, other)) => other.clone(),
+        Err(_) => Object::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lopdf::{Stream, dictionary};
+
+    /// A document with `n` pages, each with its own content stream saying its number,
+    /// sharing one font resource inherited from the page tree.
+    pub(crate) fn numbered(n: usize) -> Document {
+        let mut doc = Document::with_version("1.5");
+        let pages_id = doc.new_object_id();
+        let font = doc.add_object(dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica" });
+        let mut kids = Vec::new();
+        for i in 1..=n {
+            let content = doc.add_object(Stream::new(dictionary! {}, format!("BT /F1 12 Tf 72 720 Td (page {i}) Tj ET").into_bytes()));
+            kids.push(Object::Reference(doc.add_object(dictionary! { "Type" => "Page", "Parent" => pages_id, "Contents" => content })));
+        }
+        doc.objects.insert(
+            pages_id,
+            Object::Dictionary(dictionary! {
+                "Type" => "Pages", "Kids" => kids, "Count" => n as i64,
+                "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
+                "Resources" => dictionary! { "Font" => dictionary! { "F1" => font } },
+            }),
+        );
+        let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
+        doc.trailer.set("Root", catalog);
+        doc
+    }
+
+    pub(crate) fn page_texts(doc: &Document) -> Vec<String> {
+        doc.page_iter()
+            .map(|p| {
+                let content = String::from_utf8_lossy(&doc.get_page_content(p)).into_owned();
+                content.split('(').nth(1).and_then(|s| s.split(')').next()).unwrap_or("").to_string()
+            })
+            .collect()
+    }
+
+    fn roundtrip(doc: &mut Document) -> Document {
+        let mut bytes = Vec::new();
+        doc.save_to(&mut bytes).unwrap();
+        Document::load_mem(&bytes).unwrap()
+    }
+
+    const ALL: Carry = Carry { outline: true, info: true };
+
+    #[test]
+    fn copies_pages_in_order_with_repeats_and_inherited_attributes() {
+        let src = numbered(5);
+        let mut asm = Assembler::new();
+        asm.append(&src, &[3, 1, 3], ALL).unwrap();
+        let mut out = asm.finish().unwrap();
+        let out = roundtrip(&mut out);
+        assert_eq!(page_texts(&out), vec!["page 3", "page 1", "page 3"]);
+        for page in out.page_iter() {
+            let dict = out.get_dictionary(page).unwrap();
+            assert!(dict.has(b"MediaBox") && dict.has(b"Resources"), "inherited attributes written on the page");
+        }
+        // Pages 2, 4, 5 and their content are not in the output.
+        let streams: Vec<_> = out.objects.values().filter_map(|o| o.as_stream().ok()).filter(|s| !s.dict.has_type(b"XRef")).map(|s| String::from_utf8_lossy(&s.content).into_owned()).collect();
+        assert_eq!(streams.len(), 2, "{streams:?}");
+    }
+
+    #[test]
+    fn merges_sources_and_shares_resources_once_per_source() {
+        let a = numbered(2);
+        let b = numbered(3);
+        let mut asm = Assembler::new();
+        asm.append(&a, &[1, 2], ALL).unwrap();
+        asm.append(&b, &[2], ALL).unwrap();
+        let mut out = asm.finish().unwrap();
+        let out = roundtrip(&mut out);
+        assert_eq!(page_texts(&out), vec!["page 1", "page 2", "page 2"]);
+        let fonts = out.objects.values().filter(|o| o.as_dict().is_ok_and(|d| d.has_type(b"Font"))).count();
+        assert_eq!(fonts, 2);
+    }
+
+    #[test]
+    fn keeps_outline_items_of_kept_pages_and_links_lose_dropped_targets() {
+        let mut src = numbered(3);
+        let pages: Vec<ObjectId> = src.page_iter().collect();
+        let items = vec![
+            OutlineItem { title: "One".into(), page: Some(pages[0]), children: vec![] },
+            OutlineItem { title: "Two".into(), page: Some(pages[1]), children: vec![] },
+            OutlineItem { title: "Three".into(), page: Some(pages[2]), children: vec![] },
+        ];
+        outline_tree::write(&mut src, &items).unwrap();
+        let link_to_2 = src.add_object(dictionary! { "Type" => "Annot", "Subtype" => "Link", "Rect" => vec![0.into(), 0.into(), 10.into(), 10.into()], "Dest" => vec![pages[1].into(), "Fit".into()] });
+        let link_to_3 = src.add_object(dictionary! { "Type" => "Annot", "Subtype" => "Link", "Rect" => vec![0.into(), 0.into(), 10.into(), 10.into()], "Dest" => vec![pages[2].into(), "Fit".into()] });
+        src.get_dictionary_mut(pages[0]).unwrap().set("Annots", vec![link_to_2.into(), link_to_3.into()]);
+        let mut asm = Assembler::new();
+        asm.append(&src, &[1, 3], ALL).unwrap();
+        let mut out = asm.finish().unwrap();
+        let out = roundtrip(&mut out);
+        let titles: Vec<String> = outline_tree::read(&out).into_iter().map(|i| i.title).collect();
+        assert_eq!(titles, vec!["One", "Three"]);
+        let out_pages: Vec<ObjectId> = out.page_iter().collect();
+        let annots = out.get_page_annotations(out_pages[0]).unwrap();
+        assert_eq!(annots.len(), 2);
+        assert!(matches!(annots[0].get(b"Dest").unwrap(), Object::Null));
+        let dest = annots[1].get(b"Dest").unwrap().as_array().unwrap();
+        assert_eq!(dest[0].as_reference().unwrap(), out_pages[1]);
+    }
+
+    #[test]
+    fn renames_clashing_form_fields() {
+        fn with_field(name: &str) -> Document {
+            let mut doc = numbered(1);
+            let page = doc.page_iter().next().unwrap();
+            let field = doc.add_object(dictionary! { "FT" => "Tx", "T" => Object::string_literal(name), "Subtype" => "Widget", "Type" => "Annot", "Rect" => vec![0.into(), 0.into(), 100.into(), 20.into()], "P" => page });
+            doc.get_dictionary_mut(page).unwrap().set("Annots", vec![field.into()]);
+            let catalog = doc.trailer.get(b"Root").unwrap().as_reference().unwrap();
+            doc.get_dictionary_mut(catalog).unwrap().set("AcroForm", dictionary! { "Fields" => vec![field.into()] });
+            doc
+        }
+        let mut asm = Assembler::new();
+        asm.append(&with_field("name"), &[1], ALL).unwrap();
+        asm.append(&with_field("name"), &[1], ALL).unwrap();
+        let mut out = asm.finish().unwrap();
+        let out = roundtrip(&mut out);
+        let acro = out.catalog().unwrap().get(b"AcroForm").unwrap().as_dict().unwrap();
+        let names: Vec<String> = acro
+            .get(b"Fields")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let d = out.get_dictionary(f.as_reference().unwrap()).unwrap();
+                decode_text_string(d.get(b"T").unwrap().as_str().unwrap())
+            })
+            .collect();
+        assert_eq!(names, vec!["name", "name_2"]);
+    }
+}
