@@ -65,8 +65,9 @@ impl Assembler {
         self.pages.len()
     }
 
-    /// Appends pages `numbers` (1-based, in this order, repeats allowed) of `source`.
-    pub fn append(&mut self, source: &Document, numbers: &[u32], carry: Carry) -> Result<(), EngineError> {
+    /// Appends pages `numbers` (1-based, in this order, repeats allowed) of `source`;
+    /// returns the source's bookmarks to kept pages, pointed at their copies.
+    pub fn append(&mut self, source: &Document, numbers: &[u32], carry: Carry) -> Result<Vec<OutlineItem>, EngineError> {
         let src_pages: Vec<ObjectId> = source.page_iter().collect();
         let mut copier = Copier::new(source, &src_pages);
         for &n in numbers {
@@ -86,9 +87,9 @@ impl Assembler {
             copier.drain(&mut self.doc);
             self.pages.push(target_id);
         }
+        let items = map_outline(&outline_tree::read(source), &copier.page_map);
         if carry.outline {
-            let items = outline_tree::read(source);
-            self.outline.extend(map_outline(&items, &copier.page_map));
+            self.outline.extend(items.iter().cloned());
         }
         if carry.info && self.info.is_none() {
             if let Ok(info) = source.trailer.get(b"Info") {
@@ -104,7 +105,7 @@ impl Assembler {
         if self.doc.version.as_str() < source.version.as_str() && source.version.len() <= 4 {
             self.doc.version = source.version.clone();
         }
-        Ok(())
+        Ok(items)
     }
 
     fn page_dict(&mut self, copier: &mut Copier, src_id: ObjectId, target_id: ObjectId, first: bool) -> Result<Dictionary, EngineError> {
@@ -234,6 +235,15 @@ impl Assembler {
             .map_err(|e| EngineError::internal(format!("writing the outline: {e}")))?;
         Ok(self.doc)
     }
+}
+
+/// A new PDF of `pages` (1-based, in order, repeats allowed) of `source`, with its
+/// bookmarks to kept pages and its document information.
+pub fn pages_of(source: &Document, pages: &[u32]) -> Result<Vec<u8>, EngineError> {
+    let mut asm = Assembler::new();
+    asm.append(source, pages, Carry { outline: true, info: true })?;
+    let mut doc = asm.finish()?;
+    crate::docs::pdf::save(&mut doc)
 }
 
 fn page_at(pages: &[ObjectId], number: u32) -> Result<ObjectId, EngineError> {

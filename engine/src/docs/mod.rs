@@ -4,13 +4,27 @@ use crate::catalog::Catalog;
 use crate::price::Price;
 
 pub mod assemble;
+pub mod extract_pages;
+pub mod merge;
+pub mod outline;
 pub mod outline_tree;
 pub mod pdf;
+pub mod remove_pages;
+pub mod reorder;
 pub mod rotate;
+pub mod set_outline;
+pub mod split;
 
 /// Adds every document route to the catalog.
 pub fn register(catalog: &mut Catalog) {
+    catalog.add::<merge::MergeRoute>();
+    catalog.add::<split::SplitRoute>();
+    catalog.add::<extract_pages::ExtractPagesRoute>();
+    catalog.add::<remove_pages::RemovePagesRoute>();
+    catalog.add::<reorder::ReorderRoute>();
     catalog.add::<rotate::RotateRoute>();
+    catalog.add::<outline::OutlineRoute>();
+    catalog.add::<set_outline::SetOutlineRoute>();
 }
 
 /// The page-edit price rule in words (route book §4).

@@ -1,0 +1,159 @@
+//! `POST /v1/pdf/merge`: combine 2 to 20 PDFs, optionally selected pages of each.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
+use crate::context::{Context, blocking};
+use crate::docs::assemble::{Assembler, Carry};
+use crate::docs::outline_tree::OutlineItem;
+use crate::docs::pdf::{self, SourcePdf};
+use crate::docs::page_edit_price;
+use crate::error::EngineError;
+use crate::input::FileInput;
+use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::pages::PageSelection;
+use crate::price::Price;
+
+/// Fewest and most files of one merge (spec: 2 to 20).
+const FILES: std::ops::RangeInclusive<usize> = 2..=20;
+
+/// Request of `/v1/pdf/merge`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MergeInput {
+    /// The PDFs, in order (2 to 20).
+    #[schemars(length(min = 2, max = 20))]
+    pub files: Vec<MergeFile>,
+    /// What becomes of the inputs' bookmarks: `keep` them in order (default), put each
+    /// file's under one bookmark named after the file (`per_file`), or `none`.
+    #[serde(default)]
+    pub bookmarks: MergeBookmarks,
+    /// How to deliver the result.
+    #[serde(default)]
+    pub output: OutputMode,
+}
+
+/// One input of a merge.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MergeFile {
+    /// The PDF.
+    pub file: FileInput,
+    /// Pages of this file to take, in order (`"1-3,5"`); all when omitted.
+    #[serde(default)]
+    pub pages: Option<String>,
+}
+
+/// Bookmarks of a merged document.
+#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum MergeBookmarks {
+    /// The inputs' bookmarks to taken pages, one after the other.
+    #[default]
+    Keep,
+    /// One bookmark per input file (its name), holding that file's bookmarks.
+    PerFile,
+    /// No bookmarks.
+    None,
+}
+
+/// A checked merge: each source with the pages taken from it.
+pub struct Merge {
+    sources: Vec<(SourcePdf, Vec<u32>)>,
+    bookmarks: MergeBookmarks,
+    output: OutputMode,
+}
+
+/// The route.
+pub struct MergeRoute;
+
+impl Route for MergeRoute {
+    type Input = MergeInput;
+    type Prepared = Merge;
+    type Output = NoJson;
+
+    const INFO: RouteInfo = RouteInfo {
+        path: "/v1/pdf/merge",
+        operation: "merge_pdf_files",
+        family: Family::Docs,
+        summary: "Combine 2-20 PDFs, optionally selected pages",
+        description: "Combines 2 to 20 PDFs into one, in order, each optionally limited to a page selection. \
+            Bookmarks are kept (or grouped per file), links between taken pages keep working, and form fields \
+            are kept; a field whose name is already taken by an earlier file is renamed `name_2`. The first \
+            file's document information is kept. output=url gives a 24 h link.",
+        base_price: Price::micros(2_000),
+        price_rule: "$0.002 covers 50 pages of the result; + $0.00002 a page beyond",
+        free_pool: FreePool::Docs,
+        produces: Produces::File,
+        open_world: false,
+    };
+
+    async fn prepare(input: MergeInput, ctx: &Context) -> Result<Merge, EngineError> {
+        if !FILES.contains(&input.files.len()) {
+            return Err(EngineError::invalid(
+                "/files",
+                format!("/files: merge takes {} to {} PDFs; got {}", FILES.start(), FILES.end(), input.files.len()),
+            ));
+        }
+        let selections = input
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| PageSelection::parse_or_all(f.pages.as_deref(), &format!("/files/{i}/pages")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let loads = input
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| async move { SourcePdf::load(&f.file, &format!("/files/{i}/file"), ctx).await });
+        let loaded = futures::future::try_join_all(loads).await?;
+        let mut sources = Vec::with_capacity(loaded.len());
+        for (i, (source, selection)) in loaded.into_iter().zip(selections).enumerate() {
+            let pages = selection.resolve(source.page_count, &format!("/files/{i}/pages"))?;
+            sources.push((source, pages));
+        }
+        let total: usize = sources.iter().map(|(_, p)| p.len()).sum();
+        if total > ctx.limits.max_pages as usize {
+            return Err(EngineError::too_large(
+                "too_many_pages",
+                Some("/files".into()),
+                format!("/files: the merged PDF would have {total} pages; the limit is {}", ctx.limits.max_pages),
+            ));
+        }
+        Ok(Merge { sources, bookmarks: input.bookmarks, output: input.output })
+    }
+
+    fn quote(call: &Merge) -> Price {
+        page_edit_price(call.sources.iter().map(|(_, p)| p.len() as u32).sum())
+    }
+
+    async fn run(call: Merge, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
+        let progress = ctx.progress.clone();
+        blocking(move || {
+            let mut asm = Assembler::new();
+            let mut grouped = Vec::new();
+            let total = call.sources.len() as u64;
+            for (i, (source, pages)) in call.sources.iter().enumerate() {
+                let start = asm.page_count();
+                let keep = call.bookmarks == MergeBookmarks::Keep;
+                let items = asm
+                    .append(&source.doc, pages, Carry { outline: keep, info: i == 0 })
+                    .map_err(|e| e.under(&format!("/files/{i}/file")))?;
+                if call.bookmarks == MergeBookmarks::PerFile {
+                    let first_page = asm.page_ids().get(start).copied();
+                    grouped.push(OutlineItem { title: source.filename.clone(), page: first_page, children: items });
+                }
+                progress.advance("files", i as u64 + 1, total);
+            }
+            if call.bookmarks == MergeBookmarks::PerFile {
+                asm.set_outline(grouped);
+            }
+            let mut doc = asm.finish()?;
+            let bytes = pdf::save(&mut doc)?;
+            let name = derived_name(call.sources.first().map_or("merged.pdf", |(s, _)| s.filename.as_str()), "merged", "pdf");
+            Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), call.output)))
+        })
+        .await
+    }
+}

@@ -1,0 +1,94 @@
+//! `POST /v1/pdf/reorder`: reorder, repeat or drop pages from a list of page numbers.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
+use crate::context::{Context, blocking};
+use crate::docs::pdf::SourcePdf;
+use crate::docs::{PAGE_EDIT_PRICE_RULE, assemble, page_edit_price};
+use crate::error::EngineError;
+use crate::input::FileInput;
+use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::price::Price;
+
+/// Most entries in `order`.
+const MAX_ORDER: usize = 20_000;
+
+/// Request of `/v1/pdf/reorder`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReorderInput {
+    /// The PDF.
+    pub file: FileInput,
+    /// The new page order as 1-based page numbers: `[3, 1, 2]`. A page may appear more
+    /// than once; pages not listed are dropped.
+    #[schemars(length(min = 1, max = 20000))]
+    pub order: Vec<u32>,
+    /// How to deliver the result.
+    #[serde(default)]
+    pub output: OutputMode,
+}
+
+/// A checked reorder call.
+pub struct Reorder {
+    source: SourcePdf,
+    order: Vec<u32>,
+    output: OutputMode,
+}
+
+/// The route.
+pub struct ReorderRoute;
+
+impl Route for ReorderRoute {
+    type Input = ReorderInput;
+    type Prepared = Reorder;
+    type Output = NoJson;
+
+    const INFO: RouteInfo = RouteInfo {
+        path: "/v1/pdf/reorder",
+        operation: "reorder_pdf_pages",
+        family: Family::Docs,
+        summary: "Reorder, repeat or drop pages",
+        description: "Rebuilds the PDF with its pages in the order of a list of page numbers. A page may be \
+            listed more than once; pages not listed are dropped. output=url gives a 24 h link.",
+        base_price: Price::micros(2_000),
+        price_rule: PAGE_EDIT_PRICE_RULE,
+        free_pool: FreePool::Docs,
+        produces: Produces::File,
+        open_world: false,
+    };
+
+    async fn prepare(input: ReorderInput, ctx: &Context) -> Result<Reorder, EngineError> {
+        if input.order.is_empty() {
+            return Err(EngineError::invalid("/order", "/order: list at least one page number"));
+        }
+        if input.order.len() > MAX_ORDER {
+            return Err(EngineError::invalid("/order", format!("/order: at most {MAX_ORDER} entries")));
+        }
+        let source = SourcePdf::load(&input.file, "/file", ctx).await?;
+        for (i, &page) in input.order.iter().enumerate() {
+            if page == 0 || page > source.page_count {
+                return Err(EngineError::invalid_with(
+                    "page_out_of_range",
+                    format!("/order/{i}"),
+                    format!("/order/{i}: page {page} is out of range; the document has {} pages", source.page_count),
+                ));
+            }
+        }
+        Ok(Reorder { source, order: input.order, output: input.output })
+    }
+
+    fn quote(call: &Reorder) -> Price {
+        page_edit_price(call.source.page_count)
+    }
+
+    async fn run(call: Reorder, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
+        blocking(move || {
+            let bytes = assemble::pages_of(&call.source.doc, &call.order)?;
+            let name = derived_name(&call.source.filename, "reordered", "pdf");
+            Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), call.output)))
+        })
+        .await
+    }
+}
