@@ -126,6 +126,9 @@ impl Route for CropRoute {
             for (id, crop) in boxes {
                 apply(&mut source.doc, id, crop)?;
             }
+            // Loading can drop objects (the decrypted /Encrypt, dangling xref entries);
+            // a /Size past the last object written makes qpdf warn.
+            source.doc.max_id = source.doc.objects.keys().map(|id| id.0).max().unwrap_or(0);
             let bytes = pdf::save(&mut source.doc)?;
             let name = derived_name(&source.filename, "cropped", "pdf");
             Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
@@ -147,11 +150,17 @@ fn check_margins(margins: &Margins, unit: MarginUnit) -> Result<(), EngineError>
             return Err(EngineError::invalid(&field, format!("{field}: must be 0 or more, not {value}")));
         }
         if unit == MarginUnit::Percent && value > 100.0 {
-            return Err(EngineError::invalid(&field, format!("{field}: a percentage must be 100 or less, not {value}")));
+            return Err(EngineError::invalid(
+                &field,
+                format!("{field}: a percentage must be 100 or less, not {value}"),
+            ));
         }
     }
     if sides(margins).iter().all(|(_, v)| *v == 0.0) {
-        return Err(EngineError::invalid("/margins", "/margins: give at least one of top, right, bottom, left above 0"));
+        return Err(EngineError::invalid(
+            "/margins",
+            "/margins: give at least one of top, right, bottom, left above 0",
+        ));
     }
     Ok(())
 }
@@ -222,10 +231,8 @@ fn apply(doc: &mut Document, id: ObjectId, crop: Rect) -> Result<(), EngineError
     let mut clipped = Vec::new();
     if let Ok(page) = doc.get_dictionary(id) {
         for key in [&b"TrimBox"[..], b"ArtBox", b"BleedBox"] {
-            if let Some(r) = page.get(key).ok().and_then(|o| pdf::rect(doc, o)) {
-                if let Some(inside) = clip_to(r, crop) {
-                    clipped.push((key, inside));
-                }
+            if let Some(inside) = page.get(key).ok().and_then(|o| pdf::rect(doc, o)).and_then(|r| clip_to(r, crop)) {
+                clipped.push((key, inside));
             }
         }
     }
@@ -330,9 +337,7 @@ mod tests {
 
     #[tokio::test]
     async fn crops_each_side_as_displayed_for_every_rotation() {
-        let pdf = build(
-            [0, 90, 180, 270, -90].iter().map(|&r| page(&[("Rotate", Object::Integer(r))])).collect(),
-        );
+        let pdf = build([0, 90, 180, 270, -90].iter().map(|&r| page(&[("Rotate", Object::Integer(r))])).collect());
         let margins = json!({ "margins": { "top": 10, "right": 20, "bottom": 30, "left": 40 } });
         let (name, doc) = crop(&pdf, margins).await.unwrap();
         assert_eq!(name, "scan-cropped.pdf");
@@ -374,9 +379,8 @@ mod tests {
             ("ArtBox", arr([200.0, 200.0, 300.0, 300.0])),
             ("BleedBox", arr([0.0, 0.0, 50.0, 50.0])),
         ])]);
-        let (_, doc) = crop(&pdf, json!({ "margins": { "top": 100, "right": 100, "bottom": 100, "left": 100 } }))
-            .await
-            .unwrap();
+        let (_, doc) =
+            crop(&pdf, json!({ "margins": { "top": 100, "right": 100, "bottom": 100, "left": 100 } })).await.unwrap();
         assert_rect(boxed(&doc, 1, b"CropBox"), [100.0, 100.0, 500.0, 700.0]);
         assert_rect(boxed(&doc, 1, b"TrimBox"), [100.0, 100.0, 500.0, 700.0]);
         assert_rect(boxed(&doc, 1, b"ArtBox"), [200.0, 200.0, 300.0, 300.0]);

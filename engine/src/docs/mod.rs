@@ -4,6 +4,7 @@ use crate::catalog::Catalog;
 use crate::price::Price;
 
 pub mod assemble;
+pub mod crop;
 pub mod extract_pages;
 pub mod merge;
 pub mod outline;
@@ -11,6 +12,7 @@ pub mod outline_tree;
 pub mod pdf;
 pub mod remove_pages;
 pub mod reorder;
+pub mod resize;
 pub mod rotate;
 pub mod set_outline;
 pub mod split;
@@ -23,6 +25,8 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<remove_pages::RemovePagesRoute>();
     catalog.add::<reorder::ReorderRoute>();
     catalog.add::<rotate::RotateRoute>();
+    catalog.add::<crop::CropRoute>();
+    catalog.add::<resize::ResizeRoute>();
     catalog.add::<outline::OutlineRoute>();
     catalog.add::<set_outline::SetOutlineRoute>();
 }

@@ -1,0 +1,221 @@
+//! `paperchain call`: one operation, in-process, from JSON input and local files.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, anyhow, bail};
+use base64::Engine as _;
+use indicatif::{ProgressBar, ProgressStyle};
+use paperchain_engine::context::Progress;
+use paperchain_engine::output::OutputMode;
+use paperchain_engine::{Catalog, Context, ErrorKind, FileSet, Reply};
+use serde_json::{Map, Value};
+
+#[derive(clap::Args)]
+#[command(after_help = "\
+The input is the route's JSON body (see `paperchain routes` and /openapi.json). Local files
+go in with --file POINTER=PATH, which puts {\"data\": <base64>, \"filename\": <name>} at that
+place of the input, keeping fields already there (such as \"password\"):
+  paperchain call rotate_pdf_pages --file file=scan.pdf --input rotate.json --out rotated.pdf
+  paperchain call inspect_pdf_document -f file=report.pdf
+File results are written to --out (a folder for several files, else one file or a ZIP), or
+next to you under their own name when --out is omitted. Existing files are kept unless --force.")]
+pub struct CallArgs {
+    /// Operation name (as listed by `paperchain routes`) or route path (`/v1/pdf/merge`).
+    operation: String,
+    /// JSON input: a file, or `-` for standard input. Default: `{}`.
+    #[arg(long, short)]
+    input: Option<PathBuf>,
+    /// Put a local file into the input: POINTER=PATH, e.g. `file=a.pdf` or `files/1/file=b.pdf`.
+    #[arg(long = "file", short = 'f', value_name = "POINTER=PATH")]
+    files: Vec<String>,
+    /// Where to write file results: a file path, or an existing folder for several files.
+    #[arg(long, short)]
+    out: Option<PathBuf>,
+    /// Overwrite files that already exist.
+    #[arg(long)]
+    force: bool,
+}
+
+/// Runs the call; exit code 2 for input errors, 1 for other failures.
+pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
+    let catalog = Catalog::standard();
+    let entry = catalog.by_operation(&args.operation).or_else(|| catalog.by_path(&args.operation)).ok_or_else(|| {
+        let close: Vec<&str> = catalog
+            .routes()
+            .map(|r| r.info().operation)
+            .filter(|op| op.split('_').any(|w| w.len() > 2 && args.operation.contains(w)))
+            .collect();
+        let hint = if close.is_empty() { String::new() } else { format!(" (did you mean {}?)", close.join(", ")) };
+        anyhow!("no operation `{}`{hint}; `paperchain routes` lists them", args.operation)
+    })?;
+    let mut input = read_input(args.input.as_deref())?;
+    for spec in &args.files {
+        put_file(&mut input, spec)?;
+    }
+    let body = serde_json::to_vec(&input)?;
+
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(ProgressStyle::with_template("{spinner} {msg} {pos}/{len} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+    bar.set_message(entry.info().operation.to_string());
+    bar.enable_steady_tick(Duration::from_millis(120));
+    let ctx = Context::new().with_progress(Arc::new(BarProgress(bar.clone())));
+    let result = entry.call(&body, &ctx).await;
+    bar.finish_and_clear();
+
+    let reply = match result {
+        Ok(reply) => reply,
+        Err(e) => {
+            let field = e.field.as_deref().filter(|f| !f.is_empty()).map(|f| format!(" (field {f})")).unwrap_or_default();
+            eprintln!("error [{}]: {}{field}", e.code, e.message);
+            let input_error = matches!(e.kind, ErrorKind::InvalidInput | ErrorKind::TooLarge | ErrorKind::NotFound);
+            return Ok(ExitCode::from(if input_error { 2 } else { 1 }));
+        }
+    };
+    match reply {
+        Reply::Json(value) => {
+            let text = serde_json::to_string_pretty(&value)? + "\n";
+            match &args.out {
+                Some(path) => write_new(path, text.as_bytes(), args.force)?,
+                None => print!("{text}"),
+            }
+        }
+        Reply::Files(set) => write_files(set, args.out.as_deref(), args.force)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+struct BarProgress(ProgressBar);
+
+impl Progress for BarProgress {
+    fn advance(&self, what: &str, done: u64, total: u64) {
+        self.0.set_length(total);
+        self.0.set_position(done);
+        self.0.set_message(what.to_string());
+    }
+}
+
+fn read_input(path: Option<&Path>) -> anyhow::Result<Value> {
+    let text = match path {
+        None => return Ok(Value::Object(Map::new())),
+        Some(p) if p == Path::new("-") => {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text).context("reading the input from standard input")?;
+            text
+        }
+        Some(p) => std::fs::read_to_string(p).with_context(|| format!("reading the input {}", p.display()))?,
+    };
+    let value: Value = serde_json::from_str(&text).context("the input is not valid JSON")?;
+    if !value.is_object() {
+        bail!("the input must be a JSON object");
+    }
+    Ok(value)
+}
+
+/// Puts `{"data", "filename"}` of a local file at a JSON pointer of the input.
+fn put_file(input: &mut Value, spec: &str) -> anyhow::Result<()> {
+    let (pointer, path) = spec.split_once('=').ok_or_else(|| anyhow!("--file takes POINTER=PATH, e.g. file=a.pdf (got `{spec}`)"))?;
+    let path = PathBuf::from(path);
+    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let filename = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let slot = slot_at(input, pointer.trim_start_matches('/'))?;
+    if !slot.is_object() {
+        *slot = Value::Object(Map::new());
+    }
+    if let Value::Object(map) = slot {
+        map.insert("data".into(), Value::String(base64::engine::general_purpose::STANDARD.encode(bytes)));
+        map.insert("filename".into(), Value::String(filename));
+    }
+    Ok(())
+}
+
+/// The value at `pointer` (segments separated by `/`), creating objects and arrays on the way.
+fn slot_at<'a>(mut value: &'a mut Value, pointer: &str) -> anyhow::Result<&'a mut Value> {
+    for segment in pointer.split('/').filter(|s| !s.is_empty()) {
+        if let Ok(index) = segment.parse::<usize>() {
+            if value.is_null() {
+                *value = Value::Array(Vec::new());
+            }
+            let Value::Array(items) = value else { bail!("--file: `{segment}` indexes something that is not a list") };
+            if index > items.len() {
+                bail!("--file: index {index} skips list entries; fill them in order (0, 1, 2…)");
+            }
+            if index == items.len() {
+                items.push(Value::Null);
+            }
+            value = &mut items[index];
+        } else {
+            if value.is_null() {
+                *value = Value::Object(Map::new());
+            }
+            let Value::Object(map) = value else { bail!("--file: `{segment}` names a field of something that is not an object") };
+            value = map.entry(segment.to_string()).or_insert(Value::Null);
+        }
+    }
+    Ok(value)
+}
+
+fn write_files(set: FileSet, out: Option<&Path>, force: bool) -> anyhow::Result<()> {
+    match set.mode {
+        OutputMode::Url => bail!("output \"url\" needs a running server (`paperchain serve`); here, use --out"),
+        OutputMode::Base64 => {
+            let items: Vec<_> = set.files.iter().map(|f| f.to_base64()).collect();
+            let value = if set.bundle.is_none() && items.len() == 1 { serde_json::to_value(&items[0])? } else { serde_json::to_value(&items)? };
+            println!("{}", serde_json::to_string_pretty(&value)?);
+            Ok(())
+        }
+        OutputMode::File => {
+            if let Some(dir) = out.filter(|p| p.is_dir()) {
+                for file in &set.files {
+                    let path = dir.join(&file.filename);
+                    write_new(&path, &file.bytes, force)?;
+                    eprintln!("wrote {} ({} bytes)", path.display(), file.bytes.len());
+                }
+                return Ok(());
+            }
+            let file = set.into_single_file()?;
+            let path = out.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(&file.filename));
+            write_new(&path, &file.bytes, force)?;
+            eprintln!("wrote {} ({} bytes)", path.display(), file.bytes.len());
+            Ok(())
+        }
+    }
+}
+
+/// Writes through a temporary file and a rename, so a failure never leaves half a file.
+fn write_new(path: &Path, bytes: &[u8], force: bool) -> anyhow::Result<()> {
+    if path.exists() && !force {
+        bail!("{} exists; pass --force to overwrite it", path.display());
+    }
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "output".into());
+    let tmp = dir.join(format!(".{name}.part"));
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("moving the result to {}", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn puts_files_at_pointers_keeping_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.pdf");
+        std::fs::write(&path, b"%PDF").unwrap();
+        let mut input = serde_json::json!({ "file": { "password": "x" } });
+        put_file(&mut input, &format!("file={}", path.display())).unwrap();
+        assert_eq!(input["file"]["password"], "x");
+        assert_eq!(input["file"]["data"], "JVBERg==");
+        assert_eq!(input["file"]["filename"], "a.pdf");
+        put_file(&mut input, &format!("/files/0/file={}", path.display())).unwrap();
+        put_file(&mut input, &format!("files/1/file={}", path.display())).unwrap();
+        assert_eq!(input["files"][1]["file"]["filename"], "a.pdf");
+        assert!(put_file(&mut input, &format!("files/5/file={}", path.display())).is_err());
+        assert!(put_file(&mut input, "nopath").is_err());
+    }
+}

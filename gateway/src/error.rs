@@ -1,0 +1,68 @@
+//! The HTTP face of errors: status codes and the JSON body of route book §1.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use paperchain_engine::{EngineError, ErrorKind};
+use serde_json::json;
+
+/// An error answered over HTTP.
+#[derive(Debug)]
+pub struct ApiError {
+    /// The status.
+    pub status: StatusCode,
+    /// The engine's error (code, message, field).
+    pub error: EngineError,
+    /// Seconds for `Retry-After`, if any.
+    pub retry_after: Option<Duration>,
+}
+
+impl ApiError {
+    /// An error with `status` and stable `code`.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, error: EngineError::new(ErrorKind::InvalidInput, code, message), retry_after: None }
+    }
+
+    /// 404 `not_found`.
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(error: EngineError) -> ApiError {
+        let (status, retry_after) = match error.kind {
+            ErrorKind::InvalidInput => (StatusCode::UNPROCESSABLE_ENTITY, None),
+            ErrorKind::NotFound => (StatusCode::NOT_FOUND, None),
+            ErrorKind::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, None),
+            ErrorKind::RateLimited { retry_after } => (StatusCode::TOO_MANY_REQUESTS, Some(retry_after)),
+            ErrorKind::BadUpstream => (StatusCode::BAD_GATEWAY, None),
+            ErrorKind::Unavailable { retry_after } => (StatusCode::SERVICE_UNAVAILABLE, Some(retry_after)),
+            ErrorKind::Timeout => (StatusCode::GATEWAY_TIMEOUT, None),
+            ErrorKind::Internal => (StatusCode::INTERNAL_SERVER_ERROR, None),
+        };
+        ApiError { status, error, retry_after }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let message = if self.status == StatusCode::INTERNAL_SERVER_ERROR {
+            // The engine's message may describe internals; log it, answer plainly.
+            tracing::error!(code = %self.error.code, message = %self.error.message, "internal error");
+            "the operation failed on our side; it has been logged".to_string()
+        } else {
+            self.error.message.clone()
+        };
+        let body = json!({ "error": { "code": self.error.code, "message": message, "field": self.error.field } });
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(after) = self.retry_after {
+            if let Ok(value) = HeaderValue::from_str(&after.as_secs().max(1).to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+        }
+        response
+    }
+}

@@ -1,0 +1,252 @@
+//! The HTTP routes, generated from the catalog: one POST handler for every route, the
+//! file-link download, the service documents, and JSON 404/405 answers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use paperchain_engine::output::{FileLink, OutputMode};
+use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, FileSet, OutFile, Reply};
+
+use crate::error::ApiError;
+use crate::files::FileStore;
+use crate::service_docs::ServiceDocs;
+
+/// Largest request body (route book §6).
+pub const BODY_LIMIT: usize = 64 * 1024 * 1024;
+
+/// Everything a request handler needs.
+pub struct AppState {
+    /// The routes.
+    pub catalog: Arc<Catalog>,
+    /// The engine context (fetcher, limits).
+    pub ctx: Context,
+    /// Stored files for `output: "url"`.
+    pub files: FileStore,
+    /// Absolute base URL of this server, without a trailing slash.
+    pub base_url: String,
+    /// OpenAPI, llms.txt, x402 listing, built once.
+    pub docs: ServiceDocs,
+    /// Longest a call may take.
+    pub request_timeout: Duration,
+    /// Largest request body.
+    pub body_limit: usize,
+}
+
+/// The router: every catalog route plus the service documents and file links.
+pub fn router(state: Arc<AppState>) -> Router {
+    let mut router = Router::new();
+    for entry in state.catalog.routes() {
+        let path = entry.info().path;
+        router = router.route(
+            path,
+            post(move |State(state): State<Arc<AppState>>, request: Request| call_route(state, path, request))
+                .fallback(method_not_allowed),
+        );
+    }
+    router
+        .route("/v1/files/{id}", get(download).fallback(method_not_allowed))
+        .route("/openapi.json", get(openapi).fallback(method_not_allowed))
+        .route("/llms.txt", get(llms_txt).fallback(method_not_allowed))
+        .route("/.well-known/x402", get(x402_listing).fallback(method_not_allowed))
+        .route("/healthz", get(healthz).fallback(method_not_allowed))
+        .fallback(not_found)
+        .with_state(state)
+}
+
+async fn call_route(state: Arc<AppState>, path: &'static str, request: Request) -> Response {
+    let timeout = state.request_timeout;
+    match tokio::time::timeout(timeout, handle(state, path, request)).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(error)) => error.into_response(),
+        Err(_) => ApiError::from(EngineError::new(
+            ErrorKind::Timeout,
+            "timeout",
+            format!("the operation took longer than {} s", timeout.as_secs()),
+        ))
+        .into_response(),
+    }
+}
+
+async fn handle(state: Arc<AppState>, path: &'static str, request: Request) -> Result<Response, ApiError> {
+    let entry = state.catalog.by_path(path).ok_or_else(|| ApiError::not_found(format!("no route {path}")))?;
+    check_json_content_type(request.headers())?;
+    let body = read_body(request, state.body_limit).await?;
+    let reply = entry.call(&body, &state.ctx).await?;
+    encode_reply(&state, reply).await
+}
+
+/// Only `application/json` (parameters such as charset allowed) is accepted.
+pub fn check_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            format!(
+                "the body must be JSON with Content-Type: application/json (got {})",
+                if content_type.is_empty() { "none" } else { content_type }
+            ),
+        ))
+    }
+}
+
+/// Reads the body, refusing more than `limit` bytes (by Content-Length first).
+pub async fn read_body(request: Request, limit: usize) -> Result<axum::body::Bytes, ApiError> {
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!("the request body is larger than {} MiB", limit / (1024 * 1024)),
+        )
+    };
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    axum::body::to_bytes(request.into_body(), limit).await.map_err(|_| too_large())
+}
+
+async fn encode_reply(state: &AppState, reply: Reply<serde_json::Value>) -> Result<Response, ApiError> {
+    match reply {
+        Reply::Json(value) => Ok(Json(value).into_response()),
+        Reply::Files(set) => encode_files(state, set).await,
+    }
+}
+
+async fn encode_files(state: &AppState, set: FileSet) -> Result<Response, ApiError> {
+    match set.mode {
+        OutputMode::File => Ok(file_response(set.into_single_file()?)),
+        OutputMode::Base64 => {
+            let items: Vec<_> = set.files.iter().map(OutFile::to_base64).collect();
+            Ok(json_one_or_list(items, set.bundle.is_some()))
+        }
+        OutputMode::Url => {
+            let mut links = Vec::with_capacity(set.files.len());
+            for file in &set.files {
+                let (id, meta) = state.files.put(file).await.map_err(|e| {
+                    ApiError::from(EngineError::internal(format!("storing a result file: {e}")))
+                })?;
+                links.push(FileLink {
+                    url: format!("{}/v1/files/{id}", state.base_url),
+                    expires_at: meta.expires_at_rfc3339(),
+                    filename: meta.filename,
+                    media_type: meta.media_type,
+                    bytes: meta.bytes,
+                    sha256: meta.sha256,
+                });
+            }
+            Ok(json_one_or_list(links, set.bundle.is_some()))
+        }
+    }
+}
+
+fn json_one_or_list<T: serde::Serialize>(mut items: Vec<T>, list: bool) -> Response {
+    if !list && items.len() == 1 {
+        if let Some(item) = items.pop() {
+            return Json(item).into_response();
+        }
+    }
+    Json(items).into_response()
+}
+
+/// A file answer: bytes, media type, `Content-Disposition: attachment`.
+pub fn file_response(file: OutFile) -> Response {
+    let mut response = Response::new(Body::from(file.bytes));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_str(&file.media_type).unwrap_or(HeaderValue::from_static("application/octet-stream")),
+    );
+    if let Ok(value) = HeaderValue::from_str(&content_disposition(&file.filename)) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
+}
+
+/// `attachment; filename="ascii"; filename*=UTF-8''percent-encoded` (RFC 6266).
+pub fn content_disposition(filename: &str) -> String {
+    let ascii: String =
+        filename.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' }).collect();
+    let mut encoded = String::new();
+    for byte in filename.bytes() {
+        if byte.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&byte) {
+            encoded.push(byte as char);
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
+}
+
+async fn download(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let stored = state.files.get(&id).await.map_err(|e| ApiError::from(EngineError::internal(format!("reading a stored file: {e}"))))?;
+    let (meta, bytes) = stored.ok_or_else(|| ApiError::not_found("no such file, or its link has expired (links live 24 hours)"))?;
+    let mut response = file_response(OutFile { filename: meta.filename, media_type: meta.media_type, bytes });
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+    Ok(response)
+}
+
+async fn openapi(State(state): State<Arc<AppState>>) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], state.docs.openapi.clone()).into_response()
+}
+
+async fn llms_txt(State(state): State<Arc<AppState>>) -> Response {
+    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], state.docs.llms_txt.clone()).into_response()
+}
+
+async fn x402_listing(State(state): State<Arc<AppState>>) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], state.docs.x402.clone()).into_response()
+}
+
+async fn healthz(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION"), "routes": state.catalog.routes().count() }))
+}
+
+async fn not_found(request: Request) -> ApiError {
+    ApiError::not_found(format!("no route {}; GET /openapi.json lists every route", request.uri().path()))
+}
+
+async fn method_not_allowed(request: Request) -> Response {
+    let allowed = if request.uri().path().starts_with("/v1/") && !request.uri().path().starts_with("/v1/files/") {
+        "POST"
+    } else {
+        "GET"
+    };
+    let mut response = ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{} takes {allowed}, not {}", request.uri().path(), request.method()),
+    )
+    .into_response();
+    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allowed));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_disposition_is_safe_for_any_name() {
+        assert_eq!(content_disposition("a b.pdf"), "attachment; filename=\"a b.pdf\"; filename*=UTF-8''a%20b.pdf");
+        let tricky = content_disposition("Über \"x\".pdf");
+        assert!(tricky.starts_with("attachment; filename=\"_ber _x_.pdf\""), "{tricky}");
+        assert!(tricky.ends_with("filename*=UTF-8''%C3%9Cber%20%22x%22.pdf"), "{tricky}");
+        assert!(HeaderValue::from_str(&content_disposition("a\r\nb")).is_ok());
+    }
+}

@@ -1,0 +1,137 @@
+//! Starting and stopping the server: configuration, layers, graceful shutdown.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{MatchedPath, Request};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use paperchain_engine::{Catalog, Context};
+use tokio::net::TcpListener;
+
+use crate::files::{FileStore, LINK_TTL};
+use crate::host::require_loopback_host;
+use crate::routes::{AppState, BODY_LIMIT, router};
+use crate::service_docs::ServiceDocs;
+
+/// How the server runs.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Where linked result files are kept.
+    pub data_dir: PathBuf,
+    /// Base URL written in links and documents; `http://{listen}` when unset.
+    pub public_url: Option<String>,
+    /// Longest a call may take.
+    pub request_timeout: Duration,
+}
+
+impl ServerConfig {
+    /// Local defaults: 127.0.0.1:8402, 120 s per call.
+    pub fn local(data_dir: PathBuf) -> ServerConfig {
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8402)),
+            data_dir,
+            public_url: None,
+            request_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// The application for `config`, bound to `local_addr` (used for the default base URL).
+pub fn app(config: &ServerConfig, local_addr: SocketAddr, ctx: Context) -> std::io::Result<Router> {
+    let catalog = Arc::new(Catalog::standard());
+    let base_url = config
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{local_addr}"))
+        .trim_end_matches('/')
+        .to_string();
+    let files = FileStore::open(config.data_dir.join("files"), LINK_TTL)?;
+    let docs = ServiceDocs::build(&catalog, &base_url);
+    let state = Arc::new(AppState {
+        catalog,
+        ctx,
+        files: files.clone(),
+        base_url,
+        docs,
+        request_timeout: config.request_timeout,
+        body_limit: BODY_LIMIT,
+    });
+    tokio::spawn(sweep_files(files));
+    let mut app = router(state);
+    if local_addr.ip().is_loopback() {
+        app = app.layer(middleware::from_fn(require_loopback_host));
+    }
+    Ok(app.layer(middleware::from_fn(trace_request)))
+}
+
+/// Serves until SIGINT or SIGTERM, then finishes the calls in flight.
+pub async fn serve(config: ServerConfig, ctx: Context) -> std::io::Result<()> {
+    let listener = TcpListener::bind(config.listen).await?;
+    let local_addr = listener.local_addr()?;
+    let app = app(&config, local_addr, ctx)?;
+    tracing::info!(%local_addr, "listening");
+    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutting down: finishing calls in flight");
+}
+
+/// One log line per request: method, path, status, duration. Never bodies or queries.
+async fn trace_request(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let path = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| request.uri().path().to_string());
+    let response = next.run(request).await;
+    tracing::info!(
+        %method,
+        path = %path,
+        status = response.status().as_u16(),
+        duration_ms = started.elapsed().as_millis() as u64,
+        "request"
+    );
+    response
+}
+
+/// Deletes expired links at start and every ten minutes.
+async fn sweep_files(files: FileStore) {
+    let mut tick = tokio::time::interval(Duration::from_secs(600));
+    loop {
+        tick.tick().await;
+        match files.sweep().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(deleted = n, "expired file links deleted"),
+            Err(e) => tracing::warn!(error = %e, "sweeping file links failed"),
+        }
+    }
+}
