@@ -126,9 +126,17 @@ impl Route for CropRoute {
             for (id, crop) in boxes {
                 apply(&mut source.doc, id, crop)?;
             }
-            // Loading can drop objects (the decrypted /Encrypt, dangling xref entries);
-            // a /Size past the last object written makes qpdf warn.
-            source.doc.max_id = source.doc.objects.keys().map(|id| id.0).max().unwrap_or(0);
+            // Loading drops objects (the decrypted /Encrypt, dangling xref entries) and the
+            // writer skips others (xref and object streams); a trailer /Size past the last
+            // object written makes qpdf warn.
+            source.doc.max_id = source
+                .doc
+                .objects
+                .iter()
+                .filter(|(_, o)| !matches!(o.type_name(), Ok(b"ObjStm" | b"XRef" | b"Linearized")))
+                .map(|(id, _)| id.0)
+                .max()
+                .unwrap_or(0);
             let bytes = pdf::save(&mut source.doc)?;
             let name = derived_name(&source.filename, "cropped", "pdf");
             Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
@@ -171,6 +179,13 @@ fn sides(m: &Margins) -> [(&'static str, f64); 4] {
 
 /// The page's new CropBox in its unrotated coordinates; errors name the margin at fault.
 fn cropped_box(doc: &Document, id: ObjectId, number: u32, m: &Margins, unit: MarginUnit) -> Result<Rect, EngineError> {
+    if doc.get_dictionary(id).is_err() {
+        return Err(EngineError::invalid_with(
+            "damaged_pdf",
+            "/file",
+            format!("/file: page {number} cannot be read; the PDF's structure is damaged"),
+        ));
+    }
     let visible = pdf::crop_box(doc, id);
     let rotation = pdf::rotation(doc, id);
     let (width, height) =

@@ -6,7 +6,9 @@ use crate::price::Price;
 pub mod assemble;
 pub mod crop;
 pub mod extract_pages;
+pub mod inspect;
 pub mod merge;
+pub mod metadata;
 pub mod outline;
 pub mod outline_tree;
 pub mod pdf;
@@ -29,6 +31,8 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<resize::ResizeRoute>();
     catalog.add::<outline::OutlineRoute>();
     catalog.add::<set_outline::SetOutlineRoute>();
+    catalog.add::<metadata::MetadataRoute>();
+    catalog.add::<inspect::InspectRoute>();
 }
 
 /// The page-edit price rule in words (route book §4).

@@ -155,14 +155,22 @@ pub enum Orientation {
     AsGiven,
 }
 
-/// A checked resize call.
+/// A checked resize call: what to do to each page.
 pub struct Resize {
     source: SourcePdf,
-    pages: Vec<u32>,
-    size: (f64, f64),
-    mode: ResizeMode,
-    orientation: Orientation,
+    plans: Vec<PagePlan>,
     output: OutputMode,
+}
+
+/// One page's resize, worked out from the unchanged input.
+struct PagePlan {
+    id: ObjectId,
+    /// The page's old visible box (CropBox clipped to MediaBox), unrotated.
+    visible: Rect,
+    /// The new MediaBox, unrotated.
+    media: Rect,
+    /// Takes the old visible box onto the new page.
+    m: Affine,
 }
 
 /// The route.
@@ -205,14 +213,18 @@ impl Route for ResizeRoute {
         let selection = PageSelection::parse_or_all(input.pages.as_deref(), "/pages")?;
         let source = SourcePdf::load(&input.file, "/file", ctx).await?;
         let pages = as_set(&selection.resolve(source.page_count, "/pages")?);
-        Ok(Resize {
-            source,
-            pages,
-            size: input.size.points(),
-            mode: input.mode,
-            orientation: input.orientation,
-            output: input.output,
-        })
+        let ids = source.page_ids();
+        let target = (input.size.points(), input.mode, input.orientation);
+        let mut seen = HashSet::new();
+        let mut plans = Vec::with_capacity(pages.len());
+        for number in pages {
+            let Some(&id) = ids.get(number as usize - 1) else { continue };
+            // A page object listed twice in the page tree must be wrapped once.
+            if seen.insert(id) {
+                plans.push(page_plan(&source.doc, id, number, target)?);
+            }
+        }
+        Ok(Resize { source, plans, output: input.output })
     }
 
     fn quote(call: &Resize) -> Price {
@@ -221,19 +233,13 @@ impl Route for ResizeRoute {
 
     async fn run(call: Resize, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
         blocking(move || {
-            let Resize { mut source, pages, size, mode, orientation, output } = call;
-            let ids = source.page_ids();
+            let Resize { mut source, plans, output } = call;
             let doc = &mut source.doc;
             // One shared closing stream: it is the same `Q` for every page.
             let suffix = doc.add_object(Stream::new(Dictionary::new(), b"\nQ\n".to_vec()));
-            let mut seen_pages = HashSet::new();
             let mut seen_annots = HashSet::new();
-            for number in pages {
-                let Some(&id) = ids.get(number as usize - 1) else { continue };
-                // A page object listed twice in the page tree must be wrapped once.
-                if seen_pages.insert(id) {
-                    resize_page(doc, id, number, (size, mode, orientation), suffix, &mut seen_annots)?;
-                }
+            for plan in plans {
+                resize_page(doc, plan, suffix, &mut seen_annots)?;
             }
             let bytes = pdf::save(doc)?;
             let name = derived_name(&source.filename, "resized", "pdf");
@@ -308,14 +314,20 @@ fn plan(
 /// real page size (a hostile or broken MediaBox) and the matrix would be meaningless.
 const SCALE_RANGE: std::ops::RangeInclusive<f64> = 1e-6..=1e6;
 
-fn resize_page(
-    doc: &mut Document,
+/// Works out one page's resize; refuses pages that cannot be read or scaled.
+fn page_plan(
+    doc: &Document,
     id: ObjectId,
     number: u32,
     (size, mode, orientation): ((f64, f64), ResizeMode, Orientation),
-    suffix: ObjectId,
-    seen_annots: &mut HashSet<ObjectId>,
-) -> Result<(), EngineError> {
+) -> Result<PagePlan, EngineError> {
+    if doc.get_dictionary(id).is_err() {
+        return Err(EngineError::invalid_with(
+            "damaged_pdf",
+            "/file",
+            format!("/file: page {number} cannot be read; the PDF's structure is damaged"),
+        ));
+    }
     let visible = pdf::crop_box(doc, id);
     let (w, h, m) = plan(visible, pdf::rotation(doc, id), size, mode, orientation);
     if !SCALE_RANGE.contains(&m.a) || !SCALE_RANGE.contains(&m.d) || !m.e.is_finite() || !m.f.is_finite() {
@@ -329,7 +341,17 @@ fn resize_page(
             ),
         ));
     }
-    let media = Rect { x0: 0.0, y0: 0.0, x1: w, y1: h };
+    Ok(PagePlan { id, visible, media: Rect { x0: 0.0, y0: 0.0, x1: w, y1: h }, m })
+}
+
+fn resize_page(
+    doc: &mut Document,
+    plan: PagePlan,
+    suffix: ObjectId,
+    seen_annots: &mut HashSet<ObjectId>,
+) -> Result<(), EngineError> {
+    let PagePlan { id, visible, media, m } = plan;
+    let (w, h) = (media.x1, media.y1);
 
     // Content outside the old visible box was hidden; fit leaves room around the
     // scaled page where it would show, so it is clipped away there.
@@ -940,7 +962,11 @@ mod corpus_tmp {
             ("crop", "pct", json!({ "margins": { "top": 10, "left": 5 }, "unit": "percent" })),
             ("resize", "fit", json!({ "size": "A4" })),
             ("resize", "fill", json!({ "size": "Letter", "mode": "fill" })),
-            ("resize", "stretch", json!({ "size": { "width_pt": 300, "height_pt": 300 }, "mode": "stretch", "orientation": "as_given" })),
+            (
+                "resize",
+                "stretch",
+                json!({ "size": { "width_pt": 300, "height_pt": 300 }, "mode": "stretch", "orientation": "as_given" }),
+            ),
         ];
         for path in &files {
             let name = path.file_name().unwrap().to_string_lossy().to_string();
@@ -958,7 +984,9 @@ mod corpus_tmp {
                 let result = call(op, &bytes, password, body.clone()).await;
                 let ms = started.elapsed().as_millis();
                 match result {
-                    Err(e) => println!("RESULT\t{name}\t{op}-{tag}\tERR\t{}\t{:?}\t{}\t{ms}", e.code, e.field, e.message),
+                    Err(e) => {
+                        println!("RESULT\t{name}\t{op}-{tag}\tERR\t{}\t{:?}\t{}\t{ms}", e.code, e.field, e.message)
+                    }
                     Ok(out) => {
                         let file = out_dir.join(format!("{name}.{op}-{tag}.pdf"));
                         std::fs::write(&file, &out).unwrap();
