@@ -1,1 +1,91 @@
-fn main(){}
+//! `cargo xtask`: the project's automation, written in Rust rather than shell scripts.
+//!
+//! - `setup` installs the system tools the project needs (Debian packages, a Python venv).
+//! - `run` serves the HTTP API from a release build, after a quiet `setup`.
+//! - `test` checks formatting and lints, then runs every test (CI's one command).
+//! - `bench` times document operations against the `qpdf` command-line tool.
+//!
+//! Nothing here is linked into the product; it only runs programs.
+
+mod bench;
+mod cmd;
+mod setup;
+mod test;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::cmd::Cmd;
+use crate::setup::Verbosity;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "Project automation: setup, run, test, bench.")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Install what the project needs (Debian packages, Python test tools); safe to repeat.
+    Setup,
+    /// Serve the HTTP API from a release build (`paperchain serve ARGS`), after a quiet setup.
+    Run {
+        /// Arguments for `paperchain serve`, after `--`.
+        #[arg(last = true)]
+        args: Vec<OsString>,
+    },
+    /// Setup, then `cargo fmt --check`, clippy with -D warnings, and every test of the workspace.
+    Test {
+        /// Arguments for the test runner (a test name filter, for instance), after `--`.
+        #[arg(last = true)]
+        args: Vec<OsString>,
+    },
+    /// Time Paperchain's operations against the qpdf CLI on the same inputs.
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.task {
+        Task::Setup => setup::run(Verbosity::Report).map(|_| ExitCode::SUCCESS),
+        Task::Run { args } => serve(args),
+        Task::Test { args } => test::run(&args).map(|()| ExitCode::SUCCESS),
+        Task::Bench(args) => bench::run(&args),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("error: {e:#}");
+        ExitCode::FAILURE
+    })
+}
+
+/// `cargo xtask run`: the README's way to start the server.
+fn serve(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
+    setup::run(Verbosity::Quiet)?;
+    let status = cargo().args(["run", "--release", "-p", "paperchain", "--", "serve"]).args(args).status()?;
+    // The server's own exit code (130 after Ctrl-C, for instance) is the answer.
+    Ok(status.code().and_then(|c| u8::try_from(c).ok()).map(ExitCode::from).unwrap_or(ExitCode::FAILURE))
+}
+
+/// The workspace root: xtask lives one folder below it.
+fn project_root() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+}
+
+/// The shared document corpus: `$PAPERCHAIN_CORPUS`, else `../shared/corpus` beside the clone.
+/// `None` when neither exists.
+fn corpus_dir() -> Option<PathBuf> {
+    match std::env::var_os("PAPERCHAIN_CORPUS").filter(|v| !v.is_empty()) {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => project_root().parent().map(|p| p.join("shared/corpus")).filter(|d| d.is_dir()),
+    }
+}
+
+/// The cargo that started us (`$CARGO`), run from the workspace root.
+fn cargo() -> Cmd {
+    Cmd::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())).dir(project_root())
+}

@@ -463,6 +463,22 @@ mod tests {
         assert!(e.message.contains("page 2"), "{}", e.message);
     }
 
+    #[tokio::test]
+    async fn refuses_a_missing_page_object_before_running() {
+        let mut doc = Document::load_mem(&build(vec![page(&[])])).unwrap();
+        let pages_id = doc.catalog().unwrap().get(b"Pages").unwrap().as_reference().unwrap();
+        let node = doc.get_dictionary_mut(pages_id).unwrap();
+        let first = node.get(b"Kids").unwrap().as_array().unwrap()[0].clone();
+        node.set("Kids", vec![first, Object::Reference((997, 0))]);
+        node.set("Count", 2);
+        let mut pdf = Vec::new();
+        doc.save_to(&mut pdf).unwrap();
+        let e = crop(&pdf, json!({ "margins": { "top": 1 } })).await.err().expect("a missing page cannot be cropped");
+        assert_eq!(e.code, "damaged_pdf", "{}", e.message);
+        assert_eq!(e.field.as_deref(), Some("/file"));
+        assert!(e.message.contains("page 2"), "{}", e.message);
+    }
+
     #[test]
     fn refuses_non_finite_margins() {
         for value in [f64::NAN, f64::INFINITY] {

@@ -982,17 +982,22 @@ mod tests {
             b"BT () Tj ET".to_vec(),
         ];
         let js_field = js_action(&mut doc, "app.alert(1)");
+        let notes = doc.add_object(Stream::new(dictionary! { "Type" => "EmbeddedFile" }, b"hello world".to_vec()));
         let spec = doc.add_object(dictionary! {
             "Type" => "Filespec",
             "F" => Object::string_literal("notes.txt"),
             "UF" => Object::string_literal("notes.txt"),
             "Desc" => Object::string_literal("Some notes"),
-            "EF" => dictionary! { "F" => Stream::new(dictionary! { "Type" => "EmbeddedFile" }, b"hello world".to_vec()) },
+            "EF" => dictionary! { "F" => notes },
         });
+        let packed = doc.add_object(Stream::new(
+            dictionary! { "Params" => dictionary! { "Size" => 42 }, "Filter" => "FlateDecode" },
+            vec![1, 2],
+        ));
         let annot_spec = doc.add_object(dictionary! {
             "Type" => "Filespec",
             "UF" => Object::String(vec![0xFE, 0xFF, 0x00, 0xE9, 0x00, b'.', 0x00, b'c'], StringFormat::Hexadecimal),
-            "EF" => dictionary! { "F" => Stream::new(dictionary! { "Params" => dictionary! { "Size" => 42 }, "Filter" => "FlateDecode" }, vec![1, 2]) },
+            "EF" => dictionary! { "F" => packed },
         });
         let attach_annot = doc.add_object(dictionary! {
             "Type" => "Annot", "Subtype" => "FileAttachment", "FS" => annot_spec,
@@ -1001,7 +1006,7 @@ mod tests {
         });
         let sig_widget = doc.new_object_id();
         let text_field = doc.new_object_id();
-        let mut kids = Vec::new();
+        let mut kids: Vec<Object> = Vec::new();
         for (i, content) in contents.into_iter().enumerate() {
             let content_id = doc.add_object(Stream::new(dictionary! {}, content));
             let mut page = dictionary! {
@@ -1241,8 +1246,8 @@ mod tests {
         let first = doc.page_iter().next().unwrap();
         let content = doc.get_page_contents(first)[0];
         let stream = doc.get_object_mut(content).unwrap().as_stream_mut().unwrap();
-        stream.dict.set("Filter", "FlateDecode");
-        stream.set_content(b"not zlib at all".to_vec());
+        // A filter lopdf cannot decode.
+        stream.dict.set("Filter", "JBIG2Decode");
         let report = call(&encode(&mut doc), None).await.unwrap();
         assert!(!report.pages[0].has_text);
         assert!(report.pages[1].images > 0);

@@ -830,6 +830,57 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn shared_and_broken_annotations_are_moved_once_or_left_alone() {
+        let pdf = build_with(vec![vec![], vec![]], |doc, pages_id| {
+            let link = doc.add_object(dictionary! { "Subtype" => "Link", "Rect" => rect([10.0, 10.0, 20.0, 20.0]) });
+            let odd = dictionary! {
+                "Subtype" => "Highlight", "Rect" => Object::string_literal("wide"),
+                "QuadPoints" => vec![1.into(), 2.into(), 3.into()],
+            };
+            let shared = doc.add_object(vec![
+                Object::Reference(link),
+                Object::Dictionary(odd),
+                Object::Reference((999, 0)),
+                Object::Integer(7),
+            ]);
+            let kids = doc.get_dictionary(pages_id).unwrap().get(b"Kids").unwrap().as_array().unwrap().clone();
+            for kid in kids {
+                let page = doc.get_dictionary_mut(kid.as_reference().unwrap()).unwrap();
+                page.set("Annots", Object::Reference(shared));
+                // A dangling content reference and an inherited rotation.
+                page.set("Contents", vec![Object::Reference((998, 0))]);
+            }
+            doc.get_dictionary_mut(pages_id).unwrap().set("Rotate", 90);
+        });
+        let (_, doc) =
+            resize(&pdf, json!({ "size": { "width_pt": 1224, "height_pt": 1584 }, "mode": "stretch" })).await.unwrap();
+        // Seen landscape (inherited /Rotate 90), so the 2x target is turned: still 2x each way.
+        close(&matrix(&doc, 1), &[2.0, 0.0, 0.0, 2.0, 0.0, 0.0]);
+        assert_eq!(contents(&doc, 1).len(), 2, "the dangling stream is dropped");
+        let annots = doc.get_page_annotations(doc.get_pages()[&1]).unwrap();
+        let rect: Vec<f64> =
+            annots[0].get(b"Rect").unwrap().as_array().unwrap().iter().map(|o| pdf::number(&doc, o).unwrap()).collect();
+        close(&rect, &[20.0, 20.0, 40.0, 40.0]);
+        assert_eq!(annots[1].get(b"QuadPoints").unwrap().as_array().unwrap().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn refuses_a_missing_page_object_before_running() {
+        let pdf = build_with(vec![vec![]], |doc, pages_id| {
+            let node = doc.get_dictionary_mut(pages_id).unwrap();
+            node.set(
+                "Kids",
+                vec![node.get(b"Kids").unwrap().as_array().unwrap()[0].clone(), Object::Reference((997, 0))],
+            );
+            node.set("Count", 2);
+        });
+        let e = resize(&pdf, json!({ "size": "A4" })).await.err().expect("a page that is not there cannot be resized");
+        assert_eq!(e.code, "damaged_pdf", "{}", e.message);
+        assert_eq!(e.field.as_deref(), Some("/file"));
+        assert!(e.message.contains("page 2"), "{}", e.message);
+    }
+
+    #[tokio::test]
     async fn resizes_only_the_selected_pages() {
         let pdf = build(vec![vec![], vec![], vec![]]);
         let (_, doc) = resize(&pdf, json!({ "size": "Legal", "pages": "2" })).await.unwrap();

@@ -1,0 +1,164 @@
+//! The bad-input matrix: for every page-edit route, every way a caller can get the input
+//! wrong answers the right status with an error naming the field. Never a 500.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+/// A route under test: its path, a valid body around a file, where the file sits, and
+/// where its page selection sits (if it has one).
+struct Case {
+    path: &'static str,
+    body: fn(Value) -> Value,
+    file_at: &'static str,
+    pages_at: Option<&'static str>,
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            path: "/v1/pdf/merge",
+            body: |f| json!({ "files": [{ "file": f, "pages": "1-2" }, { "file": f }] }),
+            file_at: "/files/0/file",
+            pages_at: Some("/files/0/pages"),
+        },
+        Case { path: "/v1/pdf/split", body: |f| json!({ "file": f, "ranges": ["1-2", "3-"] }), file_at: "/file", pages_at: Some("/ranges/0") },
+        Case { path: "/v1/pdf/extract-pages", body: |f| json!({ "file": f, "pages": "2,1" }), file_at: "/file", pages_at: Some("/pages") },
+        Case { path: "/v1/pdf/remove-pages", body: |f| json!({ "file": f, "pages": "1" }), file_at: "/file", pages_at: Some("/pages") },
+        Case { path: "/v1/pdf/reorder", body: |f| json!({ "file": f, "order": [2, 1, 1] }), file_at: "/file", pages_at: None },
+        Case { path: "/v1/pdf/rotate", body: |f| json!({ "file": f, "degrees": 90, "pages": "1" }), file_at: "/file", pages_at: Some("/pages") },
+        Case {
+            path: "/v1/pdf/crop",
+            body: |f| json!({ "file": f, "margins": { "top": 10, "left": 5 }, "pages": "1" }),
+            file_at: "/file",
+            pages_at: Some("/pages"),
+        },
+        Case { path: "/v1/pdf/resize", body: |f| json!({ "file": f, "size": "A4", "pages": "1" }), file_at: "/file", pages_at: Some("/pages") },
+        Case { path: "/v1/pdf/metadata", body: |f| json!({ "file": f, "action": "read" }), file_at: "/file", pages_at: None },
+        Case { path: "/v1/pdf/outline", body: |f| json!({ "file": f }), file_at: "/file", pages_at: None },
+        Case {
+            path: "/v1/pdf/set-outline",
+            body: |f| json!({ "file": f, "outline": [{ "title": "A", "page": 1 }] }),
+            file_at: "/file",
+            pages_at: None,
+        },
+        Case { path: "/v1/pdf/inspect", body: |f| json!({ "file": f }), file_at: "/file", pages_at: None },
+    ]
+}
+
+fn set(body: &mut Value, pointer: &str, value: Value) {
+    let shown = body.to_string();
+    *body.pointer_mut(pointer).unwrap_or_else(|| panic!("no {pointer} in {shown}")) = value;
+}
+
+async fn expect(server: &Server, path: &str, body: &Value, status: u16, code: &str, field: Option<&str>) {
+    let (got, answer) = server.post_json(path, body).await;
+    let what = format!("{path} expecting {status} {code} at {field:?}, got {got} {answer}");
+    assert_eq!(got, status, "{what}");
+    assert_eq!(answer["error"]["code"], code, "{what}");
+    if let Some(field) = field {
+        assert_eq!(answer["error"]["field"], field, "{what}");
+    }
+    let message = answer["error"]["message"].as_str().unwrap_or("");
+    assert!(!message.is_empty(), "{what}");
+}
+
+#[tokio::test]
+async fn every_route_answers_every_bad_input_with_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let pdf = file_input("sample-files/pdflatex-4-pages.pdf");
+    let encrypted = file_input("qpdf/enc-XI-R6,V5,U=view,O=master.pdf");
+    let damaged = file_input("qpdf/issue-146.pdf");
+
+    for case in cases() {
+        let valid = (case.body)(pdf.clone());
+        let (status, answer) = server.post_json(case.path, &valid).await;
+        assert_eq!(status, 200, "{}: the valid body must succeed: {answer}", case.path);
+
+        // Missing everything: the first missing field is named.
+        let (status, answer) = server.post_json(case.path, &json!({})).await;
+        assert_eq!(status, 422, "{}", case.path);
+        assert!(answer["error"]["field"].as_str().is_some_and(|f| f.starts_with('/')), "{}: {answer}", case.path);
+
+        let mut unknown = valid.clone();
+        unknown["bogus"] = json!(1);
+        expect(&server, case.path, &unknown, 422, "unknown_field", Some("/bogus")).await;
+
+        let mut wrong_type = valid.clone();
+        set(&mut wrong_type, case.file_at, json!(5));
+        expect(&server, case.path, &wrong_type, 422, "invalid_input", Some(case.file_at)).await;
+
+        let mut no_source = valid.clone();
+        set(&mut no_source, case.file_at, json!({ "filename": "a.pdf" }));
+        expect(&server, case.path, &no_source, 422, "invalid_input", Some(&format!("{}/data", case.file_at))).await;
+
+        let mut empty = valid.clone();
+        set(&mut empty, case.file_at, json!({ "data": "" }));
+        expect(&server, case.path, &empty, 422, "empty_file", Some(case.file_at)).await;
+
+        let mut not_pdf = valid.clone();
+        set(&mut not_pdf, case.file_at, json!({ "data": b64(b"hello, this is not a PDF") }));
+        expect(&server, case.path, &not_pdf, 422, "not_a_pdf", Some(case.file_at)).await;
+
+        let mut bad_base64 = valid.clone();
+        set(&mut bad_base64, case.file_at, json!({ "data": "%%% not base64 %%%" }));
+        expect(&server, case.path, &bad_base64, 422, "invalid_base64", Some(&format!("{}/data", case.file_at))).await;
+
+        let mut broken = valid.clone();
+        set(&mut broken, case.file_at, damaged.clone());
+        expect(&server, case.path, &broken, 422, "damaged_pdf", Some(case.file_at)).await;
+
+        let mut locked = valid.clone();
+        set(&mut locked, case.file_at, encrypted.clone());
+        expect(&server, case.path, &locked, 422, "password_required", Some(&format!("{}/password", case.file_at))).await;
+        let mut wrong = encrypted.clone();
+        wrong["password"] = json!("not-it");
+        set(&mut locked, case.file_at, wrong);
+        expect(&server, case.path, &locked, 422, "wrong_password", Some(&format!("{}/password", case.file_at))).await;
+
+        let mut blocked = valid.clone();
+        set(&mut blocked, case.file_at, json!({ "url": format!("http://{}/x.pdf", server.addr) }));
+        expect(&server, case.path, &blocked, 422, "blocked_target", Some(&format!("{}/url", case.file_at))).await;
+        set(&mut blocked, case.file_at, json!({ "url": "file:///etc/passwd" }));
+        expect(&server, case.path, &blocked, 422, "invalid_input", Some(&format!("{}/url", case.file_at))).await;
+
+        if let Some(pages_at) = case.pages_at {
+            let mut bad_pages = valid.clone();
+            set(&mut bad_pages, pages_at, json!("1-x"));
+            expect(&server, case.path, &bad_pages, 422, "invalid_pages", Some(pages_at)).await;
+            set(&mut bad_pages, pages_at, json!("2,99"));
+            expect(&server, case.path, &bad_pages, 422, "page_out_of_range", Some(pages_at)).await;
+            set(&mut bad_pages, pages_at, json!(3));
+            expect(&server, case.path, &bad_pages, 422, "invalid_input", Some(pages_at)).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn route_specific_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let pdf = file_input("sample-files/pdflatex-4-pages.pdf");
+
+    let one = json!({ "files": [{ "file": pdf }] });
+    expect(&server, "/v1/pdf/merge", &one, 422, "invalid_input", Some("/files")).await;
+    let many: Vec<Value> = (0..21).map(|_| json!({ "file": { "data": "JVBERi0=" } })).collect();
+    expect(&server, "/v1/pdf/merge", &json!({ "files": many }), 422, "invalid_input", Some("/files")).await;
+
+    expect(&server, "/v1/pdf/rotate", &json!({ "file": pdf, "degrees": 45 }), 422, "invalid_input", Some("/degrees")).await;
+    expect(&server, "/v1/pdf/rotate", &json!({ "file": pdf, "degrees": "90" }), 422, "invalid_input", Some("/degrees")).await;
+    expect(&server, "/v1/pdf/rotate", &json!({ "file": pdf, "degrees": 90, "output": "fax" }), 422, "invalid_input", Some("/output")).await;
+    expect(&server, "/v1/pdf/split", &json!({ "file": pdf }), 422, "invalid_input", Some("/ranges")).await;
+    expect(&server, "/v1/pdf/split", &json!({ "file": pdf, "every": 0 }), 422, "invalid_input", Some("/every")).await;
+    expect(&server, "/v1/pdf/split", &json!({ "file": pdf, "every": 2, "ranges": ["1"] }), 422, "invalid_input", Some("/every")).await;
+    expect(&server, "/v1/pdf/remove-pages", &json!({ "file": pdf, "pages": "1-last" }), 422, "invalid_input", Some("/pages")).await;
+    expect(&server, "/v1/pdf/reorder", &json!({ "file": pdf, "order": [] }), 422, "invalid_input", Some("/order")).await;
+    expect(&server, "/v1/pdf/reorder", &json!({ "file": pdf, "order": [1, 5] }), 422, "page_out_of_range", Some("/order/1")).await;
+    expect(&server, "/v1/pdf/reorder", &json!({ "file": pdf, "order": [1, -1] }), 422, "invalid_input", Some("/order/1")).await;
+    let deep = json!({ "file": pdf, "outline": [{ "title": "A", "page": 1, "children": [{ "title": "B", "page": 9 }] }] });
+    expect(&server, "/v1/pdf/set-outline", &deep, 422, "page_out_of_range", Some("/outline/0/children/0/page")).await;
+    let blank = json!({ "file": pdf, "outline": [{ "title": "  ", "page": 1 }] });
+    expect(&server, "/v1/pdf/set-outline", &blank, 422, "invalid_input", Some("/outline/0/title")).await;
+}
