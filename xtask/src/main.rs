@@ -22,7 +22,7 @@ use crate::cmd::Cmd;
 use crate::setup::Verbosity;
 
 #[derive(Parser)]
-#[command(name = "cargo xtask", about = "Project automation: setup, run, test, bench.")]
+#[command(name = "cargo xtask", bin_name = "cargo xtask", about = "Project automation: setup, run, test, bench.")]
 struct Cli {
     #[command(subcommand)]
     task: Task,

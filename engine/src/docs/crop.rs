@@ -126,17 +126,6 @@ impl Route for CropRoute {
             for (id, crop) in boxes {
                 apply(&mut source.doc, id, crop)?;
             }
-            // Loading drops objects (the decrypted /Encrypt, dangling xref entries) and the
-            // writer skips others (xref and object streams); a trailer /Size past the last
-            // object written makes qpdf warn.
-            source.doc.max_id = source
-                .doc
-                .objects
-                .iter()
-                .filter(|(_, o)| !matches!(o.type_name(), Ok(b"ObjStm" | b"XRef" | b"Linearized")))
-                .map(|(id, _)| id.0)
-                .max()
-                .unwrap_or(0);
             let bytes = pdf::save(&mut source.doc)?;
             let name = derived_name(&source.filename, "cropped", "pdf");
             Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
@@ -473,7 +462,7 @@ mod tests {
         node.set("Count", 2);
         let mut pdf = Vec::new();
         doc.save_to(&mut pdf).unwrap();
-        let e = crop(&pdf, json!({ "margins": { "top": 1 } })).await.err().expect("a missing page cannot be cropped");
+        let e = crop(&pdf, json!({ "margins": { "top": 1 } })).await.expect_err("a missing page cannot be cropped");
         assert_eq!(e.code, "damaged_pdf", "{}", e.message);
         assert_eq!(e.field.as_deref(), Some("/file"));
         assert!(e.message.contains("page 2"), "{}", e.message);

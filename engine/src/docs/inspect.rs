@@ -288,28 +288,29 @@ pub fn inspect(doc: &Document) -> InspectReport {
     let mut attachments = Vec::new();
     let mut forms = FormsReport::default();
     let mut bookmarks = BookmarksReport::default();
+    // File specifications already listed: one may sit both in the tree and in an annotation.
+    let mut specs = HashSet::new();
     if let Some(catalog) = catalog {
         let names = pdf::dict_at(doc, catalog, b"Names");
-        if let Some(tree) = names.and_then(|n| n.get(b"JavaScript").ok()) {
-            if !name_tree(doc, tree, &mut notes).is_empty() {
-                js.insert(JsLocation::NamesTree);
-            }
+        if let Some(tree) = names.and_then(|n| n.get(b"JavaScript").ok())
+            && !name_tree(doc, tree, &mut notes).is_empty()
+        {
+            js.insert(JsLocation::NamesTree);
         }
-        if let Some(open) = catalog.get(b"OpenAction").ok().filter(|o| is_dict(doc, o)) {
-            if actions.runs_js(open) {
-                js.insert(JsLocation::OpenAction);
-            }
+        if let Some(open) = catalog.get(b"OpenAction").ok().filter(|o| is_dict(doc, o))
+            && actions.runs_js(open)
+        {
+            js.insert(JsLocation::OpenAction);
         }
         if catalog.get(b"AA").is_ok_and(|aa| actions.any_runs_js(aa)) {
             js.insert(JsLocation::AdditionalActions);
         }
         if let Some(tree) = names.and_then(|n| n.get(b"EmbeddedFiles").ok()) {
-            let mut seen = HashSet::new();
             for (key, value) in name_tree(doc, tree, &mut notes) {
-                if let Ok((id, _)) = doc.dereference(value) {
-                    if id.is_some_and(|id| !seen.insert(id)) {
-                        continue;
-                    }
+                if let Ok((Some(id), _)) = doc.dereference(value)
+                    && !specs.insert(id)
+                {
+                    continue;
                 }
                 if let Some(file) = file_spec(doc, value, Some(key), AttachmentSource::EmbeddedFiles, None) {
                     attachments.push(file);
@@ -323,7 +324,7 @@ pub fn inspect(doc: &Document) -> InspectReport {
             bookmarks = outline(doc, outlines, &mut actions, &mut js, &mut notes);
         }
     }
-    annotations(doc, &page_ids, &mut actions, &mut js, &mut attachments, &mut notes);
+    annotations(doc, &page_ids, &mut actions, &mut js, &mut attachments, &mut specs, &mut notes);
     if actions.exhausted {
         notes.push(format!("more than {MAX_ACTIONS} actions; the rest were not checked for JavaScript"));
     }
@@ -504,7 +505,8 @@ impl<'a> Scanner<'a> {
 
     /// A stream's decoded bytes, within what is left of the page's and the document's budget.
     fn decode(&mut self, stream: &Stream, notes: &mut Notes) -> Option<Vec<u8>> {
-        if self.total_left == 0 {
+        // Out of budget: the warning was given when it ran out.
+        if self.total_left == 0 || self.page_left == 0 {
             return None;
         }
         let allowed = self.page_left.min(self.total_left);
@@ -517,14 +519,14 @@ impl<'a> Scanner<'a> {
             Err(lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { .. })) => {
                 if allowed == self.total_left {
                     notes.push(format!(
-                        "page {}: the document's content is larger than {} MiB; this and later pages were read as far as the limit allowed",
+                        "page {}: the document's content is larger than {} MiB in all; from here on pages were not scanned",
                         self.page_number,
                         TOTAL_CONTENT_LIMIT >> 20
                     ));
                     self.total_left = 0;
                 } else {
                     notes.push(format!(
-                        "page {}: the content is larger than {} MiB; it was read only up to there",
+                        "page {}: the content is larger than {} MiB; the part past the limit was not scanned",
                         self.page_number,
                         PAGE_CONTENT_LIMIT >> 20
                     ));
@@ -539,7 +541,13 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn scan_ops(&mut self, content: &[u8], resources: Option<&'a Dictionary>, depth: usize, notes: &mut Notes) -> Drawn {
+    fn scan_ops(
+        &mut self,
+        content: &[u8],
+        resources: Option<&'a Dictionary>,
+        depth: usize,
+        notes: &mut Notes,
+    ) -> Drawn {
         let mut drawn = Drawn::default();
         for operation in Content::decode_iter(content) {
             let Ok(operation) = operation else {
@@ -588,15 +596,16 @@ impl<'a> Scanner<'a> {
                 }
                 // A form without resources uses its parent's (older files rely on it).
                 let own = pdf::dict_at(doc, &stream.dict, b"Resources").or(resources);
-                let drawn = match self.decode(stream, notes) {
-                    Some(bytes) => self.scan_ops(&bytes, own, depth + 1, notes),
-                    None => Drawn::default(),
-                };
+                let decoded = self.decode(stream, notes);
+                let drawn = decoded.as_ref().map(|bytes| self.scan_ops(bytes, own, depth + 1, notes));
                 if let Some(id) = id {
                     self.active.remove(&id);
-                    self.forms.insert(id, drawn);
+                    // A form left unread for want of budget may still be read on a later page.
+                    if let Some(drawn) = drawn {
+                        self.forms.insert(id, drawn);
+                    }
                 }
-                drawn
+                drawn.unwrap_or_default()
             }
             _ => Drawn::default(),
         }
@@ -639,10 +648,10 @@ fn name_tree<'a>(doc: &'a Document, root: &'a Object, notes: &mut Notes) -> Vec<
                 }
             }
         }
-        if depth < MAX_TREE_DEPTH {
-            if let Some(kids) = array_at(doc, dict, b"Kids") {
-                stack.extend(kids.iter().rev().map(|kid| (kid, depth + 1)));
-            }
+        if depth < MAX_TREE_DEPTH
+            && let Some(kids) = array_at(doc, dict, b"Kids")
+        {
+            stack.extend(kids.iter().rev().map(|kid| (kid, depth + 1)));
         }
     }
     entries
@@ -677,7 +686,13 @@ fn file_spec(
                 let file = ef.get(b"UF").or_else(|_| ef.get(b"F")).ok()?;
                 doc.dereference(file).ok()?.1.as_stream().ok()
             });
-            Some(AttachmentReport { name, bytes: stream.and_then(|s| file_size(doc, s)), description: text(b"Desc"), source, page })
+            Some(AttachmentReport {
+                name,
+                bytes: stream.and_then(|s| file_size(doc, s)),
+                description: text(b"Desc"),
+                source,
+                page,
+            })
         }
         _ => None,
     }
@@ -686,7 +701,11 @@ fn file_spec(
 /// An embedded file's size: /Params /Size, /DL, or the stored length when unfiltered.
 fn file_size(doc: &Document, stream: &Stream) -> Option<u64> {
     let int = |dict: &Dictionary, key: &[u8]| {
-        dict.get(key).ok().and_then(|v| doc.dereference(v).ok()).and_then(|(_, v)| v.as_i64().ok()).and_then(|n| u64::try_from(n).ok())
+        dict.get(key)
+            .ok()
+            .and_then(|v| doc.dereference(v).ok())
+            .and_then(|(_, v)| v.as_i64().ok())
+            .and_then(|n| u64::try_from(n).ok())
     };
     pdf::dict_at(doc, &stream.dict, b"Params")
         .and_then(|p| int(p, b"Size"))
@@ -797,7 +816,11 @@ fn form_fields(
         }
         let mut children = Vec::new();
         for kid in array_at(doc, field, b"Kids").map(Vec::as_slice).unwrap_or_default() {
-            let Ok((_, kid_object)) = doc.dereference(kid) else { continue };
+            let Ok((kid_id, kid_object)) = doc.dereference(kid) else { continue };
+            // A kid already met is a cycle back up the tree, not a child.
+            if kid_id.is_some_and(|id| seen.contains(&id)) {
+                continue;
+            }
             let Ok(kid_dict) = kid_object.as_dict() else { continue };
             // A kid with a name (or kids of its own) is a field; one without is its widget.
             if kid_dict.has(b"T") || kid_dict.has(b"Kids") {
@@ -870,6 +893,7 @@ fn annotations(
     actions: &mut ActionFinder,
     js: &mut BTreeSet<JsLocation>,
     attachments: &mut Vec<AttachmentReport>,
+    specs: &mut HashSet<ObjectId>,
     notes: &mut Notes,
 ) {
     let mut seen = HashSet::new();
@@ -903,11 +927,10 @@ fn annotations(
             if subtype == Some(b"FileAttachment") {
                 let spec = dict.get(b"FS").ok();
                 let file = spec.and_then(|fs| {
-                    // The same file spec may also sit in the EmbeddedFiles tree; count it once.
-                    if let Ok((Some(spec_id), _)) = doc.dereference(fs) {
-                        if !seen.insert(spec_id) {
-                            return None;
-                        }
+                    if let Ok((Some(spec_id), _)) = doc.dereference(fs)
+                        && !specs.insert(spec_id)
+                    {
+                        return None;
                     }
                     file_spec(doc, fs, None, AttachmentSource::Annotation, Some(index as u32 + 1))
                 });
@@ -957,7 +980,7 @@ mod tests {
         let font = doc.add_object(dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica" });
         let image = doc.add_object(Stream::new(
             dictionary! { "Type" => "XObject", "Subtype" => "Image", "Width" => 1, "Height" => 1,
-                "ColorSpace" => "DeviceGray", "BitsPerComponent" => 8 },
+            "ColorSpace" => "DeviceGray", "BitsPerComponent" => 8 },
             vec![0x80],
         ));
         let form_id = doc.new_object_id();
@@ -1065,7 +1088,8 @@ mod tests {
             group,
             Object::Dictionary(dictionary! { "FT" => "Sig", "T" => Object::string_literal("group"), "Kids" => vec![child.into(), group.into()] }),
         );
-        let acroform = dictionary! { "Fields" => vec![text_field.into(), sig_widget.into(), radio.into(), group.into()] };
+        let acroform =
+            dictionary! { "Fields" => vec![text_field.into(), sig_widget.into(), radio.into(), group.into()] };
 
         // Outline: A (children A1, A2 (child A2a)), B; B's /Next points back at A.
         let outlines = doc.new_object_id();
@@ -1081,10 +1105,13 @@ mod tests {
         doc.objects.insert(a2, item("A2", dictionary! { "First" => a2a, "Prev" => a1 }));
         doc.objects.insert(a2a, item("A2a", dictionary! {}));
         doc.objects.insert(b, item("B", dictionary! { "Next" => a, "Prev" => a }));
-        doc.objects.insert(outlines, Object::Dictionary(dictionary! { "Type" => "Outlines", "First" => a, "Last" => b }));
+        doc.objects
+            .insert(outlines, Object::Dictionary(dictionary! { "Type" => "Outlines", "First" => a, "Last" => b }));
 
         let open = js_action(&mut doc, "this.print()");
-        let open_chain = doc.add_object(dictionary! { "S" => "GoTo", "D" => vec![first_page, "Fit".into()], "Next" => vec![open.into()] });
+        let open_chain = doc.add_object(
+            dictionary! { "S" => "GoTo", "D" => vec![first_page, "Fit".into()], "Next" => vec![open.into()] },
+        );
         let catalog = doc.add_object(dictionary! {
             "Type" => "Catalog",
             "Pages" => pages_id,
@@ -1173,8 +1200,19 @@ mod tests {
         assert_eq!(
             keys,
             [
-                "page_count", "pages", "encrypted", "version", "linearized", "forms", "attachments", "javascript",
-                "bookmarks", "producer", "title", "encryption", "warnings"
+                "page_count",
+                "pages",
+                "encrypted",
+                "version",
+                "linearized",
+                "forms",
+                "attachments",
+                "javascript",
+                "bookmarks",
+                "producer",
+                "title",
+                "encryption",
+                "warnings"
             ]
         );
         assert_eq!(json["javascript"]["locations"], serde_json::json!(["open_action", "form_field"]));
@@ -1188,9 +1226,10 @@ mod tests {
         let names_js = js_action(&mut doc, "1");
         let doc_aa = js_action(&mut doc, "2");
         let page_aa = js_action(&mut doc, "3");
-        let outline_js = doc.add_object(dictionary! { "S" => "URI", "URI" => Object::string_literal(" JavaScript:alert(1)") });
+        let outline_js =
+            doc.add_object(dictionary! { "S" => "URI", "URI" => Object::string_literal(" JavaScript:alert(1)") });
         let link = doc.add_object(dictionary! { "Type" => "Annot", "Subtype" => "Link",
-            "A" => dictionary! { "S" => "Rendition", "JS" => Object::string_literal("4") } });
+        "A" => dictionary! { "S" => "Rendition", "JS" => Object::string_literal("4") } });
         {
             let catalog = doc.get_dictionary_mut(catalog_id).unwrap();
             catalog.set("AA", dictionary! { "WC" => doc_aa });
@@ -1225,13 +1264,19 @@ mod tests {
         let pages_id = doc.new_object_id();
         let content = doc.add_object(Stream::new(dictionary! {}, b"0 0 m 10 10 l S".to_vec()));
         let page = doc.add_object(dictionary! { "Type" => "Page", "Parent" => pages_id, "Contents" => content,
-            "MediaBox" => vec![0.into(), 0.into(), 595.276.into(), 841.89.into()], "Rotate" => -90 });
-        doc.objects.insert(pages_id, Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => vec![page.into()], "Count" => 1 }));
+        "MediaBox" => vec![0.into(), 0.into(), 595.276.into(), 841.89.into()], "Rotate" => -90 });
+        doc.objects.insert(
+            pages_id,
+            Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => vec![page.into()], "Count" => 1 }),
+        );
         let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id, "Version" => "1.7" });
         doc.trailer.set("Root", catalog);
         let report = call(&encode(&mut doc), None).await.unwrap();
         assert_eq!(report.version, "1.7");
-        assert_eq!((report.pages[0].width_pt, report.pages[0].height_pt, report.pages[0].rotation), (841.89, 595.28, 270));
+        assert_eq!(
+            (report.pages[0].width_pt, report.pages[0].height_pt, report.pages[0].rotation),
+            (841.89, 595.28, 270)
+        );
         assert_eq!(report.pages[0].kind, PageKind::Empty);
         assert!(!report.forms.acroform);
         assert_eq!(report.attachments.count, 0);
@@ -1252,6 +1297,102 @@ mod tests {
         assert!(!report.pages[0].has_text);
         assert!(report.pages[1].images > 0);
         assert!(report.warnings.iter().any(|w| w.starts_with("page 1:")), "{:?}", report.warnings);
+    }
+
+    /// Cycles and wrong types everywhere: the walks end and report what they could read.
+    #[tokio::test]
+    async fn survives_cycles_and_wrong_types() {
+        let mut doc = Document::with_version("1.7");
+        let pages_id = doc.new_object_id();
+        // A chain of 40 nested forms with text at the bottom, and a form that draws itself.
+        let mut inner = doc.add_object(Stream::new(
+            dictionary! { "Subtype" => "Form", "Resources" => dictionary! {} },
+            b"BT (deep) Tj ET".to_vec(),
+        ));
+        for _ in 0..40 {
+            inner = doc.add_object(Stream::new(
+                dictionary! { "Subtype" => "Form", "Resources" => dictionary! { "XObject" => dictionary! { "X" => inner } } },
+                b"/X Do".to_vec(),
+            ));
+        }
+        let looping = doc.new_object_id();
+        doc.objects.insert(
+            looping,
+            Object::Stream(Stream::new(
+                dictionary! { "Subtype" => "Form", "Resources" => dictionary! { "XObject" => dictionary! { "L" => looping } } },
+                b"/L Do /L Do".to_vec(),
+            )),
+        );
+        let content = doc.add_object(Stream::new(dictionary! {}, b"/Deep Do /Loop Do BT (x".to_vec()));
+        let annots = doc.new_object_id();
+        let self_next = doc.new_object_id();
+        doc.objects.insert(self_next, Object::Dictionary(dictionary! { "S" => "GoTo", "Next" => self_next }));
+        let annot = doc.add_object(dictionary! { "Subtype" => "Link", "A" => self_next, "AA" => 5 });
+        doc.objects.insert(annots, Object::Array(vec![annot.into(), annot.into(), Object::Integer(3)]));
+        let mut kids = Vec::new();
+        for _ in 0..3 {
+            kids.push(Object::from(doc.add_object(dictionary! {
+                "Type" => "Page", "Parent" => pages_id, "Contents" => content, "Annots" => annots,
+                "MediaBox" => vec![0.into(), 0.into(), Object::Real(f32::NAN), 100.into()], "Rotate" => 45,
+                "Resources" => dictionary! { "XObject" => dictionary! { "Deep" => inner, "Loop" => looping } },
+            })));
+        }
+        doc.objects
+            .insert(pages_id, Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => kids, "Count" => 3 }));
+        let tree = doc.new_object_id();
+        doc.objects.insert(
+            tree,
+            Object::Dictionary(dictionary! { "Kids" => vec![tree.into(), Object::Integer(1)], "Names" => vec![Object::string_literal("odd")] }),
+        );
+        let item = doc.new_object_id();
+        doc.objects
+            .insert(item, Object::Dictionary(dictionary! { "Title" => "loop", "First" => item, "Next" => item }));
+        let field = doc.new_object_id();
+        doc.objects.insert(field, Object::Dictionary(dictionary! { "T" => "f", "Kids" => vec![field.into()] }));
+        let catalog = doc.add_object(dictionary! {
+            "Type" => "Catalog", "Pages" => pages_id, "OpenAction" => self_next,
+            "Names" => dictionary! { "EmbeddedFiles" => tree, "JavaScript" => "bogus" },
+            "Outlines" => dictionary! { "First" => item },
+            "AcroForm" => dictionary! { "Fields" => vec![field.into(), Object::Null], "XFA" => Object::Null },
+            "AA" => vec![Object::Integer(1)],
+        });
+        doc.trailer.set("Root", catalog);
+        doc.trailer.set("Info", Object::Integer(7));
+        let report = call(&encode(&mut doc), None).await.unwrap();
+        assert_eq!(report.page_count, 3);
+        for page in &report.pages {
+            // The NaN box falls back to Letter; 45 degrees reads as 0; the text 40 forms deep is
+            // past the depth cap and the unterminated string is no text.
+            assert_eq!((page.width_pt, page.height_pt, page.rotation), (612.0, 792.0, 0));
+            assert_eq!((page.has_text, page.kind), (false, PageKind::Empty));
+        }
+        assert_eq!(report.attachments.count, 0);
+        assert!(!report.javascript.present);
+        assert_eq!((report.bookmarks.count, report.bookmarks.depth), (1, 1));
+        // The self-referencing field has no child field besides itself: it reads as one terminal field.
+        assert_eq!((report.forms.fields, report.forms.acroform, report.forms.xfa), (1, true, false));
+        assert_eq!((report.producer, report.title), (None, None));
+    }
+
+    #[tokio::test]
+    async fn content_past_the_page_limit_is_not_scanned() {
+        let mut doc = sample();
+        let first = doc.page_iter().next().unwrap();
+        let content = doc.get_page_contents(first)[0];
+        let mut bomb = vec![b' '; PAGE_CONTENT_LIMIT + 1];
+        bomb.extend_from_slice(b"BT (late) Tj ET");
+        let mut stream = Stream::new(dictionary! {}, bomb);
+        stream.compress().unwrap();
+        assert!(stream.content.len() < 1024 * 1024);
+        doc.objects.insert(content, Object::Stream(stream));
+        let report = call(&encode(&mut doc), None).await.unwrap();
+        assert!(!report.pages[0].has_text);
+        assert!(report.pages[2].has_text);
+        assert!(
+            report.warnings.iter().any(|w| w.starts_with("page 1: the content is larger")),
+            "{:?}",
+            report.warnings
+        );
     }
 
     #[tokio::test]

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use lopdf::{Dictionary, Document, Object, StringFormat, Stream};
+use lopdf::{Dictionary, Document, Object, Stream, StringFormat};
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use time::OffsetDateTime;
@@ -52,28 +52,34 @@ pub enum MetadataAction {
 pub struct MetadataSet {
     /// Document title (Info /Title, XMP dc:title).
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "Option<String>", transform = no_default)]
     pub title: Option<Option<String>>,
     /// Author (Info /Author, XMP dc:creator).
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "Option<String>", transform = no_default)]
     pub author: Option<Option<String>>,
     /// Subject (Info /Subject, XMP dc:description).
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "Option<String>", transform = no_default)]
     pub subject: Option<Option<String>>,
     /// Keywords (Info /Keywords, XMP pdf:Keywords).
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "Option<String>", transform = no_default)]
     pub keywords: Option<Option<String>>,
     /// The application that created the original document (Info /Creator, XMP xmp:CreatorTool).
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "Option<String>", transform = no_default)]
     pub creator: Option<Option<String>>,
     /// The application that produced the PDF (Info /Producer, XMP pdf:Producer).
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "Option<String>", transform = no_default)]
     pub producer: Option<Option<String>>,
+}
+
+/// Drops the `"default": null` serde's `default` implies: an absent key keeps the entry,
+/// which is not what null does.
+fn no_default(schema: &mut schemars::Schema) {
+    schema.remove("default");
 }
 
 /// Tells a key given as null (`Some(None)`, remove) from an absent one (`None`, keep).
@@ -85,9 +91,12 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Option<S
 /// value that would only bloat the file.
 const MAX_VALUE_CHARS: usize = 32_768;
 
+/// One entry of `set`: JSON name, Info key, value (absent, null or text).
+type SetEntry<'a> = (&'static str, &'static [u8], &'a Option<Option<String>>);
+
 impl MetadataSet {
     /// The entries in a fixed order: JSON name, Info key, value.
-    fn entries(&self) -> [(&'static str, &'static [u8], &Option<Option<String>>); 6] {
+    fn entries(&self) -> [SetEntry<'_>; 6] {
         [
             ("title", b"Title", &self.title),
             ("author", b"Author", &self.author),
@@ -214,19 +223,13 @@ impl Route for MetadataRoute {
     async fn run(call: Metadata, _ctx: &Context) -> Result<Reply<MetadataReport>, EngineError> {
         blocking(move || {
             let Metadata { mut source, action, set, output } = call;
-            let suffix = match action {
+            match action {
                 MetadataAction::Read => return Ok(Reply::Json(read_report(&source.doc, source.page_count))),
-                MetadataAction::Edit => {
-                    edit(&mut source.doc, &set, now())?;
-                    "metadata"
-                }
-                MetadataAction::Strip => {
-                    strip(&mut source.doc);
-                    "metadata"
-                }
-            };
+                MetadataAction::Edit => edit(&mut source.doc, &set, now())?,
+                MetadataAction::Strip => strip(&mut source.doc),
+            }
             let bytes = pdf::save(&mut source.doc)?;
-            let name = derived_name(&source.filename, suffix, "pdf");
+            let name = derived_name(&source.filename, "metadata", "pdf");
             Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
         })
         .await
@@ -251,13 +254,13 @@ fn check_set(action: MetadataAction, set: Option<MetadataSet>) -> Result<Metadat
         )),
         (MetadataAction::Edit, Some(set)) => {
             for (name, _, value) in set.entries() {
-                if let Some(Some(text)) = value {
-                    if text.chars().count() > MAX_VALUE_CHARS {
-                        return Err(EngineError::invalid(
-                            format!("/set/{name}"),
-                            format!("/set/{name}: at most {MAX_VALUE_CHARS} characters"),
-                        ));
-                    }
+                if let Some(Some(text)) = value
+                    && text.chars().count() > MAX_VALUE_CHARS
+                {
+                    return Err(EngineError::invalid(
+                        format!("/set/{name}"),
+                        format!("/set/{name}: at most {MAX_VALUE_CHARS} characters"),
+                    ));
                 }
             }
             Ok(set)
@@ -406,8 +409,10 @@ fn parse_pdf_date(text: &str) -> Option<OffsetDateTime> {
     }
     let month = time::Month::try_from(u8::try_from(month).ok()?).ok()?;
     let date = time::Date::from_calendar_date(i32::try_from(year).ok()?, month, u8::try_from(day).ok()?).ok()?;
-    let clock = time::Time::from_hms(u8::try_from(hour).ok()?, u8::try_from(minute).ok()?, u8::try_from(second).ok()?).ok()?;
-    let offset = time::UtcOffset::from_hms(i8::try_from(sign * off_h).ok()?, i8::try_from(sign * off_m).ok()?, 0).ok()?;
+    let clock =
+        time::Time::from_hms(u8::try_from(hour).ok()?, u8::try_from(minute).ok()?, u8::try_from(second).ok()?).ok()?;
+    let offset =
+        time::UtcOffset::from_hms(i8::try_from(sign * off_h).ok()?, i8::try_from(sign * off_m).ok()?, 0).ok()?;
     Some(time::PrimitiveDateTime::new(date, clock).assume_offset(offset))
 }
 
@@ -656,12 +661,12 @@ mod xmp {
             let skip_past = |marker: &str, from: usize| rest[from..].find(marker).map(|p| from + p + marker.len());
             if rest.starts_with("<!--") {
                 i += skip_past("-->", 4).unwrap_or(rest.len());
-            } else if rest.starts_with("<![CDATA[") {
-                let end = rest[9..].find("]]>").map(|p| 9 + p).unwrap_or(rest.len());
+            } else if let Some(cdata) = rest.strip_prefix("<![CDATA[") {
+                let end = cdata.find("]]>").unwrap_or(cdata.len());
                 if let Some(top) = open.last() {
-                    tree.elements[top.element].text.push_str(&rest[9..end]);
+                    tree.elements[top.element].text.push_str(&cdata[..end]);
                 }
-                i += (end + 3).min(rest.len());
+                i += (9 + end + 3).min(rest.len());
             } else if rest.starts_with("<!") {
                 i += skip_declaration(rest);
             } else if rest.starts_with("<?") {
@@ -669,11 +674,11 @@ mod xmp {
             } else if let Some(after) = rest.strip_prefix("</") {
                 let Some(end) = after.find('>') else { break };
                 let name = after[..end].trim();
-                if let Some(at) = open.iter().rposition(|o| o.qname == name) {
-                    if at > 0 {
-                        scopes.truncate(open[at].scope_len);
-                        open.truncate(at);
-                    }
+                if let Some(at) = open.iter().rposition(|o| o.qname == name)
+                    && at > 0
+                {
+                    scopes.truncate(open[at].scope_len);
+                    open.truncate(at);
                 }
                 i += 2 + end + 1;
             } else {
@@ -843,7 +848,11 @@ mod xmp {
         }
 
         fn attribute(&self, ns: &str, local: &str) -> Option<&str> {
-            self.elements.iter().flat_map(|e| &e.attrs).find(|a| a.ns == ns && a.local == local).map(|a| a.value.as_str())
+            self.elements
+                .iter()
+                .flat_map(|e| &e.attrs)
+                .find(|a| a.ns == ns && a.local == local)
+                .map(|a| a.value.as_str())
         }
 
         fn child<'a>(&'a self, parent: &'a Element, ns: &'a str) -> impl Iterator<Item = &'a Element> + 'a {
@@ -864,7 +873,9 @@ mod xmp {
             match self.items(element) {
                 Some(items) => {
                     let default = items.iter().find(|li| {
-                        li.attrs.iter().any(|a| a.ns == XML && a.local == "lang" && a.value.eq_ignore_ascii_case("x-default"))
+                        li.attrs
+                            .iter()
+                            .any(|a| a.ns == XML && a.local == "lang" && a.value.eq_ignore_ascii_case("x-default"))
                     });
                     default.or(items.first()).map(|li| li.text.clone())
                 }
@@ -948,11 +959,12 @@ mod xmp {
         body.extend(alt("dc:title", &fields.title));
         body.extend(alt("dc:description", &fields.subject));
         if let Some(author) = &fields.author {
-            body.push_str(&format!("   <dc:creator><rdf:Seq><rdf:li>{}</rdf:li></rdf:Seq></dc:creator>\n", escape(author)));
+            body.push_str(&format!(
+                "   <dc:creator><rdf:Seq><rdf:li>{}</rdf:li></rdf:Seq></dc:creator>\n",
+                escape(author)
+            ));
         }
-        let mut namespaces = format!(
-            " xmlns:dc=\"{DC}\"\n    xmlns:xmp=\"{XMP}\"\n    xmlns:pdf=\"{PDF}\""
-        );
+        let mut namespaces = format!(" xmlns:dc=\"{DC}\"\n    xmlns:xmp=\"{XMP}\"\n    xmlns:pdf=\"{PDF}\"");
         let mut declared: Vec<&str> = Vec::new();
         for kept in &fields.kept {
             if !declared.contains(&kept.prefix) {
@@ -1039,7 +1051,8 @@ mod tests {
             }
             kids.push(doc.add_object(page).into());
         }
-        doc.objects.insert(pages_id, Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => kids, "Count" => 2 }));
+        doc.objects
+            .insert(pages_id, Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => kids, "Count" => 2 }));
         let mut catalog = dictionary! { "Type" => "Catalog", "Pages" => pages_id };
         if with_xmp {
             let xmp = doc.add_object(Stream::new(
@@ -1272,6 +1285,15 @@ mod tests {
     }
 
     #[test]
+    fn set_schema_tells_null_from_absent() {
+        let schema = serde_json::to_value(schemars::schema_for!(MetadataSet)).unwrap();
+        let title = &schema["properties"]["title"];
+        assert_eq!(title["type"], serde_json::json!(["string", "null"]));
+        assert!(title.get("default").is_none(), "{title}");
+        assert_eq!(schema["additionalProperties"], false);
+    }
+
+    #[test]
     fn parses_pdf_dates() {
         let cases = [
             ("D:20220403180542+02'00'", "2022-04-03T18:05:42+02:00"),
@@ -1300,10 +1322,14 @@ mod tests {
         let deep = "<a>".repeat(100_000);
         let tree = xmp::parse(&deep);
         assert_eq!(tree.text(xmp::DC, "title"), None);
-        for junk in ["<", "<a", "<a b", "<a b=", "<a b='", "</", "<!", "<![CDATA[", "<?", "&", "&#xFFFFFFFF;", "<a/><b>"] {
+        for junk in
+            ["<", "<a", "<a b", "<a b=", "<a b='", "</", "<!", "<![CDATA[", "<?", "&", "&#xFFFFFFFF;", "<a/><b>"]
+        {
             let _ = xmp::parse(junk);
         }
-        let tree = xmp::parse("<r xmlns:dc='http://purl.org/dc/elements/1.1/'><dc:title>&#x4E2D;&#20013;&bogus;</dc:title></r>");
+        let tree = xmp::parse(
+            "<r xmlns:dc='http://purl.org/dc/elements/1.1/'><dc:title>&#x4E2D;&#20013;&bogus;</dc:title></r>",
+        );
         assert_eq!(tree.text(xmp::DC, "title").as_deref(), Some("中中&bogus;"));
         assert_eq!(xmp::decode_packet(&[0xFE, 0xFF, 0, b'<', 0, b'a']), "<a");
     }

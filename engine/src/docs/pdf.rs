@@ -114,7 +114,22 @@ fn password_error(password: Option<&str>) -> EngineError {
 
 /// Serialises a document; the output is never encrypted.
 pub fn save(doc: &mut Document) -> Result<Vec<u8>, EngineError> {
-    doc.trailer.remove(b"Encrypt");
+    // The output is one fresh revision: keys describing the input's revisions go.
+    for key in [&b"Encrypt"[..], b"XRefStm", b"Prev"] {
+        doc.trailer.remove(key);
+    }
+    // Objects describing the input's file layout (cross-reference and object streams,
+    // linearization) are not written; they must not count as objects of this file.
+    doc.objects.retain(|_, object| !matches!(object.type_name(), Ok(b"XRef" | b"ObjStm" | b"Linearized")));
+    // Damaged inputs carry missing, wrong or indirect stream lengths: write the true one.
+    for object in doc.objects.values_mut() {
+        if let Object::Stream(stream) = object {
+            stream.dict.set("Length", Object::Integer(stream.content.len() as i64));
+        }
+    }
+    // Objects may have been removed (the encryption dictionary, pruned pages): the
+    // cross-reference section must end at the highest object that is left.
+    doc.max_id = doc.objects.keys().map(|(number, _)| *number).max().unwrap_or(0);
     let mut out = Vec::new();
     doc.save_to(&mut out).map_err(|e| EngineError::internal(format!("writing the PDF: {e}")))?;
     Ok(out)

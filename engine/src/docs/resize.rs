@@ -874,7 +874,7 @@ mod tests {
             );
             node.set("Count", 2);
         });
-        let e = resize(&pdf, json!({ "size": "A4" })).await.err().expect("a page that is not there cannot be resized");
+        let e = resize(&pdf, json!({ "size": "A4" })).await.expect_err("a page that is not there cannot be resized");
         assert_eq!(e.code, "damaged_pdf", "{}", e.message);
         assert_eq!(e.field.as_deref(), Some("/file"));
         assert!(e.message.contains("page 2"), "{}", e.message);
@@ -950,114 +950,5 @@ mod tests {
         assert_eq!(num(0.972673), "0.972673");
         assert_eq!(num(-108.5), "-108.5");
         assert_eq!(num(1e-7 + 2.0), "2");
-    }
-}
-
-#[cfg(test)]
-mod corpus_tmp {
-    use super::*;
-    use crate::catalog::parse_body;
-    use base64::Engine as _;
-    use serde_json::{Value, json};
-
-    async fn call(op: &str, bytes: &[u8], password: Option<&str>, mut body: Value) -> Result<Vec<u8>, EngineError> {
-        let data = base64::engine::general_purpose::STANDARD.encode(bytes);
-        body["file"] = json!({ "data": data, "filename": "x.pdf", "password": password });
-        let ctx = Context::new();
-        let raw = serde_json::to_vec(&body).unwrap();
-        let reply = if op == "crop" {
-            let input: crate::docs::crop::CropInput = parse_body(&raw)?;
-            let p = crate::docs::crop::CropRoute::prepare(input, &ctx).await?;
-            crate::docs::crop::CropRoute::run(p, &ctx).await?
-        } else {
-            let input: ResizeInput = parse_body(&raw)?;
-            let p = ResizeRoute::prepare(input, &ctx).await?;
-            ResizeRoute::run(p, &ctx).await?
-        };
-        match reply {
-            Reply::Files(set) => Ok(set.into_single_file().unwrap().bytes),
-            Reply::Json(never) => match never {},
-        }
-    }
-
-    #[tokio::test]
-    #[ignore]
-    async fn one() {
-        let get = |k: &str| std::env::var(k).unwrap();
-        let bytes = std::fs::read(get("PC_IN")).unwrap();
-        let body: Value = serde_json::from_str(&get("PC_BODY")).unwrap();
-        let out = call(&get("PC_OP"), &bytes, None, body).await.unwrap();
-        std::fs::write(get("PC_OUT"), out).unwrap();
-    }
-
-    #[tokio::test]
-    #[ignore]
-    async fn corpus() {
-        let out_dir = std::path::Path::new("/tmp/pc_crop_resize");
-        std::fs::create_dir_all(out_dir).unwrap();
-        let mut files: Vec<std::path::PathBuf> = Vec::new();
-        let mut stack = vec![std::path::PathBuf::from("/work/shared/corpus/pdf")];
-        while let Some(dir) = stack.pop() {
-            for entry in std::fs::read_dir(dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    stack.push(path);
-                } else if path.extension().is_some_and(|e| e == "pdf") {
-                    files.push(path);
-                }
-            }
-        }
-        files.sort();
-        let bodies = [
-            ("crop", "pt", json!({ "margins": { "top": 20, "right": 10, "bottom": 5, "left": 30 } })),
-            ("crop", "pct", json!({ "margins": { "top": 10, "left": 5 }, "unit": "percent" })),
-            ("resize", "fit", json!({ "size": "A4" })),
-            ("resize", "fill", json!({ "size": "Letter", "mode": "fill" })),
-            (
-                "resize",
-                "stretch",
-                json!({ "size": { "width_pt": 300, "height_pt": 300 }, "mode": "stretch", "orientation": "as_given" }),
-            ),
-        ];
-        for path in &files {
-            let name = path.file_name().unwrap().to_string_lossy().to_string();
-            let password = match name.as_str() {
-                "enc-XI-R6,V5,U=view,O=master.pdf" => Some("view"),
-                "libreoffice-writer-password.pdf" => Some("openpassword"),
-                "20-pages.pdf" => Some("user"),
-                _ => None,
-            };
-            let bytes = std::fs::read(path).unwrap();
-            let pages_in = crate::docs::pdf::open(&bytes, password, &crate::context::Limits::default())
-                .map(|d| d.get_pages().len());
-            for (op, tag, body) in &bodies {
-                let started = std::time::Instant::now();
-                let result = call(op, &bytes, password, body.clone()).await;
-                let ms = started.elapsed().as_millis();
-                match result {
-                    Err(e) => {
-                        println!("RESULT\t{name}\t{op}-{tag}\tERR\t{}\t{:?}\t{}\t{ms}", e.code, e.field, e.message)
-                    }
-                    Ok(out) => {
-                        let file = out_dir.join(format!("{name}.{op}-{tag}.pdf"));
-                        std::fs::write(&file, &out).unwrap();
-                        let pages_out = Document::load_mem(&out).map(|d| d.get_pages().len()).unwrap_or(0);
-                        let check = std::process::Command::new("qpdf").arg("--check").arg(&file).output().unwrap();
-                        let status = check.status.code().unwrap_or(-1);
-                        let tail: String = String::from_utf8_lossy(&check.stdout)
-                            .lines()
-                            .chain(String::from_utf8_lossy(&check.stderr).lines())
-                            .filter(|l| l.contains("WARNING") || l.contains("ERROR") || l.contains("error"))
-                            .take(3)
-                            .collect::<Vec<_>>()
-                            .join(" | ");
-                        println!(
-                            "RESULT\t{name}\t{op}-{tag}\tOK\tqpdf={status}\tpages={:?}->{pages_out}\t{tail}\t{ms}",
-                            pages_in.as_ref().ok()
-                        );
-                    }
-                }
-            }
-        }
     }
 }

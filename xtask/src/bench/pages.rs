@@ -1,0 +1,175 @@
+//! The `pages` group: merge, split and rotate, Paperchain against the qpdf CLI.
+//!
+//! The inputs are cut with qpdf from a real corpus document (a 117-page thesis with
+//! images), cycling through its pages, so both sides work on real content.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, ensure};
+
+use super::{Case, Expect, Produces, Side, rotations};
+use crate::cmd::Cmd;
+
+/// The corpus document the inputs are cut from.
+const SOURCE: &str = "pdf/sample-files/GeoTopo-komprimiert.pdf";
+/// Merge input: this many files of `PART_PAGES` pages each.
+const MERGE_FILES: usize = 20;
+const PART_PAGES: u32 = 50;
+/// The split and rotate input is the first this-many parts merged (500 pages, no objects
+/// shared between its pages' sources).
+const BIG_PARTS: usize = 10;
+
+pub(super) fn cases(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Result<Vec<Case>> {
+    let source = corpus.join(SOURCE);
+    ensure!(source.is_file(), "{} is missing from the corpus", source.display());
+    let source_pages = page_count(&source)?;
+    let inputs = dir.join("inputs");
+    for folder in [&inputs, &dir.join("paperchain"), &dir.join("qpdf")] {
+        std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
+    }
+    println!("bench: cutting inputs from {} ({source_pages} pages) into {}", source.display(), inputs.display());
+    let parts: Vec<PathBuf> = (0..MERGE_FILES).map(|i| inputs.join(format!("part-{i:02}.pdf"))).collect();
+    for (i, part) in (0u32..).zip(&parts) {
+        let first = (i * PART_PAGES) % source_pages + 1;
+        // The source's linearization hints are slightly off: a warning, not a reason to stop.
+        Cmd::new("qpdf")
+            .args(["--warning-exit-0", "--empty", "--pages"])
+            .arg(&source)
+            .arg(page_cycle(source_pages, first, PART_PAGES))
+            .arg("--")
+            .arg(part)
+            .run()?;
+    }
+    let big = inputs.join("big.pdf");
+    Cmd::new("qpdf").args(["--empty", "--pages"]).args(&parts[..BIG_PARTS]).arg("--").arg(&big).run()?;
+    let big_pages = page_count(&big)?;
+    let merged_pages = PART_PAGES * MERGE_FILES as u32;
+    let turned: Vec<u32> = rotations(&big, big_pages)?.into_iter().map(|r| (r + 180) % 360).collect();
+    let out = |side: &str, name: &str| dir.join(side).join(name);
+    let paperchain = |args: Vec<OsString>, stdin: Option<&'static str>, output: Produces| Side {
+        program: paperchain.to_path_buf(),
+        args: [os("call")].into_iter().chain(args).collect(),
+        stdin,
+        output,
+    };
+    let qpdf = |args: Vec<OsString>, output: Produces| Side { program: "qpdf".into(), args, stdin: None, output };
+
+    let merge = Case {
+        operation: "merge: 20 files, 1,000 pages",
+        paperchain: paperchain(
+            [os("merge_pdf_files")]
+                .into_iter()
+                .chain(
+                    parts
+                        .iter()
+                        .enumerate()
+                        .flat_map(|(i, p)| [os("--file"), os(format!("files/{i}/file={}", p.display()))]),
+                )
+                .chain([os("--out"), out("paperchain", "merged.pdf").into(), os("--force")])
+                .collect(),
+            None,
+            Produces::Pdf(out("paperchain", "merged.pdf")),
+        ),
+        qpdf: qpdf(
+            [os("--empty"), os("--pages")]
+                .into_iter()
+                .chain(parts.iter().map(OsString::from))
+                .chain([os("--"), out("qpdf", "merged.pdf").into()])
+                .collect(),
+            Produces::Pdf(out("qpdf", "merged.pdf")),
+        ),
+        expect: Expect {
+            files: 1,
+            pages_each: merged_pages,
+            rotations: None,
+            // Either side of the first seam, and the last page: the files went in in order.
+            text_samples: [1, PART_PAGES, PART_PAGES + 1, merged_pages].map(|p| (0, p)).to_vec(),
+        },
+        note: Some(
+            "`paperchain call` takes its files base64-encoded inside the JSON input, as the HTTP API does; \
+             that decoding is part of its time.",
+        ),
+    };
+    let split = Case {
+        operation: "split: every page of 500",
+        paperchain: paperchain(
+            [os("split_pdf"), os("--input"), os("-"), os("--file"), os(format!("file={}", big.display()))]
+                .into_iter()
+                .chain([os("--out"), out("paperchain", "parts.zip").into(), os("--force")])
+                .collect(),
+            Some(r#"{"every":1}"#),
+            Produces::Zip(out("paperchain", "parts.zip")),
+        ),
+        qpdf: qpdf(
+            vec![os("--split-pages"), big.clone().into(), out("qpdf", "split/page-%d.pdf").into()],
+            Produces::Folder(out("qpdf", "split")),
+        ),
+        expect: Expect {
+            files: big_pages as usize,
+            pages_each: 1,
+            rotations: None,
+            text_samples: [0, big_pages as usize / 2, big_pages as usize - 1].map(|f| (f, 1)).to_vec(),
+        },
+        note: Some("qpdf writes 500 separate PDF files; Paperchain writes the same 500 PDFs into one ZIP."),
+    };
+    let rotate = Case {
+        operation: "rotate: 500 pages by 90",
+        paperchain: paperchain(
+            [os("rotate_pdf_pages"), os("--input"), os("-"), os("--file"), os(format!("file={}", big.display()))]
+                .into_iter()
+                .chain([os("--out"), out("paperchain", "rotated.pdf").into(), os("--force")])
+                .collect(),
+            Some(r#"{"degrees":90}"#),
+            Produces::Pdf(out("paperchain", "rotated.pdf")),
+        ),
+        qpdf: qpdf(
+            vec![big.clone().into(), os("--rotate=+90"), os("--"), out("qpdf", "rotated.pdf").into()],
+            Produces::Pdf(out("qpdf", "rotated.pdf")),
+        ),
+        expect: Expect {
+            files: 1,
+            pages_each: big_pages,
+            rotations: Some(turned),
+            text_samples: [1, big_pages / 2, big_pages].map(|p| (0, p)).to_vec(),
+        },
+        note: None,
+    };
+    Ok(vec![merge, split, rotate])
+}
+
+fn os(text: impl Into<OsString>) -> OsString {
+    text.into()
+}
+
+fn page_count(pdf: &Path) -> anyhow::Result<u32> {
+    let count = Cmd::new("qpdf").arg("--show-npages").arg(pdf).quiet().read()?;
+    count.trim().parse().with_context(|| format!("qpdf --show-npages {}: not a number: {count}", pdf.display()))
+}
+
+/// A qpdf page range for `count` pages from `first`, wrapping to page 1 after the last:
+/// (117, 101, 50) is `101-117,1-33`.
+fn page_cycle(pages: u32, first: u32, count: u32) -> String {
+    let mut ranges = Vec::new();
+    let (mut start, mut left) = (first, count);
+    while left > 0 && pages > 0 {
+        let end = pages.min(start + left - 1);
+        ranges.push(format!("{start}-{end}"));
+        left -= end - start + 1;
+        start = 1;
+    }
+    ranges.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_cycles_wrap_around() {
+        assert_eq!(page_cycle(117, 1, 50), "1-50");
+        assert_eq!(page_cycle(117, 101, 50), "101-117,1-33");
+        assert_eq!(page_cycle(117, 1, 500), "1-117,1-117,1-117,1-117,1-32");
+        assert_eq!(page_cycle(3, 3, 2), "3-3,1-1");
+    }
+}

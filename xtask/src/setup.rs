@@ -1,0 +1,175 @@
+//! `cargo xtask setup`: installs, idempotently, the programs the project runs but does not
+//! build: Debian packages, and a Python virtual environment of test tools.
+//!
+//! What the project needs is listed once, in the constants at the top; adding a tool is
+//! adding a line there. Later work adds libpdfium (the PyPI `pypdfium2` wheel), LibreOffice,
+//! tesseract and Chromium (Debian), and anvil (npm) the same way.
+
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+
+use crate::cmd::{Cmd, find_program};
+
+/// Debian packages the project needs.
+pub const DEBIAN_PACKAGES: &[DebianPackage] = &[
+    DebianPackage { name: "qpdf", why: "the qpdf CLI: reference for tests and the bench" },
+    DebianPackage { name: "libqpdf-dev", why: "libqpdf, for repair, linearize and encrypt" },
+    DebianPackage { name: "poppler-utils", why: "pdftoppm, pdftotext, pdfinfo: an independent reader for tests" },
+    DebianPackage { name: "python3-venv", why: "`python3 -m venv`, for the Python tools below" },
+    DebianPackage { name: "time", why: "/usr/bin/time: peak memory in the bench" },
+];
+
+/// Python packages pip-installs into the tools venv (`$PAPERCHAIN_TOOLS`).
+pub const PYTHON_TOOLS: &[PythonTool] = &[PythonTool {
+    requirement: "openapi-spec-validator",
+    probe: &["openapi-spec-validator", "--version"],
+    why: "validates the generated OpenAPI document in tests",
+}];
+
+/// Where the Python tools venv goes unless `$PAPERCHAIN_TOOLS` says otherwise (under $HOME).
+const DEFAULT_TOOLS_DIR: &str = ".cache/paperchain/tools";
+
+pub struct DebianPackage {
+    pub name: &'static str,
+    pub why: &'static str,
+}
+
+pub struct PythonTool {
+    /// What `pip install` is given.
+    pub requirement: &'static str,
+    /// A command (a program in the venv's `bin/`, then its arguments) that works once installed.
+    pub probe: &'static [&'static str],
+    pub why: &'static str,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Verbosity {
+    /// Say what is present as well as what was installed (`cargo xtask setup`, `test`).
+    Report,
+    /// Say only what was installed (`run`, `bench`).
+    Quiet,
+}
+
+/// What setup leaves for the other tasks.
+pub struct Installed {
+    /// The Python tools venv; tests find it through `$PAPERCHAIN_TOOLS`.
+    pub tools: PathBuf,
+}
+
+pub fn run(verbosity: Verbosity) -> anyhow::Result<Installed> {
+    ensure_debian_packages(verbosity)?;
+    let tools = tools_dir()?;
+    ensure_python_tools(&tools, verbosity)?;
+    Ok(Installed { tools })
+}
+
+fn ensure_debian_packages(verbosity: Verbosity) -> anyhow::Result<()> {
+    let names: Vec<&str> = DEBIAN_PACKAGES.iter().map(|p| p.name).collect();
+    if find_program("dpkg-query").is_none() {
+        bail!(
+            "setup installs with Debian's apt and there is no dpkg-query here; install these yourself: {}",
+            names.join(" ")
+        );
+    }
+    let missing: Vec<&str> = names.iter().copied().filter(|name| !is_installed(name)).collect();
+    if missing.is_empty() {
+        if verbosity == Verbosity::Report {
+            println!("setup: Debian packages present: {}", names.join(", "));
+        }
+        return Ok(());
+    }
+    for package in DEBIAN_PACKAGES.iter().filter(|p| missing.contains(&p.name)) {
+        println!("setup: installing {} ({})", package.name, package.why);
+    }
+    let by_hand = format!("apt-get update && apt-get install -y --no-install-recommends {}", missing.join(" "));
+    let apt = apt_get().with_context(|| format!("cannot install {}; as root, run: {by_hand}", missing.join(", ")))?;
+    apt.clone()
+        .arg("update")
+        .run()
+        .and_then(|()| apt.args(["install", "-y", "--no-install-recommends"]).args(&missing).run())
+        .with_context(|| format!("installing {} failed; as root, run: {by_hand}", missing.join(", ")))?;
+    let still_missing: Vec<&str> = missing.iter().copied().filter(|name| !is_installed(name)).collect();
+    if !still_missing.is_empty() {
+        bail!("apt-get finished but {} is still not installed; as root, run: {by_hand}", still_missing.join(", "));
+    }
+    println!("setup: installed Debian packages: {}", missing.join(", "));
+    Ok(())
+}
+
+fn is_installed(package: &str) -> bool {
+    // `${Status}` reads "install ok installed" (or "hold ok installed"); anything else,
+    // or no such package, means it has to be installed.
+    Cmd::new("dpkg-query")
+        .args(["-W", "-f=${Status}", package])
+        .quiet()
+        .read()
+        .is_ok_and(|status| status.split_whitespace().last() == Some("installed"))
+}
+
+/// `apt-get`, as root directly or through sudo, non-interactive either way.
+fn apt_get() -> anyhow::Result<Cmd> {
+    let uid = Cmd::new("id").arg("-u").quiet().read()?;
+    if uid.trim() == "0" {
+        return Ok(Cmd::new("apt-get").env("DEBIAN_FRONTEND", "noninteractive"));
+    }
+    if find_program("sudo").is_none() {
+        bail!("not running as root, and there is no sudo");
+    }
+    // Without a terminal (CI) a password prompt would wait forever: -n fails instead.
+    let sudo = Cmd::new("sudo");
+    let sudo = if std::io::stdin().is_terminal() { sudo } else { sudo.arg("-n") };
+    Ok(sudo.args(["env", "DEBIAN_FRONTEND=noninteractive", "apt-get"]))
+}
+
+/// `$PAPERCHAIN_TOOLS`, else `$HOME/.cache/paperchain/tools`.
+fn tools_dir() -> anyhow::Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("PAPERCHAIN_TOOLS").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    let home =
+        std::env::var_os("HOME").filter(|h| !h.is_empty()).context("neither PAPERCHAIN_TOOLS nor HOME is set")?;
+    Ok(PathBuf::from(home).join(DEFAULT_TOOLS_DIR))
+}
+
+fn ensure_python_tools(venv: &Path, verbosity: Verbosity) -> anyhow::Result<()> {
+    let missing: Vec<&PythonTool> = PYTHON_TOOLS.iter().filter(|tool| !probe(venv, tool).succeeds()).collect();
+    let names = |tools: &[&PythonTool]| tools.iter().map(|t| t.requirement).collect::<Vec<_>>().join(", ");
+    if missing.is_empty() {
+        if verbosity == Verbosity::Report {
+            let all: Vec<&PythonTool> = PYTHON_TOOLS.iter().collect();
+            println!("setup: Python tools present in {}: {}", venv.display(), names(&all));
+        }
+        return Ok(());
+    }
+    for tool in &missing {
+        println!("setup: installing {} into {} ({})", tool.requirement, venv.display(), tool.why);
+    }
+    let python = venv.join("bin/python");
+    if !Cmd::new(&python).arg("--version").succeeds() {
+        // A venv whose interpreter no longer runs (its base Python moved) is rebuilt; --clear
+        // only where pyvenv.cfg shows the folder is a venv, never on someone's other files.
+        let venv_cmd = Cmd::new("python3").args(["-m", "venv"]);
+        let venv_cmd = if venv.join("pyvenv.cfg").is_file() { venv_cmd.arg("--clear") } else { venv_cmd };
+        venv_cmd
+            .arg(venv)
+            .run()
+            .context("creating the venv needs python3 and its venv module (Debian: python3-venv)")?;
+    }
+    Cmd::new(&python)
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+        .args(missing.iter().map(|t| t.requirement))
+        .run()
+        .with_context(|| format!("pip could not install {}", names(&missing)))?;
+    if let Some(broken) = missing.iter().find(|tool| !probe(venv, tool).succeeds()) {
+        bail!("{} was installed but `{}` does not work", broken.requirement, probe(venv, broken));
+    }
+    println!("setup: installed into {}: {}", venv.display(), names(&missing));
+    Ok(())
+}
+
+fn probe(venv: &Path, tool: &PythonTool) -> Cmd {
+    let (program, args) = tool.probe.split_first().map_or(("python", &[][..]), |(p, a)| (*p, a));
+    Cmd::new(venv.join("bin").join(program)).args(args)
+}

@@ -1,0 +1,50 @@
+//! `cargo xtask test`: what CI runs (`.ci/run`) and what to run before a commit.
+//!
+//! Setup, then the cheap checks first so they fail fast (`cargo fmt --check`, clippy with
+//! warnings as errors), then every test target of the workspace.
+//!
+//! The runner is cargo-nextest when it is installed: each test runs in its own process, so
+//! a test that crashes or aborts on a hostile corpus file is reported as that one failure
+//! while the rest go on (under `cargo test` it takes down its whole test binary and hides
+//! the tests after it), and a slow or hung test is named as it happens. On two cores the
+//! speed gain is small (nextest keeps both cores busy across test binaries, where
+//! `cargo test` runs the binaries one after another); isolation is the reason.
+//! Without nextest, `cargo test` runs the same targets. Doctests are not run.
+
+use std::ffi::OsString;
+
+use anyhow::Context as _;
+
+use crate::setup::{self, Verbosity};
+use crate::{cargo, corpus_dir};
+
+pub fn run(runner_args: &[OsString]) -> anyhow::Result<()> {
+    let installed = setup::run(Verbosity::Report)?;
+
+    cargo().args(["fmt", "--all", "--", "--check"]).run().context("formatting differs: run `cargo fmt --all`")?;
+    cargo()
+        .args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])
+        .run()
+        .context("clippy found problems (above); fix them before testing")?;
+
+    let use_nextest = cargo().args(["nextest", "--version"]).succeeds();
+    let tests = if use_nextest {
+        cargo().args(["nextest", "run", "--workspace", "--all-targets", "--no-fail-fast"])
+    } else {
+        println!("test: cargo-nextest is not installed; running `cargo test`");
+        cargo().args(["test", "--workspace", "--all-targets", "--no-fail-fast"])
+    };
+    let tests = tests.env("PAPERCHAIN_TOOLS", &installed.tools);
+    let tests = match corpus_dir() {
+        Some(corpus) => tests.env("PAPERCHAIN_CORPUS", corpus),
+        None => {
+            println!(
+                "test: no corpus (set PAPERCHAIN_CORPUS, or put shared/corpus beside the clone); corpus tests skip"
+            );
+            tests
+        }
+    };
+    // Every failing test is listed in one run (--no-fail-fast); the exit code still says "failed".
+    let tests = if runner_args.is_empty() { tests } else { tests.arg("--").args(runner_args) };
+    tests.run().context("tests failed")
+}
