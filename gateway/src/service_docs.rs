@@ -297,15 +297,27 @@ fn request_fields(openapi: &Value, path: &str) -> Vec<String> {
     properties
         .iter()
         .map(|(name, property)| {
-            let description = resolve(openapi, property)["description"]
-                .as_str()
-                .or(property["description"].as_str())
-                .unwrap_or("")
-                .replace('\n', " ");
+            let target = resolve(openapi, property);
+            let description =
+                property["description"].as_str().or(target["description"].as_str()).unwrap_or("").replace('\n', " ");
             let need = if required.contains(&name.as_str()) { "required" } else { "optional" };
-            format!("`{name}` ({need}): {description}")
+            let choices = choices(target);
+            let choices = if choices.is_empty() { String::new() } else { format!(" One of: {}.", choices.join(", ")) };
+            format!("`{name}` ({need}): {description}{choices}")
         })
         .collect()
+}
+
+/// The allowed values of an enumeration schema (`enum`, or `oneOf` of `const`s).
+fn choices(schema: &Value) -> Vec<String> {
+    let show = |v: &Value| v.as_str().map(|s| format!("`{s}`")).unwrap_or_else(|| v.to_string());
+    if let Some(values) = schema["enum"].as_array() {
+        return values.iter().map(show).collect();
+    }
+    schema["oneOf"]
+        .as_array()
+        .map(|variants| variants.iter().filter_map(|v| v.get("const")).map(show).collect())
+        .unwrap_or_default()
 }
 
 fn resolve<'a>(openapi: &'a Value, schema: &'a Value) -> &'a Value {
