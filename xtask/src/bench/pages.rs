@@ -45,7 +45,7 @@ pub(super) fn cases(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Res
     Cmd::new("qpdf").args(["--empty", "--pages"]).args(&parts[..BIG_PARTS]).arg("--").arg(&big).run()?;
     let big_pages = page_count(&big)?;
     let merged_pages = PART_PAGES * MERGE_FILES as u32;
-    let turned: Vec<u32> = rotations(&big, big_pages)?.into_iter().map(|r| (r + 180) % 360).collect();
+    let turned: Vec<u32> = rotations(&big, big_pages)?.into_iter().map(|r| (r + 90) % 360).collect();
     let out = |side: &str, name: &str| dir.join(side).join(name);
     let paperchain = |args: Vec<OsString>, stdin: Option<&'static str>, output: Produces| Side {
         program: paperchain.to_path_buf(),
