@@ -43,15 +43,16 @@ pub struct CallArgs {
 /// Runs the call; exit code 2 for input errors, 1 for other failures.
 pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     let catalog = Catalog::standard();
-    let entry = catalog.by_operation(&args.operation).or_else(|| catalog.by_path(&args.operation)).ok_or_else(|| {
-        let close: Vec<&str> = catalog
-            .routes()
-            .map(|r| r.info().operation)
-            .filter(|op| op.split('_').any(|w| w.len() > 2 && args.operation.contains(w)))
-            .collect();
-        let hint = if close.is_empty() { String::new() } else { format!(" (did you mean {}?)", close.join(", ")) };
-        anyhow!("no operation `{}`{hint}; `paperchain routes` lists them", args.operation)
-    })?;
+    let entry =
+        catalog.by_operation(&args.operation).or_else(|| catalog.by_path(&args.operation)).ok_or_else(|| {
+            let close: Vec<&str> = catalog
+                .routes()
+                .map(|r| r.info().operation)
+                .filter(|op| op.split('_').any(|w| w.len() > 2 && args.operation.contains(w)))
+                .collect();
+            let hint = if close.is_empty() { String::new() } else { format!(" (did you mean {}?)", close.join(", ")) };
+            anyhow!("no operation `{}`{hint}; `paperchain routes` lists them", args.operation)
+        })?;
     let mut input = read_input(args.input.as_deref())?;
     for spec in &args.files {
         put_file(&mut input, spec)?;
@@ -59,7 +60,10 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     let body = serde_json::to_vec(&input)?;
 
     let bar = ProgressBar::new_spinner();
-    bar.set_style(ProgressStyle::with_template("{spinner} {msg} {pos}/{len} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg} {pos}/{len} {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
     bar.set_message(entry.info().operation.to_string());
     bar.enable_steady_tick(Duration::from_millis(120));
     let ctx = Context::new().with_progress(Arc::new(BarProgress(bar.clone())));
@@ -69,7 +73,8 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     let reply = match result {
         Ok(reply) => reply,
         Err(e) => {
-            let field = e.field.as_deref().filter(|f| !f.is_empty()).map(|f| format!(" (field {f})")).unwrap_or_default();
+            let field =
+                e.field.as_deref().filter(|f| !f.is_empty()).map(|f| format!(" (field {f})")).unwrap_or_default();
             eprintln!("error [{}]: {}{field}", e.code, e.message);
             let input_error = matches!(e.kind, ErrorKind::InvalidInput | ErrorKind::TooLarge | ErrorKind::NotFound);
             return Ok(ExitCode::from(if input_error { 2 } else { 1 }));
@@ -117,7 +122,8 @@ fn read_input(path: Option<&Path>) -> anyhow::Result<Value> {
 
 /// Puts `{"data", "filename"}` of a local file at a JSON pointer of the input.
 fn put_file(input: &mut Value, spec: &str) -> anyhow::Result<()> {
-    let (pointer, path) = spec.split_once('=').ok_or_else(|| anyhow!("--file takes POINTER=PATH, e.g. file=a.pdf (got `{spec}`)"))?;
+    let (pointer, path) =
+        spec.split_once('=').ok_or_else(|| anyhow!("--file takes POINTER=PATH, e.g. file=a.pdf (got `{spec}`)"))?;
     let path = PathBuf::from(path);
     let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
     let filename = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -151,7 +157,9 @@ fn slot_at<'a>(mut value: &'a mut Value, pointer: &str) -> anyhow::Result<&'a mu
             if value.is_null() {
                 *value = Value::Object(Map::new());
             }
-            let Value::Object(map) = value else { bail!("--file: `{segment}` names a field of something that is not an object") };
+            let Value::Object(map) = value else {
+                bail!("--file: `{segment}` names a field of something that is not an object")
+            };
             value = map.entry(segment.to_string()).or_insert(Value::Null);
         }
     }
@@ -163,7 +171,11 @@ fn write_files(set: FileSet, out: Option<&Path>, force: bool) -> anyhow::Result<
         OutputMode::Url => bail!("output \"url\" needs a running server (`paperchain serve`); here, use --out"),
         OutputMode::Base64 => {
             let items: Vec<_> = set.files.iter().map(|f| f.to_base64()).collect();
-            let value = if set.bundle.is_none() && items.len() == 1 { serde_json::to_value(&items[0])? } else { serde_json::to_value(&items)? };
+            let value = if set.bundle.is_none() && items.len() == 1 {
+                serde_json::to_value(&items[0])?
+            } else {
+                serde_json::to_value(&items)?
+            };
             println!("{}", serde_json::to_string_pretty(&value)?);
             Ok(())
         }

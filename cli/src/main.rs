@@ -167,6 +167,9 @@ fn routes(args: RoutesArgs) -> anyhow::Result<()> {
             info.summary
         );
     }
-    println!("\n{} routes. Prices are the hosted service's per call (page-based routes add per page); local calls are free.", routes.len());
+    println!(
+        "\n{} routes. Prices are the hosted service's per call (page-based routes add per page); local calls are free.",
+        routes.len()
+    );
     Ok(())
 }

@@ -18,11 +18,15 @@ const TIME_CAP: &str = "60";
 const MEMORY_CAP: &str = "--as=4294967296";
 
 /// Passwords of the encrypted corpus files (corpus README and qpdf's test suite).
-const PASSWORDS: &[(&str, &str)] =
-    &[("enc-XI-R6,V5,U=view,O=master.pdf", "view"), ("libreoffice-writer-password.pdf", "openpassword"), ("20-pages.pdf", "user")];
+const PASSWORDS: &[(&str, &str)] = &[
+    ("enc-XI-R6,V5,U=view,O=master.pdf", "view"),
+    ("libreoffice-writer-password.pdf", "openpassword"),
+    ("20-pages.pdf", "user"),
+];
 
 /// Error codes a damaged, hostile or locked input may legitimately produce.
-const INPUT_ERRORS: &[&str] = &["damaged_pdf", "password_required", "wrong_password", "not_a_pdf", "file_too_large", "too_many_pages"];
+const INPUT_ERRORS: &[&str] =
+    &["damaged_pdf", "password_required", "wrong_password", "not_a_pdf", "file_too_large", "too_many_pages"];
 
 fn corpus() -> PathBuf {
     let dir = std::env::var_os("PAPERCHAIN_CORPUS")
@@ -96,7 +100,12 @@ fn check_output(path: &Path, strict: bool) -> Result<u32, String> {
         _ => false,
     };
     if !accepted {
-        let said = String::from_utf8_lossy(&check.stdout).lines().chain(String::from_utf8_lossy(&check.stderr).lines()).take(4).collect::<Vec<_>>().join(" | ");
+        let said = String::from_utf8_lossy(&check.stdout)
+            .lines()
+            .chain(String::from_utf8_lossy(&check.stderr).lines())
+            .take(4)
+            .collect::<Vec<_>>()
+            .join(" | ");
         return Err(format!("qpdf --check exit {:?}: {said}", check.status.code()));
     }
     let out = Command::new("qpdf").arg("--show-npages").arg(path).output().map_err(|e| e.to_string())?;
@@ -122,24 +131,54 @@ fn calls(n: u32) -> Vec<Call> {
     let every = n.div_ceil(3).max(1);
     let parts: Vec<u32> = (1..=n).collect::<Vec<_>>().chunks(every as usize).map(|c| c.len() as u32).collect();
     vec![
-        Call { operation: "merge_pdf_files", input: json!({}), files: vec!["files/0/file", "files/1/file"], expect: Expect::Pages(2 * n) },
-        Call { operation: "split_pdf", input: json!({ "every": every }), files: vec!["file"], expect: Expect::Parts(parts) },
-        Call { operation: "extract_pdf_pages", input: json!({ "pages": "last,1" }), files: vec!["file"], expect: Expect::Pages(2) },
+        Call {
+            operation: "merge_pdf_files",
+            input: json!({}),
+            files: vec!["files/0/file", "files/1/file"],
+            expect: Expect::Pages(2 * n),
+        },
+        Call {
+            operation: "split_pdf",
+            input: json!({ "every": every }),
+            files: vec!["file"],
+            expect: Expect::Parts(parts),
+        },
+        Call {
+            operation: "extract_pdf_pages",
+            input: json!({ "pages": "last,1" }),
+            files: vec!["file"],
+            expect: Expect::Pages(2),
+        },
         Call {
             operation: "remove_pdf_pages",
             input: json!({ "pages": "1" }),
             files: vec!["file"],
             expect: if n > 1 { Expect::Pages(n - 1) } else { Expect::InputError },
         },
-        Call { operation: "reorder_pdf_pages", input: json!({ "order": [n, 1] }), files: vec!["file"], expect: Expect::Pages(2) },
-        Call { operation: "rotate_pdf_pages", input: json!({ "degrees": 90 }), files: vec!["file"], expect: Expect::Pages(n) },
+        Call {
+            operation: "reorder_pdf_pages",
+            input: json!({ "order": [n, 1] }),
+            files: vec!["file"],
+            expect: Expect::Pages(2),
+        },
+        Call {
+            operation: "rotate_pdf_pages",
+            input: json!({ "degrees": 90 }),
+            files: vec!["file"],
+            expect: Expect::Pages(n),
+        },
         Call {
             operation: "crop_pdf_pages",
             input: json!({ "margins": { "top": 5, "right": 5, "bottom": 5, "left": 5 }, "unit": "percent" }),
             files: vec!["file"],
             expect: Expect::Pages(n),
         },
-        Call { operation: "resize_pdf_pages", input: json!({ "size": "A4", "mode": "fit" }), files: vec!["file"], expect: Expect::Pages(n) },
+        Call {
+            operation: "resize_pdf_pages",
+            input: json!({ "size": "A4", "mode": "fit" }),
+            files: vec!["file"],
+            expect: Expect::Pages(n),
+        },
         Call {
             operation: "edit_pdf_metadata",
             input: json!({ "action": "edit", "set": { "title": "Corpus test" } }),
@@ -206,7 +245,9 @@ fn run(pdf: &Path, password: Option<&str>, view: &QpdfView, call: &Call, work: &
                 None => return Some("no JSON answer".into()),
             };
             match (call.operation, expected_pages) {
-                ("inspect_pdf_document", Some(n)) if json["page_count"] != n => Some(format!("page_count {} but qpdf counts {n}", json["page_count"])),
+                ("inspect_pdf_document", Some(n)) if json["page_count"] != n => {
+                    Some(format!("page_count {} but qpdf counts {n}", json["page_count"]))
+                }
                 _ => None,
             }
         }

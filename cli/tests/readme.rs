@@ -23,11 +23,7 @@ fn examples() -> Vec<String> {
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
     let start = readme.find("<!-- readme-examples:start -->").expect("README marks its examples");
     let end = readme.find("<!-- readme-examples:end -->").unwrap();
-    readme[start..end]
-        .split("```sh\n")
-        .skip(1)
-        .map(|block| block.split("```").next().unwrap().to_string())
-        .collect()
+    readme[start..end].split("```sh\n").skip(1).map(|block| block.split("```").next().unwrap().to_string()).collect()
 }
 
 fn qpdf_pages(path: &Path) -> u32 {
@@ -64,7 +60,14 @@ fn readme_examples_work_as_written() {
     let mut outputs = Vec::new();
     for block in &blocks {
         let script = block.replace("http://127.0.0.1:8402", &format!("http://127.0.0.1:{port}"));
-        let out = Command::new("bash").arg("-euo").arg("pipefail").arg("-c").arg(&script).current_dir(work.path()).output().unwrap();
+        let out = Command::new("bash")
+            .arg("-euo")
+            .arg("pipefail")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(work.path())
+            .output()
+            .unwrap();
         assert!(
             out.status.success(),
             "README example failed:\n{script}\nstdout: {}\nstderr: {}",

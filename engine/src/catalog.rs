@@ -116,6 +116,12 @@ pub struct RouteInfo {
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// A call's result as JSON or files.
+type CallResult = Result<Reply<serde_json::Value>, EngineError>;
+
+/// The deferred operation of a prepared call.
+type RunOnce = Box<dyn FnOnce(Context) -> BoxFuture<'static, CallResult> + Send>;
+
 /// One route: its description, types, price rule and operation.
 pub trait Route: Send + Sync + 'static {
     /// The request body.
@@ -135,13 +141,16 @@ pub trait Route: Send + Sync + 'static {
     fn quote(prepared: &Self::Prepared) -> Price;
 
     /// Runs the operation.
-    fn run(prepared: Self::Prepared, ctx: &Context) -> impl Future<Output = Result<Reply<Self::Output>, EngineError>> + Send;
+    fn run(
+        prepared: Self::Prepared,
+        ctx: &Context,
+    ) -> impl Future<Output = Result<Reply<Self::Output>, EngineError>> + Send;
 }
 
 /// A checked, priced call, ready to run.
 pub struct PreparedCall {
     price: Price,
-    run: Box<dyn FnOnce(Context) -> BoxFuture<'static, Result<Reply<serde_json::Value>, EngineError>> + Send>,
+    run: RunOnce,
 }
 
 impl PreparedCall {
@@ -280,7 +289,8 @@ pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, EngineError> {
 fn body_error(err: &serde_path_to_error::Error<serde_json::Error>) -> EngineError {
     let inner = err.inner();
     if !inner.is_data() {
-        let mut e = EngineError::new(ErrorKind::InvalidInput, "invalid_json", format!("the body is not valid JSON: {inner}"));
+        let mut e =
+            EngineError::new(ErrorKind::InvalidInput, "invalid_json", format!("the body is not valid JSON: {inner}"));
         e.field = None;
         return e;
     }
@@ -300,10 +310,10 @@ fn body_error(err: &serde_path_to_error::Error<serde_json::Error>) -> EngineErro
     } else {
         ("invalid_input", quoted_after(&text, "missing field `"))
     };
-    if let Some(name) = named {
-        if !pointer.ends_with(&format!("/{}", escape_pointer(&name))) {
-            pointer.push_str(&format!("/{}", escape_pointer(&name)));
-        }
+    if let Some(name) = named
+        && !pointer.ends_with(&format!("/{}", escape_pointer(&name)))
+    {
+        pointer.push_str(&format!("/{}", escape_pointer(&name)));
     }
     let message = strip_position(&text);
     let message = if pointer.is_empty() { message } else { format!("{pointer}: {message}") };

@@ -120,9 +120,9 @@ pub fn decode_base64(text: &str, max: u64, field: &str) -> Result<Vec<u8>, Engin
     } else {
         &base64::engine::general_purpose::STANDARD_NO_PAD
     };
-    engine.decode(trimmed).map_err(|e| {
-        EngineError::invalid_with("invalid_base64", field, format!("{field}: not valid base64 ({e})"))
-    })
+    engine
+        .decode(trimmed)
+        .map_err(|e| EngineError::invalid_with("invalid_base64", field, format!("{field}: not valid base64 ({e})")))
 }
 
 /// Keeps a name safe to use in a Content-Disposition header or as a ZIP member: no
@@ -130,8 +130,8 @@ pub fn decode_base64(text: &str, max: u64, field: &str) -> Result<Vec<u8>, Engin
 pub fn sanitize_filename(name: &str) -> String {
     let base = name.rsplit(['/', '\\']).next().unwrap_or("");
     let cleaned: String = base.chars().filter(|c| !c.is_control() && *c != '"').take(200).collect();
-    let cleaned = cleaned.trim().trim_start_matches('.').to_string();
-    cleaned
+
+    cleaned.trim().trim_start_matches('.').to_string()
 }
 
 fn fetch_error(err: FetchError, field: &str) -> EngineError {

@@ -92,9 +92,13 @@ impl FileSet {
     /// The one file to send for `output: "file"`: the file itself, or a ZIP of them all.
     pub fn into_single_file(self) -> Result<OutFile, EngineError> {
         match self.bundle {
-            None if self.files.len() == 1 => Ok(self.files.into_iter().next().ok_or_else(|| EngineError::internal("no file"))?),
+            None if self.files.len() == 1 => {
+                Ok(self.files.into_iter().next().ok_or_else(|| EngineError::internal("no file"))?)
+            }
             None => Err(EngineError::internal("several files without a bundle name")),
-            Some(name) => Ok(OutFile { filename: name, media_type: "application/zip".into(), bytes: zip_files(&self.files)? }),
+            Some(name) => {
+                Ok(OutFile { filename: name, media_type: "application/zip".into(), bytes: zip_files(&self.files)? })
+            }
         }
     }
 }

@@ -53,7 +53,11 @@ impl PageSelection {
                     if start.trim().is_empty() && end.trim().is_empty() {
                         return Err(bad("`-` needs a page on at least one side".into()));
                     }
-                    let start = if start.trim().is_empty() { Bound::Page(1) } else { parse_bound(start.trim()).map_err(&bad)? };
+                    let start = if start.trim().is_empty() {
+                        Bound::Page(1)
+                    } else {
+                        parse_bound(start.trim()).map_err(&bad)?
+                    };
                     let end = if end.trim().is_empty() { None } else { Some(parse_bound(end.trim()).map_err(&bad)?) };
                     Part::Range(start, end)
                 }

@@ -6,9 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use paperchain_engine::fetch::{
-    AddressPolicy, BlockReason, FetchError, FetchLimits, Fetched, SafeFetcher,
-};
+use paperchain_engine::fetch::{AddressPolicy, BlockReason, FetchError, FetchLimits, Fetched, SafeFetcher};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -85,8 +83,7 @@ async fn handle(mut stream: TcpStream, route: Arc<Route>) {
             tokio::time::sleep(Duration::from_secs(60)).await;
         }
         Reply::Chunked { size, count } => {
-            let head =
-                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+            let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
             if stream.write_all(head).await.is_err() {
                 return;
             }
@@ -108,29 +105,22 @@ async fn handle(mut stream: TcpStream, route: Arc<Route>) {
 }
 
 fn ok(body: &[u8], extra_headers: &str) -> Reply {
-    let mut bytes = format!(
-        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n{extra_headers}\r\n",
-        body.len()
-    )
-    .into_bytes();
+    let mut bytes =
+        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n{extra_headers}\r\n", body.len())
+            .into_bytes();
     bytes.extend_from_slice(body);
     Reply::Raw(bytes)
 }
 
 fn redirect(location: &str) -> Reply {
     Reply::Raw(
-        format!(
-            "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-        )
-        .into_bytes(),
+        format!("HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .into_bytes(),
     )
 }
 
 fn status(code: u16, reason: &str) -> Reply {
-    Reply::Raw(
-        format!("HTTP/1.1 {code} {reason}\r\nContent-Length: 2\r\nConnection: close\r\n\r\nno")
-            .into_bytes(),
-    )
+    Reply::Raw(format!("HTTP/1.1 {code} {reason}\r\nContent-Length: 2\r\nConnection: close\r\n\r\nno").into_bytes())
 }
 
 const LOCALHOST: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -171,22 +161,11 @@ async fn public_only_refuses_loopback_literal_without_connecting() {
 async fn public_only_refuses_localhost_names_without_connecting() {
     let server = serve_v4(|_| ok(b"secret", "")).await;
     let fetcher = SafeFetcher::new(FetchLimits::default(), AddressPolicy::public_only());
-    for host in [
-        "localhost",
-        "LOCALHOST.",
-        "a.localhost",
-        "vm",
-        "box.internal",
-    ] {
+    for host in ["localhost", "LOCALHOST.", "a.localhost", "vm", "box.internal"] {
         let url = format!("http://{host}:{}/", server.port());
         let result = fetcher.fetch(&url).await;
         assert!(
-            matches!(
-                result,
-                Err(FetchError::Blocked(
-                    BlockReason::LocalName(_) | BlockReason::SingleLabelName(_)
-                ))
-            ),
+            matches!(result, Err(FetchError::Blocked(BlockReason::LocalName(_) | BlockReason::SingleLabelName(_)))),
             "{url}: {result:?}"
         );
     }
@@ -198,10 +177,7 @@ async fn public_only_refuses_localhost_names_without_connecting() {
     // Even the test policy never exempts names.
     let loopback = loopback_fetcher(FetchLimits::default());
     let url = format!("http://localhost:{}/", server.port());
-    assert!(matches!(
-        loopback.fetch(&url).await,
-        Err(FetchError::Blocked(BlockReason::LocalName(_)))
-    ));
+    assert!(matches!(loopback.fetch(&url).await, Err(FetchError::Blocked(BlockReason::LocalName(_)))));
     settle().await;
     assert_eq!(server.connections(), 0);
 }
@@ -217,10 +193,7 @@ async fn bad_schemes_and_userinfo_are_invalid() {
         format!("http://user@127.0.0.1:{}/", server.port()),
         "not a url".to_string(),
     ] {
-        assert!(
-            matches!(fetcher.fetch(&url).await, Err(FetchError::InvalidUrl(_))),
-            "{url}"
-        );
+        assert!(matches!(fetcher.fetch(&url).await, Err(FetchError::InvalidUrl(_))), "{url}");
     }
     settle().await;
     assert_eq!(server.connections(), 0);
@@ -231,10 +204,9 @@ async fn allowed_loopback_returns_the_body_exactly() {
     let body: Vec<u8> = (0..=255u8).cycle().take(10_000).collect();
     let served = body.clone();
     let server = serve_v4(move |path| match path {
-        "/doc" => ok(
-            &served,
-            "Content-Type: application/pdf\r\nContent-Disposition: attachment; filename=\"paper.pdf\"\r\n",
-        ),
+        "/doc" => {
+            ok(&served, "Content-Type: application/pdf\r\nContent-Disposition: attachment; filename=\"paper.pdf\"\r\n")
+        }
         "/files/report%20v2.pdf" => ok(b"%PDF-1.7", ""),
         _ => status(404, "Not Found"),
     })
@@ -246,10 +218,7 @@ async fn allowed_loopback_returns_the_body_exactly() {
     assert_eq!(fetched.filename.as_deref(), Some("paper.pdf"));
     assert_eq!(fetched.final_url.as_str(), server.url("/doc"));
 
-    let fetched = fetcher
-        .fetch(&server.url("/files/report%20v2.pdf"))
-        .await
-        .unwrap();
+    let fetched = fetcher.fetch(&server.url("/files/report%20v2.pdf")).await.unwrap();
     assert_eq!(fetched.bytes, b"%PDF-1.7");
     assert_eq!(fetched.content_type, None);
     assert_eq!(fetched.filename.as_deref(), Some("report v2.pdf"));
@@ -290,10 +259,7 @@ async fn redirect_to_ipv6_loopback_is_refused() {
     let fetcher = loopback_fetcher(FetchLimits::default());
     assert_blocked(fetcher.fetch(&first.url("/")).await, BlockReason::Loopback);
     match fetcher.fetch(&first.url("/mapped")).await {
-        Err(FetchError::Blocked(reason)) => assert!(
-            matches!(reason.class(), BlockReason::Embedded { .. }),
-            "{reason}"
-        ),
+        Err(FetchError::Blocked(reason)) => assert!(matches!(reason.class(), BlockReason::Embedded { .. }), "{reason}"),
         other => panic!("expected Blocked, got {other:?}"),
     }
     settle().await;
@@ -314,10 +280,7 @@ async fn redirect_to_other_schemes_is_invalid() {
     let fetcher = loopback_fetcher(FetchLimits::default());
     for path in ["/file", "/ftp", "/userinfo"] {
         let result = fetcher.fetch(&server.url(path)).await;
-        assert!(
-            matches!(result, Err(FetchError::InvalidUrl(_))),
-            "{path}: {result:?}"
-        );
+        assert!(matches!(result, Err(FetchError::InvalidUrl(_))), "{path}: {result:?}");
     }
 }
 
@@ -326,10 +289,7 @@ async fn chain_server() -> Server {
     let own = Arc::new(std::sync::OnceLock::<SocketAddr>::new());
     let own_in_route = Arc::clone(&own);
     let server = serve_v4(move |path| {
-        let n: u32 = path
-            .strip_prefix("/chain/")
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
+        let n: u32 = path.strip_prefix("/chain/").and_then(|n| n.parse().ok()).unwrap_or(0);
         match n {
             0 => ok(b"end of chain", ""),
             n if n % 2 == 0 => redirect(&format!("{}", n - 1)),
@@ -354,19 +314,10 @@ async fn five_redirects_are_followed_six_are_too_many() {
     assert_eq!(server.connections(), 6);
 
     let result = fetcher.fetch(&server.url("/chain/6")).await;
-    assert!(
-        matches!(result, Err(FetchError::TooManyRedirects { limit: 5 })),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(FetchError::TooManyRedirects { limit: 5 })), "{result:?}");
 
-    let strict = loopback_fetcher(FetchLimits {
-        max_redirects: 0,
-        ..FetchLimits::default()
-    });
-    assert!(matches!(
-        strict.fetch(&server.url("/chain/1")).await,
-        Err(FetchError::TooManyRedirects { limit: 0 })
-    ));
+    let strict = loopback_fetcher(FetchLimits { max_redirects: 0, ..FetchLimits::default() });
+    assert!(matches!(strict.fetch(&server.url("/chain/1")).await, Err(FetchError::TooManyRedirects { limit: 0 })));
 }
 
 #[tokio::test]
@@ -374,14 +325,8 @@ async fn bodies_over_the_limit_are_too_large() {
     let server = serve_v4(|path| match path {
         "/exact" => ok(&[b'a'; 1024], ""),
         "/declared" => ok(&[b'a'; 1025], ""),
-        "/chunked" => Reply::Chunked {
-            size: 100,
-            count: 1000,
-        },
-        "/chunked-small" => Reply::Chunked {
-            size: 100,
-            count: 10,
-        },
+        "/chunked" => Reply::Chunked { size: 100, count: 1000 },
+        "/chunked-small" => Reply::Chunked { size: 100, count: 10 },
         "/no-length" => {
             let mut bytes = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".to_vec();
             bytes.extend_from_slice(&[b'z'; 5000]);
@@ -389,42 +334,19 @@ async fn bodies_over_the_limit_are_too_large() {
         }
         "/lying-length" => {
             // Declares a small length: the client must still never return more than that.
-            let mut bytes =
-                b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\n".to_vec();
+            let mut bytes = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\n".to_vec();
             bytes.extend_from_slice(&[b'z'; 5000]);
             Reply::Raw(bytes)
         }
         _ => status(404, "Not Found"),
     })
     .await;
-    let fetcher = loopback_fetcher(FetchLimits {
-        max_bytes: 1024,
-        ..FetchLimits::default()
-    });
-    assert_eq!(
-        fetcher
-            .fetch(&server.url("/exact"))
-            .await
-            .unwrap()
-            .bytes
-            .len(),
-        1024
-    );
-    assert_eq!(
-        fetcher
-            .fetch(&server.url("/chunked-small"))
-            .await
-            .unwrap()
-            .bytes
-            .len(),
-        1000
-    );
+    let fetcher = loopback_fetcher(FetchLimits { max_bytes: 1024, ..FetchLimits::default() });
+    assert_eq!(fetcher.fetch(&server.url("/exact")).await.unwrap().bytes.len(), 1024);
+    assert_eq!(fetcher.fetch(&server.url("/chunked-small")).await.unwrap().bytes.len(), 1000);
     for path in ["/declared", "/chunked", "/no-length"] {
         let result = fetcher.fetch(&server.url(path)).await;
-        assert!(
-            matches!(result, Err(FetchError::TooLarge { limit: 1024 })),
-            "{path}: {result:?}"
-        );
+        assert!(matches!(result, Err(FetchError::TooLarge { limit: 1024 })), "{path}: {result:?}");
     }
     let lying = fetcher.fetch(&server.url("/lying-length")).await.unwrap();
     assert_eq!(lying.bytes.len(), 10);
@@ -433,10 +355,7 @@ async fn bodies_over_the_limit_are_too_large() {
 #[tokio::test]
 async fn a_server_that_never_answers_times_out() {
     let server = serve_v4(|_| Reply::Hang).await;
-    let fetcher = loopback_fetcher(FetchLimits {
-        timeout: Duration::from_secs(1),
-        ..FetchLimits::default()
-    });
+    let fetcher = loopback_fetcher(FetchLimits { timeout: Duration::from_secs(1), ..FetchLimits::default() });
     let started = Instant::now();
     let result = fetcher.fetch(&server.url("/")).await;
     let elapsed = started.elapsed();
@@ -454,10 +373,7 @@ async fn the_time_limit_covers_the_whole_redirect_chain() {
         _ => redirect("/slow/0"),
     })
     .await;
-    let fetcher = loopback_fetcher(FetchLimits {
-        timeout: Duration::from_secs(1),
-        ..FetchLimits::default()
-    });
+    let fetcher = loopback_fetcher(FetchLimits { timeout: Duration::from_secs(1), ..FetchLimits::default() });
     let started = Instant::now();
     let result = fetcher.fetch(&server.url("/slow/1")).await;
     assert!(matches!(result, Err(FetchError::Timeout)), "{result:?}");
@@ -477,18 +393,9 @@ async fn non_success_status_is_named() {
     let err = fetcher.fetch(&server.url("/missing")).await.unwrap_err();
     assert!(matches!(err, FetchError::Status(404)), "{err:?}");
     assert!(err.to_string().contains("404"), "{err}");
-    assert!(matches!(
-        fetcher.fetch(&server.url("/gone")).await,
-        Err(FetchError::Status(410))
-    ));
-    assert!(matches!(
-        fetcher.fetch(&server.url("/broken")).await,
-        Err(FetchError::Status(500))
-    ));
-    assert!(matches!(
-        fetcher.fetch(&server.url("/no-location")).await,
-        Err(FetchError::Status(302))
-    ));
+    assert!(matches!(fetcher.fetch(&server.url("/gone")).await, Err(FetchError::Status(410))));
+    assert!(matches!(fetcher.fetch(&server.url("/broken")).await, Err(FetchError::Status(500))));
+    assert!(matches!(fetcher.fetch(&server.url("/no-location")).await, Err(FetchError::Status(302))));
 }
 
 #[tokio::test]
@@ -498,9 +405,7 @@ async fn connection_refused_is_a_network_error() {
     let port = listener.local_addr().unwrap().port();
     drop(listener);
     let fetcher = loopback_fetcher(FetchLimits::default());
-    let result = fetcher
-        .fetch(&format!("http://127.0.0.1:{port}/?token=s3cret"))
-        .await;
+    let result = fetcher.fetch(&format!("http://127.0.0.1:{port}/?token=s3cret")).await;
     match result {
         Err(FetchError::Network(message)) => {
             assert!(!message.contains("s3cret"), "{message}");

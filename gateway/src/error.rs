@@ -58,10 +58,10 @@ impl IntoResponse for ApiError {
         };
         let body = json!({ "error": { "code": self.error.code, "message": message, "field": self.error.field } });
         let mut response = (self.status, Json(body)).into_response();
-        if let Some(after) = self.retry_after {
-            if let Ok(value) = HeaderValue::from_str(&after.as_secs().max(1).to_string()) {
-                response.headers_mut().insert(header::RETRY_AFTER, value);
-            }
+        if let Some(after) = self.retry_after
+            && let Ok(value) = HeaderValue::from_str(&after.as_secs().max(1).to_string())
+        {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
         }
         response
     }

@@ -60,7 +60,8 @@ mod tests {
 
     #[test]
     fn accepts_loopback_names_and_addresses() {
-        for host in ["localhost", "LOCALHOST:8402", "127.0.0.1", "127.0.0.1:8402", "127.3.2.1:1", "[::1]", "[::1]:8402"] {
+        for host in ["localhost", "LOCALHOST:8402", "127.0.0.1", "127.0.0.1:8402", "127.3.2.1:1", "[::1]", "[::1]:8402"]
+        {
             assert!(is_loopback_host(host), "{host}");
         }
     }

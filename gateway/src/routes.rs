@@ -109,11 +109,8 @@ pub async fn read_body(request: Request, limit: usize) -> Result<axum::body::Byt
             format!("the request body is larger than {} MiB", limit / (1024 * 1024)),
         )
     };
-    let declared = request
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+    let declared =
+        request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large());
     }
@@ -137,9 +134,11 @@ async fn encode_files(state: &AppState, set: FileSet) -> Result<Response, ApiErr
         OutputMode::Url => {
             let mut links = Vec::with_capacity(set.files.len());
             for file in &set.files {
-                let (id, meta) = state.files.put(file).await.map_err(|e| {
-                    ApiError::from(EngineError::internal(format!("storing a result file: {e}")))
-                })?;
+                let (id, meta) = state
+                    .files
+                    .put(file)
+                    .await
+                    .map_err(|e| ApiError::from(EngineError::internal(format!("storing a result file: {e}"))))?;
                 links.push(FileLink {
                     url: format!("{}/v1/files/{id}", state.base_url),
                     expires_at: meta.expires_at_rfc3339(),
@@ -155,10 +154,11 @@ async fn encode_files(state: &AppState, set: FileSet) -> Result<Response, ApiErr
 }
 
 fn json_one_or_list<T: serde::Serialize>(mut items: Vec<T>, list: bool) -> Response {
-    if !list && items.len() == 1 {
-        if let Some(item) = items.pop() {
-            return Json(item).into_response();
-        }
+    if !list
+        && items.len() == 1
+        && let Some(item) = items.pop()
+    {
+        return Json(item).into_response();
     }
     Json(items).into_response()
 }
@@ -180,8 +180,10 @@ pub fn file_response(file: OutFile) -> Response {
 
 /// `attachment; filename="ascii"; filename*=UTF-8''percent-encoded` (RFC 6266).
 pub fn content_disposition(filename: &str) -> String {
-    let ascii: String =
-        filename.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' }).collect();
+    let ascii: String = filename
+        .chars()
+        .map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' })
+        .collect();
     let mut encoded = String::new();
     for byte in filename.bytes() {
         if byte.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&byte) {
@@ -194,8 +196,13 @@ pub fn content_disposition(filename: &str) -> String {
 }
 
 async fn download(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Result<Response, ApiError> {
-    let stored = state.files.get(&id).await.map_err(|e| ApiError::from(EngineError::internal(format!("reading a stored file: {e}"))))?;
-    let (meta, bytes) = stored.ok_or_else(|| ApiError::not_found("no such file, or its link has expired (links live 24 hours)"))?;
+    let stored = state
+        .files
+        .get(&id)
+        .await
+        .map_err(|e| ApiError::from(EngineError::internal(format!("reading a stored file: {e}"))))?;
+    let (meta, bytes) =
+        stored.ok_or_else(|| ApiError::not_found("no such file, or its link has expired (links live 24 hours)"))?;
     let mut response = file_response(OutFile { filename: meta.filename, media_type: meta.media_type, bytes });
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
     Ok(response)
@@ -214,7 +221,9 @@ async fn x402_listing(State(state): State<Arc<AppState>>) -> Response {
 }
 
 async fn healthz(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {
-    Json(serde_json::json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION"), "routes": state.catalog.routes().count() }))
+    Json(
+        serde_json::json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION"), "routes": state.catalog.routes().count() }),
+    )
 }
 
 async fn not_found(request: Request) -> ApiError {

@@ -45,12 +45,8 @@ impl ServerConfig {
 /// The application for `config`, bound to `local_addr` (used for the default base URL).
 pub fn app(config: &ServerConfig, local_addr: SocketAddr, ctx: Context) -> std::io::Result<Router> {
     let catalog = Arc::new(Catalog::standard());
-    let base_url = config
-        .public_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{local_addr}"))
-        .trim_end_matches('/')
-        .to_string();
+    let base_url =
+        config.public_url.clone().unwrap_or_else(|| format!("http://{local_addr}")).trim_end_matches('/').to_string();
     let files = FileStore::open(config.data_dir.join("files"), LINK_TTL)?;
     let docs = ServiceDocs::build(&catalog, &base_url);
     let state = Arc::new(AppState {

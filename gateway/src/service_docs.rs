@@ -1,10 +1,10 @@
 //! The service documents, generated from the catalog: OpenAPI 3.1, llms.txt and the
 //! x402 payment-resource listing (route book §5).
 
+use paperchain_engine::Catalog;
 use paperchain_engine::catalog::{Family, Produces, RouteEntry};
 use paperchain_engine::error::CODES;
 use paperchain_engine::output::{FileBase64, FileLink};
-use paperchain_engine::Catalog;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
@@ -153,16 +153,10 @@ fn path_item(
     }
     let reference = |name: &str| json!({ "$ref": format!("#/components/responses/{name}") });
     let mut responses = Map::new();
-    responses.insert(
-        "200".into(),
-        json!({ "description": ok_description(info.produces), "content": ok_content }),
-    );
-    for (status, name) in [
-        ("404", "NotFound"),
-        ("413", "PayloadTooLarge"),
-        ("415", "UnsupportedMediaType"),
-        ("422", "InvalidInput"),
-    ] {
+    responses.insert("200".into(), json!({ "description": ok_description(info.produces), "content": ok_content }));
+    for (status, name) in
+        [("404", "NotFound"), ("413", "PayloadTooLarge"), ("415", "UnsupportedMediaType"), ("422", "InvalidInput")]
+    {
         responses.insert(status.into(), reference(name));
     }
     if info.family == Family::Chain || info.open_world {

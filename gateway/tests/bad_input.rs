@@ -23,19 +23,54 @@ fn cases() -> Vec<Case> {
             file_at: "/files/0/file",
             pages_at: Some("/files/0/pages"),
         },
-        Case { path: "/v1/pdf/split", body: |f| json!({ "file": f, "ranges": ["1-2", "3-"] }), file_at: "/file", pages_at: Some("/ranges/0") },
-        Case { path: "/v1/pdf/extract-pages", body: |f| json!({ "file": f, "pages": "2,1" }), file_at: "/file", pages_at: Some("/pages") },
-        Case { path: "/v1/pdf/remove-pages", body: |f| json!({ "file": f, "pages": "1" }), file_at: "/file", pages_at: Some("/pages") },
-        Case { path: "/v1/pdf/reorder", body: |f| json!({ "file": f, "order": [2, 1, 1] }), file_at: "/file", pages_at: None },
-        Case { path: "/v1/pdf/rotate", body: |f| json!({ "file": f, "degrees": 90, "pages": "1" }), file_at: "/file", pages_at: Some("/pages") },
+        Case {
+            path: "/v1/pdf/split",
+            body: |f| json!({ "file": f, "ranges": ["1-2", "3-"] }),
+            file_at: "/file",
+            pages_at: Some("/ranges/0"),
+        },
+        Case {
+            path: "/v1/pdf/extract-pages",
+            body: |f| json!({ "file": f, "pages": "2,1" }),
+            file_at: "/file",
+            pages_at: Some("/pages"),
+        },
+        Case {
+            path: "/v1/pdf/remove-pages",
+            body: |f| json!({ "file": f, "pages": "1" }),
+            file_at: "/file",
+            pages_at: Some("/pages"),
+        },
+        Case {
+            path: "/v1/pdf/reorder",
+            body: |f| json!({ "file": f, "order": [2, 1, 1] }),
+            file_at: "/file",
+            pages_at: None,
+        },
+        Case {
+            path: "/v1/pdf/rotate",
+            body: |f| json!({ "file": f, "degrees": 90, "pages": "1" }),
+            file_at: "/file",
+            pages_at: Some("/pages"),
+        },
         Case {
             path: "/v1/pdf/crop",
             body: |f| json!({ "file": f, "margins": { "top": 10, "left": 5 }, "pages": "1" }),
             file_at: "/file",
             pages_at: Some("/pages"),
         },
-        Case { path: "/v1/pdf/resize", body: |f| json!({ "file": f, "size": "A4", "pages": "1" }), file_at: "/file", pages_at: Some("/pages") },
-        Case { path: "/v1/pdf/metadata", body: |f| json!({ "file": f, "action": "read" }), file_at: "/file", pages_at: None },
+        Case {
+            path: "/v1/pdf/resize",
+            body: |f| json!({ "file": f, "size": "A4", "pages": "1" }),
+            file_at: "/file",
+            pages_at: Some("/pages"),
+        },
+        Case {
+            path: "/v1/pdf/metadata",
+            body: |f| json!({ "file": f, "action": "read" }),
+            file_at: "/file",
+            pages_at: None,
+        },
         Case { path: "/v1/pdf/outline", body: |f| json!({ "file": f }), file_at: "/file", pages_at: None },
         Case {
             path: "/v1/pdf/set-outline",
@@ -112,7 +147,8 @@ async fn every_route_answers_every_bad_input_with_the_field() {
 
         let mut locked = valid.clone();
         set(&mut locked, case.file_at, encrypted.clone());
-        expect(&server, case.path, &locked, 422, "password_required", Some(&format!("{}/password", case.file_at))).await;
+        expect(&server, case.path, &locked, 422, "password_required", Some(&format!("{}/password", case.file_at)))
+            .await;
         let mut wrong = encrypted.clone();
         wrong["password"] = json!("not-it");
         set(&mut locked, case.file_at, wrong);
@@ -147,17 +183,61 @@ async fn route_specific_limits() {
     let many: Vec<Value> = (0..21).map(|_| json!({ "file": { "data": "JVBERi0=" } })).collect();
     expect(&server, "/v1/pdf/merge", &json!({ "files": many }), 422, "invalid_input", Some("/files")).await;
 
-    expect(&server, "/v1/pdf/rotate", &json!({ "file": pdf, "degrees": 45 }), 422, "invalid_input", Some("/degrees")).await;
-    expect(&server, "/v1/pdf/rotate", &json!({ "file": pdf, "degrees": "90" }), 422, "invalid_input", Some("/degrees")).await;
-    expect(&server, "/v1/pdf/rotate", &json!({ "file": pdf, "degrees": 90, "output": "fax" }), 422, "invalid_input", Some("/output")).await;
+    expect(&server, "/v1/pdf/rotate", &json!({ "file": pdf, "degrees": 45 }), 422, "invalid_input", Some("/degrees"))
+        .await;
+    expect(&server, "/v1/pdf/rotate", &json!({ "file": pdf, "degrees": "90" }), 422, "invalid_input", Some("/degrees"))
+        .await;
+    expect(
+        &server,
+        "/v1/pdf/rotate",
+        &json!({ "file": pdf, "degrees": 90, "output": "fax" }),
+        422,
+        "invalid_input",
+        Some("/output"),
+    )
+    .await;
     expect(&server, "/v1/pdf/split", &json!({ "file": pdf }), 422, "invalid_input", Some("/ranges")).await;
     expect(&server, "/v1/pdf/split", &json!({ "file": pdf, "every": 0 }), 422, "invalid_input", Some("/every")).await;
-    expect(&server, "/v1/pdf/split", &json!({ "file": pdf, "every": 2, "ranges": ["1"] }), 422, "invalid_input", Some("/every")).await;
-    expect(&server, "/v1/pdf/remove-pages", &json!({ "file": pdf, "pages": "1-last" }), 422, "invalid_input", Some("/pages")).await;
-    expect(&server, "/v1/pdf/reorder", &json!({ "file": pdf, "order": [] }), 422, "invalid_input", Some("/order")).await;
-    expect(&server, "/v1/pdf/reorder", &json!({ "file": pdf, "order": [1, 5] }), 422, "page_out_of_range", Some("/order/1")).await;
-    expect(&server, "/v1/pdf/reorder", &json!({ "file": pdf, "order": [1, -1] }), 422, "invalid_input", Some("/order/1")).await;
-    let deep = json!({ "file": pdf, "outline": [{ "title": "A", "page": 1, "children": [{ "title": "B", "page": 9 }] }] });
+    expect(
+        &server,
+        "/v1/pdf/split",
+        &json!({ "file": pdf, "every": 2, "ranges": ["1"] }),
+        422,
+        "invalid_input",
+        Some("/every"),
+    )
+    .await;
+    expect(
+        &server,
+        "/v1/pdf/remove-pages",
+        &json!({ "file": pdf, "pages": "1-last" }),
+        422,
+        "invalid_input",
+        Some("/pages"),
+    )
+    .await;
+    expect(&server, "/v1/pdf/reorder", &json!({ "file": pdf, "order": [] }), 422, "invalid_input", Some("/order"))
+        .await;
+    expect(
+        &server,
+        "/v1/pdf/reorder",
+        &json!({ "file": pdf, "order": [1, 5] }),
+        422,
+        "page_out_of_range",
+        Some("/order/1"),
+    )
+    .await;
+    expect(
+        &server,
+        "/v1/pdf/reorder",
+        &json!({ "file": pdf, "order": [1, -1] }),
+        422,
+        "invalid_input",
+        Some("/order/1"),
+    )
+    .await;
+    let deep =
+        json!({ "file": pdf, "outline": [{ "title": "A", "page": 1, "children": [{ "title": "B", "page": 9 }] }] });
     expect(&server, "/v1/pdf/set-outline", &deep, 422, "page_out_of_range", Some("/outline/0/children/0/page")).await;
     let blank = json!({ "file": pdf, "outline": [{ "title": "  ", "page": 1 }] });
     expect(&server, "/v1/pdf/set-outline", &blank, 422, "invalid_input", Some("/outline/0/title")).await;

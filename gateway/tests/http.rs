@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 async fn health_and_unknown_paths_and_methods() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path()).await;
-    let health: Value = server.client.get(format!("{}/healthz", server.base)).send().await.unwrap().json().await.unwrap();
+    let health: Value =
+        server.client.get(format!("{}/healthz", server.base)).send().await.unwrap().json().await.unwrap();
     assert_eq!(health["status"], "ok");
 
     let (status, body) = server.post_json("/v1/pdf/nope", &json!({})).await;
@@ -33,13 +34,7 @@ async fn refuses_foreign_host_headers_and_sends_no_cors_headers() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path()).await;
     for host in ["evil.example", "evil.example:8402", "127.0.0.1.nip.io", "10.0.0.1"] {
-        let response = server
-            .client
-            .get(format!("{}/healthz", server.base))
-            .header("host", host)
-            .send()
-            .await
-            .unwrap();
+        let response = server.client.get(format!("{}/healthz", server.base)).header("host", host).send().await.unwrap();
         assert_eq!(response.status().as_u16(), 403, "{host}");
         let body: Value = response.json().await.unwrap();
         assert_eq!(body["error"]["code"], "forbidden_host");
@@ -73,7 +68,8 @@ async fn content_type_and_size_rules() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path()).await;
     let url = format!("{}/v1/pdf/rotate", server.base);
-    for content_type in [None, Some("text/plain"), Some("application/x-www-form-urlencoded"), Some("application/jsonx")] {
+    for content_type in [None, Some("text/plain"), Some("application/x-www-form-urlencoded"), Some("application/jsonx")]
+    {
         let mut request = server.client.post(&url).body("{}");
         if let Some(ct) = content_type {
             request = request.header("content-type", ct);
@@ -83,7 +79,14 @@ async fn content_type_and_size_rules() {
         let body: Value = response.json().await.unwrap();
         assert_eq!(body["error"]["code"], "unsupported_media_type");
     }
-    let ok_charset = server.client.post(&url).header("content-type", "application/json; charset=utf-8").body("{}").send().await.unwrap();
+    let ok_charset = server
+        .client
+        .post(&url)
+        .header("content-type", "application/json; charset=utf-8")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(ok_charset.status().as_u16(), 422, "charset parameter is accepted");
 
     let big = vec![b' '; 64 * 1024 * 1024 + 1];
@@ -93,7 +96,14 @@ async fn content_type_and_size_rules() {
     assert_eq!(body["error"]["code"], "body_too_large");
 
     let (status, body) = {
-        let response = server.client.post(&url).header("content-type", "application/json").body("{\"file\":").send().await.unwrap();
+        let response = server
+            .client
+            .post(&url)
+            .header("content-type", "application/json")
+            .body("{\"file\":")
+            .send()
+            .await
+            .unwrap();
         (response.status().as_u16(), response.json::<Value>().await.unwrap())
     };
     assert_eq!(status, 422);
@@ -114,14 +124,16 @@ async fn output_modes_file_base64_and_url_links_that_survive_a_restart() {
     let direct = response.bytes().await.unwrap();
     assert_eq!(qpdf_pages(&direct), 4);
 
-    let (status, inline) = server.post_json("/v1/pdf/rotate", &json!({ "file": file, "degrees": 90, "output": "base64" })).await;
+    let (status, inline) =
+        server.post_json("/v1/pdf/rotate", &json!({ "file": file, "degrees": 90, "output": "base64" })).await;
     assert_eq!(status, 200);
     assert_eq!(inline["media_type"], "application/pdf");
     let data = base64_decode(inline["data"].as_str().unwrap());
     assert_eq!(inline["bytes"], data.len());
     assert_eq!(inline["sha256"], sha256_hex(&data));
 
-    let (status, link) = server.post_json("/v1/pdf/rotate", &json!({ "file": file, "degrees": 90, "output": "url" })).await;
+    let (status, link) =
+        server.post_json("/v1/pdf/rotate", &json!({ "file": file, "degrees": 90, "output": "url" })).await;
     assert_eq!(status, 200, "{link}");
     let url = link["url"].as_str().unwrap().to_string();
     assert!(url.starts_with(&format!("{}/v1/files/", server.base)), "{url}");
@@ -168,7 +180,8 @@ async fn several_files_come_as_a_zip_or_a_list() {
     }
     assert_eq!(counts, vec![2, 1, 1]);
 
-    let (status, list) = server.post_json("/v1/pdf/split", &json!({ "file": file, "every": 3, "output": "base64" })).await;
+    let (status, list) =
+        server.post_json("/v1/pdf/split", &json!({ "file": file, "every": 3, "output": "base64" })).await;
     assert_eq!(status, 200);
     let list = list.as_array().unwrap();
     assert_eq!(list.len(), 2);

@@ -47,7 +47,11 @@ async fn openapi_lists_every_route_and_passes_the_validator() {
         .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/paperchain/tools")))
         .unwrap();
     let validator = tools.join("bin/openapi-spec-validator");
-    assert!(validator.exists(), "openapi-spec-validator is missing at {}: run `cargo xtask setup`", validator.display());
+    assert!(
+        validator.exists(),
+        "openapi-spec-validator is missing at {}: run `cargo xtask setup`",
+        validator.display()
+    );
     let file = dir.path().join("openapi.json");
     std::fs::write(&file, &text).unwrap();
     let out = std::process::Command::new(&validator).arg(&file).output().unwrap();

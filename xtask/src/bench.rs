@@ -156,6 +156,8 @@ struct Timing {
     median: Duration,
     min: Duration,
     peak_rss_kib: Option<u64>,
+    /// Size of the PDFs written (unpacked, for a ZIP).
+    output_bytes: u64,
 }
 
 struct Row {
@@ -191,16 +193,16 @@ impl Bench {
         }
         // The reference side is checked first: its pages are what Paperchain's must match.
         let [paperchain_times, qpdf_times] = times;
-        let qpdf = qpdf_times.and_then(|t| self.check("qpdf", &case.qpdf.output, &case.expect, None).map(|()| t));
+        let qpdf = qpdf_times.and_then(|t| {
+            let bytes = self.check("qpdf", &case.qpdf.output, &case.expect, None)?;
+            Ok(Timing::of(&t, peaks[1], bytes))
+        });
         let reference = qpdf.is_ok().then_some(&case.qpdf.output);
-        let paperchain = paperchain_times
-            .and_then(|t| self.check("paperchain", &case.paperchain.output, &case.expect, reference).map(|()| t));
-        Row {
-            operation: case.operation,
-            note: case.note,
-            paperchain: paperchain.map(|t| Timing::of(&t, peaks[0])),
-            qpdf: qpdf.map(|t| Timing::of(&t, peaks[1])),
-        }
+        let paperchain = paperchain_times.and_then(|t| {
+            let bytes = self.check("paperchain", &case.paperchain.output, &case.expect, reference)?;
+            Ok(Timing::of(&t, peaks[0], bytes))
+        });
+        Row { operation: case.operation, note: case.note, paperchain, qpdf }
     }
 
     /// One fresh run of a side: wall time, and peak RSS in KiB when measured.
@@ -232,19 +234,20 @@ impl Bench {
         Ok((elapsed, peak))
     }
 
-    /// Checks an output: every PDF passes `qpdf --check` with the expected page count, the
-    /// rotations are as expected, and sampled pages read the same as `reference`'s.
+    /// Checks an output (every PDF passes `qpdf --check` with the expected page count, the
+    /// rotations are as expected, sampled pages read the same as `reference`'s), says what
+    /// it checked, and returns the size of the PDFs.
     fn check(
         &self,
         name: &str,
         output: &Produces,
         expect: &Expect,
         reference: Option<&Produces>,
-    ) -> Result<(), String> {
+    ) -> Result<u64, String> {
         match self.check_output(output, expect, reference) {
-            Ok(checked) => {
-                eprintln!("  {name} output checked: {checked}");
-                Ok(())
+            Ok((checked, bytes)) => {
+                eprintln!("  {name} output checked: {checked}; {}", mib(bytes));
+                Ok(bytes)
             }
             Err(e) => {
                 eprintln!("  {name} output rejected: {e:#}");
@@ -253,8 +256,12 @@ impl Bench {
         }
     }
 
-    /// Returns what was checked, to print.
-    fn check_output(&self, output: &Produces, expect: &Expect, reference: Option<&Produces>) -> anyhow::Result<String> {
+    fn check_output(
+        &self,
+        output: &Produces,
+        expect: &Expect,
+        reference: Option<&Produces>,
+    ) -> anyhow::Result<(String, u64)> {
         let pdfs = output.pdfs(&self.python)?;
         ensure!(pdfs.len() == expect.files, "{} PDFs, expected {}", pdfs.len(), expect.files);
         for_each_parallel(&pdfs, |pdf| {
@@ -268,11 +275,12 @@ impl Bench {
             );
             Ok(())
         })?;
-        let mut checked = format!("{} PDF(s) pass qpdf --check, {} page(s) each", pdfs.len(), expect.pages_each);
+        let mut checked = format!("PDFs: {}, each passes qpdf --check with {} pages", pdfs.len(), expect.pages_each);
         if let Some(expected) = &expect.rotations {
             let rotations = rotations(&pdfs[0], expect.pages_each)?;
             if let Some(page) = (0..expected.len()).find(|&i| rotations.get(i) != expected.get(i)) {
-                bail!("page {} has /Rotate {:?}, expected {}", page + 1, rotations.get(page), expected[page]);
+                let found = rotations.get(page).map_or("none".into(), u32::to_string);
+                bail!("page {} has /Rotate {found}, expected {}", page + 1, expected[page]);
             }
             checked += ", every page's /Rotate as expected";
         }
@@ -284,18 +292,18 @@ impl Bench {
             }
             checked += &format!(", text of {} sampled pages as in qpdf's output", expect.text_samples.len());
         }
-        let bytes: u64 = pdfs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
-        Ok(format!("{checked}; {:.1} MiB of PDF", bytes as f64 / (1024.0 * 1024.0)))
+        let bytes = pdfs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+        Ok((checked, bytes))
     }
 }
 
 impl Timing {
-    fn of(runs: &[Duration], peak_rss_kib: Option<u64>) -> Timing {
+    fn of(runs: &[Duration], peak_rss_kib: Option<u64>, output_bytes: u64) -> Timing {
         let mut sorted = runs.to_vec();
         sorted.sort();
         let mid = sorted.len() / 2;
         let median = if sorted.len().is_multiple_of(2) { (sorted[mid - 1] + sorted[mid]) / 2 } else { sorted[mid] };
-        Timing { median, min: sorted[0], peak_rss_kib }
+        Timing { median, min: sorted[0], peak_rss_kib, output_bytes }
     }
 }
 
@@ -446,13 +454,17 @@ fn print_table(rows: &[Row]) {
         "ratio paperchain/qpdf",
         "paperchain peak RSS",
         "qpdf peak RSS",
+        "output paperchain / qpdf",
     ];
-    let cells: Vec<[String; 6]> = rows
+    let cells: Vec<[String; 7]> = rows
         .iter()
         .map(|row| {
-            let ratio = match (&row.paperchain, &row.qpdf) {
-                (Ok(ours), Ok(theirs)) => format!("{:.2}x", ours.median.as_secs_f64() / theirs.median.as_secs_f64()),
-                _ => "-".into(),
+            let (ratio, sizes) = match (&row.paperchain, &row.qpdf) {
+                (Ok(ours), Ok(theirs)) => (
+                    format!("{:.2}x", ours.median.as_secs_f64() / theirs.median.as_secs_f64()),
+                    format!("{} / {}", mib(ours.output_bytes), mib(theirs.output_bytes)),
+                ),
+                _ => ("-".into(), "-".into()),
             };
             [
                 row.operation.to_string(),
@@ -461,6 +473,7 @@ fn print_table(rows: &[Row]) {
                 ratio,
                 memory_cell(&row.paperchain),
                 memory_cell(&row.qpdf),
+                sizes,
             ]
         })
         .collect();
@@ -478,12 +491,12 @@ fn print_table(rows: &[Row]) {
     }
 }
 
+/// Median (min) in ms, or the start of why there is none (the full text is under the table).
 fn time_cell(outcome: &Outcome) -> String {
     match outcome {
         Ok(t) => format!("{} ({})", t.median.as_millis(), t.min.as_millis()),
         Err(e) => {
-            let first_line = e.lines().next().unwrap_or_default();
-            let short: String = first_line.chars().take(70).collect();
+            let short: String = e.lines().next().unwrap_or_default().chars().take(60).collect();
             let more = if short.len() < e.len() { "…" } else { "" };
             format!("FAILED: {short}{more}")
         }
@@ -495,6 +508,10 @@ fn memory_cell(outcome: &Outcome) -> String {
         Ok(Timing { peak_rss_kib: Some(kib), .. }) => format!("{:.0} MiB", *kib as f64 / 1024.0),
         _ => "-".into(),
     }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
 #[cfg(test)]
@@ -517,8 +534,8 @@ mod tests {
     #[test]
     fn median_of_even_and_odd_runs() {
         let ms = |v: &[u64]| v.iter().map(|&m| Duration::from_millis(m)).collect::<Vec<_>>();
-        let t = Timing::of(&ms(&[30, 10, 20]), None);
+        let t = Timing::of(&ms(&[30, 10, 20]), None, 0);
         assert_eq!((t.median, t.min), (Duration::from_millis(20), Duration::from_millis(10)));
-        assert_eq!(Timing::of(&ms(&[40, 10, 20, 30]), None).median, Duration::from_millis(25));
+        assert_eq!(Timing::of(&ms(&[40, 10, 20, 30]), None, 0).median, Duration::from_millis(25));
     }
 }

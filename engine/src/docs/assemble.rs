@@ -67,14 +67,19 @@ impl Assembler {
 
     /// Appends pages `numbers` (1-based, in this order, repeats allowed) of `source`;
     /// returns the source's bookmarks to kept pages, pointed at their copies.
-    pub fn append(&mut self, source: &Document, numbers: &[u32], carry: Carry) -> Result<Vec<OutlineItem>, EngineError> {
+    pub fn append(
+        &mut self,
+        source: &Document,
+        numbers: &[u32],
+        carry: Carry,
+    ) -> Result<Vec<OutlineItem>, EngineError> {
         let src_pages: Vec<ObjectId> = source.page_iter().collect();
         let mut copier = Copier::new(source, &src_pages);
         for &n in numbers {
             let id = page_at(&src_pages, n)?;
-            if !copier.page_map.contains_key(&id) {
+            if let std::collections::hash_map::Entry::Vacant(e) = copier.page_map.entry(id) {
                 let target = self.doc.new_object_id();
-                copier.page_map.insert(id, target);
+                e.insert(target);
             }
         }
         let mut copied = HashSet::new();
@@ -91,13 +96,14 @@ impl Assembler {
         if carry.outline {
             self.outline.extend(items.iter().cloned());
         }
-        if carry.info && self.info.is_none() {
-            if let Ok(info) = source.trailer.get(b"Info") {
-                let mapped = copier.map_object(info.clone(), &mut self.doc, 0);
-                copier.drain(&mut self.doc);
-                if !matches!(mapped, Object::Null) {
-                    self.info = Some(mapped);
-                }
+        if carry.info
+            && self.info.is_none()
+            && let Ok(info) = source.trailer.get(b"Info")
+        {
+            let mapped = copier.map_object(info.clone(), &mut self.doc, 0);
+            copier.drain(&mut self.doc);
+            if !matches!(mapped, Object::Null) {
+                self.info = Some(mapped);
             }
         }
         self.carry_catalog(&mut copier, source);
@@ -108,17 +114,23 @@ impl Assembler {
         Ok(items)
     }
 
-    fn page_dict(&mut self, copier: &mut Copier, src_id: ObjectId, target_id: ObjectId, first: bool) -> Result<Dictionary, EngineError> {
+    fn page_dict(
+        &mut self,
+        copier: &mut Copier,
+        src_id: ObjectId,
+        target_id: ObjectId,
+        first: bool,
+    ) -> Result<Dictionary, EngineError> {
         let source = copier.src;
         let mut page = source
             .get_dictionary(src_id)
             .map_err(|e| EngineError::invalid_with("damaged_pdf", "", format!("a page object is unreadable ({e})")))?
             .clone();
         for key in INHERITABLE {
-            if !page.has(key) {
-                if let Some(value) = inherited(source, src_id, key) {
-                    page.set(key, value.clone());
-                }
+            if !page.has(key)
+                && let Some(value) = inherited(source, src_id, key)
+            {
+                page.set(key, value.clone());
             }
         }
         // Keys tied to the source's page tree, structure tree or article threads.
@@ -150,11 +162,11 @@ impl Assembler {
                 self.fields.push(target);
             }
             for key in [&b"DA"[..], b"Q", b"NeedAppearances", b"DR"] {
-                if !self.acroform.has(key) {
-                    if let Ok(value) = acro.get(key) {
-                        let mapped = copier.map_object(value.clone(), &mut self.doc, 0);
-                        self.acroform.set(key, mapped);
-                    }
+                if !self.acroform.has(key)
+                    && let Ok(value) = acro.get(key)
+                {
+                    let mapped = copier.map_object(value.clone(), &mut self.doc, 0);
+                    self.acroform.set(key, mapped);
                 }
             }
         }
@@ -296,19 +308,28 @@ impl<'a> Copier<'a> {
         for &page in pages {
             let mut node = src.get_dictionary(page).ok();
             for _ in 0..64 {
-                let Some(parent) = node.and_then(|d| d.get(b"Parent").and_then(Object::as_reference).ok()) else { break };
+                let Some(parent) = node.and_then(|d| d.get(b"Parent").and_then(Object::as_reference).ok()) else {
+                    break;
+                };
                 if !cut.insert(parent) {
                     break;
                 }
                 node = src.get_dictionary(parent).ok();
             }
         }
-        if let Ok(catalog) = src.catalog() {
-            if let Ok(outlines) = catalog.get(b"Outlines").and_then(Object::as_reference) {
-                cut.insert(outlines);
-            }
+        if let Ok(catalog) = src.catalog()
+            && let Ok(outlines) = catalog.get(b"Outlines").and_then(Object::as_reference)
+        {
+            cut.insert(outlines);
         }
-        Copier { src, map: HashMap::new(), page_map: HashMap::new(), pages: pages.iter().copied().collect(), cut, queue: Vec::new() }
+        Copier {
+            src,
+            map: HashMap::new(),
+            page_map: HashMap::new(),
+            pages: pages.iter().copied().collect(),
+            cut,
+            queue: Vec::new(),
+        }
     }
 
     fn map_ref(&mut self, id: ObjectId, target: &mut Document) -> Object {
@@ -367,11 +388,12 @@ impl<'a> Copier<'a> {
     fn map_dict(&mut self, mut dict: Dictionary, target: &mut Document, depth: usize) -> Dictionary {
         self.inline_named_destinations(&mut dict);
         // A form field's widgets on pages that are not copied stay behind.
-        if dict.has(b"Kids") && !dict.has_type(b"Pages") {
-            if let Ok(Object::Array(kids)) = dict.get(b"Kids") {
-                let kept: Vec<Object> = kids.iter().filter(|kid| !self.widget_on_dropped_page(kid)).cloned().collect();
-                dict.set("Kids", Object::Array(kept));
-            }
+        if dict.has(b"Kids")
+            && !dict.has_type(b"Pages")
+            && let Ok(Object::Array(kids)) = dict.get(b"Kids")
+        {
+            let kept: Vec<Object> = kids.iter().filter(|kid| !self.widget_on_dropped_page(kid)).cloned().collect();
+            dict.set("Kids", Object::Array(kept));
         }
         let mut out = Dictionary::new();
         for (key, value) in dict.into_iter() {
@@ -390,24 +412,23 @@ impl<'a> Copier<'a> {
     /// write the destination itself instead.
     fn inline_named_destinations(&self, dict: &mut Dictionary) {
         let named = |o: &Object| matches!(o, Object::Name(_) | Object::String(..));
-        if let Ok(dest) = dict.get(b"Dest") {
-            if named(dest) {
-                let name = name_bytes(dest);
-                if let Some(explicit) = outline_tree::named_destination(self.src, &name) {
-                    dict.set("Dest", destination_array(self.src, explicit));
-                }
+        if let Ok(dest) = dict.get(b"Dest")
+            && named(dest)
+        {
+            let name = name_bytes(dest);
+            if let Some(explicit) = outline_tree::named_destination(self.src, &name) {
+                dict.set("Dest", destination_array(self.src, explicit));
             }
         }
         if let Ok(Object::Dictionary(action)) = dict.get_mut(b"A") {
             let goto = action.get(b"S").and_then(Object::as_name).is_ok_and(|s| s == b"GoTo");
-            if goto {
-                if let Ok(d) = action.get(b"D") {
-                    if named(d) {
-                        let name = name_bytes(d);
-                        if let Some(explicit) = outline_tree::named_destination(self.src, &name) {
-                            action.set("D", destination_array(self.src, explicit));
-                        }
-                    }
+            if goto
+                && let Ok(d) = action.get(b"D")
+                && named(d)
+            {
+                let name = name_bytes(d);
+                if let Some(explicit) = outline_tree::named_destination(self.src, &name) {
+                    action.set("D", destination_array(self.src, explicit));
                 }
             }
         }
@@ -472,8 +493,13 @@ mod tests {
         let font = doc.add_object(dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica" });
         let mut kids = Vec::new();
         for i in 1..=n {
-            let content = doc.add_object(Stream::new(dictionary! {}, format!("BT /F1 12 Tf 72 720 Td (page {i}) Tj ET").into_bytes()));
-            kids.push(Object::Reference(doc.add_object(dictionary! { "Type" => "Page", "Parent" => pages_id, "Contents" => content })));
+            let content = doc.add_object(Stream::new(
+                dictionary! {},
+                format!("BT /F1 12 Tf 72 720 Td (page {i}) Tj ET").into_bytes(),
+            ));
+            kids.push(Object::Reference(
+                doc.add_object(dictionary! { "Type" => "Page", "Parent" => pages_id, "Contents" => content }),
+            ));
         }
         doc.objects.insert(
             pages_id,
@@ -518,7 +544,13 @@ mod tests {
             assert!(dict.has(b"MediaBox") && dict.has(b"Resources"), "inherited attributes written on the page");
         }
         // Pages 2, 4, 5 and their content are not in the output.
-        let streams: Vec<_> = out.objects.values().filter_map(|o| o.as_stream().ok()).filter(|s| !s.dict.has_type(b"XRef")).map(|s| String::from_utf8_lossy(&s.content).into_owned()).collect();
+        let streams: Vec<_> = out
+            .objects
+            .values()
+            .filter_map(|o| o.as_stream().ok())
+            .filter(|s| !s.dict.has_type(b"XRef"))
+            .map(|s| String::from_utf8_lossy(&s.content).into_owned())
+            .collect();
         assert_eq!(streams.len(), 2, "{streams:?}");
     }
 

@@ -7,8 +7,8 @@ use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
 use crate::docs::assemble::{Assembler, Carry};
 use crate::docs::outline_tree::OutlineItem;
-use crate::docs::pdf::{self, SourcePdf};
 use crate::docs::page_edit_price;
+use crate::docs::pdf::{self, SourcePdf};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
@@ -151,7 +151,8 @@ impl Route for MergeRoute {
             }
             let mut doc = asm.finish()?;
             let bytes = pdf::save(&mut doc)?;
-            let name = derived_name(call.sources.first().map_or("merged.pdf", |(s, _)| s.filename.as_str()), "merged", "pdf");
+            let name =
+                derived_name(call.sources.first().map_or("merged.pdf", |(s, _)| s.filename.as_str()), "merged", "pdf");
             Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), call.output)))
         })
         .await

@@ -102,10 +102,10 @@ pub fn resolve_dest(doc: &Document, dest: &Object, pages: &HashSet<ObjectId>, de
 /// Looks a named destination up in the catalog's `/Dests` and in the `/Names` `/Dests` tree.
 pub fn named_destination(doc: &Document, name: &[u8]) -> Option<Object> {
     let catalog = doc.catalog().ok()?;
-    if let Some(dests) = dict_at(doc, catalog, b"Dests") {
-        if let Ok(found) = dests.get(name) {
-            return Some(found.clone());
-        }
+    if let Some(dests) = dict_at(doc, catalog, b"Dests")
+        && let Ok(found) = dests.get(name)
+    {
+        return Some(found.clone());
     }
     let names = dict_at(doc, catalog, b"Names")?;
     let tree = dict_at(doc, names, b"Dests")?;
@@ -125,10 +125,10 @@ fn name_tree_lookup(
     }
     if let Ok(names) = node.get(b"Names").and_then(|o| doc.dereference(o)).and_then(|(_, o)| o.as_array()) {
         for pair in names.chunks(2) {
-            if let [Object::String(k, _), value] = pair {
-                if k.as_slice() == key {
-                    return Some(value.clone());
-                }
+            if let [Object::String(k, _), value] = pair
+                && k.as_slice() == key
+            {
+                return Some(value.clone());
             }
         }
     }
@@ -173,7 +173,12 @@ pub fn write(doc: &mut Document, items: &[OutlineItem]) -> Result<(), lopdf::Err
 
 /// Writes one level; returns its first and last item ids and the number of items below
 /// `parent` that are visible when every item is open.
-fn write_level(doc: &mut Document, parent: ObjectId, items: &[OutlineItem], depth: usize) -> (ObjectId, ObjectId, usize) {
+fn write_level(
+    doc: &mut Document,
+    parent: ObjectId,
+    items: &[OutlineItem],
+    depth: usize,
+) -> (ObjectId, ObjectId, usize) {
     let ids: Vec<ObjectId> = items.iter().map(|_| doc.new_object_id()).collect();
     let mut total = 0;
     for (i, item) in items.iter().enumerate() {

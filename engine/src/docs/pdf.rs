@@ -69,7 +69,9 @@ pub fn open(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Result<Doc
             return Err(EngineError::too_large(
                 "file_too_large",
                 None,
-                format!("a stream of the PDF decompresses past the limit ({e}); refusing a possible decompression bomb"),
+                format!(
+                    "a stream of the PDF decompresses past the limit ({e}); refusing a possible decompression bomb"
+                ),
             ));
         }
         Err(lopdf::Error::UnsupportedSecurityHandler(handler)) => {
@@ -157,10 +159,8 @@ pub fn materialize_inherited(doc: &mut Document, page_id: ObjectId) {
     let mut found = Vec::new();
     for key in INHERITABLE {
         let own = doc.get_dictionary(page_id).map(|d| d.has(key)).unwrap_or(true);
-        if !own {
-            if let Some(value) = inherited(doc, page_id, key) {
-                found.push((key, value.clone()));
-            }
+        if !own && let Some(value) = inherited(doc, page_id, key) {
+            found.push((key, value.clone()));
         }
     }
     if let Ok(page) = doc.get_dictionary_mut(page_id) {
@@ -196,17 +196,13 @@ impl Rect {
 
     /// As a PDF array.
     pub fn to_object(self) -> Object {
-        Object::Array(vec![self.x0.into(), self.y0.into(), self.x1.into(), self.y1.into()].into_iter().map(real).collect())
+        Object::Array(vec![self.x0, self.y0, self.x1, self.y1].into_iter().map(real).collect())
     }
 }
 
 fn real(value: f64) -> Object {
     // Whole numbers are written as integers: smaller files, and exact.
-    if value.fract() == 0.0 && value.abs() < 1e9 {
-        Object::Integer(value as i64)
-    } else {
-        Object::Real(value as f32)
-    }
+    if value.fract() == 0.0 && value.abs() < 1e9 { Object::Integer(value as i64) } else { Object::Real(value as f32) }
 }
 
 /// Reads a number (integer or real), following a reference.
@@ -247,7 +243,8 @@ pub fn crop_box(doc: &Document, page_id: ObjectId) -> Rect {
     let media = media_box(doc, page_id);
     match inherited(doc, page_id, b"CropBox").and_then(|o| rect(doc, o)) {
         Some(c) => {
-            let clipped = Rect { x0: c.x0.max(media.x0), y0: c.y0.max(media.y0), x1: c.x1.min(media.x1), y1: c.y1.min(media.y1) };
+            let clipped =
+                Rect { x0: c.x0.max(media.x0), y0: c.y0.max(media.y0), x1: c.x1.min(media.x1), y1: c.y1.min(media.y1) };
             if clipped.width() > 0.0 && clipped.height() > 0.0 { clipped } else { media }
         }
         None => media,
@@ -290,8 +287,8 @@ pub fn decode_text_string(bytes: &[u8]) -> String {
 fn pdf_doc_char(b: u8) -> char {
     // PDFDocEncoding matches Latin-1 except 0x18-0x1F and 0x80-0x9F.
     const HIGH: [char; 32] = [
-        '•', '†', '‡', '…', '—', '–', 'ƒ', '⁄', '‹', '›', '−', '‰', '„', '“', '”', '‘', '’', '‚', '™', 'ﬁ', 'ﬂ',
-        'Ł', 'Œ', 'Š', 'Ÿ', 'Ž', 'ı', 'ł', 'œ', 'š', 'ž', '\u{FFFD}',
+        '•', '†', '‡', '…', '—', '–', 'ƒ', '⁄', '‹', '›', '−', '‰', '„', '“', '”', '‘', '’', '‚', '™', 'ﬁ', 'ﬂ', 'Ł',
+        'Œ', 'Š', 'Ÿ', 'Ž', 'ı', 'ł', 'œ', 'š', 'ž', '\u{FFFD}',
     ];
     const LOW: [char; 8] = ['˘', 'ˇ', 'ˆ', '˙', '˝', '˛', '˚', '˜'];
     match b {

@@ -71,13 +71,19 @@ impl Route for SplitRoute {
                 return Err(EngineError::invalid("/every", "give either `ranges` or `every`, not both"));
             }
             (None, None) => {
-                return Err(EngineError::invalid("/ranges", "give `ranges` (a list of page selections) or `every` (N pages a part)"));
+                return Err(EngineError::invalid(
+                    "/ranges",
+                    "give `ranges` (a list of page selections) or `every` (N pages a part)",
+                ));
             }
             (None, Some(0)) => return Err(EngineError::invalid("/every", "/every: must be at least 1")),
             (None, Some(_)) => None,
             (Some(ranges), None) => {
                 if ranges.is_empty() || ranges.len() > MAX_PARTS {
-                    return Err(EngineError::invalid("/ranges", format!("/ranges: list 1 to {MAX_PARTS} page selections")));
+                    return Err(EngineError::invalid(
+                        "/ranges",
+                        format!("/ranges: list 1 to {MAX_PARTS} page selections"),
+                    ));
                 }
                 let parsed = ranges
                     .iter()

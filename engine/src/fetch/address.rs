@@ -150,21 +150,13 @@ pub fn classify(ip: IpAddr) -> Result<(), BlockReason> {
 
 /// `true` when `ip` lies in `base/prefix`.
 fn in_v4(ip: Ipv4Addr, base: [u8; 4], prefix: u32) -> bool {
-    let mask = if prefix == 0 {
-        0
-    } else {
-        u32::MAX << (32 - prefix)
-    };
+    let mask = if prefix == 0 { 0 } else { u32::MAX << (32 - prefix) };
     u32::from(ip) & mask == u32::from(Ipv4Addr::from(base)) & mask
 }
 
 /// `true` when `ip` lies in `base/prefix`.
 fn in_v6(ip: Ipv6Addr, base: Ipv6Addr, prefix: u32) -> bool {
-    let mask = if prefix == 0 {
-        0
-    } else {
-        u128::MAX << (128 - prefix)
-    };
+    let mask = if prefix == 0 { 0 } else { u128::MAX << (128 - prefix) };
     u128::from(ip) & mask == u128::from(base) & mask
 }
 
@@ -204,11 +196,7 @@ fn classify_v4(ip: Ipv4Addr) -> Result<(), BlockReason> {
 
 /// Judge an IPv6 address by the IPv4 address it embeds.
 fn embedded(kind: Embedding, v4: Ipv4Addr) -> Result<(), BlockReason> {
-    classify_v4(v4).map_err(|reason| BlockReason::Embedded {
-        kind,
-        v4,
-        reason: Box::new(reason),
-    })
+    classify_v4(v4).map_err(|reason| BlockReason::Embedded { kind, v4, reason: Box::new(reason) })
 }
 
 /// The IPv4 address in the low 32 bits of `ip`.
@@ -290,9 +278,7 @@ fn classify_v6(ip: Ipv6Addr) -> Result<(), BlockReason> {
     if in_v6(ip, v6([0x2001, 0, 0, 0, 0, 0, 0, 0]), 23) {
         return Err(BlockReason::Reserved);
     }
-    if in_v6(ip, v6([0x2001, 0xdb8, 0, 0, 0, 0, 0, 0]), 32)
-        || in_v6(ip, v6([0x3fff, 0, 0, 0, 0, 0, 0, 0]), 20)
-    {
+    if in_v6(ip, v6([0x2001, 0xdb8, 0, 0, 0, 0, 0, 0]), 32) || in_v6(ip, v6([0x3fff, 0, 0, 0, 0, 0, 0, 0]), 20) {
         return Err(BlockReason::Documentation);
     }
     // 2002::/16 6to4: the IPv4 address is in bits 16..48.
@@ -322,10 +308,7 @@ const LOCAL_SUFFIXES: &[&str] = &[
 ///
 /// A string that parses as an IP address is classified as one.
 pub fn check_host_name(host: &str) -> Result<(), BlockReason> {
-    let bare = host
-        .strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host);
+    let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
     if let Ok(ip) = bare.parse::<IpAddr>() {
         return classify(ip);
     }
@@ -336,11 +319,7 @@ pub fn check_host_name(host: &str) -> Result<(), BlockReason> {
         return Err(BlockReason::LocalName(host.to_string()));
     }
     for suffix in LOCAL_SUFFIXES {
-        if name == *suffix
-            || name
-                .strip_suffix(suffix)
-                .is_some_and(|rest| rest.ends_with('.'))
-        {
+        if name == *suffix || name.strip_suffix(suffix).is_some_and(|rest| rest.ends_with('.')) {
             return Err(BlockReason::LocalName(host.to_string()));
         }
     }
@@ -350,9 +329,7 @@ pub fn check_host_name(host: &str) -> Result<(), BlockReason> {
     // A last label of digits or 0x-hex is an inet_aton spelling (getaddrinfo would accept it).
     let last = name.rsplit('.').next().unwrap_or(name);
     let numeric = last.bytes().all(|b| b.is_ascii_digit())
-        || last
-            .strip_prefix("0x")
-            .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
+        || last.strip_prefix("0x").is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
     if numeric {
         return Err(BlockReason::NumericName(host.to_string()));
     }
@@ -375,9 +352,7 @@ impl AddressPolicy {
 
     /// Public addresses plus exactly these (for tests against loopback servers).
     pub fn allowing(ips: impl IntoIterator<Item = IpAddr>) -> Self {
-        Self {
-            extra: ips.into_iter().collect(),
-        }
+        Self { extra: ips.into_iter().collect() }
     }
 
     /// Whether `ip` may be connected to; the error names the address and the reason.
@@ -385,10 +360,7 @@ impl AddressPolicy {
         if self.extra.contains(&ip) {
             return Ok(());
         }
-        classify(ip).map_err(|reason| BlockReason::Address {
-            ip,
-            reason: Box::new(reason),
-        })
+        classify(ip).map_err(|reason| BlockReason::Address { ip, reason: Box::new(reason) })
     }
 
     /// Whether a parsed URL host may be reached (IP literals classified, names checked).
@@ -431,11 +403,7 @@ mod tests {
     fn embedded_refused(s: &str, kind: Embedding, inner: &str, reason: BlockReason) {
         assert_eq!(
             classify(ip(s)),
-            Err(BlockReason::Embedded {
-                kind,
-                v4: inner.parse().unwrap(),
-                reason: Box::new(reason),
-            }),
+            Err(BlockReason::Embedded { kind, v4: inner.parse().unwrap(), reason: Box::new(reason) }),
             "{s}"
         );
     }
@@ -549,33 +517,18 @@ mod tests {
         refused("::", BlockReason::Unspecified);
         refused("::1", BlockReason::Loopback);
         refused("fe80::", BlockReason::LinkLocal);
-        refused(
-            "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
-            BlockReason::LinkLocal,
-        );
+        refused("febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::LinkLocal);
         refused("fec0::", BlockReason::SiteLocal);
-        refused(
-            "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
-            BlockReason::SiteLocal,
-        );
+        refused("feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::SiteLocal);
         refused("fc00::", BlockReason::UniqueLocal);
-        refused(
-            "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
-            BlockReason::UniqueLocal,
-        );
+        refused("fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::UniqueLocal);
         refused("fd00:ec2::254", BlockReason::Metadata);
         refused("fd00:ec2::253", BlockReason::UniqueLocal);
-        refused(
-            "fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
-            BlockReason::Reserved,
-        );
+        refused("fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::Reserved);
         refused("fe00::", BlockReason::Reserved);
         refused("ff00::", BlockReason::Multicast);
         refused("ff02::1", BlockReason::Multicast);
-        refused(
-            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
-            BlockReason::Multicast,
-        );
+        refused("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::Multicast);
     }
 
     #[test]
@@ -584,40 +537,25 @@ mod tests {
         refused("100::ffff:ffff:ffff:ffff", BlockReason::DiscardOnly);
         refused("100:0:0:1::", BlockReason::Reserved);
         refused("2001:db8::", BlockReason::Documentation);
-        refused(
-            "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff",
-            BlockReason::Documentation,
-        );
+        refused("2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::Documentation);
         allowed("2001:db9::1");
         allowed("2001:db7:ffff:ffff:ffff:ffff:ffff:ffff");
         refused("3fff::", BlockReason::Documentation);
-        refused(
-            "3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff",
-            BlockReason::Documentation,
-        );
+        refused("3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::Documentation);
         allowed("3fff:1000::1");
         refused("2001::", BlockReason::Teredo);
         refused("2001:0:4136:e378:8000:63bf:3fff:fdd2", BlockReason::Teredo);
         refused("2001:0:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::Teredo);
         refused("2001:1::1", BlockReason::Reserved);
         refused("2001:2::", BlockReason::Benchmarking);
-        refused(
-            "2001:2:0:ffff:ffff:ffff:ffff:ffff",
-            BlockReason::Benchmarking,
-        );
-        refused(
-            "2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff",
-            BlockReason::Reserved,
-        );
+        refused("2001:2:0:ffff:ffff:ffff:ffff:ffff", BlockReason::Benchmarking);
+        refused("2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::Reserved);
         allowed("2001:200::1");
     }
 
     #[test]
     fn v6_outside_global_unicast_reserved() {
-        refused(
-            "1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
-            BlockReason::Reserved,
-        );
+        refused("1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", BlockReason::Reserved);
         allowed("2000::1");
         allowed("3ffe:ffff::1");
         refused("4000::", BlockReason::Reserved);
@@ -627,120 +565,40 @@ mod tests {
 
     #[test]
     fn v6_ipv4_mapped() {
-        embedded_refused(
-            "::ffff:127.0.0.1",
-            Embedding::Mapped,
-            "127.0.0.1",
-            BlockReason::Loopback,
-        );
-        embedded_refused(
-            "::ffff:7f00:1",
-            Embedding::Mapped,
-            "127.0.0.1",
-            BlockReason::Loopback,
-        );
-        embedded_refused(
-            "::ffff:10.0.0.1",
-            Embedding::Mapped,
-            "10.0.0.1",
-            BlockReason::Private,
-        );
-        embedded_refused(
-            "::ffff:169.254.169.254",
-            Embedding::Mapped,
-            "169.254.169.254",
-            BlockReason::Metadata,
-        );
-        embedded_refused(
-            "::ffff:0.0.0.0",
-            Embedding::Mapped,
-            "0.0.0.0",
-            BlockReason::Unspecified,
-        );
+        embedded_refused("::ffff:127.0.0.1", Embedding::Mapped, "127.0.0.1", BlockReason::Loopback);
+        embedded_refused("::ffff:7f00:1", Embedding::Mapped, "127.0.0.1", BlockReason::Loopback);
+        embedded_refused("::ffff:10.0.0.1", Embedding::Mapped, "10.0.0.1", BlockReason::Private);
+        embedded_refused("::ffff:169.254.169.254", Embedding::Mapped, "169.254.169.254", BlockReason::Metadata);
+        embedded_refused("::ffff:0.0.0.0", Embedding::Mapped, "0.0.0.0", BlockReason::Unspecified);
         allowed("::ffff:8.8.8.8");
     }
 
     #[test]
     fn v6_ipv4_compatible_and_translated() {
-        embedded_refused(
-            "::127.0.0.1",
-            Embedding::Compatible,
-            "127.0.0.1",
-            BlockReason::Loopback,
-        );
-        embedded_refused(
-            "::192.168.1.1",
-            Embedding::Compatible,
-            "192.168.1.1",
-            BlockReason::Private,
-        );
+        embedded_refused("::127.0.0.1", Embedding::Compatible, "127.0.0.1", BlockReason::Loopback);
+        embedded_refused("::192.168.1.1", Embedding::Compatible, "192.168.1.1", BlockReason::Private);
         // ::2 embeds 0.0.0.2, part of "this network".
-        embedded_refused(
-            "::2",
-            Embedding::Compatible,
-            "0.0.0.2",
-            BlockReason::Unspecified,
-        );
+        embedded_refused("::2", Embedding::Compatible, "0.0.0.2", BlockReason::Unspecified);
         allowed("::8.8.8.8");
-        embedded_refused(
-            "::ffff:0:127.0.0.1",
-            Embedding::Translated,
-            "127.0.0.1",
-            BlockReason::Loopback,
-        );
+        embedded_refused("::ffff:0:127.0.0.1", Embedding::Translated, "127.0.0.1", BlockReason::Loopback);
         allowed("::ffff:0:8.8.8.8");
     }
 
     #[test]
     fn v6_nat64() {
-        embedded_refused(
-            "64:ff9b::127.0.0.1",
-            Embedding::Nat64,
-            "127.0.0.1",
-            BlockReason::Loopback,
-        );
-        embedded_refused(
-            "64:ff9b::a9fe:a9fe",
-            Embedding::Nat64,
-            "169.254.169.254",
-            BlockReason::Metadata,
-        );
-        embedded_refused(
-            "64:ff9b::172.16.0.1",
-            Embedding::Nat64,
-            "172.16.0.1",
-            BlockReason::Private,
-        );
+        embedded_refused("64:ff9b::127.0.0.1", Embedding::Nat64, "127.0.0.1", BlockReason::Loopback);
+        embedded_refused("64:ff9b::a9fe:a9fe", Embedding::Nat64, "169.254.169.254", BlockReason::Metadata);
+        embedded_refused("64:ff9b::172.16.0.1", Embedding::Nat64, "172.16.0.1", BlockReason::Private);
         allowed("64:ff9b::8.8.8.8");
         allowed("64:ff9b::101:101");
     }
 
     #[test]
     fn v6_6to4() {
-        embedded_refused(
-            "2002:7f00:1::",
-            Embedding::SixToFour,
-            "127.0.0.1",
-            BlockReason::Loopback,
-        );
-        embedded_refused(
-            "2002:c0a8:101::1",
-            Embedding::SixToFour,
-            "192.168.1.1",
-            BlockReason::Private,
-        );
-        embedded_refused(
-            "2002:a00:1:ffff:ffff:ffff:ffff:ffff",
-            Embedding::SixToFour,
-            "10.0.0.1",
-            BlockReason::Private,
-        );
-        embedded_refused(
-            "2002::",
-            Embedding::SixToFour,
-            "0.0.0.0",
-            BlockReason::Unspecified,
-        );
+        embedded_refused("2002:7f00:1::", Embedding::SixToFour, "127.0.0.1", BlockReason::Loopback);
+        embedded_refused("2002:c0a8:101::1", Embedding::SixToFour, "192.168.1.1", BlockReason::Private);
+        embedded_refused("2002:a00:1:ffff:ffff:ffff:ffff:ffff", Embedding::SixToFour, "10.0.0.1", BlockReason::Private);
+        embedded_refused("2002::", Embedding::SixToFour, "0.0.0.0", BlockReason::Unspecified);
         allowed("2002:808:808::1");
         allowed("2003::1");
     }
@@ -762,28 +620,16 @@ mod tests {
             "nas.lan",
             "intranet",
         ] {
-            assert_eq!(
-                check_host_name(name),
-                Err(BlockReason::LocalName(name.to_string())),
-                "{name}"
-            );
+            assert_eq!(check_host_name(name), Err(BlockReason::LocalName(name.to_string())), "{name}");
         }
         for name in ["myhost", "myhost.", "com."] {
-            assert_eq!(
-                check_host_name(name),
-                Err(BlockReason::SingleLabelName(name.to_string())),
-                "{name}"
-            );
+            assert_eq!(check_host_name(name), Err(BlockReason::SingleLabelName(name.to_string())), "{name}");
         }
         for name in ["", ".", "a..b", "example.com.."] {
             assert!(check_host_name(name).is_err(), "{name:?}");
         }
         for name in ["foo.123", "foo.0x7f"] {
-            assert_eq!(
-                check_host_name(name),
-                Err(BlockReason::NumericName(name.to_string())),
-                "{name}"
-            );
+            assert_eq!(check_host_name(name), Err(BlockReason::NumericName(name.to_string())), "{name}");
         }
         for name in [
             "example.com",
@@ -832,28 +678,18 @@ mod tests {
             "http://127.0.0.1./",
         ] {
             let parsed = url::Url::parse(url).unwrap();
-            assert_eq!(
-                parsed.host(),
-                Some(url::Host::Ipv4(Ipv4Addr::LOCALHOST)),
-                "{url}"
-            );
+            assert_eq!(parsed.host(), Some(url::Host::Ipv4(Ipv4Addr::LOCALHOST)), "{url}");
             url_refused(url, BlockReason::Loopback);
         }
         url_refused("http://[::1]/", BlockReason::Loopback);
         url_refused("http://0/", BlockReason::Unspecified);
         url_refused("http://100.64.0.1/", BlockReason::SharedCgnat);
-        url_refused(
-            "http://169.254.169.254/latest/meta-data",
-            BlockReason::Metadata,
-        );
+        url_refused("http://169.254.169.254/latest/meta-data", BlockReason::Metadata);
         url_refused("http://[fd00:ec2::254]/", BlockReason::Metadata);
         url_refused("http://0xa9fea9fe/", BlockReason::Metadata);
         url_refused("http://3232235777/", BlockReason::Private);
         // IDNA mapping (full-width characters) cannot smuggle a loopback address or name.
-        url_refused(
-            "http://\u{ff11}\u{ff12}\u{ff17}.0.0.1/",
-            BlockReason::Loopback,
-        );
+        url_refused("http://\u{ff11}\u{ff12}\u{ff17}.0.0.1/", BlockReason::Loopback);
         assert!(url_verdict("http://\u{ff4c}ocalhost/").is_err());
     }
 
@@ -901,30 +737,17 @@ mod tests {
         assert!(policy.permits(v6("::1")).is_err());
         assert!(policy.permits(v6("::ffff:127.0.0.1")).is_err());
         // Names are never exempted by the policy.
-        assert!(
-            policy
-                .permits_host(&url::Host::Domain("localhost"))
-                .is_err()
-        );
-        assert!(
-            AddressPolicy::public_only()
-                .permits(v4("127.0.0.1"))
-                .is_err()
-        );
+        assert!(policy.permits_host(&url::Host::Domain("localhost")).is_err());
+        assert!(AddressPolicy::public_only().permits(v4("127.0.0.1")).is_err());
     }
 
     #[test]
     fn messages_name_the_reason() {
-        let err = AddressPolicy::public_only()
-            .permits(v6("::ffff:10.1.2.3"))
-            .unwrap_err();
+        let err = AddressPolicy::public_only().permits(v6("::ffff:10.1.2.3")).unwrap_err();
         assert_eq!(
             err.to_string(),
             "::ffff:10.1.2.3 is an IPv4-mapped IPv6 address embedding 10.1.2.3, which is a private-use address"
         );
-        assert_eq!(
-            BlockReason::LocalName("localhost".into()).to_string(),
-            "localhost is a local-only host name"
-        );
+        assert_eq!(BlockReason::LocalName("localhost".into()).to_string(), "localhost is a local-only host name");
     }
 }

@@ -43,11 +43,7 @@ pub struct FetchLimits {
 impl Default for FetchLimits {
     /// 50 MiB, 20 s, 5 redirects.
     fn default() -> Self {
-        Self {
-            max_bytes: 50 * 1024 * 1024,
-            timeout: Duration::from_secs(20),
-            max_redirects: 5,
-        }
+        Self { max_bytes: 50 * 1024 * 1024, timeout: Duration::from_secs(20), max_redirects: 5 }
     }
 }
 
@@ -122,15 +118,9 @@ impl SafeFetcher {
     /// A fetcher with these limits and address policy.
     pub fn new(limits: FetchLimits, policy: AddressPolicy) -> Self {
         let policy = Arc::new(policy);
-        let resolver = Arc::new(CheckedResolver {
-            policy: Arc::clone(&policy),
-        });
+        let resolver = Arc::new(CheckedResolver { policy: Arc::clone(&policy) });
         let client = build_client(&limits, resolver);
-        Self {
-            client,
-            limits,
-            policy,
-        }
+        Self { client, limits, policy }
     }
 
     /// Fetch `url`, following redirects by hand; every target is checked first.
@@ -145,37 +135,22 @@ impl SafeFetcher {
 
     /// The fetch loop; `url` has passed [`check_url`].
     async fn fetch_checked(&self, mut url: Url) -> Result<Fetched, FetchError> {
-        let client = self
-            .client
-            .as_ref()
-            .map_err(|e| FetchError::Network(e.clone()))?;
+        let client = self.client.as_ref().map_err(|e| FetchError::Network(e.clone()))?;
         let mut redirects: u8 = 0;
         loop {
             // Every URL reaching this point was checked (the start URL by `fetch`,
             // redirect targets below); check again so the invariant is local.
             check_url(&url, &self.policy)?;
-            let mut response = client
-                .get(url.clone())
-                .send()
-                .await
-                .map_err(network_error)?;
+            let mut response = client.get(url.clone()).send().await.map_err(network_error)?;
             let status = response.status();
             if matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308) {
-                let location = response
-                    .headers()
-                    .get(LOCATION)
-                    .ok_or(FetchError::Status(status.as_u16()))?;
-                let location = std::str::from_utf8(location.as_bytes()).map_err(|_| {
-                    FetchError::InvalidUrl("redirect Location is not UTF-8".to_string())
-                })?;
-                let next = url
-                    .join(location)
-                    .map_err(|e| FetchError::InvalidUrl(format!("redirect target: {e}")))?;
+                let location = response.headers().get(LOCATION).ok_or(FetchError::Status(status.as_u16()))?;
+                let location = std::str::from_utf8(location.as_bytes())
+                    .map_err(|_| FetchError::InvalidUrl("redirect Location is not UTF-8".to_string()))?;
+                let next = url.join(location).map_err(|e| FetchError::InvalidUrl(format!("redirect target: {e}")))?;
                 check_url(&next, &self.policy)?;
                 if redirects >= self.limits.max_redirects {
-                    return Err(FetchError::TooManyRedirects {
-                        limit: self.limits.max_redirects,
-                    });
+                    return Err(FetchError::TooManyRedirects { limit: self.limits.max_redirects });
                 }
                 redirects += 1;
                 url = next;
@@ -203,25 +178,15 @@ impl SafeFetcher {
                 }
                 bytes.extend_from_slice(&chunk);
             }
-            let filename = disposition
-                .as_deref()
-                .and_then(filename_from_disposition)
-                .or_else(|| filename_from_url(&url));
-            return Ok(Fetched {
-                bytes,
-                content_type,
-                final_url: url,
-                filename,
-            });
+            let filename =
+                disposition.as_deref().and_then(filename_from_disposition).or_else(|| filename_from_url(&url));
+            return Ok(Fetched { bytes, content_type, final_url: url, filename });
         }
     }
 }
 
 /// The reqwest client: no proxy, no automatic redirects, our resolver, connect timeout.
-fn build_client<R: Resolve + 'static>(
-    limits: &FetchLimits,
-    resolver: Arc<R>,
-) -> Result<reqwest::Client, String> {
+fn build_client<R: Resolve + 'static>(limits: &FetchLimits, resolver: Arc<R>) -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
@@ -237,29 +202,19 @@ fn check_url(url: &Url, policy: &AddressPolicy) -> Result<(), FetchError> {
     match url.scheme() {
         "http" | "https" => {}
         other => {
-            return Err(FetchError::InvalidUrl(format!(
-                "scheme {other:?} is not allowed (http or https only)"
-            )));
+            return Err(FetchError::InvalidUrl(format!("scheme {other:?} is not allowed (http or https only)")));
         }
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(FetchError::InvalidUrl(
-            "credentials (userinfo) in URLs are not allowed".to_string(),
-        ));
+        return Err(FetchError::InvalidUrl("credentials (userinfo) in URLs are not allowed".to_string()));
     }
-    let host = url
-        .host()
-        .ok_or_else(|| FetchError::InvalidUrl("the URL has no host".to_string()))?;
+    let host = url.host().ok_or_else(|| FetchError::InvalidUrl("the URL has no host".to_string()))?;
     policy.permits_host(&host).map_err(FetchError::Blocked)
 }
 
 /// A header value as text, if present and visible ASCII.
 fn header_text(response: &reqwest::Response, name: reqwest::header::HeaderName) -> Option<String> {
-    response
-        .headers()
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
+    response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
 }
 
 /// Map a reqwest error: our resolver's refusal, a timeout, or a short network message.
@@ -341,9 +296,7 @@ fn filename_from_disposition(value: &str) -> Option<String> {
             _ => {}
         }
     }
-    extended
-        .and_then(|n| sanitize_filename(&n))
-        .or_else(|| plain.and_then(|n| sanitize_filename(&n)))
+    extended.and_then(|n| sanitize_filename(&n)).or_else(|| plain.and_then(|n| sanitize_filename(&n)))
 }
 
 /// The `key=value` parameters after the disposition type (quoted strings unescaped).
@@ -497,17 +450,9 @@ mod tests {
             "http://user@example.com/",
             "http://:pass@example.com/",
         ] {
-            assert!(
-                matches!(checked(url), Err(FetchError::InvalidUrl(_))),
-                "{url}"
-            );
+            assert!(matches!(checked(url), Err(FetchError::InvalidUrl(_))), "{url}");
         }
-        for url in [
-            "http://127.0.0.1/",
-            "http://localhost/",
-            "https://[::1]:8443/",
-            "http://2130706433/",
-        ] {
+        for url in ["http://127.0.0.1/", "http://localhost/", "https://[::1]:8443/", "http://2130706433/"] {
             assert!(matches!(checked(url), Err(FetchError::Blocked(_))), "{url}");
         }
     }
@@ -516,14 +461,8 @@ mod tests {
     async fn fetch_refuses_before_connecting() {
         let fetcher = SafeFetcher::new(FetchLimits::default(), AddressPolicy::public_only());
         let err = fetcher.fetch("http://127.0.0.1:9/").await.unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "refused target: 127.0.0.1 is a loopback address"
-        );
-        assert!(matches!(
-            fetcher.fetch("not a url").await,
-            Err(FetchError::InvalidUrl(_))
-        ));
+        assert_eq!(err.to_string(), "refused target: 127.0.0.1 is a loopback address");
+        assert!(matches!(fetcher.fetch("not a url").await, Err(FetchError::InvalidUrl(_))));
         assert!(matches!(
             fetcher.fetch("http://localhost./").await,
             Err(FetchError::Blocked(BlockReason::LocalName(_)))
@@ -532,21 +471,11 @@ mod tests {
 
     #[tokio::test]
     async fn resolver_refuses_names_and_non_public_addresses() {
-        let resolver = CheckedResolver {
-            policy: Arc::new(AddressPolicy::public_only()),
-        };
-        let err = resolver
-            .resolve("localhost".parse().unwrap())
-            .await
-            .err()
-            .unwrap();
+        let resolver = CheckedResolver { policy: Arc::new(AddressPolicy::public_only()) };
+        let err = resolver.resolve("localhost".parse().unwrap()).await.err().unwrap();
         assert!(err.downcast_ref::<BlockReason>().is_some(), "{err}");
         // An IP spelling handed to the resolver as a name is still classified.
-        let err = resolver
-            .resolve("127.0.0.1".parse().unwrap())
-            .await
-            .err()
-            .unwrap();
+        let err = resolver.resolve("127.0.0.1".parse().unwrap()).await.err().unwrap();
         assert!(err.downcast_ref::<BlockReason>().is_some(), "{err}");
     }
 
@@ -557,11 +486,8 @@ mod tests {
     impl Resolve for RefuseAll {
         fn resolve(&self, _: Name) -> Resolving {
             Box::pin(async {
-                Err(BlockReason::Address {
-                    ip: "10.0.0.1".parse().unwrap(),
-                    reason: Box::new(BlockReason::Private),
-                }
-                .into())
+                Err(BlockReason::Address { ip: "10.0.0.1".parse().unwrap(), reason: Box::new(BlockReason::Private) }
+                    .into())
             })
         }
     }
@@ -569,12 +495,7 @@ mod tests {
     #[tokio::test]
     async fn resolver_refusal_surfaces_as_blocked_through_reqwest() {
         let client = build_client(&FetchLimits::default(), Arc::new(RefuseAll)).unwrap();
-        let err = client
-            .get("http://example.com/")
-            .send()
-            .await
-            .map_err(network_error)
-            .unwrap_err();
+        let err = client.get("http://example.com/").send().await.map_err(network_error).unwrap_err();
         match err {
             FetchError::Blocked(reason) => {
                 assert_eq!(reason.class(), &BlockReason::Private);
@@ -590,35 +511,16 @@ mod tests {
     #[test]
     fn content_disposition_names() {
         let f = filename_from_disposition;
+        assert_eq!(f("attachment; filename=\"paper.pdf\"").as_deref(), Some("paper.pdf"));
+        assert_eq!(f("attachment; filename=paper.pdf").as_deref(), Some("paper.pdf"));
+        assert_eq!(f("attachment; filename=\"a;b \\\"c\\\".pdf\"").as_deref(), Some("a;b \"c\".pdf"));
         assert_eq!(
-            f("attachment; filename=\"paper.pdf\"").as_deref(),
-            Some("paper.pdf")
-        );
-        assert_eq!(
-            f("attachment; filename=paper.pdf").as_deref(),
-            Some("paper.pdf")
-        );
-        assert_eq!(
-            f("attachment; filename=\"a;b \\\"c\\\".pdf\"").as_deref(),
-            Some("a;b \"c\".pdf")
-        );
-        assert_eq!(
-            f("attachment; filename=\"fallback.pdf\"; filename*=UTF-8''%E2%82%AC%20rates.pdf")
-                .as_deref(),
+            f("attachment; filename=\"fallback.pdf\"; filename*=UTF-8''%E2%82%AC%20rates.pdf").as_deref(),
             Some("€ rates.pdf")
         );
-        assert_eq!(
-            f("attachment; FILENAME*=iso-8859-1'en'%A3.pdf").as_deref(),
-            Some("£.pdf")
-        );
-        assert_eq!(
-            f("attachment; filename=\"../../etc/passwd\"").as_deref(),
-            Some("passwd")
-        );
-        assert_eq!(
-            f("attachment; filename=\"C:\\\\x\\\\y.pdf\"").as_deref(),
-            Some("y.pdf")
-        );
+        assert_eq!(f("attachment; FILENAME*=iso-8859-1'en'%A3.pdf").as_deref(), Some("£.pdf"));
+        assert_eq!(f("attachment; filename=\"../../etc/passwd\"").as_deref(), Some("passwd"));
+        assert_eq!(f("attachment; filename=\"C:\\\\x\\\\y.pdf\"").as_deref(), Some("y.pdf"));
         assert_eq!(f("attachment; filename=\"..\""), None);
         assert_eq!(f("inline"), None);
         assert_eq!(f("attachment; filename="), None);
@@ -627,10 +529,7 @@ mod tests {
     #[test]
     fn url_file_names() {
         let f = |u: &str| filename_from_url(&Url::parse(u).unwrap());
-        assert_eq!(
-            f("https://x.org/a/b/paper%20one.pdf").as_deref(),
-            Some("paper one.pdf")
-        );
+        assert_eq!(f("https://x.org/a/b/paper%20one.pdf").as_deref(), Some("paper one.pdf"));
         assert_eq!(f("https://x.org/a/b/").as_deref(), Some("b"));
         assert_eq!(f("https://x.org/"), None);
         assert_eq!(f("https://x.org/a/%2e%2e"), None);

@@ -94,7 +94,11 @@ pub fn qpdf_pages(bytes: &[u8]) -> u32 {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("x.pdf");
     std::fs::write(&path, bytes).unwrap();
-    let check = std::process::Command::new("qpdf").arg("--check").arg(&path).output().expect("qpdf is installed (cargo xtask setup)");
+    let check = std::process::Command::new("qpdf")
+        .arg("--check")
+        .arg(&path)
+        .output()
+        .expect("qpdf is installed (cargo xtask setup)");
     assert!(check.status.success(), "qpdf --check failed: {}", String::from_utf8_lossy(&check.stdout));
     let out = std::process::Command::new("qpdf").arg("--show-npages").arg(&path).output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
