@@ -31,13 +31,17 @@ pub async fn start(data_dir: &Path) -> Server {
 }
 
 pub async fn start_with(data_dir: &Path, public_url: Option<&str>) -> Server {
+    start_full(data_dir, public_url, Context::new()).await
+}
+
+pub async fn start_full(data_dir: &Path, public_url: Option<&str>, ctx: Context) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let mut config = ServerConfig::local(data_dir.to_path_buf());
     config.listen = addr;
     config.public_url = public_url.map(str::to_string);
     config.request_timeout = Duration::from_secs(60);
-    let router = app(&config, addr, Context::new()).unwrap();
+    let router = app(&config, addr, ctx).unwrap();
     let task = tokio::spawn(async move {
         axum::serve(listener, router).await.unwrap();
     });
