@@ -258,6 +258,23 @@ pub fn pages_of(source: &Document, pages: &[u32]) -> Result<Vec<u8>, EngineError
     crate::docs::pdf::save(&mut doc)
 }
 
+/// The answer of a route whose result is `pages` of `source` as one PDF named
+/// `<input>-<suffix>.pdf` (extract, remove, reorder).
+pub async fn pages_reply(
+    source: crate::docs::pdf::SourcePdf,
+    pages: Vec<u32>,
+    suffix: &'static str,
+    output: crate::output::OutputMode,
+) -> Result<crate::output::Reply<crate::output::NoJson>, EngineError> {
+    use crate::output::{FileSet, OutFile, Reply, derived_name};
+    crate::context::blocking(move || {
+        let bytes = pages_of(&source.doc, &pages)?;
+        let name = derived_name(&source.filename, suffix, "pdf");
+        Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
+    })
+    .await
+}
+
 fn page_at(pages: &[ObjectId], number: u32) -> Result<ObjectId, EngineError> {
     number
         .checked_sub(1)

@@ -264,8 +264,6 @@ fn clip_to(r: Rect, crop: Rect) -> Option<Rect> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::parse_body;
-    use base64::Engine as _;
     use lopdf::{Dictionary, Object, Stream};
     use serde_json::{Value, json};
 
@@ -311,19 +309,8 @@ mod tests {
         Rect { x0: v[0], y0: v[1], x1: v[2], y1: v[3] }.to_object()
     }
 
-    async fn crop(pdf: &[u8], mut body: Value) -> Result<(String, Document), EngineError> {
-        let data = base64::engine::general_purpose::STANDARD.encode(pdf);
-        body["file"] = json!({ "data": data, "filename": "scan.pdf" });
-        let input: CropInput = parse_body(&serde_json::to_vec(&body).unwrap())?;
-        let ctx = Context::new();
-        let prepared = CropRoute::prepare(input, &ctx).await?;
-        match CropRoute::run(prepared, &ctx).await? {
-            Reply::Files(set) => {
-                let file = set.into_single_file().unwrap();
-                Ok((file.filename, Document::load_mem(&file.bytes).unwrap()))
-            }
-            Reply::Json(never) => match never {},
-        }
+    async fn crop(pdf: &[u8], body: Value) -> Result<(String, Document), EngineError> {
+        crate::docs::testing::single_pdf::<CropRoute>(pdf, "scan.pdf", body).await
     }
 
     fn boxed(doc: &Document, number: u32, key: &[u8]) -> Option<Rect> {

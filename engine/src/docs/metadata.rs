@@ -602,13 +602,8 @@ mod xmp {
 
     /// The packet bytes as text: UTF-16 with a byte order mark, else UTF-8 (lossy).
     pub fn decode_packet(bytes: &[u8]) -> String {
-        if bytes.starts_with(&[0xFE, 0xFF]) || bytes.starts_with(&[0xFF, 0xFE]) {
-            let be = bytes[0] == 0xFE;
-            let units: Vec<u16> = bytes[2..]
-                .chunks_exact(2)
-                .map(|c| if be { u16::from_be_bytes([c[0], c[1]]) } else { u16::from_le_bytes([c[0], c[1]]) })
-                .collect();
-            return String::from_utf16_lossy(&units);
+        if let Some(text) = crate::docs::pdf::decode_utf16_with_bom(bytes) {
+            return text;
         }
         let bytes = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]).unwrap_or(bytes);
         String::from_utf8_lossy(bytes).into_owned()

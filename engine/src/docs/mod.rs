@@ -18,6 +18,8 @@ pub mod resize;
 pub mod rotate;
 pub mod set_outline;
 pub mod split;
+#[cfg(test)]
+pub(crate) mod testing;
 
 /// Adds every document route to the catalog.
 pub fn register(catalog: &mut Catalog) {

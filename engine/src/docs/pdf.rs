@@ -268,15 +268,24 @@ pub fn text_string(doc: &Document, object: &Object) -> Option<String> {
     }
 }
 
+/// Decodes UTF-16 text that starts with a byte order mark (either order); None without one.
+pub fn decode_utf16_with_bom(bytes: &[u8]) -> Option<String> {
+    let big_endian = match bytes {
+        [0xFE, 0xFF, ..] => true,
+        [0xFF, 0xFE, ..] => false,
+        _ => return None,
+    };
+    let units: Vec<u16> = bytes[2..]
+        .chunks_exact(2)
+        .map(|c| if big_endian { u16::from_be_bytes([c[0], c[1]]) } else { u16::from_le_bytes([c[0], c[1]]) })
+        .collect();
+    Some(String::from_utf16_lossy(&units))
+}
+
 /// Decodes PDF text-string bytes: UTF-16BE/LE with BOM, UTF-8 with BOM, else PDFDocEncoding.
 pub fn decode_text_string(bytes: &[u8]) -> String {
-    if bytes.starts_with(&[0xFE, 0xFF]) || bytes.starts_with(&[0xFF, 0xFE]) {
-        let be = bytes[0] == 0xFE;
-        let units: Vec<u16> = bytes[2..]
-            .chunks_exact(2)
-            .map(|c| if be { u16::from_be_bytes([c[0], c[1]]) } else { u16::from_le_bytes([c[0], c[1]]) })
-            .collect();
-        return String::from_utf16_lossy(&units);
+    if let Some(text) = decode_utf16_with_bom(bytes) {
+        return text;
     }
     if let Some(rest) = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
         return String::from_utf8_lossy(rest).into_owned();

@@ -4,12 +4,12 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
+use crate::context::Context;
 use crate::docs::pdf::SourcePdf;
 use crate::docs::{PAGE_EDIT_PRICE_RULE, assemble, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
-use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::output::{NoJson, OutputMode, Reply};
 use crate::price::Price;
 
 /// Most entries in `order`.
@@ -84,11 +84,6 @@ impl Route for ReorderRoute {
     }
 
     async fn run(call: Reorder, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
-        blocking(move || {
-            let bytes = assemble::pages_of(&call.source.doc, &call.order)?;
-            let name = derived_name(&call.source.filename, "reordered", "pdf");
-            Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), call.output)))
-        })
-        .await
+        assemble::pages_reply(call.source, call.order, "reordered", call.output).await
     }
 }

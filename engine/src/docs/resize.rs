@@ -547,8 +547,6 @@ fn num(value: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::parse_body;
-    use base64::Engine as _;
     use lopdf::content::Content;
     use lopdf::dictionary;
     use serde_json::{Value, json};
@@ -592,19 +590,8 @@ mod tests {
         Rect { x0: v[0], y0: v[1], x1: v[2], y1: v[3] }.to_object()
     }
 
-    async fn resize(pdf: &[u8], mut body: Value) -> Result<(String, Document), EngineError> {
-        let data = base64::engine::general_purpose::STANDARD.encode(pdf);
-        body["file"] = json!({ "data": data, "filename": "deck.pdf" });
-        let input: ResizeInput = parse_body(&serde_json::to_vec(&body).unwrap())?;
-        let ctx = Context::new();
-        let prepared = ResizeRoute::prepare(input, &ctx).await?;
-        match ResizeRoute::run(prepared, &ctx).await? {
-            Reply::Files(set) => {
-                let file = set.into_single_file().unwrap();
-                Ok((file.filename, Document::load_mem(&file.bytes).unwrap()))
-            }
-            Reply::Json(never) => match never {},
-        }
+    async fn resize(pdf: &[u8], body: Value) -> Result<(String, Document), EngineError> {
+        crate::docs::testing::single_pdf::<ResizeRoute>(pdf, "deck.pdf", body).await
     }
 
     fn page_dict(doc: &Document, number: u32) -> &Dictionary {
