@@ -79,6 +79,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             "not measured (no /usr/bin/time)"
         }
     );
+    println!("Output: the size of the PDFs written (a ZIP's, unpacked), after each passed the checks above.");
     for row in &rows {
         if let Some(note) = row.note {
             println!("{}: {note}", row.operation);
@@ -308,6 +309,12 @@ impl Timing {
 }
 
 impl Produces {
+    fn path(&self) -> &Path {
+        match self {
+            Produces::Pdf(path) | Produces::Zip(path) | Produces::Folder(path) => path,
+        }
+    }
+
     fn clear(&self) -> anyhow::Result<()> {
         match self {
             Produces::Pdf(file) | Produces::Zip(file) => match std::fs::remove_file(file) {

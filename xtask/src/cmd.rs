@@ -127,8 +127,14 @@ impl Cmd {
 }
 
 impl fmt::Display for Cmd {
-    /// The line as one would type it in a shell: `NAME=value program 'arg with spaces'`.
+    /// The line as one would type it in a shell: `NAME=value program 'arg with spaces'`, after
+    /// `echo 'input' |` when the program is given a line of text on stdin.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.stdin.as_deref().map(std::str::from_utf8) {
+            Some(Ok(text)) if !text.contains('\n') => write!(f, "echo {} | ", shell_quote(text.as_ref()))?,
+            Some(_) => f.write_str("(input on stdin) ")?,
+            None => {}
+        }
         let env = self.envs.iter().map(|(k, v)| format!("{}={}", k.to_string_lossy(), shell_quote(v)));
         let words: Vec<String> = env
             .chain(std::iter::once(shell_quote(&self.program)))
@@ -163,5 +169,7 @@ mod tests {
     fn prints_a_line_a_shell_would_run() {
         let cmd = Cmd::new("qpdf").env("A", "x y").args(["--pages", "a b.pdf", "it's", "", "1-3,5"]);
         assert_eq!(cmd.to_string(), r"A='x y' qpdf --pages 'a b.pdf' 'it'\''s' '' 1-3,5");
+        let piped = Cmd::new("paperchain").args(["call", "split_pdf", "--input", "-"]).stdin(r#"{"every":1}"#);
+        assert_eq!(piped.to_string(), r#"echo '{"every":1}' | paperchain call split_pdf --input -"#);
     }
 }

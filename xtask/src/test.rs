@@ -39,7 +39,7 @@ pub fn run(runner_args: &[OsString]) -> anyhow::Result<()> {
         Some(corpus) => tests.env("PAPERCHAIN_CORPUS", corpus),
         None => {
             println!(
-                "test: no corpus (set PAPERCHAIN_CORPUS, or put shared/corpus beside the clone); corpus tests skip"
+                "test: no corpus found: the corpus tests need PAPERCHAIN_CORPUS, or shared/corpus beside the clone"
             );
             tests
         }

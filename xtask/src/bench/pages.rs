@@ -47,37 +47,36 @@ pub(super) fn cases(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Res
     let merged_pages = PART_PAGES * MERGE_FILES as u32;
     let turned: Vec<u32> = rotations(&big, big_pages)?.into_iter().map(|r| (r + 90) % 360).collect();
     let out = |side: &str, name: &str| dir.join(side).join(name);
-    let paperchain = |args: Vec<OsString>, stdin: Option<&'static str>, output: Produces| Side {
-        program: paperchain.to_path_buf(),
-        args: [os("call")].into_iter().chain(args).collect(),
-        stdin,
-        output,
+    // `paperchain call OPERATION [--input -] --file POINTER=PATH… --out OUTPUT --force`
+    let paperchain = |operation: &str, input: Option<&'static str>, files: Vec<(String, &Path)>, output: Produces| {
+        let mut args = vec![os("call"), os(operation)];
+        if input.is_some() {
+            args.extend([os("--input"), os("-")]);
+        }
+        for (pointer, path) in files {
+            args.extend([os("--file"), os(format!("{pointer}={}", path.display()))]);
+        }
+        args.extend([os("--out"), output.path().into(), os("--force")]);
+        Side { program: paperchain.to_path_buf(), args, stdin: input, output }
     };
     let qpdf = |args: Vec<OsString>, output: Produces| Side { program: "qpdf".into(), args, stdin: None, output };
 
+    let qpdf_merged = out("qpdf", "merged.pdf");
     let merge = Case {
         operation: "merge: 20 files, 1,000 pages",
         paperchain: paperchain(
-            [os("merge_pdf_files")]
-                .into_iter()
-                .chain(
-                    parts
-                        .iter()
-                        .enumerate()
-                        .flat_map(|(i, p)| [os("--file"), os(format!("files/{i}/file={}", p.display()))]),
-                )
-                .chain([os("--out"), out("paperchain", "merged.pdf").into(), os("--force")])
-                .collect(),
+            "merge_pdf_files",
             None,
+            parts.iter().enumerate().map(|(i, part)| (format!("files/{i}/file"), part.as_path())).collect(),
             Produces::Pdf(out("paperchain", "merged.pdf")),
         ),
         qpdf: qpdf(
             [os("--empty"), os("--pages")]
                 .into_iter()
                 .chain(parts.iter().map(OsString::from))
-                .chain([os("--"), out("qpdf", "merged.pdf").into()])
+                .chain([os("--"), qpdf_merged.clone().into()])
                 .collect(),
-            Produces::Pdf(out("qpdf", "merged.pdf")),
+            Produces::Pdf(qpdf_merged),
         ),
         expect: Expect {
             files: 1,
@@ -94,11 +93,9 @@ pub(super) fn cases(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Res
     let split = Case {
         operation: "split: every page of 500",
         paperchain: paperchain(
-            [os("split_pdf"), os("--input"), os("-"), os("--file"), os(format!("file={}", big.display()))]
-                .into_iter()
-                .chain([os("--out"), out("paperchain", "parts.zip").into(), os("--force")])
-                .collect(),
+            "split_pdf",
             Some(r#"{"every":1}"#),
+            vec![("file".into(), &big)],
             Produces::Zip(out("paperchain", "parts.zip")),
         ),
         qpdf: qpdf(
@@ -113,19 +110,18 @@ pub(super) fn cases(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Res
         },
         note: Some("qpdf writes 500 separate PDF files; Paperchain writes the same 500 PDFs into one ZIP."),
     };
+    let qpdf_rotated = out("qpdf", "rotated.pdf");
     let rotate = Case {
         operation: "rotate: 500 pages by 90",
         paperchain: paperchain(
-            [os("rotate_pdf_pages"), os("--input"), os("-"), os("--file"), os(format!("file={}", big.display()))]
-                .into_iter()
-                .chain([os("--out"), out("paperchain", "rotated.pdf").into(), os("--force")])
-                .collect(),
+            "rotate_pdf_pages",
             Some(r#"{"degrees":90}"#),
+            vec![("file".into(), &big)],
             Produces::Pdf(out("paperchain", "rotated.pdf")),
         ),
         qpdf: qpdf(
-            vec![big.clone().into(), os("--rotate=+90"), os("--"), out("qpdf", "rotated.pdf").into()],
-            Produces::Pdf(out("qpdf", "rotated.pdf")),
+            vec![big.clone().into(), os("--rotate=+90"), os("--"), qpdf_rotated.clone().into()],
+            Produces::Pdf(qpdf_rotated),
         ),
         expect: Expect {
             files: 1,
