@@ -230,6 +230,15 @@ impl RouteEntry {
         self.route.prepare(body, ctx).await
     }
 
+    /// What the hosted service asks for this body: the exact price of a valid input, or
+    /// the route's base price together with what is wrong with the input.
+    pub async fn quote(&self, body: &[u8], ctx: &Context) -> (Price, Result<PreparedCall, EngineError>) {
+        match self.prepare(body, ctx).await {
+            Ok(call) => (call.price(), Ok(call)),
+            Err(error) => (self.info.base_price, Err(error)),
+        }
+    }
+
     /// Prepares and runs in one step (local mode, CLI).
     pub async fn call(&self, body: &[u8], ctx: &Context) -> Result<Reply<serde_json::Value>, EngineError> {
         self.prepare(body, ctx).await?.run(ctx.clone()).await
