@@ -71,7 +71,7 @@ pub async fn serve(config: ServerConfig, ctx: Context) -> std::io::Result<()> {
     let listener = TcpListener::bind(config.listen).await?;
     let local_addr = listener.local_addr()?;
     let app = app(&config, local_addr, ctx)?;
-    tracing::info!(%local_addr, "listening");
+    tracing::info!(%local_addr, "serving http://{local_addr} (OpenAPI at /openapi.json); Ctrl-C stops");
     axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
     tracing::info!("stopped");
     Ok(())

@@ -105,3 +105,41 @@ async fn the_default_policy_refuses_loopback_urls() {
         assert_eq!(answer["error"]["field"], "/file/url");
     }
 }
+
+#[tokio::test]
+async fn a_call_over_the_time_limit_is_answered_504() {
+    // An origin that accepts the connection and never answers.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = silent.local_addr().unwrap();
+    let _keep = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut config = paperchain_gateway::ServerConfig::local(dir.path().to_path_buf());
+    config.request_timeout = std::time::Duration::from_secs(1);
+    let router = paperchain_gateway::server::app(&config, addr, loopback_allowed()).unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let started = std::time::Instant::now();
+    let response = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .post(format!("http://{addr}/v1/pdf/inspect"))
+        .header("content-type", "application/json")
+        .body(json!({ "file": { "url": format!("http://{origin}/slow.pdf") } }).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 504);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "timeout");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "answered at the limit, not at the fetch's own 20 s"
+    );
+}
