@@ -32,8 +32,11 @@ Examples:
       List every operation, its path and its hosted price.
   paperchain call inspect_pdf_document --file file=report.pdf
       Inspect a PDF; the report is printed as JSON.
-  paperchain call merge_pdf_files --file files/0/file=a.pdf --file files/1/file=b.pdf --out merged.pdf
+  paperchain call merge_pdf_files -f files/0/file=a.pdf -f files/1/file=b.pdf -o merged.pdf
       Merge two PDFs into merged.pdf.
+  echo '{\"file\": {\"password\": \"secret\"}, \"pages\": \"1-3\"}' |
+    paperchain call extract_pdf_pages --input - -f file=locked.pdf -o first.pdf
+      Fields such as a password go in the JSON input; --file keeps them.
   echo '{\"every\": 1}' | paperchain call split_pdf --input - --file file=book.pdf --out pages.zip
       Split every page of book.pdf into its own PDF, all in one ZIP.";
 
@@ -82,7 +85,9 @@ struct RoutesArgs {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let default_level = if matches!(cli.command, Command::Serve(_)) { "info" } else { "warn" };
+    // lopdf reports every oddity of a damaged file as a warning; the answer already says
+    // what matters, so its own log is off unless PAPERCHAIN_LOG asks for it.
+    let default_level = if matches!(cli.command, Command::Serve(_)) { "info,lopdf=off" } else { "warn,lopdf=off" };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
