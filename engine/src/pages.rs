@@ -76,8 +76,51 @@ impl PageSelection {
     }
 
     /// The pages selected, 1-based, in the order written (repeats kept), checked
-    /// against `page_count`; errors name `field`.
-    pub fn resolve(&self, page_count: u32, field: &str) -> Result<Vec<u32>, EngineError> {
+    /// against `page_count`; at most `max_len` of them (a selection can repeat ranges,
+    /// so its length is bounded here, before anything is built from it). Errors name `field`.
+    pub fn resolve(&self, page_count: u32, max_len: u32, field: &str) -> Result<Vec<u32>, EngineError> {
+        let mut pages: Vec<u32> = Vec::new();
+        for (start, end) in self.spans(page_count, field)? {
+            let len = start.abs_diff(end) as usize + 1;
+            if pages.len() + len > max_len as usize {
+                return Err(EngineError::too_large(
+                    "too_many_pages",
+                    Some(field.to_string()),
+                    format!("{field}: the selection names more than {max_len} pages"),
+                ));
+            }
+            if start <= end {
+                pages.extend(start..=end);
+            } else {
+                pages.extend((end..=start).rev());
+            }
+        }
+        Ok(pages)
+    }
+
+    /// The distinct pages selected, ascending: for routes where order and repeats do not
+    /// matter. Costs the number of items plus the page count, however the ranges repeat.
+    pub fn resolve_set(&self, page_count: u32, field: &str) -> Result<Vec<u32>, EngineError> {
+        // A difference array: +1 where a span starts, -1 after it ends.
+        let mut marks = vec![0i64; page_count as usize + 2];
+        for (start, end) in self.spans(page_count, field)? {
+            let (low, high) = if start <= end { (start, end) } else { (end, start) };
+            marks[low as usize] += 1;
+            marks[high as usize + 1] -= 1;
+        }
+        let mut depth = 0;
+        let mut pages = Vec::new();
+        for page in 1..=page_count {
+            depth += marks[page as usize];
+            if depth > 0 {
+                pages.push(page);
+            }
+        }
+        Ok(pages)
+    }
+
+    /// Each item as an inclusive span of pages (start may be after end), checked.
+    fn spans(&self, page_count: u32, field: &str) -> Result<Vec<(u32, u32)>, EngineError> {
         let check = |page: u32| {
             if page == 0 || page > page_count {
                 Err(EngineError::invalid_with(
@@ -96,22 +139,13 @@ impl PageSelection {
             Bound::Page(n) => n,
             Bound::Last => page_count,
         };
-        let mut pages = Vec::new();
-        for part in &self.parts {
-            match *part {
-                Part::Single(b) => pages.push(check(value(b))?),
-                Part::Range(start, end) => {
-                    let start = check(value(start))?;
-                    let end = check(end.map(value).unwrap_or(page_count))?;
-                    if start <= end {
-                        pages.extend(start..=end);
-                    } else {
-                        pages.extend((end..=start).rev());
-                    }
-                }
-            }
-        }
-        Ok(pages)
+        self.parts
+            .iter()
+            .map(|part| match *part {
+                Part::Single(b) => check(value(b)).map(|p| (p, p)),
+                Part::Range(start, end) => Ok((check(value(start))?, check(end.map(value).unwrap_or(page_count))?)),
+            })
+            .collect()
     }
 
     /// The selection as written.
@@ -131,20 +165,12 @@ fn parse_bound(text: &str) -> Result<Bound, String> {
     }
 }
 
-/// Sorted, de-duplicated pages of a selection: for routes where order does not matter.
-pub fn as_set(pages: &[u32]) -> Vec<u32> {
-    let mut set = pages.to_vec();
-    set.sort_unstable();
-    set.dedup();
-    set
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn pages(text: &str, count: u32) -> Vec<u32> {
-        PageSelection::parse(text, "/pages").unwrap().resolve(count, "/pages").unwrap()
+        PageSelection::parse(text, "/pages").unwrap().resolve(count, 5_000, "/pages").unwrap()
     }
 
     #[test]
@@ -157,13 +183,13 @@ mod tests {
         assert_eq!(pages("-2", 5), vec![1, 2]);
         assert_eq!(pages("3-1", 5), vec![3, 2, 1]);
         assert_eq!(pages("2,2", 5), vec![2, 2]);
-        assert_eq!(PageSelection::all().resolve(2, "/p").unwrap(), vec![1, 2]);
+        assert_eq!(PageSelection::all().resolve(2, 5_000, "/p").unwrap(), vec![1, 2]);
     }
 
     #[test]
     fn refuses_malformed_selections() {
         for bad in ["", " ", "0", "a", "1,,2", "1-x", "1.5", "-", "1--2", "first"] {
-            let err = PageSelection::parse(bad, "/pages").and_then(|s| s.resolve(10, "/pages"));
+            let err = PageSelection::parse(bad, "/pages").and_then(|s| s.resolve(10, 5_000, "/pages"));
             let err = err.expect_err(bad);
             assert_eq!(err.field.as_deref(), Some("/pages"), "{bad}");
             assert!(err.code == "invalid_pages", "{bad}: {}", err.code);
@@ -172,11 +198,26 @@ mod tests {
 
     #[test]
     fn out_of_range_names_the_page_and_the_count() {
-        let err = PageSelection::parse("2,12", "/files/1/pages").unwrap().resolve(10, "/files/1/pages").unwrap_err();
+        let err =
+            PageSelection::parse("2,12", "/files/1/pages").unwrap().resolve(10, 5_000, "/files/1/pages").unwrap_err();
         assert_eq!(err.code, "page_out_of_range");
         assert_eq!(err.field.as_deref(), Some("/files/1/pages"));
         assert!(err.message.contains("page 12") && err.message.contains("10 pages"), "{}", err.message);
-        let err = PageSelection::parse("5-", "/p").unwrap().resolve(3, "/p").unwrap_err();
+        let err = PageSelection::parse("5-", "/p").unwrap().resolve(3, 5_000, "/p").unwrap_err();
         assert!(err.message.contains("page 5"));
+    }
+
+    #[test]
+    fn repeated_ranges_cannot_blow_up() {
+        let many = vec!["1-last"; 200_000].join(",");
+        let selection = PageSelection::parse(&many, "/pages").unwrap();
+        let err = selection.resolve(5_000, 5_000, "/pages").unwrap_err();
+        assert_eq!(err.code, "too_many_pages");
+        assert_eq!(err.field.as_deref(), Some("/pages"));
+        // As a set it costs items + pages, and is every page once.
+        assert_eq!(selection.resolve_set(5_000, "/pages").unwrap().len(), 5_000);
+        assert_eq!(PageSelection::parse("5-3,1,4", "/p").unwrap().resolve_set(6, "/p").unwrap(), vec![1, 3, 4, 5]);
+        assert_eq!(PageSelection::parse("2,2,2", "/p").unwrap().resolve(3, 3, "/p").unwrap(), vec![2, 2, 2]);
+        assert!(PageSelection::parse("2,2,2,2", "/p").unwrap().resolve(3, 3, "/p").is_err());
     }
 }

@@ -303,6 +303,8 @@ fn map_outline(items: &[OutlineItem], page_map: &HashMap<ObjectId, ObjectId>) ->
 /// Copies objects of one source into the target, each once.
 struct Copier<'a> {
     src: &'a Document,
+    /// The source's named destinations, indexed once.
+    names: outline_tree::Names<'a>,
     /// Source object → target object, for everything but pages.
     map: HashMap<ObjectId, ObjectId>,
     /// Source page → its (first) copy in the target.
@@ -341,6 +343,7 @@ impl<'a> Copier<'a> {
         }
         Copier {
             src,
+            names: outline_tree::Names::new(src),
             map: HashMap::new(),
             page_map: HashMap::new(),
             pages: pages.iter().copied().collect(),
@@ -426,28 +429,22 @@ impl<'a> Copier<'a> {
     }
 
     /// Named destinations point into the source's name tree, which is not copied:
-    /// write the destination itself instead.
+    /// write the destination itself instead, wherever a dictionary names one (a link's
+    /// `/Dest`, a GoTo action's `/D`, direct or not, and along `/Next` chains, which
+    /// reach this through the recursive copy).
     fn inline_named_destinations(&self, dict: &mut Dictionary) {
-        let named = |o: &Object| matches!(o, Object::Name(_) | Object::String(..));
-        if let Ok(dest) = dict.get(b"Dest")
-            && named(dest)
-        {
-            let name = name_bytes(dest);
-            if let Some(explicit) = outline_tree::named_destination(self.src, &name) {
-                dict.set("Dest", destination_array(self.src, explicit));
+        let explicit = |value: &Object| match value {
+            Object::Name(name) | Object::String(name, _) => {
+                self.names.get(name).map(|found| destination_array(self.src, found.clone()))
             }
+            _ => None,
+        };
+        if let Some(dest) = dict.get(b"Dest").ok().and_then(explicit) {
+            dict.set("Dest", dest);
         }
-        if let Ok(Object::Dictionary(action)) = dict.get_mut(b"A") {
-            let goto = action.get(b"S").and_then(Object::as_name).is_ok_and(|s| s == b"GoTo");
-            if goto
-                && let Ok(d) = action.get(b"D")
-                && named(d)
-            {
-                let name = name_bytes(d);
-                if let Some(explicit) = outline_tree::named_destination(self.src, &name) {
-                    action.set("D", destination_array(self.src, explicit));
-                }
-            }
+        let goto = dict.get(b"S").and_then(Object::as_name).is_ok_and(|s| s == b"GoTo");
+        if goto && let Some(dest) = dict.get(b"D").ok().and_then(explicit) {
+            dict.set("D", dest);
         }
     }
 
@@ -478,13 +475,6 @@ impl<'a> Copier<'a> {
         }
         self.drain(target);
         out
-    }
-}
-
-fn name_bytes(object: &Object) -> Vec<u8> {
-    match object {
-        Object::Name(n) | Object::String(n, _) => n.clone(),
-        _ => Vec::new(),
     }
 }
 
@@ -610,6 +600,35 @@ mod tests {
         assert!(matches!(annots[0].get(b"Dest").unwrap(), Object::Null));
         let dest = annots[1].get(b"Dest").unwrap().as_array().unwrap();
         assert_eq!(dest[0].as_reference().unwrap(), out_pages[1]);
+    }
+
+    #[test]
+    fn named_destinations_are_written_out_in_direct_and_indirect_actions() {
+        let mut src = numbered(3);
+        let pages: Vec<ObjectId> = src.page_iter().collect();
+        let names = src.add_object(dictionary! {
+            "Dests" => dictionary! { "Names" => vec![Object::string_literal("chap2"), vec![pages[1].into(), "Fit".into()].into()] }
+        });
+        let catalog = src.trailer.get(b"Root").unwrap().as_reference().unwrap();
+        src.get_dictionary_mut(catalog).unwrap().set("Names", names);
+        let rect = || -> Object { vec![0.into(), 0.into(), 10.into(), 10.into()].into() };
+        let action = src.add_object(dictionary! { "S" => "GoTo", "D" => Object::string_literal("chap2") });
+        let indirect =
+            src.add_object(dictionary! { "Type" => "Annot", "Subtype" => "Link", "Rect" => rect(), "A" => action });
+        let direct = src.add_object(dictionary! { "Type" => "Annot", "Subtype" => "Link", "Rect" => rect(), "Dest" => Object::Name(b"chap2".to_vec()) });
+        src.get_dictionary_mut(pages[0]).unwrap().set("Annots", vec![indirect.into(), direct.into()]);
+
+        let mut asm = Assembler::new();
+        asm.append(&src, &[1, 2], ALL).unwrap();
+        let mut out = asm.finish().unwrap();
+        let out = roundtrip(&mut out);
+        let out_pages: Vec<ObjectId> = out.page_iter().collect();
+        let annots = out.get_page_annotations(out_pages[0]).unwrap();
+        let action = out.dereference(annots[0].get(b"A").unwrap()).unwrap().1.as_dict().unwrap();
+        let target = action.get(b"D").unwrap().as_array().unwrap();
+        assert_eq!(target[0].as_reference().unwrap(), out_pages[1]);
+        let target = annots[1].get(b"Dest").unwrap().as_array().unwrap();
+        assert_eq!(target[0].as_reference().unwrap(), out_pages[1]);
     }
 
     #[test]

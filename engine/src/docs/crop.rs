@@ -13,7 +13,7 @@ use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
-use crate::pages::{PageSelection, as_set};
+use crate::pages::PageSelection;
 use crate::price::Price;
 
 /// Request of `/v1/pdf/crop`.
@@ -102,7 +102,7 @@ impl Route for CropRoute {
         check_margins(&input.margins, input.unit)?;
         let selection = PageSelection::parse_or_all(input.pages.as_deref(), "/pages")?;
         let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        let pages = as_set(&selection.resolve(source.page_count, "/pages")?);
+        let pages = selection.resolve_set(source.page_count, "/pages")?;
         let ids = source.page_ids();
         let mut seen = HashSet::new();
         let mut boxes = Vec::with_capacity(pages.len());

@@ -59,12 +59,12 @@ impl Route for ExtractPagesRoute {
     async fn prepare(input: ExtractPagesInput, ctx: &Context) -> Result<ExtractPages, EngineError> {
         let selection = PageSelection::parse(&input.pages, "/pages")?;
         let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        let pages = selection.resolve(source.page_count, "/pages")?;
+        let pages = selection.resolve(source.page_count, ctx.limits.max_pages, "/pages")?;
         Ok(ExtractPages { source, pages, output: input.output })
     }
 
     fn quote(call: &ExtractPages) -> Price {
-        page_edit_price(call.source.page_count)
+        page_edit_price(call.source.page_count.max(call.pages.len() as u32))
     }
 
     async fn run(call: ExtractPages, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {

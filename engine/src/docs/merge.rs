@@ -110,7 +110,7 @@ impl Route for MergeRoute {
         let loaded = futures::future::try_join_all(loads).await?;
         let mut sources = Vec::with_capacity(loaded.len());
         for (i, (source, selection)) in loaded.into_iter().zip(selections).enumerate() {
-            let pages = selection.resolve(source.page_count, &format!("/files/{i}/pages"))?;
+            let pages = selection.resolve(source.page_count, ctx.limits.max_pages, &format!("/files/{i}/pages"))?;
             sources.push((source, pages));
         }
         let total: usize = sources.iter().map(|(_, p)| p.len()).sum();

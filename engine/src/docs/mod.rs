@@ -38,7 +38,8 @@ pub fn register(catalog: &mut Catalog) {
 }
 
 /// The page-edit price rule in words (route book §4).
-pub const PAGE_EDIT_PRICE_RULE: &str = "$0.002 covers 50 pages; + $0.00002 a page beyond";
+pub const PAGE_EDIT_PRICE_RULE: &str =
+    "$0.002 covers 50 pages (of the input, or of the result when it has more); + $0.00002 a page beyond";
 
 /// Page edits: $0.002 covers 50 pages, + $0.00002 a page beyond.
 pub fn page_edit_price(pages: u32) -> Price {

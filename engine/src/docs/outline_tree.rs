@@ -4,7 +4,7 @@
 //! and hostile files have cycles; destinations are resolved through `/Dest`, `/A`
 //! GoTo actions and named destinations (the catalog's `/Dests` and the `/Names` tree).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use lopdf::{Dictionary, Document, Object, ObjectId};
 
@@ -31,54 +31,69 @@ pub fn read(doc: &Document) -> Vec<OutlineItem> {
     let Ok(catalog) = doc.catalog() else { return Vec::new() };
     let Some(root) = dict_at(doc, catalog, b"Outlines") else { return Vec::new() };
     let pages: HashSet<ObjectId> = doc.page_iter().collect();
-    let mut seen = HashSet::new();
-    let mut budget = MAX_ITEMS;
-    read_children(doc, root, &pages, &mut seen, &mut budget, 0)
+    let names = Names::new(doc);
+    let mut walk = Walk { doc, pages: &pages, names: &names, seen: HashSet::new(), budget: MAX_ITEMS };
+    walk.children(root, 0)
 }
 
-fn read_children(
-    doc: &Document,
-    parent: &Dictionary,
-    pages: &HashSet<ObjectId>,
-    seen: &mut HashSet<ObjectId>,
-    budget: &mut usize,
-    depth: usize,
-) -> Vec<OutlineItem> {
-    let mut items = Vec::new();
-    if depth >= MAX_DEPTH {
-        return items;
-    }
-    let mut next = parent.get(b"First").and_then(Object::as_reference).ok();
-    while let Some(id) = next {
-        if *budget == 0 || !seen.insert(id) {
-            break;
+/// State of one outline read.
+struct Walk<'a> {
+    doc: &'a Document,
+    pages: &'a HashSet<ObjectId>,
+    names: &'a Names<'a>,
+    seen: HashSet<ObjectId>,
+    budget: usize,
+}
+
+impl Walk<'_> {
+    fn children(&mut self, parent: &Dictionary, depth: usize) -> Vec<OutlineItem> {
+        let mut items = Vec::new();
+        if depth >= MAX_DEPTH {
+            return items;
         }
-        *budget -= 1;
-        let Ok(node) = doc.get_dictionary(id) else { break };
-        let title = node.get(b"Title").ok().and_then(|t| text_string(doc, t)).unwrap_or_default();
-        let page = destination_page(doc, node, pages);
-        let children = read_children(doc, node, pages, seen, budget, depth + 1);
-        items.push(OutlineItem { title, page, children });
-        next = node.get(b"Next").and_then(Object::as_reference).ok();
+        let mut next = parent.get(b"First").and_then(Object::as_reference).ok();
+        while let Some(id) = next {
+            if self.budget == 0 || !self.seen.insert(id) {
+                break;
+            }
+            self.budget -= 1;
+            let Ok(node) = self.doc.get_dictionary(id) else { break };
+            let title = node.get(b"Title").ok().and_then(|t| text_string(self.doc, t)).unwrap_or_default();
+            let page = destination_page(self.doc, node, self.pages, self.names);
+            let children = self.children(node, depth + 1);
+            items.push(OutlineItem { title, page, children });
+            next = node.get(b"Next").and_then(Object::as_reference).ok();
+        }
+        items
     }
-    items
 }
 
 /// The page an outline item or link annotation opens: `/Dest`, or a GoTo `/A`.
-pub fn destination_page(doc: &Document, node: &Dictionary, pages: &HashSet<ObjectId>) -> Option<ObjectId> {
+pub fn destination_page(
+    doc: &Document,
+    node: &Dictionary,
+    pages: &HashSet<ObjectId>,
+    names: &Names,
+) -> Option<ObjectId> {
     if let Ok(dest) = node.get(b"Dest") {
-        return resolve_dest(doc, dest, pages, 0);
+        return resolve_dest(doc, dest, pages, names, 0);
     }
     let action = dict_at(doc, node, b"A")?;
     let kind = action.get(b"S").and_then(Object::as_name).ok()?;
     if kind != b"GoTo" {
         return None;
     }
-    resolve_dest(doc, action.get(b"D").ok()?, pages, 0)
+    resolve_dest(doc, action.get(b"D").ok()?, pages, names, 0)
 }
 
 /// Resolves a destination (explicit array, name, or string) to a page object.
-pub fn resolve_dest(doc: &Document, dest: &Object, pages: &HashSet<ObjectId>, depth: usize) -> Option<ObjectId> {
+pub fn resolve_dest(
+    doc: &Document,
+    dest: &Object,
+    pages: &HashSet<ObjectId>,
+    names: &Names,
+    depth: usize,
+) -> Option<ObjectId> {
     if depth > 4 {
         return None;
     }
@@ -90,56 +105,76 @@ pub fn resolve_dest(doc: &Document, dest: &Object, pages: &HashSet<ObjectId>, de
             Object::Integer(index) => doc.page_iter().nth(usize::try_from(*index).ok()?),
             _ => None,
         },
-        Object::Dictionary(d) => resolve_dest(doc, d.get(b"D").ok()?, pages, depth + 1),
-        Object::Name(name) | Object::String(name, _) => {
-            let target = named_destination(doc, name)?;
-            resolve_dest(doc, &target, pages, depth + 1)
-        }
+        Object::Dictionary(d) => resolve_dest(doc, d.get(b"D").ok()?, pages, names, depth + 1),
+        Object::Name(name) | Object::String(name, _) => resolve_dest(doc, names.get(name)?, pages, names, depth + 1),
         _ => None,
     }
 }
 
-/// Looks a named destination up in the catalog's `/Dests` and in the `/Names` `/Dests` tree.
-pub fn named_destination(doc: &Document, name: &[u8]) -> Option<Object> {
-    let catalog = doc.catalog().ok()?;
-    if let Some(dests) = dict_at(doc, catalog, b"Dests")
-        && let Ok(found) = dests.get(name)
-    {
-        return Some(found.clone());
-    }
-    let names = dict_at(doc, catalog, b"Names")?;
-    let tree = dict_at(doc, names, b"Dests")?;
-    let mut seen = HashSet::new();
-    name_tree_lookup(doc, tree, name, &mut seen, 0)
+/// Most named destinations indexed.
+const MAX_NAMES: usize = 200_000;
+
+/// The named destinations of a document (the catalog's `/Dests` and the `/Names`
+/// `/Dests` tree), indexed on first use so each lookup is one hash probe.
+pub struct Names<'a> {
+    doc: &'a Document,
+    index: std::cell::OnceCell<HashMap<Vec<u8>, Object>>,
 }
 
-fn name_tree_lookup(
+impl<'a> Names<'a> {
+    /// An index of `doc`'s names, built when first asked.
+    pub fn new(doc: &'a Document) -> Names<'a> {
+        Names { doc, index: std::cell::OnceCell::new() }
+    }
+
+    /// The destination named `name`.
+    pub fn get(&self, name: &[u8]) -> Option<&Object> {
+        self.index.get_or_init(|| index_names(self.doc)).get(name)
+    }
+}
+
+fn index_names(doc: &Document) -> HashMap<Vec<u8>, Object> {
+    let mut index = HashMap::new();
+    let Ok(catalog) = doc.catalog() else { return index };
+    if let Some(tree) = dict_at(doc, catalog, b"Names").and_then(|names| dict_at(doc, names, b"Dests")) {
+        let mut seen = HashSet::new();
+        index_tree(doc, tree, &mut index, &mut seen, 0);
+    }
+    // The older catalog /Dests dictionary wins over the tree, as readers look it up first.
+    if let Some(dests) = dict_at(doc, catalog, b"Dests") {
+        for (name, value) in dests.iter().take(MAX_NAMES) {
+            index.insert(name.clone(), value.clone());
+        }
+    }
+    index
+}
+
+fn index_tree(
     doc: &Document,
     node: &Dictionary,
-    key: &[u8],
+    index: &mut HashMap<Vec<u8>, Object>,
     seen: &mut HashSet<*const Dictionary>,
     depth: usize,
-) -> Option<Object> {
-    if depth > MAX_DEPTH || !seen.insert(node as *const Dictionary) {
-        return None;
+) {
+    if depth > MAX_DEPTH || index.len() >= MAX_NAMES || !seen.insert(node as *const Dictionary) {
+        return;
     }
     if let Ok(names) = node.get(b"Names").and_then(|o| doc.dereference(o)).and_then(|(_, o)| o.as_array()) {
         for pair in names.chunks(2) {
-            if let [Object::String(k, _), value] = pair
-                && k.as_slice() == key
-            {
-                return Some(value.clone());
+            if let [Object::String(key, _), value] = pair {
+                index.entry(key.clone()).or_insert_with(|| value.clone());
+                if index.len() >= MAX_NAMES {
+                    return;
+                }
             }
         }
     }
-    let kids = node.get(b"Kids").and_then(|o| doc.dereference(o)).and_then(|(_, o)| o.as_array()).ok()?;
+    let Ok(kids) = node.get(b"Kids").and_then(|o| doc.dereference(o)).and_then(|(_, o)| o.as_array()) else { return };
     for kid in kids {
-        let Ok((_, Object::Dictionary(kid))) = doc.dereference(kid) else { continue };
-        if let Some(found) = name_tree_lookup(doc, kid, key, seen, depth + 1) {
-            return Some(found);
+        if let Ok((_, Object::Dictionary(kid))) = doc.dereference(kid) {
+            index_tree(doc, kid, index, seen, depth + 1);
         }
     }
-    None
 }
 
 /// Counts items of a tree.
@@ -279,6 +314,6 @@ mod tests {
         doc.get_dictionary_mut(catalog).unwrap().set("Names", names);
         let set: HashSet<ObjectId> = pages.iter().copied().collect();
         let node = dictionary! { "A" => dictionary! { "S" => "GoTo", "D" => Object::string_literal("chap2") } };
-        assert_eq!(destination_page(&doc, &node, &set), Some(pages[1]));
+        assert_eq!(destination_page(&doc, &node, &set, &Names::new(&doc)), Some(pages[1]));
     }
 }

@@ -10,7 +10,7 @@ use crate::docs::{PAGE_EDIT_PRICE_RULE, assemble, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::{NoJson, OutputMode, Reply};
-use crate::pages::{PageSelection, as_set};
+use crate::pages::PageSelection;
 use crate::price::Price;
 
 /// Request of `/v1/pdf/remove-pages`.
@@ -58,7 +58,7 @@ impl Route for RemovePagesRoute {
     async fn prepare(input: RemovePagesInput, ctx: &Context) -> Result<RemovePages, EngineError> {
         let selection = PageSelection::parse(&input.pages, "/pages")?;
         let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        let removed = as_set(&selection.resolve(source.page_count, "/pages")?);
+        let removed = selection.resolve_set(source.page_count, "/pages")?;
         let keep: Vec<u32> = (1..=source.page_count).filter(|p| removed.binary_search(p).is_err()).collect();
         if keep.is_empty() {
             return Err(EngineError::invalid(

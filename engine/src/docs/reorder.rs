@@ -12,9 +12,6 @@ use crate::input::FileInput;
 use crate::output::{NoJson, OutputMode, Reply};
 use crate::price::Price;
 
-/// Most entries in `order`.
-const MAX_ORDER: usize = 20_000;
-
 /// Request of `/v1/pdf/reorder`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -23,7 +20,7 @@ pub struct ReorderInput {
     pub file: FileInput,
     /// The new page order as 1-based page numbers: `[3, 1, 2]`. A page may appear more
     /// than once; pages not listed are dropped.
-    #[schemars(length(min = 1, max = 20000))]
+    #[schemars(length(min = 1, max = 5000))]
     pub order: Vec<u32>,
     /// How to deliver the result.
     #[serde(default)]
@@ -63,8 +60,12 @@ impl Route for ReorderRoute {
         if input.order.is_empty() {
             return Err(EngineError::invalid("/order", "/order: list at least one page number"));
         }
-        if input.order.len() > MAX_ORDER {
-            return Err(EngineError::invalid("/order", format!("/order: at most {MAX_ORDER} entries")));
+        if input.order.len() > ctx.limits.max_pages as usize {
+            return Err(EngineError::too_large(
+                "too_many_pages",
+                Some("/order".into()),
+                format!("/order: the result may have at most {} pages", ctx.limits.max_pages),
+            ));
         }
         let source = SourcePdf::load(&input.file, "/file", ctx).await?;
         for (i, &page) in input.order.iter().enumerate() {
@@ -80,7 +81,7 @@ impl Route for ReorderRoute {
     }
 
     fn quote(call: &Reorder) -> Price {
-        page_edit_price(call.source.page_count)
+        page_edit_price(call.source.page_count.max(call.order.len() as u32))
     }
 
     async fn run(call: Reorder, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {

@@ -16,7 +16,7 @@ use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
-use crate::pages::{PageSelection, as_set};
+use crate::pages::PageSelection;
 use crate::price::Price;
 
 /// Request of `/v1/pdf/resize`.
@@ -212,7 +212,7 @@ impl Route for ResizeRoute {
         }
         let selection = PageSelection::parse_or_all(input.pages.as_deref(), "/pages")?;
         let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        let pages = as_set(&selection.resolve(source.page_count, "/pages")?);
+        let pages = selection.resolve_set(source.page_count, "/pages")?;
         let ids = source.page_ids();
         let target = (input.size.points(), input.mode, input.orientation);
         let mut seen = HashSet::new();

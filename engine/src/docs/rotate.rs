@@ -10,7 +10,7 @@ use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
-use crate::pages::{PageSelection, as_set};
+use crate::pages::PageSelection;
 use crate::price::Price;
 
 /// Request of `/v1/pdf/rotate`.
@@ -92,7 +92,7 @@ impl Route for RotateRoute {
     async fn prepare(input: RotateInput, ctx: &Context) -> Result<Rotate, EngineError> {
         let selection = PageSelection::parse_or_all(input.pages.as_deref(), "/pages")?;
         let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        let pages = as_set(&selection.resolve(source.page_count, "/pages")?);
+        let pages = selection.resolve_set(source.page_count, "/pages")?;
         Ok(Rotate { source, pages, degrees: input.degrees.0, output: input.output })
     }
 

@@ -95,11 +95,18 @@ impl Route for SplitRoute {
         };
         let source = SourcePdf::load(&input.file, "/file", ctx).await?;
         let parts = match (selections, input.every) {
-            (Some(selections), _) => selections
-                .iter()
-                .enumerate()
-                .map(|(i, s)| s.resolve(source.page_count, &format!("/ranges/{i}")))
-                .collect::<Result<Vec<_>, _>>()?,
+            (Some(selections), _) => {
+                // All parts together are held to the page limit, so ranges that repeat
+                // the document cannot multiply the work.
+                let mut budget = ctx.limits.max_pages;
+                let mut parts = Vec::with_capacity(selections.len());
+                for (i, selection) in selections.iter().enumerate() {
+                    let pages = selection.resolve(source.page_count, budget, &format!("/ranges/{i}"))?;
+                    budget -= pages.len() as u32;
+                    parts.push(pages);
+                }
+                parts
+            }
             (None, Some(every)) => {
                 let pages: Vec<u32> = (1..=source.page_count).collect();
                 pages.chunks(every as usize).map(<[u32]>::to_vec).collect()
@@ -110,7 +117,8 @@ impl Route for SplitRoute {
     }
 
     fn quote(call: &Split) -> Price {
-        page_edit_price(call.source.page_count)
+        let output: usize = call.parts.iter().map(Vec::len).sum();
+        page_edit_price(call.source.page_count.max(output as u32))
     }
 
     async fn run(call: Split, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
