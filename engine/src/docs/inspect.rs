@@ -1333,7 +1333,7 @@ mod tests {
         for _ in 0..3 {
             kids.push(Object::from(doc.add_object(dictionary! {
                 "Type" => "Page", "Parent" => pages_id, "Contents" => content, "Annots" => annots,
-                "MediaBox" => vec![0.into(), 0.into(), Object::Real(f32::NAN), 100.into()], "Rotate" => 45,
+                "MediaBox" => vec![0.into(), 0.into(), Object::Name(b"NaN".to_vec()), 100.into()], "Rotate" => 45,
                 "Resources" => dictionary! { "XObject" => dictionary! { "Deep" => inner, "Loop" => looping } },
             })));
         }
@@ -1361,7 +1361,7 @@ mod tests {
         let report = call(&encode(&mut doc), None).await.unwrap();
         assert_eq!(report.page_count, 3);
         for page in &report.pages {
-            // The NaN box falls back to Letter; 45 degrees reads as 0; the text 40 forms deep is
+            // The box with a name for a number falls back to Letter; 45 degrees reads as 0; the text 40 forms deep is
             // past the depth cap and the unterminated string is no text.
             assert_eq!((page.width_pt, page.height_pt, page.rotation), (612.0, 792.0, 0));
             assert_eq!((page.has_text, page.kind), (false, PageKind::Empty));

@@ -89,7 +89,18 @@ pub fn open(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Result<Doc
         // Still encrypted after loading: the password (or the empty one) did not open it.
         return Err(password_error(password));
     }
-    let pages = doc.page_iter().take(limits.max_pages as usize + 1).count();
+    let mut pages = 0;
+    for id in doc.page_iter().take(limits.max_pages as usize + 1) {
+        pages += 1;
+        // Found here, before any price is quoted, rather than half-way through an edit.
+        if doc.get_dictionary(id).is_err() {
+            return Err(EngineError::invalid_with(
+                "damaged_pdf",
+                "",
+                format!("page {pages} of the PDF cannot be read"),
+            ));
+        }
+    }
     if pages == 0 {
         return Err(EngineError::invalid_with("damaged_pdf", "", "the PDF has no readable pages"));
     }
@@ -114,6 +125,22 @@ fn password_error(password: Option<&str>) -> EngineError {
     }
 }
 
+/// Largest result one call may produce, in bytes (all files together): a small input
+/// whose pages share large resources can otherwise multiply when split.
+pub const MAX_OUTPUT_BYTES: usize = 256 * 1024 * 1024;
+
+/// The error for a result over [`MAX_OUTPUT_BYTES`].
+pub fn output_too_large() -> EngineError {
+    EngineError::too_large(
+        "output_too_large",
+        None,
+        format!(
+            "the result would be larger than {} MiB; ask for fewer pages or parts",
+            MAX_OUTPUT_BYTES / (1024 * 1024)
+        ),
+    )
+}
+
 /// Serialises a document; the output is never encrypted.
 pub fn save(doc: &mut Document) -> Result<Vec<u8>, EngineError> {
     // The output is one fresh revision: keys describing the input's revisions go.
@@ -134,6 +161,9 @@ pub fn save(doc: &mut Document) -> Result<Vec<u8>, EngineError> {
     doc.max_id = doc.objects.keys().map(|(number, _)| *number).max().unwrap_or(0);
     let mut out = Vec::new();
     doc.save_to(&mut out).map_err(|e| EngineError::internal(format!("writing the PDF: {e}")))?;
+    if out.len() > MAX_OUTPUT_BYTES {
+        return Err(output_too_large());
+    }
     Ok(out)
 }
 
@@ -345,6 +375,29 @@ mod tests {
             assert_eq!(text_string(&doc, &object).unwrap(), text);
         }
         assert_eq!(decode_text_string(&[0x8D, b'a', 0x8E, 0xA0]), "“a”€");
+    }
+
+    #[test]
+    fn a_page_that_cannot_be_read_is_refused_when_opening() {
+        use lopdf::dictionary;
+        let mut doc = Document::with_version("1.7");
+        let pages_id = doc.new_object_id();
+        let good = doc.add_object(dictionary! { "Type" => "Page", "Parent" => pages_id });
+        let missing = doc.new_object_id();
+        doc.objects.insert(
+            pages_id,
+            Object::Dictionary(
+                dictionary! { "Type" => "Pages", "Kids" => vec![good.into(), missing.into()], "Count" => 2 },
+            ),
+        );
+        let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
+        doc.trailer.set("Root", catalog);
+        doc.objects.insert(missing, Object::Integer(5));
+        let mut bytes = Vec::new();
+        doc.save_to(&mut bytes).unwrap();
+        let e = open(&bytes, None, &Limits::default()).unwrap_err();
+        assert_eq!(e.code, "damaged_pdf");
+        assert!(e.message.contains("page 2"), "{}", e.message);
     }
 
     #[test]

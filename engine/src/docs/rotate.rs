@@ -104,8 +104,13 @@ impl Route for RotateRoute {
         blocking(move || {
             let Rotate { mut source, pages, degrees, output } = call;
             let ids = source.page_ids();
+            // A page object listed twice in the page tree is still one page to turn.
+            let mut turned = std::collections::HashSet::new();
             for number in pages {
-                let id = ids[number as usize - 1];
+                let Some(&id) = ids.get(number as usize - 1) else { continue };
+                if !turned.insert(id) {
+                    continue;
+                }
                 let current = pdf::rotation(&source.doc, id);
                 let page = source.doc.get_dictionary_mut(id).map_err(|e| pdf::edit_error("rotating", e))?;
                 page.set("Rotate", (current + degrees).rem_euclid(360));

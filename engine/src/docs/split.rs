@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
-use crate::docs::pdf::SourcePdf;
+use crate::docs::pdf::{self, SourcePdf};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, assemble, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
@@ -127,8 +127,14 @@ impl Route for SplitRoute {
             let total = call.parts.len() as u64;
             let width = call.parts.len().to_string().len();
             let mut files = Vec::with_capacity(call.parts.len());
+            let mut written = 0usize;
             for (i, pages) in call.parts.iter().enumerate() {
                 let bytes = assemble::pages_of(&call.source.doc, pages)?;
+                // Parts share the source's resources and each carries its own copy.
+                written += bytes.len();
+                if written > pdf::MAX_OUTPUT_BYTES {
+                    return Err(pdf::output_too_large());
+                }
                 let suffix = format!("part-{:0width$}", i + 1);
                 files.push(OutFile::pdf(derived_name(&call.source.filename, &suffix, "pdf"), bytes));
                 progress.advance("parts", i as u64 + 1, total);
