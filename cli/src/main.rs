@@ -59,7 +59,7 @@ enum Command {
 
 #[derive(clap::Args)]
 struct ServeArgs {
-    /// Address to listen on. On a loopback address, requests must name localhost in Host.
+    /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8402", env = "PAPERCHAIN_LISTEN")]
     listen: SocketAddr,
     /// Folder for 24-hour result links (default: $XDG_DATA_HOME/paperchain).
@@ -68,6 +68,12 @@ struct ServeArgs {
     /// Base URL written in result links and documents (default: http://LISTEN).
     #[arg(long, env = "PAPERCHAIN_PUBLIC_URL")]
     public_url: Option<String>,
+    /// A host name this server answers besides localhost (repeatable). Requests whose Host
+    /// header names anything else are refused, so a web page cannot reach the server by
+    /// rebinding its own name to this machine. Needed with --listen 0.0.0.0 unless
+    /// --public-url names the server.
+    #[arg(long = "allow-host", value_name = "NAME", env = "PAPERCHAIN_ALLOW_HOSTS", value_delimiter = ',')]
+    allow_hosts: Vec<String>,
     /// Seconds a call may take before it is answered with 504.
     #[arg(long, default_value_t = 120, env = "PAPERCHAIN_REQUEST_TIMEOUT")]
     request_timeout: u64,
@@ -134,6 +140,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     config.listen = args.listen;
     config.public_url = args.public_url;
     config.request_timeout = Duration::from_secs(args.request_timeout.max(1));
+    config.allowed_hosts = args.allow_hosts;
     if !config.listen.ip().is_loopback() {
         tracing::warn!(listen = %config.listen, "listening beyond loopback: anyone who can reach this address can use it");
     }

@@ -13,7 +13,7 @@ use paperchain_engine::{Catalog, Context};
 use tokio::net::TcpListener;
 
 use crate::files::{FileStore, LINK_TTL};
-use crate::host::require_loopback_host;
+use crate::host::{HostPolicy, require_allowed_host};
 use crate::routes::{AppState, BODY_LIMIT, router};
 use crate::service_docs::ServiceDocs;
 
@@ -28,6 +28,8 @@ pub struct ServerConfig {
     pub public_url: Option<String>,
     /// Longest a call may take.
     pub request_timeout: Duration,
+    /// Host names answered besides loopback, the public URL's host and a specific listen address.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl ServerConfig {
@@ -38,6 +40,7 @@ impl ServerConfig {
             data_dir,
             public_url: None,
             request_timeout: Duration::from_secs(120),
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -59,15 +62,24 @@ pub fn app(config: &ServerConfig, local_addr: SocketAddr, ctx: Context) -> std::
         body_limit: BODY_LIMIT,
     });
     tokio::spawn(sweep_files(files));
-    let mut app = router(state);
-    if local_addr.ip().is_loopback() {
-        app = app.layer(middleware::from_fn(require_loopback_host));
-    }
-    Ok(app.layer(middleware::from_fn(trace_request)))
+    let hosts = Arc::new(HostPolicy::new(local_addr, config.public_url.as_deref(), &config.allowed_hosts));
+    Ok(router(state)
+        .layer(middleware::from_fn_with_state(hosts, require_allowed_host))
+        .layer(middleware::from_fn(trace_request)))
 }
 
 /// Serves until SIGINT or SIGTERM, then finishes the calls in flight.
 pub async fn serve(config: ServerConfig, ctx: Context) -> std::io::Result<()> {
+    if config.listen.ip().is_unspecified() && config.public_url.is_none() && config.allowed_hosts.is_empty() {
+        // Every name that resolves here would be answered, including a rebinding page's.
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "listening on all addresses ({}) needs --public-url or --allow-host to say which names this server answers",
+                config.listen
+            ),
+        ));
+    }
     let listener = TcpListener::bind(config.listen).await?;
     let local_addr = listener.local_addr()?;
     let app = app(&config, local_addr, ctx)?;

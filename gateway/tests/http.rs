@@ -64,6 +64,16 @@ async fn refuses_foreign_host_headers_and_sends_no_cors_headers() {
 }
 
 #[tokio::test]
+async fn a_public_url_adds_its_host_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_with(dir.path(), Some("https://docs.example.com")).await;
+    let get = |host: &'static str| server.client.get(format!("{}/healthz", server.base)).header("host", host).send();
+    assert_eq!(get("docs.example.com").await.unwrap().status().as_u16(), 200);
+    assert_eq!(get("localhost").await.unwrap().status().as_u16(), 200);
+    assert_eq!(get("attacker.example").await.unwrap().status().as_u16(), 403);
+}
+
+#[tokio::test]
 async fn content_type_and_size_rules() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path()).await;
