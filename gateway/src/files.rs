@@ -63,7 +63,14 @@ impl FileStore {
     }
 
     /// Stores `file`; returns its id (64 hex characters, 256 random bits) and metadata.
-    pub async fn put(&self, file: &OutFile) -> std::io::Result<(String, StoredMeta)> {
+    pub async fn put(&self, file: OutFile) -> std::io::Result<(String, StoredMeta)> {
+        // Hashing tens of megabytes is CPU work: off the async threads.
+        let (file, sha256) = tokio::task::spawn_blocking(move || {
+            let sha256 = file.sha256();
+            (file, sha256)
+        })
+        .await
+        .map_err(std::io::Error::other)?;
         let mut raw = [0u8; 32];
         rand::rng().fill_bytes(&mut raw);
         let id = hex::encode(raw);
@@ -72,7 +79,7 @@ impl FileStore {
             filename: file.filename.clone(),
             media_type: file.media_type.clone(),
             bytes: file.bytes.len() as u64,
-            sha256: file.sha256(),
+            sha256,
             expires_at,
         };
         // Data first, metadata last, each renamed into place: a file is served only once
@@ -169,7 +176,7 @@ mod tests {
     async fn stores_serves_and_expires() {
         let dir = tempfile::tempdir().unwrap();
         let store = FileStore::open(dir.path(), LINK_TTL).unwrap();
-        let (id, meta) = store.put(&OutFile::pdf("a.pdf", b"%PDF-1.7 x".to_vec())).await.unwrap();
+        let (id, meta) = store.put(OutFile::pdf("a.pdf", b"%PDF-1.7 x".to_vec())).await.unwrap();
         assert_eq!(id.len(), 64);
         assert_eq!(meta.bytes, 10);
         let (meta2, bytes) = store.get(&id).await.unwrap().unwrap();
@@ -183,10 +190,10 @@ mod tests {
         assert!(store.get(&"A".repeat(64)).await.unwrap().is_none());
 
         let short = FileStore::open(dir.path(), Duration::from_secs(0)).unwrap();
-        let (old, _) = short.put(&OutFile::pdf("b.pdf", b"x".to_vec())).await.unwrap();
+        let (old, _) = short.put(OutFile::pdf("b.pdf", b"x".to_vec())).await.unwrap();
         assert!(short.get(&old).await.unwrap().is_none(), "expired on read");
         assert!(!dir.path().join(format!("{old}.bin")).exists(), "and deleted");
-        let (old2, _) = short.put(&OutFile::pdf("c.pdf", b"x".to_vec())).await.unwrap();
+        let (old2, _) = short.put(OutFile::pdf("c.pdf", b"x".to_vec())).await.unwrap();
         assert_eq!(store.sweep().await.unwrap(), 1);
         assert!(!dir.path().join(format!("{old2}.bin")).exists());
         assert!(store.get(&id).await.unwrap().is_some(), "unexpired files survive the sweep");

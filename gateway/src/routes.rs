@@ -11,6 +11,7 @@ use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use paperchain_engine::context::blocking;
 use paperchain_engine::output::{FileLink, OutputMode};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, FileSet, OutFile, Reply};
 
@@ -125,15 +126,17 @@ async fn encode_reply(state: &AppState, reply: Reply<serde_json::Value>) -> Resu
 }
 
 async fn encode_files(state: &AppState, set: FileSet) -> Result<Response, ApiError> {
+    let list = set.bundle.is_some();
+    // Zipping, base64 and hashing are CPU work on large buffers: off the async threads.
     match set.mode {
-        OutputMode::File => Ok(file_response(set.into_single_file()?)),
+        OutputMode::File => Ok(file_response(blocking(move || set.into_single_file()).await?)),
         OutputMode::Base64 => {
-            let items: Vec<_> = set.files.iter().map(OutFile::to_base64).collect();
-            Ok(json_one_or_list(items, set.bundle.is_some()))
+            let items = blocking(move || Ok(set.files.iter().map(OutFile::to_base64).collect::<Vec<_>>())).await?;
+            Ok(json_one_or_list(items, list))
         }
         OutputMode::Url => {
             let mut links = Vec::with_capacity(set.files.len());
-            for file in &set.files {
+            for file in set.files {
                 let (id, meta) = state
                     .files
                     .put(file)
@@ -148,7 +151,7 @@ async fn encode_files(state: &AppState, set: FileSet) -> Result<Response, ApiErr
                     sha256: meta.sha256,
                 });
             }
-            Ok(json_one_or_list(links, set.bundle.is_some()))
+            Ok(json_one_or_list(links, list))
         }
     }
 }
