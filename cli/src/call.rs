@@ -57,6 +57,9 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     for spec in &args.files {
         put_file(&mut input, spec)?;
     }
+    if input.get("output").and_then(Value::as_str) == Some("url") {
+        bail!("{URL_NEEDS_SERVER}");
+    }
     let body = serde_json::to_vec(&input)?;
 
     let bar = ProgressBar::new_spinner();
@@ -84,7 +87,7 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
         Reply::Json(value) => {
             let text = serde_json::to_string_pretty(&value)? + "\n";
             match &args.out {
-                Some(path) => write_new(path, text.as_bytes(), args.force)?,
+                Some(path) => write_all(&[(path.clone(), text.as_bytes())], args.force)?,
                 None => print!("{text}"),
             }
         }
@@ -168,51 +171,99 @@ fn slot_at<'a>(mut value: &'a mut Value, pointer: &str) -> anyhow::Result<&'a mu
 
 fn write_files(set: FileSet, out: Option<&Path>, force: bool) -> anyhow::Result<()> {
     match set.mode {
-        OutputMode::Url => bail!("output \"url\" needs a running server (`paperchain serve`); here, use --out"),
+        OutputMode::Url => bail!("{URL_NEEDS_SERVER}"),
         OutputMode::Base64 => {
             let items: Vec<_> = set.files.iter().map(|f| f.to_base64()).collect();
-            let value = if set.bundle.is_none() && items.len() == 1 {
-                serde_json::to_value(&items[0])?
-            } else {
-                serde_json::to_value(&items)?
+            let value = match (set.bundle.is_none(), items.as_slice()) {
+                (true, [one]) => serde_json::to_value(one)?,
+                _ => serde_json::to_value(&items)?,
             };
-            println!("{}", serde_json::to_string_pretty(&value)?);
-            Ok(())
+            let text = serde_json::to_string_pretty(&value)? + "\n";
+            match out {
+                Some(path) => write_all(&[(path.to_path_buf(), text.as_bytes())], force),
+                None => {
+                    print!("{text}");
+                    Ok(())
+                }
+            }
         }
         OutputMode::File => {
             if let Some(dir) = out.filter(|p| p.is_dir()) {
-                for file in &set.files {
-                    let path = dir.join(&file.filename);
-                    write_new(&path, &file.bytes, force)?;
-                    eprintln!("wrote {} ({} bytes)", path.display(), file.bytes.len());
-                }
-                return Ok(());
+                let targets: Vec<(PathBuf, &[u8])> =
+                    set.files.iter().map(|f| (dir.join(&f.filename), f.bytes.as_slice())).collect();
+                return write_all(&targets, force);
             }
             let file = set.into_single_file()?;
             let path = out.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(&file.filename));
-            write_new(&path, &file.bytes, force)?;
-            eprintln!("wrote {} ({} bytes)", path.display(), file.bytes.len());
-            Ok(())
+            write_all(&[(path, &file.bytes)], force)
         }
     }
 }
 
-/// Writes through a temporary file and a rename, so a failure never leaves half a file.
-fn write_new(path: &Path, bytes: &[u8], force: bool) -> anyhow::Result<()> {
-    if path.exists() && !force {
-        bail!("{} exists; pass --force to overwrite it", path.display());
+/// What `output: "url"` needs that `call` does not have.
+const URL_NEEDS_SERVER: &str = "output \"url\" needs a running server (`paperchain serve`); here, use --out";
+
+/// Writes every file or none: existing targets are refused up front (unless `force`),
+/// everything goes to temporary files first, and only then are they renamed into place.
+fn write_all(targets: &[(PathBuf, &[u8])], force: bool) -> anyhow::Result<()> {
+    if !force {
+        let existing: Vec<String> =
+            targets.iter().filter(|(p, _)| p.exists()).map(|(p, _)| p.display().to_string()).collect();
+        if !existing.is_empty() {
+            bail!(
+                "{} already exist{}; pass --force to overwrite",
+                existing.join(", "),
+                if existing.len() == 1 { "s" } else { "" }
+            );
+        }
     }
+    let mut staged = Vec::with_capacity(targets.len());
+    for (path, bytes) in targets {
+        let tmp = temporary_path(path);
+        if let Err(e) = std::fs::write(&tmp, bytes) {
+            for (tmp, _) in &staged {
+                let _ = std::fs::remove_file(tmp);
+            }
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e).with_context(|| format!("writing {}", tmp.display()));
+        }
+        staged.push((tmp, path));
+    }
+    for (tmp, path) in &staged {
+        std::fs::rename(tmp, path).with_context(|| format!("moving the result to {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn temporary_path(path: &Path) -> PathBuf {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "output".into());
-    let tmp = dir.join(format!(".{name}.part"));
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("moving the result to {}", path.display()))?;
-    Ok(())
+    dir.join(format!(".{name}.part"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn writes_all_files_or_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.pdf");
+        let b = dir.path().join("b.pdf");
+        std::fs::write(&b, b"keep me").unwrap();
+        let err = write_all(&[(a.clone(), b"one".as_slice()), (b.clone(), b"two".as_slice())], false).unwrap_err();
+        assert!(err.to_string().contains("b.pdf"), "{err}");
+        assert!(!a.exists(), "nothing written when one target exists");
+        assert_eq!(std::fs::read(&b).unwrap(), b"keep me");
+        write_all(&[(a.clone(), b"one".as_slice()), (b.clone(), b"two".as_slice())], true).unwrap();
+        assert_eq!(std::fs::read(&b).unwrap(), b"two");
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".part"))
+            .collect();
+        assert!(leftovers.is_empty());
+    }
 
     #[test]
     fn puts_files_at_pointers_keeping_fields() {

@@ -48,7 +48,7 @@ impl HostPolicy {
             return true;
         }
         let name = name.to_ascii_lowercase();
-        self.names.iter().any(|allowed| *allowed == name)
+        self.names.contains(&name)
     }
 
     /// The names allowed besides loopback, for messages.
