@@ -161,13 +161,24 @@ impl Assembler {
                 self.claim_field_name(target);
                 self.fields.push(target);
             }
-            for key in [&b"DA"[..], b"Q", b"NeedAppearances", b"DR"] {
+            for key in [&b"DA"[..], b"Q", b"NeedAppearances"] {
                 if !self.acroform.has(key)
                     && let Ok(value) = acro.get(key)
                 {
                     let mapped = copier.map_object(value.clone(), &mut self.doc, 0);
                     self.acroform.set(key, mapped);
                 }
+            }
+            // Default resources (the fonts fields are drawn with) of every source, so a
+            // later file's fields keep their fonts when appearances are regenerated.
+            if let Ok(value) = acro.get(b"DR") {
+                let mapped = copier.map_object(value.clone(), &mut self.doc, 0);
+                copier.drain(&mut self.doc);
+                let merged = match self.acroform.get(b"DR") {
+                    Ok(existing) => merge_resources(&self.doc, existing, &mapped),
+                    Err(_) => mapped,
+                };
+                self.acroform.set("DR", merged);
             }
         }
         if self.sources == 0 {
@@ -273,6 +284,29 @@ pub async fn pages_reply(
         Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
     })
     .await
+}
+
+/// A resource dictionary holding every entry of `existing` and the entries of `added`
+/// whose names are new, category by category (`/Font`, `/XObject`, …).
+fn merge_resources(doc: &Document, existing: &Object, added: &Object) -> Object {
+    let as_dict = |o: &Object| doc.dereference(o).ok().and_then(|(_, o)| o.as_dict().ok()).cloned();
+    let (Some(mut merged), Some(added)) = (as_dict(existing), as_dict(added)) else { return existing.clone() };
+    for (category, entries) in added.iter() {
+        match merged.get(category).ok().and_then(as_dict) {
+            Some(mut have) => {
+                if let Some(new) = as_dict(entries) {
+                    for (name, value) in new.iter() {
+                        if !have.has(name) {
+                            have.set(name.clone(), value.clone());
+                        }
+                    }
+                }
+                merged.set(category.clone(), Object::Dictionary(have));
+            }
+            None => merged.set(category.clone(), entries.clone()),
+        }
+    }
+    Object::Dictionary(merged)
 }
 
 fn page_at(pages: &[ObjectId], number: u32) -> Result<ObjectId, EngineError> {
@@ -639,12 +673,18 @@ mod tests {
             let field = doc.add_object(dictionary! { "FT" => "Tx", "T" => Object::string_literal(name), "Subtype" => "Widget", "Type" => "Annot", "Rect" => vec![0.into(), 0.into(), 100.into(), 20.into()], "P" => page });
             doc.get_dictionary_mut(page).unwrap().set("Annots", vec![field.into()]);
             let catalog = doc.trailer.get(b"Root").unwrap().as_reference().unwrap();
-            doc.get_dictionary_mut(catalog).unwrap().set("AcroForm", dictionary! { "Fields" => vec![field.into()] });
+            let font =
+                doc.add_object(dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => name.to_string() });
+            let dr = dictionary! { "Font" => dictionary! { name.to_string() => font } };
+            doc.get_dictionary_mut(catalog)
+                .unwrap()
+                .set("AcroForm", dictionary! { "Fields" => vec![field.into()], "DR" => dr });
             doc
         }
         let mut asm = Assembler::new();
         asm.append(&with_field("name"), &[1], ALL).unwrap();
         asm.append(&with_field("name"), &[1], ALL).unwrap();
+        asm.append(&with_field("other"), &[1], ALL).unwrap();
         let mut out = asm.finish().unwrap();
         let out = roundtrip(&mut out);
         let acro = out.catalog().unwrap().get(b"AcroForm").unwrap().as_dict().unwrap();
@@ -659,6 +699,8 @@ mod tests {
                 decode_text_string(d.get(b"T").unwrap().as_str().unwrap())
             })
             .collect();
-        assert_eq!(names, vec!["name", "name_2"]);
+        assert_eq!(names, vec!["name", "name_2", "other"]);
+        let fonts = acro.get(b"DR").unwrap().as_dict().unwrap().get(b"Font").unwrap().as_dict().unwrap();
+        assert!(fonts.has(b"name") && fonts.has(b"other"), "default resources of every file are kept");
     }
 }
