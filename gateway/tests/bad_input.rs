@@ -239,6 +239,31 @@ async fn route_specific_limits() {
     let deep =
         json!({ "file": pdf, "outline": [{ "title": "A", "page": 1, "children": [{ "title": "B", "page": 9 }] }] });
     expect(&server, "/v1/pdf/set-outline", &deep, 422, "page_out_of_range", Some("/outline/0/children/0/page")).await;
+    // A selection that repeats the document cannot multiply the work: as an ordered list
+    // it is held to the 5,000-page limit; as a set it is every page once.
+    let repeated = vec!["1-last"; 2_000].join(",");
+    expect(
+        &server,
+        "/v1/pdf/extract-pages",
+        &json!({ "file": pdf, "pages": repeated }),
+        413,
+        "too_many_pages",
+        Some("/pages"),
+    )
+    .await;
+    let ranges: Vec<&str> = vec!["1-last"; 1_300];
+    expect(
+        &server,
+        "/v1/pdf/split",
+        &json!({ "file": pdf, "ranges": ranges }),
+        413,
+        "too_many_pages",
+        Some("/ranges/1250"),
+    )
+    .await;
+    let (status, _) =
+        server.post_json("/v1/pdf/rotate", &json!({ "file": pdf, "degrees": 90, "pages": repeated })).await;
+    assert_eq!(status, 200);
     let blank = json!({ "file": pdf, "outline": [{ "title": "  ", "page": 1 }] });
     expect(&server, "/v1/pdf/set-outline", &blank, 422, "invalid_input", Some("/outline/0/title")).await;
 }
