@@ -1,7 +1,5 @@
 //! `POST /v1/pdf/crop`: trim margins off pages, measured on the page as the reader sees it.
 
-use std::collections::HashSet;
-
 use lopdf::{Document, ObjectId};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -102,16 +100,9 @@ impl Route for CropRoute {
         check_margins(&input.margins, input.unit)?;
         let selection = PageSelection::parse_or_all(input.pages.as_deref(), "/pages")?;
         let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        let pages = selection.resolve_set(source.page_count, "/pages")?;
-        let ids = source.page_ids();
-        let mut seen = HashSet::new();
-        let mut boxes = Vec::with_capacity(pages.len());
-        for number in pages {
-            let Some(&id) = ids.get(number as usize - 1) else { continue };
-            // A page object listed twice in the page tree is one page to edit.
-            if seen.insert(id) {
-                boxes.push((id, cropped_box(&source.doc, id, number, &input.margins, input.unit)?));
-            }
+        let mut boxes = Vec::new();
+        for (number, id) in source.selected_pages(&selection, "/pages")? {
+            boxes.push((id, cropped_box(&source.doc, id, number, &input.margins, input.unit)?));
         }
         Ok(Crop { source, boxes, output: input.output })
     }

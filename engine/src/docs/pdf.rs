@@ -6,6 +6,7 @@ use lopdf::{Dictionary, Document, LoadOptions, Object, ObjectId};
 use crate::context::{Context, Limits, blocking};
 use crate::error::{EngineError, ErrorKind};
 use crate::input::FileInput;
+use crate::pages::PageSelection;
 
 /// A loaded input PDF.
 pub struct SourcePdf {
@@ -42,6 +43,19 @@ impl SourcePdf {
     /// The object ids of the pages, in page order.
     pub fn page_ids(&self) -> Vec<ObjectId> {
         self.doc.page_iter().collect()
+    }
+
+    /// The distinct pages a selection names, ascending, as (number, object). A page
+    /// object the page tree lists twice is one page to edit: it comes once.
+    pub fn selected_pages(&self, selection: &PageSelection, field: &str) -> Result<Vec<(u32, ObjectId)>, EngineError> {
+        let ids = self.page_ids();
+        let mut seen = std::collections::HashSet::new();
+        let numbers = selection.resolve_set(self.page_count, field)?;
+        Ok(numbers
+            .into_iter()
+            .filter_map(|n| ids.get(n as usize - 1).map(|&id| (n, id)))
+            .filter(|(_, id)| seen.insert(*id))
+            .collect())
     }
 }
 

@@ -212,17 +212,10 @@ impl Route for ResizeRoute {
         }
         let selection = PageSelection::parse_or_all(input.pages.as_deref(), "/pages")?;
         let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        let pages = selection.resolve_set(source.page_count, "/pages")?;
-        let ids = source.page_ids();
         let target = (input.size.points(), input.mode, input.orientation);
-        let mut seen = HashSet::new();
-        let mut plans = Vec::with_capacity(pages.len());
-        for number in pages {
-            let Some(&id) = ids.get(number as usize - 1) else { continue };
-            // A page object listed twice in the page tree must be wrapped once.
-            if seen.insert(id) {
-                plans.push(page_plan(&source.doc, id, number, target)?);
-            }
+        let mut plans = Vec::new();
+        for (number, id) in source.selected_pages(&selection, "/pages")? {
+            plans.push(page_plan(&source.doc, id, number, target)?);
         }
         Ok(Resize { source, plans, output: input.output })
     }

@@ -62,7 +62,7 @@ impl JsonSchema for Degrees {
 /// A checked rotate call.
 pub struct Rotate {
     source: SourcePdf,
-    pages: Vec<u32>,
+    pages: Vec<lopdf::ObjectId>,
     degrees: i64,
     output: OutputMode,
 }
@@ -92,7 +92,7 @@ impl Route for RotateRoute {
     async fn prepare(input: RotateInput, ctx: &Context) -> Result<Rotate, EngineError> {
         let selection = PageSelection::parse_or_all(input.pages.as_deref(), "/pages")?;
         let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        let pages = selection.resolve_set(source.page_count, "/pages")?;
+        let pages = source.selected_pages(&selection, "/pages")?.into_iter().map(|(_, id)| id).collect();
         Ok(Rotate { source, pages, degrees: input.degrees.0, output: input.output })
     }
 
@@ -103,14 +103,7 @@ impl Route for RotateRoute {
     async fn run(call: Rotate, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
         blocking(move || {
             let Rotate { mut source, pages, degrees, output } = call;
-            let ids = source.page_ids();
-            // A page object listed twice in the page tree is still one page to turn.
-            let mut turned = std::collections::HashSet::new();
-            for number in pages {
-                let Some(&id) = ids.get(number as usize - 1) else { continue };
-                if !turned.insert(id) {
-                    continue;
-                }
+            for id in pages {
                 let current = pdf::rotation(&source.doc, id);
                 let page = source.doc.get_dictionary_mut(id).map_err(|e| pdf::edit_error("rotating", e))?;
                 page.set("Rotate", (current + degrees).rem_euclid(360));
