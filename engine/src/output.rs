@@ -107,16 +107,27 @@ impl FileSet {
 pub fn zip_files(files: &[OutFile]) -> Result<Vec<u8>, EngineError> {
     let zip_err = |e: &dyn std::fmt::Display| EngineError::internal(format!("writing the ZIP: {e}"));
     let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let options = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Deflated)
-        .large_file(files.iter().any(|f| f.bytes.len() as u64 >= u32::MAX as u64));
+    let large = files.iter().any(|f| f.bytes.len() as u64 >= u32::MAX as u64);
     let mut used = std::collections::HashSet::new();
     for file in files {
         let name = unique_name(&file.filename, &mut used);
+        // PDF streams and images are compressed already: deflating them again costs
+        // more time than it saves bytes, so they are stored; other files are deflated.
+        let method = if is_compressed_media(&file.media_type) {
+            zip::CompressionMethod::Stored
+        } else {
+            zip::CompressionMethod::Deflated
+        };
+        let options = zip::write::SimpleFileOptions::default().compression_method(method).large_file(large);
         writer.start_file(name, options).map_err(|e| zip_err(&e))?;
         writer.write_all(&file.bytes).map_err(|e| zip_err(&e))?;
     }
     Ok(writer.finish().map_err(|e| zip_err(&e))?.into_inner())
+}
+
+fn is_compressed_media(media_type: &str) -> bool {
+    matches!(media_type, "application/pdf" | "image/png" | "image/jpeg" | "image/webp" | "application/zip")
+        || media_type.starts_with("application/vnd.openxmlformats-officedocument.")
 }
 
 fn unique_name(name: &str, used: &mut std::collections::HashSet<String>) -> String {
