@@ -92,8 +92,15 @@ fn our_page_count(path: &Path, password: Option<&str>) -> Option<u32> {
 
 /// Checks a PDF with qpdf; returns its page count or what qpdf said. Warnings are
 /// accepted only when the input already drew them (`strict` false).
-fn check_output(path: &Path, strict: bool) -> Result<u32, String> {
-    let check = Command::new("qpdf").arg("--check").arg(path).output().map_err(|e| e.to_string())?;
+fn check_output(path: &Path, strict: bool, password: Option<&str>) -> Result<u32, String> {
+    let qpdf = |arg: &str| {
+        let mut command = Command::new("qpdf");
+        if let Some(pw) = password {
+            command.arg(format!("--password={pw}"));
+        }
+        command.arg(arg).arg(path).output()
+    };
+    let check = qpdf("--check").map_err(|e| e.to_string())?;
     let accepted = match check.status.code() {
         Some(0) => true,
         Some(3) => !strict,
@@ -108,7 +115,7 @@ fn check_output(path: &Path, strict: bool) -> Result<u32, String> {
             .join(" | ");
         return Err(format!("qpdf --check exit {:?}: {said}", check.status.code()));
     }
-    let out = Command::new("qpdf").arg("--show-npages").arg(path).output().map_err(|e| e.to_string())?;
+    let out = qpdf("--show-npages").map_err(|e| e.to_string())?;
     String::from_utf8_lossy(&out.stdout).trim().parse().map_err(|e| format!("page count: {e}"))
 }
 
@@ -192,6 +199,14 @@ fn calls(n: u32) -> Vec<Call> {
             expect: Expect::Pages(n),
         },
         Call { operation: "read_pdf_bookmarks", input: json!({}), files: vec!["file"], expect: Expect::Json },
+        Call { operation: "list_pdf_form_fields", input: json!({}), files: vec!["file"], expect: Expect::Json },
+        Call {
+            operation: "manage_pdf_attachments",
+            input: json!({ "action": "list" }),
+            files: vec!["file"],
+            expect: Expect::Json,
+        },
+        Call { operation: "repair_damaged_pdf", input: json!({}), files: vec!["file"], expect: Expect::Pages(n) },
         Call { operation: "inspect_pdf_document", input: json!({}), files: vec!["file"], expect: Expect::Json },
     ]
 }
@@ -199,6 +214,8 @@ fn calls(n: u32) -> Vec<Call> {
 /// Runs one call; returns a failure description, or None when it behaved.
 fn run(pdf: &Path, password: Option<&str>, view: &QpdfView, call: &Call, work: &Path) -> Option<String> {
     let expected_pages = view.pages;
+    // Repair keeps the input's encryption: its output opens with the same password.
+    let output_password = if call.operation == "repair_damaged_pdf" { password } else { None };
     let mut input = call.input.clone();
     for at in &call.files {
         let mut file = json!({});
@@ -251,7 +268,7 @@ fn run(pdf: &Path, password: Option<&str>, view: &QpdfView, call: &Call, work: &
                 _ => None,
             }
         }
-        (Some(0), Expect::Pages(want)) => match check_output(&out, view.clean) {
+        (Some(0), Expect::Pages(want)) => match check_output(&out, view.clean, output_password) {
             Err(e) => Some(e),
             Ok(got) if expected_pages.is_some() && got != *want => Some(format!("{got} pages, expected {want}")),
             Ok(_) => None,
@@ -269,7 +286,7 @@ fn run(pdf: &Path, password: Option<&str>, view: &QpdfView, call: &Call, work: &
                 std::io::Read::read_to_end(&mut part, &mut bytes).unwrap();
                 let path = work.join(format!("part-{i}.pdf"));
                 std::fs::write(&path, bytes).unwrap();
-                match check_output(&path, view.clean) {
+                match check_output(&path, view.clean, output_password) {
                     Ok(n) => got.push(n),
                     Err(e) => return Some(format!("part {i}: {e}")),
                 }

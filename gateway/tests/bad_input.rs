@@ -79,6 +79,21 @@ fn cases() -> Vec<Case> {
             pages_at: None,
         },
         Case { path: "/v1/pdf/inspect", body: |f| json!({ "file": f }), file_at: "/file", pages_at: None },
+        Case {
+            path: "/v1/pdf/attachments",
+            body: |f| json!({ "file": f, "action": "list" }),
+            file_at: "/file",
+            pages_at: None,
+        },
+        Case { path: "/v1/pdf/form-fields", body: |f| json!({ "file": f }), file_at: "/file", pages_at: None },
+        Case {
+            path: "/v1/pdf/protect",
+            body: |f| json!({ "file": f, "user_password": "open sesame", "permissions": { "print": "low", "modify": false } }),
+            file_at: "/file",
+            pages_at: None,
+        },
+        Case { path: "/v1/pdf/unlock", body: |f| json!({ "file": f }), file_at: "/file", pages_at: None },
+        Case { path: "/v1/pdf/repair", body: |f| json!({ "file": f, "linearize": true }), file_at: "/file", pages_at: None },
     ]
 }
 
@@ -97,6 +112,17 @@ async fn expect(server: &Server, path: &str, body: &Value, status: u16, code: &s
     }
     let message = answer["error"]["message"].as_str().unwrap_or("");
     assert!(!message.is_empty(), "{what}");
+}
+
+#[test]
+fn the_matrix_covers_every_document_route() {
+    let covered: Vec<&str> = cases().iter().map(|c| c.path).collect();
+    for entry in paperchain_engine::Catalog::standard().routes() {
+        let info = entry.info();
+        if info.family == paperchain_engine::Family::Docs {
+            assert!(covered.contains(&info.path), "no bad-input case for {}", info.path);
+        }
+    }
 }
 
 #[tokio::test]

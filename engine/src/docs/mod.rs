@@ -4,20 +4,27 @@ use crate::catalog::Catalog;
 use crate::price::Price;
 
 pub mod assemble;
+pub mod attachments;
 pub mod crop;
 pub mod extract_pages;
+pub mod form_fields;
 pub mod inspect;
 pub mod merge;
 pub mod metadata;
+pub mod name_tree;
 pub mod outline;
 pub mod outline_tree;
 pub mod pdf;
+pub mod protect;
+pub mod qpdf;
 pub mod remove_pages;
+pub mod repair;
 pub mod reorder;
 pub mod resize;
 pub mod rotate;
 pub mod set_outline;
 pub mod split;
+pub mod unlock;
 #[cfg(test)]
 pub(crate) mod testing;
 
@@ -35,6 +42,11 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<set_outline::SetOutlineRoute>();
     catalog.add::<metadata::MetadataRoute>();
     catalog.add::<inspect::InspectRoute>();
+    catalog.add::<attachments::AttachmentsRoute>();
+    catalog.add::<form_fields::FormFieldsRoute>();
+    catalog.add::<protect::ProtectRoute>();
+    catalog.add::<unlock::UnlockRoute>();
+    catalog.add::<repair::RepairRoute>();
 }
 
 /// The page-edit price rule in words (route book §4).

@@ -1,0 +1,239 @@
+//! `POST /v1/pdf/repair`: rebuild a damaged PDF with qpdf's recovery, optionally linearized.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
+use crate::context::{Context, blocking};
+use crate::docs::qpdf::{self as qp, QpdfSource, WriteOptions};
+use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
+use crate::error::EngineError;
+use crate::input::FileInput;
+use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::price::Price;
+
+/// Request of `/v1/pdf/repair`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RepairInput {
+    /// The PDF to rebuild. An encrypted one opens with its `password` and stays encrypted.
+    pub file: FileInput,
+    /// Linearize the result ("fast web view": the first page shows before the whole file
+    /// has downloaded). Default false.
+    #[serde(default)]
+    pub linearize: bool,
+    /// How to deliver the result.
+    #[serde(default)]
+    pub output: OutputMode,
+}
+
+/// A checked repair call.
+pub struct Repair {
+    source: QpdfSource,
+    linearize: bool,
+    output: OutputMode,
+}
+
+/// The route.
+pub struct RepairRoute;
+
+impl Route for RepairRoute {
+    type Input = RepairInput;
+    type Prepared = Repair;
+    type Output = NoJson;
+
+    const INFO: RouteInfo = RouteInfo {
+        path: "/v1/pdf/repair",
+        operation: "repair_damaged_pdf",
+        family: Family::Docs,
+        summary: "Rebuild a damaged PDF, optionally for fast web view",
+        description: "Reads a damaged PDF the way qpdf recovers it (rebuilding a broken or missing \
+            cross-reference table, recovering wrong stream lengths, skipping unreadable objects) and writes \
+            every page into a fresh, consistent file; `linearize: true` also optimizes it for fast web view. \
+            An intact file comes back rewritten, with the same pages. A file without a recoverable page tree is \
+            refused with damaged_pdf (not_a_pdf when it has no %PDF- header either). The answer is the file only. output=url gives a 24 h link.",
+        base_price: Price::micros(2_000),
+        price_rule: PAGE_EDIT_PRICE_RULE,
+        free_pool: FreePool::Docs,
+        produces: Produces::File,
+        open_world: false,
+    };
+
+    async fn prepare(input: RepairInput, ctx: &Context) -> Result<Repair, EngineError> {
+        let source = QpdfSource::load_damaged(&input.file, "/file", ctx).await?;
+        Ok(Repair { source, linearize: input.linearize, output: input.output })
+    }
+
+    fn quote(call: &Repair) -> Price {
+        page_edit_price(call.source.page_count)
+    }
+
+    async fn run(call: Repair, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
+        let limits = ctx.limits;
+        blocking(move || {
+            let Repair { source, linearize, output } = call;
+            let pdf = source.reopen(&limits)?;
+            let options = WriteOptions { linearize, ..WriteOptions::default() };
+            let bytes = qp::write(&pdf, options).map_err(|e| e.under(&source.field))?;
+            tracing::debug!(pages = source.page_count, warned = pdf.more_warnings(), "repaired a PDF");
+            let name = derived_name(&source.filename, "repaired", "pdf");
+            Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::docs::qpdf::testing::*;
+    use serde_json::json;
+
+    async fn repair(bytes: &[u8], linearize: bool) -> Result<OutFile, EngineError> {
+        run_single::<RepairRoute>(&json!({ "file": file_json(bytes, "broken.pdf", None), "linearize": linearize }))
+            .await
+    }
+
+    /// A sample whose cross-reference offsets all point to the wrong place.
+    fn shifted_xref(pages: u32) -> Vec<u8> {
+        let mut bytes = sample_pdf(pages);
+        let at = bytes.windows(5).position(|w| w == b"1 0 o").unwrap();
+        bytes.splice(at..at, b"%% twenty junk bytes\n".iter().copied());
+        bytes
+    }
+
+    #[tokio::test]
+    async fn rebuilds_a_broken_cross_reference_table() {
+        let broken = shifted_xref(3);
+        let file = temp_pdf(&broken);
+        let (code, _) = qpdf_cli(&["--check", file.path().to_str().unwrap()]);
+        assert_ne!(code, 0, "the input is damaged");
+        let out = repair(&broken, false).await.unwrap();
+        assert_eq!(out.filename, "broken-repaired.pdf");
+        assert_qpdf_check(&out.bytes, None);
+        assert_eq!(qpdf_pages(&out.bytes, None), 3);
+    }
+
+    #[tokio::test]
+    async fn linearizes_on_request() {
+        let out = repair(&shifted_xref(4), true).await.unwrap();
+        let file = temp_pdf(&out.bytes);
+        let (code, text) = qpdf_cli(&["--check-linearization", file.path().to_str().unwrap()]);
+        assert_eq!(code, 0, "{text}");
+        assert!(text.contains("no linearization errors"), "{text}");
+        assert_qpdf_check(&out.bytes, None);
+        assert_eq!(qpdf_pages(&out.bytes, None), 4);
+        let plain = repair(&sample_pdf(1), false).await.unwrap();
+        let file = temp_pdf(&plain.bytes);
+        let (_, text) = qpdf_cli(&["--check-linearization", file.path().to_str().unwrap()]);
+        assert!(text.contains("not linearized"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn repairs_damaged_corpus_files_and_refuses_hopeless_ones() {
+        for name in ["bad-xref.pdf", "append-xref-loop.pdf", "global_damaged.pdf", "dangling-bad-xref.pdf", "bad2.pdf"]
+        {
+            let bytes = std::fs::read(corpus(name)).unwrap();
+            let out = repair(&bytes, false).await.unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_qpdf_check(&out.bytes, None);
+            assert!(qpdf_pages(&out.bytes, None) >= 1);
+        }
+        // Recovered without a /Size in its trailer: the output must still have one.
+        let out = repair(&std::fs::read(corpus("bad16.pdf")).unwrap(), false).await.unwrap();
+        assert_qpdf_check(&out.bytes, None);
+        // Its %PDF- header is damaged too.
+        let out = repair(&std::fs::read(corpus("issue-1503.pdf")).unwrap(), false).await.unwrap();
+        assert_eq!(qpdf_pages(&out.bytes, None), 2);
+        let e = repair(&std::fs::read(corpus("bad1.pdf")).unwrap(), false).await.unwrap_err();
+        assert_eq!((e.code.as_ref(), e.field.as_deref()), ("not_a_pdf", Some("/file")));
+        for name in ["issue-99.pdf", "issue-100.pdf", "issue-119.pdf"] {
+            let e = repair(&std::fs::read(corpus(name)).unwrap(), false).await.unwrap_err();
+            assert_eq!((e.code.as_ref(), e.field.as_deref()), ("damaged_pdf", Some("/file")), "{name}");
+            assert!(!e.message.contains("/tmp") && !e.message.contains("memory"), "{}", e.message);
+        }
+    }
+
+    #[tokio::test]
+    async fn keeps_an_encrypted_file_encrypted() {
+        let bytes = std::fs::read(corpus("enc-XI-R6,V5,U=view,O=master.pdf")).unwrap();
+        let out =
+            run_single::<RepairRoute>(&json!({ "file": file_json(&bytes, "e.pdf", Some("view")) })).await.unwrap();
+        assert_qpdf_check(&out.bytes, Some("view"));
+        let file = temp_pdf(&out.bytes);
+        let (code, _) = qpdf_cli(&["--check", file.path().to_str().unwrap()]);
+        assert_ne!(code, 0, "still needs its password");
+        let e = run_single::<RepairRoute>(&json!({ "file": file_json(&bytes, "e.pdf", None) })).await.unwrap_err();
+        assert_eq!((e.code.as_ref(), e.field.as_deref()), ("password_required", Some("/file/password")));
+    }
+
+    #[tokio::test]
+    async fn input_errors_name_their_fields() {
+        let e = repair(b"no pdf here", false).await.unwrap_err();
+        assert_eq!((e.code.as_ref(), e.field.as_deref()), ("not_a_pdf", Some("/file")));
+        let body = json!({ "file": file_json(&sample_pdf(1), "a.pdf", None), "linearize": "yes" });
+        let e = run_single::<RepairRoute>(&body).await.unwrap_err();
+        assert_eq!((e.code.as_ref(), e.field.as_deref()), ("invalid_input", Some("/linearize")));
+    }
+
+    /// Every damaged file of the corpus: a checked output with pages, or damaged_pdf;
+    /// prints the time each takes. Run with `--ignored --nocapture`.
+    #[tokio::test]
+    #[ignore]
+    async fn corpus_damaged_files() {
+        let mut names: Vec<String> = std::fs::read_dir(CORPUS)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| {
+                n.ends_with(".pdf")
+                    && (n.starts_with("bad")
+                        || n.starts_with("issue-")
+                        || [
+                            "damaged-stream.pdf",
+                            "append-xref-loop.pdf",
+                            "global_damaged.pdf",
+                            "dangling-bad-xref.pdf",
+                        ]
+                        .contains(&n.as_str()))
+            })
+            .collect();
+        names.sort();
+        let (mut repaired, mut refused, mut warned) = (0, 0, Vec::new());
+        let mut slowest = (0.0, String::new());
+        for name in &names {
+            let bytes = std::fs::read(corpus(name)).unwrap();
+            for linearize in [false, true] {
+                let start = std::time::Instant::now();
+                let result = repair(&bytes, linearize).await;
+                let ms = start.elapsed().as_secs_f64() * 1000.0;
+                if ms > slowest.0 {
+                    slowest = (ms, format!("{name} linearize={linearize}"));
+                }
+                match result {
+                    Ok(out) => {
+                        let file = temp_pdf(&out.bytes);
+                        let (code, text) = qpdf_cli(&["--check", file.path().to_str().unwrap()]);
+                        assert!(qpdf_pages(&out.bytes, None) >= 1, "{name}");
+                        if code == 0 {
+                            repaired += 1;
+                        } else {
+                            warned
+                                .push(format!("{name} (linearize={linearize}): {}", text.lines().last().unwrap_or("")));
+                        }
+                        println!("{ms:8.1} ms {name} linearize={linearize}: qpdf --check {code}");
+                    }
+                    Err(e) => {
+                        assert!(matches!(e.code.as_ref(), "damaged_pdf" | "not_a_pdf"), "{name}: {e}");
+                        assert_eq!(e.field.as_deref(), Some("/file"), "{name}");
+                        refused += 1;
+                        println!("{ms:8.1} ms {name} linearize={linearize}: {}", e.message);
+                    }
+                }
+            }
+        }
+        println!("{} runs: {repaired} clean, {refused} refused, {} with check warnings", names.len() * 2, warned.len());
+        println!("slowest: {:.1} ms ({})", slowest.0, slowest.1);
+        for w in &warned {
+            println!("  warned: {w}");
+        }
+    }
+}
