@@ -93,7 +93,12 @@ fn cases() -> Vec<Case> {
             pages_at: None,
         },
         Case { path: "/v1/pdf/unlock", body: |f| json!({ "file": f }), file_at: "/file", pages_at: None },
-        Case { path: "/v1/pdf/repair", body: |f| json!({ "file": f, "linearize": true }), file_at: "/file", pages_at: None },
+        Case {
+            path: "/v1/pdf/repair",
+            body: |f| json!({ "file": f, "linearize": true }),
+            file_at: "/file",
+            pages_at: None,
+        },
     ]
 }
 

@@ -18,15 +18,15 @@ pub mod pdf;
 pub mod protect;
 pub mod qpdf;
 pub mod remove_pages;
-pub mod repair;
 pub mod reorder;
+pub mod repair;
 pub mod resize;
 pub mod rotate;
 pub mod set_outline;
 pub mod split;
-pub mod unlock;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod unlock;
 
 /// Adds every document route to the catalog.
 pub fn register(catalog: &mut Catalog) {

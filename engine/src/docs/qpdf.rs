@@ -109,6 +109,7 @@ fn open_with(bytes: &[u8], password: Option<&str>, limits: &Limits, headerless: 
     if !has_header && !headerless {
         return Err(not_a_pdf());
     }
+    refuse_stream_bombs(bytes, password, limits)?;
     let pdf = match password {
         // The crate silently drops a password with a NUL byte; no PDF password has one.
         Some(p) if p.contains('\0') => return Err(password_error(password)),
@@ -128,6 +129,26 @@ fn open_with(bytes: &[u8], password: Option<&str>, limits: &Limits, headerless: 
         ));
     }
     Ok(Opened { pdf, page_count: pages })
+}
+
+/// libqpdf inflates object and cross-reference streams while reading, with no size
+/// limit the crate can set. lopdf reads the same structure with a per-stream cap
+/// first: a stream that would inflate past it is refused before qpdf sees the file.
+/// Other lopdf failures are left to qpdf, whose recovery reads more damaged files.
+fn refuse_stream_bombs(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Result<(), EngineError> {
+    let options = lopdf::LoadOptions {
+        password: password.map(str::to_string),
+        max_decompressed_size: Some(limits.max_stream_bytes),
+        ..lopdf::LoadOptions::default()
+    };
+    match lopdf::Document::load_mem_with_options(bytes, options) {
+        Err(lopdf::Error::Decompress(e)) => Err(EngineError::too_large(
+            "file_too_large",
+            None,
+            format!("a stream of the PDF decompresses past the limit ({e}); refusing a possible decompression bomb"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn open_error(error: &QPdfError, password: Option<&str>) -> EngineError {
@@ -351,6 +372,50 @@ mod tests {
         let out = write(&opened.pdf, WriteOptions::default()).unwrap();
         assert_qpdf_check(&out, None);
         assert_eq!(qpdf_pages(&out, None), 3);
+    }
+
+    #[test]
+    fn refuses_object_stream_bombs_before_qpdf_reads_them() {
+        // A file whose object stream inflates to 2 MiB, opened with a 1 MiB cap. Written
+        // by hand: lopdf's writer would drop the object stream.
+        let mut payload = lopdf::Stream::new(lopdf::Dictionary::new(), {
+            let mut body = b"5 0 ".to_vec();
+            body.extend(std::iter::repeat_n(b' ', 2 * 1024 * 1024));
+            body
+        });
+        payload.compress().unwrap();
+        let mut bytes = b"%PDF-1.7\n".to_vec();
+        let mut offsets = Vec::new();
+        let objects: [&[u8]; 3] = [
+            b"1 0 obj <</Type/Catalog/Pages 2 0 R>> endobj\n",
+            b"2 0 obj <</Type/Pages/Kids[3 0 R]/Count 1>> endobj\n",
+            b"3 0 obj <</Type/Page/Parent 2 0 R/MediaBox[0 0 10 10]>> endobj\n",
+        ];
+        for object in objects {
+            offsets.push(bytes.len());
+            bytes.extend_from_slice(object);
+        }
+        offsets.push(bytes.len());
+        bytes.extend(
+            format!(
+                "4 0 obj <</Type/ObjStm/N 1/First 4/Filter/FlateDecode/Length {}>> stream\n",
+                payload.content.len()
+            )
+            .bytes(),
+        );
+        bytes.extend(&payload.content);
+        bytes.extend(b"\nendstream endobj\n");
+        let xref = bytes.len();
+        bytes.extend(b"xref\n0 5\n0000000000 65535 f \n");
+        for offset in offsets {
+            bytes.extend(format!("{offset:010} 00000 n \n").bytes());
+        }
+        bytes.extend(format!("trailer <</Size 5/Root 1 0 R>>\nstartxref\n{xref}\n%%EOF\n").bytes());
+
+        let small = Limits { max_stream_bytes: 1024 * 1024, ..Limits::default() };
+        let e = open(&bytes, None, &small).err().expect("refused");
+        assert_eq!(e.code, "file_too_large");
+        assert!(open(&bytes, None, &Limits::default()).is_ok(), "under the default cap it opens");
     }
 
     #[test]
