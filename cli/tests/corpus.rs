@@ -207,6 +207,19 @@ fn calls(n: u32) -> Vec<Call> {
             expect: Expect::Json,
         },
         Call { operation: "repair_damaged_pdf", input: json!({}), files: vec!["file"], expect: Expect::Pages(n) },
+        Call {
+            operation: "add_watermark_to_pdf",
+            input: json!({ "text": "DRAFT" }),
+            files: vec!["file"],
+            expect: Expect::Pages(n),
+        },
+        Call { operation: "add_pdf_page_numbers", input: json!({}), files: vec!["file"], expect: Expect::Pages(n) },
+        Call {
+            operation: "flatten_pdf_to_image_only",
+            input: json!({ "dpi": 36 }),
+            files: vec!["file"],
+            expect: Expect::Pages(n),
+        },
         Call { operation: "inspect_pdf_document", input: json!({}), files: vec!["file"], expect: Expect::Json },
     ]
 }

@@ -99,6 +99,25 @@ fn cases() -> Vec<Case> {
             file_at: "/file",
             pages_at: None,
         },
+        Case {
+            path: "/v1/pdf/to-images",
+            body: |f| json!({ "file": f, "format": "png", "dpi": 36, "pages": "1" }),
+            file_at: "/file",
+            pages_at: Some("/pages"),
+        },
+        Case { path: "/v1/pdf/rasterize", body: |f| json!({ "file": f, "dpi": 36 }), file_at: "/file", pages_at: None },
+        Case {
+            path: "/v1/pdf/watermark",
+            body: |f| json!({ "file": f, "text": "DRAFT", "pages": "1" }),
+            file_at: "/file",
+            pages_at: Some("/pages"),
+        },
+        Case {
+            path: "/v1/pdf/page-numbers",
+            body: |f| json!({ "file": f, "pages": "1" }),
+            file_at: "/file",
+            pages_at: Some("/pages"),
+        },
     ]
 }
 

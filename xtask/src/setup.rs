@@ -2,8 +2,9 @@
 //! build: Debian packages, and a Python virtual environment of test tools.
 //!
 //! What the project needs is listed once, in the constants at the top; adding a tool is
-//! adding a line there. Later work adds libpdfium (the PyPI `pypdfium2` wheel), LibreOffice,
-//! tesseract and Chromium (Debian), and anvil (npm) the same way.
+//! adding a line there. Native libraries come out of PyPI wheels (libpdfium from
+//! `pypdfium2`). Later work adds LibreOffice, tesseract and Chromium (Debian), and anvil
+//! (npm) the same way.
 
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
@@ -28,6 +29,17 @@ pub const PYTHON_TOOLS: &[PythonTool] = &[PythonTool {
     why: "validates the generated OpenAPI document in tests",
 }];
 
+/// Native libraries taken out of PyPI wheels into `$PAPERCHAIN_TOOLS`.
+pub const WHEEL_LIBRARIES: &[WheelLibrary] = &[WheelLibrary {
+    // Pinned: pdfium-render's `pdfium_NNNN` feature (engine/Cargo.toml) must match the
+    // pdfium build inside (5.15.2 carries pdfium 159.0.8149.0; see pypdfium2_raw/version.json).
+    requirement: "pypdfium2==5.15.2",
+    folder: "pypdfium2_raw",
+    library: "pdfium",
+    dest: "pdfium",
+    why: "libpdfium, the renderer of /v1/pdf/to-images and /v1/pdf/rasterize",
+}];
+
 /// Where the Python tools venv goes unless `$PAPERCHAIN_TOOLS` says otherwise (under $HOME).
 const DEFAULT_TOOLS_DIR: &str = ".cache/paperchain/tools";
 
@@ -42,6 +54,25 @@ pub struct PythonTool {
     /// A command (a program in the venv's `bin/`, then its arguments) that works once installed.
     pub probe: &'static [&'static str],
     pub why: &'static str,
+}
+
+pub struct WheelLibrary {
+    /// What `pip download` is given: a pinned `name==version`.
+    pub requirement: &'static str,
+    /// The folder inside the wheel that holds the library.
+    pub folder: &'static str,
+    /// The library's name without prefix or suffix (`pdfium` is `libpdfium.so` on Linux).
+    pub library: &'static str,
+    /// The folder under `$PAPERCHAIN_TOOLS` it goes to.
+    pub dest: &'static str,
+    pub why: &'static str,
+}
+
+impl WheelLibrary {
+    /// The library's file name on this platform.
+    fn file_name(&self) -> String {
+        format!("{}{}{}", std::env::consts::DLL_PREFIX, self.library, std::env::consts::DLL_SUFFIX)
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -62,6 +93,7 @@ pub fn run(verbosity: Verbosity) -> anyhow::Result<Installed> {
     ensure_debian_packages(verbosity)?;
     let tools = tools_dir()?;
     ensure_python_tools(&tools, verbosity)?;
+    ensure_wheel_libraries(&tools, verbosity)?;
     Ok(Installed { tools })
 }
 
@@ -172,4 +204,68 @@ fn ensure_python_tools(venv: &Path, verbosity: Verbosity) -> anyhow::Result<()> 
 fn probe(venv: &Path, tool: &PythonTool) -> Cmd {
     let (program, args) = tool.probe.split_first().map_or(("python", &[][..]), |(p, a)| (*p, a));
     Cmd::new(venv.join("bin").join(program)).args(args)
+}
+
+fn ensure_wheel_libraries(tools: &Path, verbosity: Verbosity) -> anyhow::Result<()> {
+    for lib in WHEEL_LIBRARIES {
+        let dest = tools.join(lib.dest).join(lib.file_name());
+        if dest.is_file() {
+            if verbosity == Verbosity::Report {
+                println!("setup: {} present: {}", lib.requirement, dest.display());
+            }
+            continue;
+        }
+        println!("setup: installing {} from {} ({})", dest.display(), lib.requirement, lib.why);
+        install_wheel_library(lib, tools, &dest)?;
+        println!("setup: installed {}", dest.display());
+    }
+    Ok(())
+}
+
+fn install_wheel_library(lib: &WheelLibrary, tools: &Path, dest: &Path) -> anyhow::Result<()> {
+    let download = tools.join(format!(".download-{}", lib.library));
+    if download.exists() {
+        // Left by an interrupted run: a half-downloaded wheel must not be read.
+        std::fs::remove_dir_all(&download).with_context(|| format!("removing {}", download.display()))?;
+    }
+    std::fs::create_dir_all(&download).with_context(|| format!("creating {}", download.display()))?;
+    // The tools venv's pip is there by now; python3's own pip is the fallback.
+    let venv_python = tools.join("bin/python");
+    let python = if Cmd::new(&venv_python).args(["-m", "pip", "--version"]).quiet().succeeds() {
+        Cmd::new(&venv_python)
+    } else {
+        Cmd::new("python3")
+    };
+    python
+        .clone()
+        .args(["-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps"])
+        .args(["--only-binary=:all:", "--dest"])
+        .arg(&download)
+        .arg(lib.requirement)
+        .run()
+        .with_context(|| format!("pip could not download the {} wheel for this platform", lib.requirement))?;
+    let wheel = std::fs::read_dir(&download)?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
+        .with_context(|| format!("pip downloaded no wheel of {} into {}", lib.requirement, download.display()))?;
+    let parent = dest.parent().context("the library's destination has no folder")?;
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    // A wheel is a zip; Python's zipfile reads it, so xtask needs no zip crate. Written
+    // beside the destination and renamed, so an interrupted run never leaves a partial
+    // library that a later run would take as installed.
+    let partial = parent.join(format!("{}.partial", lib.file_name()));
+    let member = format!("{}/{}", lib.folder, lib.file_name());
+    const EXTRACT: &str = "import sys, zipfile\n\
+        with zipfile.ZipFile(sys.argv[1]) as z, open(sys.argv[3], 'wb') as out:\n    out.write(z.read(sys.argv[2]))";
+    python
+        .args(["-c", EXTRACT])
+        .arg(&wheel)
+        .arg(&member)
+        .arg(&partial)
+        .run()
+        .with_context(|| format!("extracting {member} from {}", wheel.display()))?;
+    std::fs::rename(&partial, dest).with_context(|| format!("moving the library to {}", dest.display()))?;
+    std::fs::remove_dir_all(&download).with_context(|| format!("removing {}", download.display()))?;
+    Ok(())
 }

@@ -14,9 +14,12 @@ pub mod metadata;
 pub mod name_tree;
 pub mod outline;
 pub mod outline_tree;
+pub mod page_numbers;
 pub mod pdf;
+pub mod pdfium;
 pub mod protect;
 pub mod qpdf;
+pub mod rasterize;
 pub mod remove_pages;
 pub mod reorder;
 pub mod repair;
@@ -24,9 +27,12 @@ pub mod resize;
 pub mod rotate;
 pub mod set_outline;
 pub mod split;
+pub mod stamp;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod to_images;
 pub mod unlock;
+pub mod watermark;
 
 /// Adds every document route to the catalog.
 pub fn register(catalog: &mut Catalog) {
@@ -36,6 +42,8 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<remove_pages::RemovePagesRoute>();
     catalog.add::<reorder::ReorderRoute>();
     catalog.add::<rotate::RotateRoute>();
+    catalog.add::<watermark::WatermarkRoute>();
+    catalog.add::<page_numbers::PageNumbersRoute>();
     catalog.add::<crop::CropRoute>();
     catalog.add::<resize::ResizeRoute>();
     catalog.add::<outline::OutlineRoute>();
@@ -47,6 +55,8 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<protect::ProtectRoute>();
     catalog.add::<unlock::UnlockRoute>();
     catalog.add::<repair::RepairRoute>();
+    catalog.add::<to_images::ToImagesRoute>();
+    catalog.add::<rasterize::RasterizeRoute>();
 }
 
 /// The page-edit price rule in words (route book §4).

@@ -1,0 +1,490 @@
+//! libpdfium, the renderer of the rendering routes (to-images, rasterize): finding the
+//! library at run time, binding it once per process, and rendering pages to RGB pixels.
+//!
+//! pdfium is not re-entrant. pdfium-render's `thread_safe` feature takes one process-wide
+//! lock around every call into the library, so renders from several request threads
+//! interleave call by call but never run inside pdfium at the same time; documents are
+//! independent of each other in pdfium, so interleaving is safe. Encoding the pixels
+//! (PNG, JPEG) happens outside the lock.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use pdfium_render::prelude::{PdfBitmapFormat, PdfRenderConfig, Pdfium, PdfiumError, PdfiumInternalError};
+
+use crate::context::{Context, blocking};
+use crate::docs::pdf::{self, SourcePdf};
+use crate::error::{EngineError, ErrorKind};
+use crate::input::FileInput;
+use crate::price::Price;
+
+/// The rendering price rule in words (route book §4).
+pub const RENDERING_PRICE_RULE: &str = "$0.003 + $0.0005 a page rendered";
+
+/// Rendering: $0.003 + $0.0005 a page rendered.
+pub fn rendering_price(pages: u32) -> Price {
+    Price::tiered(Price::micros(3_000), 0, Price::micros(500), pages as u64)
+}
+
+/// Lowest resolution a caller may ask for, in dots per inch.
+pub const MIN_DPI: u32 = 36;
+/// Highest resolution a caller may ask for.
+pub const MAX_DPI: u32 = 600;
+/// The resolution when none is given.
+pub const DEFAULT_DPI: u32 = 150;
+
+/// Most pixels one rendered page may have: 50 MP is an A4 page at 600 dpi (35 MP) with
+/// room to spare, and bounds a page's bitmap to 150 MB (RGB) while it is encoded.
+pub const MAX_PAGE_PIXELS: u64 = 50_000_000;
+
+/// The environment variable naming libpdfium (the file, or the folder holding it).
+pub const PDFIUM_ENV: &str = "PAPERCHAIN_PDFIUM";
+
+/// How long a caller is told to wait after a 503 for a missing renderer: installing it is
+/// an operator's job, so not soon.
+const RETRY_AFTER: Duration = Duration::from_secs(3600);
+
+/// Checks an optional `dpi` field: 36 to 600, [`DEFAULT_DPI`] when absent.
+pub fn check_dpi(dpi: Option<i64>, field: &str) -> Result<u32, EngineError> {
+    match dpi {
+        None => Ok(DEFAULT_DPI),
+        Some(d) if (MIN_DPI as i64..=MAX_DPI as i64).contains(&d) => Ok(d as u32),
+        Some(d) => Err(EngineError::invalid(field, format!("{field}: must be from {MIN_DPI} to {MAX_DPI}, not {d}"))),
+    }
+}
+
+/// Pixel size of a page of `width_pt` × `height_pt` points at `dpi` (at least 1×1).
+pub fn pixel_size(width_pt: f64, height_pt: f64, dpi: u32) -> (u32, u32) {
+    let px = |pt: f64| {
+        let v = (pt / 72.0 * dpi as f64).round();
+        // NaN and absurd sizes are clamped: the pixel cap refuses them afterwards.
+        if v.is_nan() || v < 1.0 { 1 } else { v.min(u32::MAX as f64) as u32 }
+    };
+    (px(width_pt), px(height_pt))
+}
+
+/// A page to render: its number and visible size (crop box, rotation applied).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PagePlan {
+    /// 1-based page number.
+    pub number: u32,
+    /// Visible width in points, as the page is seen (after /Rotate).
+    pub width_pt: f64,
+    /// Visible height in points.
+    pub height_pt: f64,
+}
+
+/// Refuses a page whose bitmap at `dpi` would exceed [`MAX_PAGE_PIXELS`]; errors name `field`.
+pub fn check_page_pixels(plan: &PagePlan, dpi: u32, field: &str) -> Result<(u32, u32), EngineError> {
+    let (w, h) = pixel_size(plan.width_pt, plan.height_pt, dpi);
+    if (w as u64) * (h as u64) <= MAX_PAGE_PIXELS {
+        return Ok((w, h));
+    }
+    let area = plan.width_pt * plan.height_pt / (72.0 * 72.0);
+    let mut fitting = (MAX_PAGE_PIXELS as f64 / area).sqrt().floor().min(MAX_DPI as f64);
+    // Rounding each side up can tip the estimate over the cap: step down until it fits.
+    while fitting >= MIN_DPI as f64 && {
+        let (w, h) = pixel_size(plan.width_pt, plan.height_pt, fitting as u32);
+        (w as u64) * (h as u64) > MAX_PAGE_PIXELS
+    } {
+        fitting -= 1.0;
+    }
+    let advice = if fitting >= MIN_DPI as f64 {
+        format!("ask for at most {fitting} dpi")
+    } else {
+        "the page is too large to render at any allowed dpi".to_string()
+    };
+    Err(EngineError::too_large(
+        "output_too_large",
+        Some(field.to_string()),
+        format!(
+            "{field}: page {} ({:.0} × {:.0} pt) would be {w} × {h} pixels at {dpi} dpi, more than the limit of {} \
+             megapixels a page; {advice}",
+            plan.number,
+            plan.width_pt,
+            plan.height_pt,
+            MAX_PAGE_PIXELS / 1_000_000
+        ),
+    ))
+}
+
+/// The visible size of each selected page, from the lopdf document (crop box clipped to
+/// the media box, width and height swapped for a quarter-turn /Rotate).
+pub fn plan_pages(source: &SourcePdf, numbers: &[u32]) -> Vec<PagePlan> {
+    let ids = source.page_ids();
+    numbers
+        .iter()
+        .filter_map(|&n| ids.get(n as usize - 1).map(|&id| (n, id)))
+        .map(|(number, id)| {
+            let visible = pdf::crop_box(&source.doc, id);
+            let (width_pt, height_pt) = if pdf::rotation(&source.doc, id) % 180 == 90 {
+                (visible.height(), visible.width())
+            } else {
+                (visible.width(), visible.height())
+            };
+            PagePlan { number, width_pt, height_pt }
+        })
+        .collect()
+}
+
+/// An input PDF opened by lopdf (for the checks, page selection and sizes) whose original
+/// bytes and password are kept for pdfium.
+pub struct RenderSource {
+    /// The checked document.
+    pub pdf: SourcePdf,
+    /// The file's bytes as given.
+    pub bytes: Vec<u8>,
+    /// The password given with the file.
+    pub password: Option<String>,
+}
+
+impl RenderSource {
+    /// Fetches or decodes `file` and opens it as [`SourcePdf::load`] does; errors name `field`.
+    pub async fn load(file: &FileInput, field: &str, ctx: &Context) -> Result<RenderSource, EngineError> {
+        let input = file.resolve(ctx, field, "document.pdf").await?;
+        let limits = ctx.limits;
+        let field = field.to_string();
+        blocking(move || {
+            let doc = pdf::open(&input.bytes, input.password.as_deref(), &limits).map_err(|e| e.under(&field))?;
+            let page_count = doc.get_pages().len() as u32;
+            let pdf = SourcePdf { doc, filename: input.filename, page_count, field };
+            Ok(RenderSource { pdf, bytes: input.bytes, password: input.password })
+        })
+        .await
+    }
+}
+
+/// A rendered page: packed RGB, 8 bits a channel, rows top to bottom.
+pub struct RgbPage {
+    /// 1-based page number.
+    pub number: u32,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Visible width in points, as pdfium measured it.
+    pub width_pt: f64,
+    /// Visible height in points.
+    pub height_pt: f64,
+    /// `width × height × 3` bytes.
+    pub rgb: Vec<u8>,
+}
+
+/// Renders `pages` (1-based) of the PDF in `bytes` at `dpi`, as seen on screen (crop box,
+/// rotation, annotations and form fields drawn), handing each page to `each` in order.
+/// Errors about the file name `field`; a page over the pixel cap names `dpi_field`.
+pub fn render_pages(
+    bytes: &[u8],
+    password: Option<&str>,
+    pages: &[u32],
+    dpi: u32,
+    field: &str,
+    dpi_field: &str,
+    mut each: impl FnMut(RgbPage) -> Result<(), EngineError>,
+) -> Result<(), EngineError> {
+    let pdfium = library()?;
+    let doc = pdfium.load_pdf_from_byte_slice(bytes, password).map_err(|e| open_error(&e, field, password))?;
+    let doc_pages = doc.pages();
+    let count = doc_pages.len();
+    for &number in pages {
+        let unreadable = || {
+            EngineError::invalid_with("damaged_pdf", field, format!("{field}: the renderer cannot read page {number}"))
+        };
+        let index = i32::try_from(number).ok().and_then(|n| n.checked_sub(1)).filter(|&i| i >= 0 && i < count);
+        let page = doc_pages.get(index.ok_or_else(unreadable)?).map_err(|_| unreadable())?;
+        let width_pt = page.width().value as f64;
+        let height_pt = page.height().value as f64;
+        // pdfium's own measure decides the bitmap, so the image is never stretched; it
+        // is checked again in case it differs from lopdf's, which the caller checked.
+        let plan = PagePlan { number, width_pt, height_pt };
+        let (width, height) = check_page_pixels(&plan, dpi, dpi_field)?;
+        let config = PdfRenderConfig::new()
+            .set_fixed_size(width as i32, height as i32)
+            .set_format(PdfBitmapFormat::BGR)
+            // The channels are swapped below, while the row padding is removed anyway.
+            .set_reverse_byte_order(false)
+            .render_annotations(true)
+            .render_form_data(true);
+        let bitmap = page
+            .render_with_config(&config)
+            .map_err(|e| EngineError::internal(format!("pdfium could not render page {number}: {e:?}")))?;
+        let raw = bitmap.as_raw_bytes();
+        drop(bitmap);
+        let rgb = bgr_rows_to_rgb(&raw, width as usize, height as usize)
+            .ok_or_else(|| EngineError::internal(format!("pdfium returned a short bitmap for page {number}")))?;
+        drop(raw);
+        each(RgbPage { number, width, height, width_pt, height_pt, rgb })?;
+    }
+    Ok(())
+}
+
+/// Packed RGB from pdfium's BGR rows, which are padded to a multiple of 4 bytes.
+fn bgr_rows_to_rgb(raw: &[u8], width: usize, height: usize) -> Option<Vec<u8>> {
+    let row = width * 3;
+    let stride = raw.len().checked_div(height)?;
+    if stride < row {
+        return None;
+    }
+    let mut rgb = Vec::with_capacity(row * height);
+    for line in raw.chunks_exact(stride).take(height) {
+        for px in line[..row].chunks_exact(3) {
+            rgb.extend_from_slice(&[px[2], px[1], px[0]]);
+        }
+    }
+    (rgb.len() == row * height).then_some(rgb)
+}
+
+fn open_error(e: &PdfiumError, field: &str, password: Option<&str>) -> EngineError {
+    match e {
+        PdfiumError::PdfiumLibraryInternalError(PdfiumInternalError::PasswordError) => match password {
+            None | Some("") => EngineError::invalid_with(
+                "password_required",
+                format!("{field}/password"),
+                format!("{field}: the PDF is encrypted: give its password in `password` beside the file's data"),
+            ),
+            Some(_) => EngineError::invalid_with(
+                "wrong_password",
+                format!("{field}/password"),
+                format!("{field}: the password does not open this PDF"),
+            ),
+        },
+        other => EngineError::invalid_with(
+            "damaged_pdf",
+            field,
+            format!("{field}: the renderer cannot read this PDF ({other:?})"),
+        ),
+    }
+}
+
+/// Where libpdfium is to be loaded from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LibrarySource {
+    /// This file.
+    File(PathBuf),
+    /// The system's library search path (`libpdfium.so` via the dynamic loader).
+    System,
+}
+
+/// The library's file name on this platform (`libpdfium.so` on Linux).
+fn library_file_name() -> OsString {
+    Pdfium::pdfium_platform_library_name()
+}
+
+/// Finds libpdfium: `PAPERCHAIN_PDFIUM` (the file or its folder), else
+/// `$PAPERCHAIN_TOOLS/pdfium/`, else `$HOME/.cache/paperchain/tools/pdfium/`, else the
+/// system library. `var` reads the environment (a parameter so tests need not touch it).
+/// A `PAPERCHAIN_PDFIUM` that names nothing is an error rather than a silent fallback.
+pub fn locate(var: impl Fn(&str) -> Option<OsString>) -> Result<LibrarySource, String> {
+    let set = |name: &str| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(given) = set(PDFIUM_ENV) {
+        let file = if given.is_dir() { given.join(library_file_name()) } else { given.clone() };
+        return if file.is_file() {
+            Ok(LibrarySource::File(file))
+        } else {
+            Err(format!("{PDFIUM_ENV} is {} but there is no {} there", given.display(), library_file_name().display()))
+        };
+    }
+    let tools = set("PAPERCHAIN_TOOLS").into_iter().chain(set("HOME").map(|h| h.join(".cache/paperchain/tools")));
+    Ok(tools
+        .map(|dir| dir.join("pdfium").join(library_file_name()))
+        .find(|file| file.is_file())
+        .map_or(LibrarySource::System, LibrarySource::File))
+}
+
+/// Loads the library from `source`. Only [`library`] keeps the result: pdfium-render
+/// binds one library per process.
+pub fn bind(source: &LibrarySource) -> Result<Pdfium, String> {
+    let bindings = match source {
+        LibrarySource::File(path) => Pdfium::bind_to_library(path).map_err(|e| format!("{}: {e:?}", path.display())),
+        LibrarySource::System => Pdfium::bind_to_system_library()
+            .map_err(|e| format!("no {} on the system library path ({e:?})", library_file_name().display())),
+    }?;
+    Ok(Pdfium::new(bindings))
+}
+
+/// The process's pdfium, bound on first use; a 503 `unavailable` when it is missing.
+pub fn library() -> Result<&'static Pdfium, EngineError> {
+    static PDFIUM: OnceLock<Result<Pdfium, String>> = OnceLock::new();
+    PDFIUM
+        .get_or_init(|| {
+            let found = locate(|name| std::env::var_os(name)).and_then(|source| bind(&source));
+            if let Err(why) = &found {
+                tracing::error!(reason = %why, "libpdfium could not be loaded; rendering routes answer 503");
+            }
+            found
+        })
+        .as_ref()
+        .map_err(|why| unavailable(why))
+}
+
+/// The error of a rendering route when libpdfium cannot be loaded.
+pub fn unavailable(why: &str) -> EngineError {
+    EngineError::new(
+        ErrorKind::Unavailable { retry_after: RETRY_AFTER },
+        "unavailable",
+        format!(
+            "the PDF renderer (libpdfium) is not available on this server ({why}); the operator must run \
+             `cargo xtask setup` or set {PDFIUM_ENV} to the library's path, then restart the server"
+        ),
+    )
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A fake environment with only these variables.
+    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let vars: Vec<(String, OsString)> = vars.iter().map(|(k, v)| (k.to_string(), OsString::from(v))).collect();
+        move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn a_missing_library_named_by_the_variable_is_a_clear_503() {
+        let why = locate(env(&[(PDFIUM_ENV, "/nonexistent/libpdfium.so")])).unwrap_err();
+        assert!(why.contains("/nonexistent/libpdfium.so"), "{why}");
+        // Binding a file that is not there fails without binding anything process-wide.
+        let missing = LibrarySource::File(PathBuf::from("/nonexistent/libpdfium.so"));
+        assert!(bind(&missing).is_err());
+        let e = unavailable(&why);
+        assert_eq!(e.code, "unavailable");
+        assert!(matches!(e.kind, ErrorKind::Unavailable { .. }));
+        assert!(e.message.contains("cargo xtask setup") && e.message.contains(PDFIUM_ENV), "{}", e.message);
+    }
+
+    #[test]
+    fn the_finder_looks_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = dir.path().join("tools");
+        let home = dir.path().join("home");
+        let in_home = home.join(".cache/paperchain/tools/pdfium");
+        std::fs::create_dir_all(&in_home).unwrap();
+        std::fs::write(in_home.join(library_file_name()), b"").unwrap();
+        let (tools_s, home_s) = (tools.to_str().unwrap(), home.to_str().unwrap());
+        // Nothing under the tools folder: the home folder's copy.
+        assert_eq!(
+            locate(env(&[("PAPERCHAIN_TOOLS", tools_s), ("HOME", home_s)])).unwrap(),
+            LibrarySource::File(in_home.join(library_file_name()))
+        );
+        std::fs::create_dir_all(tools.join("pdfium")).unwrap();
+        std::fs::write(tools.join("pdfium").join(library_file_name()), b"").unwrap();
+        assert_eq!(
+            locate(env(&[("PAPERCHAIN_TOOLS", tools_s), ("HOME", home_s)])).unwrap(),
+            LibrarySource::File(tools.join("pdfium").join(library_file_name()))
+        );
+        // The variable may name the folder.
+        assert_eq!(
+            locate(env(&[(PDFIUM_ENV, in_home.to_str().unwrap()), ("PAPERCHAIN_TOOLS", tools_s)])).unwrap(),
+            LibrarySource::File(in_home.join(library_file_name()))
+        );
+        assert_eq!(locate(env(&[("HOME", "/nonexistent")])).unwrap(), LibrarySource::System);
+    }
+
+    #[test]
+    fn dpi_is_checked_and_pixel_sizes_round() {
+        assert_eq!(check_dpi(None, "/dpi").unwrap(), 150);
+        assert_eq!(check_dpi(Some(36), "/dpi").unwrap(), 36);
+        for bad in [20, 700, 0, -5] {
+            let e = check_dpi(Some(bad), "/dpi").unwrap_err();
+            assert_eq!(e.field.as_deref(), Some("/dpi"));
+            assert_eq!(e.code, "invalid_input");
+        }
+        assert_eq!(pixel_size(612.0, 792.0, 150), (1275, 1650));
+        assert_eq!(pixel_size(595.276, 841.89, 72), (595, 842));
+        assert_eq!(pixel_size(0.1, f64::NAN, 36), (1, 1));
+        let huge = PagePlan { number: 2, width_pt: 14_400.0, height_pt: 14_400.0 };
+        let e = check_page_pixels(&huge, 36, "/dpi").unwrap_err();
+        assert_eq!(
+            (e.kind, e.code.as_ref(), e.field.as_deref()),
+            (ErrorKind::TooLarge, "output_too_large", Some("/dpi"))
+        );
+        assert!(e.message.contains("page 2") && e.message.contains("any allowed dpi"), "{}", e.message);
+        let a3 = PagePlan { number: 1, width_pt: 842.0, height_pt: 1191.0 };
+        let e = check_page_pixels(&a3, 600, "/dpi").unwrap_err();
+        assert!(e.message.contains("at most 508 dpi"), "{}", e.message);
+        assert!(check_page_pixels(&a3, 508, "/dpi").is_ok());
+        assert!(check_page_pixels(&a3, 509, "/dpi").is_err());
+    }
+
+    #[test]
+    fn prices_follow_the_rendering_rule() {
+        assert_eq!(rendering_price(1).units(), 3_500);
+        assert_eq!(rendering_price(10).units(), 8_000);
+    }
+
+    #[test]
+    fn bgr_rows_lose_their_padding() {
+        // 2×2 pixels, rows padded from 6 to 8 bytes.
+        let raw = [1, 2, 3, 4, 5, 6, 0, 0, 7, 8, 9, 10, 11, 12, 0, 0];
+        assert_eq!(bgr_rows_to_rgb(&raw, 2, 2).unwrap(), vec![3, 2, 1, 6, 5, 4, 9, 8, 7, 12, 11, 10]);
+        assert!(bgr_rows_to_rgb(&raw[..4], 2, 2).is_none());
+    }
+
+    /// Rendered pages: the pixel size follows the visible size and the dpi; colours are RGB.
+    #[test]
+    fn renders_a_page_at_the_size_its_dpi_gives() {
+        let bytes = sample_pdf(&[(612.0, 792.0, 0), (842.0, 595.0, 90)]);
+        let mut seen = Vec::new();
+        render_pages(&bytes, None, &[1, 2], 100, "/file", "/dpi", |page| {
+            // Page 1's red square is at the lower left: the bottom-left pixel is red.
+            if page.number == 1 {
+                let at = ((page.height as usize - 1) * page.width as usize) * 3;
+                assert_eq!(&page.rgb[at..at + 3], &[255, 0, 0]);
+            }
+            seen.push((page.number, page.width, page.height, page.rgb.len()));
+            Ok(())
+        })
+        .unwrap();
+        // Page 2 is turned a quarter: seen 595 wide and 842 high.
+        assert_eq!(seen, vec![(1, 850, 1100, 850 * 1100 * 3), (2, 826, 1169, 826 * 1169 * 3)]);
+    }
+
+    /// A corpus page with /Rotate 90: rendered as seen, width = round(width_pt / 72 × dpi).
+    #[test]
+    fn renders_a_corpus_page_as_seen() {
+        let bytes = std::fs::read("/work/shared/corpus/pdf/sample-files/habibi-rotated.pdf").unwrap();
+        for dpi in [72, 150] {
+            let mut sizes = Vec::new();
+            render_pages(&bytes, None, &[1], dpi, "/file", "/dpi", |page| {
+                sizes.push((page.width, page.height, page.width_pt.round(), page.height_pt.round()));
+                Ok(())
+            })
+            .unwrap();
+            let (w, h) = pixel_size(841.89, 595.276, dpi);
+            assert_eq!(sizes, vec![(w, h, 842.0, 595.0)]);
+        }
+    }
+
+    /// A PDF whose pages have these (width, height, rotate), each with a red square at
+    /// its lower left and the text `Page N`.
+    pub(crate) fn sample_pdf(pages: &[(f64, f64, i64)]) -> Vec<u8> {
+        use lopdf::{Document, Object, Stream, dictionary};
+        let mut doc = Document::with_version("1.7");
+        let pages_id = doc.new_object_id();
+        let font = doc.add_object(dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica" });
+        let mut kids = Vec::new();
+        for (i, &(w, h, rotate)) in pages.iter().enumerate() {
+            let content = format!("1 0 0 rg 0 0 100 100 re f BT /F1 24 Tf 150 150 Td (Page {}) Tj ET", i + 1);
+            let contents = doc.add_object(Stream::new(dictionary! {}, content.into_bytes()));
+            let page = doc.add_object(dictionary! {
+                "Type" => "Page",
+                "Parent" => pages_id,
+                "MediaBox" => vec![0.into(), 0.into(), Object::Real(w as f32), Object::Real(h as f32)],
+                "Rotate" => rotate,
+                "Contents" => contents,
+                "Resources" => dictionary! { "Font" => dictionary! { "F1" => font } },
+            });
+            kids.push(page.into());
+        }
+        let count = kids.len() as i64;
+        doc.objects
+            .insert(pages_id, Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => kids, "Count" => count }));
+        let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
+        doc.trailer.set("Root", catalog);
+        let mut out = Vec::new();
+        doc.save_to(&mut out).unwrap();
+        out
+    }
+}
