@@ -128,7 +128,9 @@ pub fn open(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Result<Doc
     Ok(doc)
 }
 
-fn password_error(password: Option<&str>) -> EngineError {
+/// The error for a password that is missing or does not open the file, at `/password`
+/// (relative to the file input); the password itself is never quoted.
+pub(crate) fn password_error(password: Option<&str>) -> EngineError {
     match password {
         None | Some("") => EngineError::invalid_with(
             "password_required",

@@ -9,6 +9,7 @@
 use qpdf::{EncryptionParams, ObjectStreamMode, QPdf, QPdfError, QPdfErrorCode, StreamDecodeLevel};
 
 use crate::context::{Context, Limits, blocking};
+use crate::docs::pdf::password_error;
 use crate::docs::pdf::{MAX_OUTPUT_BYTES, looks_like_pdf, output_too_large};
 use crate::error::EngineError;
 use crate::input::FileInput;
@@ -160,18 +161,6 @@ fn open_error(error: &QPdfError, password: Option<&str>) -> EngineError {
             format!("the PDF uses a feature that cannot be read ({})", detail(error)),
         ),
         _ => EngineError::invalid_with("damaged_pdf", "", format!("the PDF is too damaged to read: {}", detail(error))),
-    }
-}
-
-/// The same codes, fields and words as `pdf::open`; the password itself is never quoted.
-fn password_error(password: Option<&str>) -> EngineError {
-    match password {
-        None | Some("") => EngineError::invalid_with(
-            "password_required",
-            "/password",
-            "the PDF is encrypted: give its password in `password` beside the file's data",
-        ),
-        Some(_) => EngineError::invalid_with("wrong_password", "/password", "the password does not open this PDF"),
     }
 }
 
