@@ -220,6 +220,7 @@ fn calls(n: u32) -> Vec<Call> {
             files: vec!["file"],
             expect: Expect::Pages(n),
         },
+        Call { operation: "flatten_pdf_forms", input: json!({}), files: vec!["file"], expect: Expect::Pages(n) },
         Call { operation: "inspect_pdf_document", input: json!({}), files: vec!["file"], expect: Expect::Json },
     ]
 }

@@ -107,6 +107,18 @@ fn cases() -> Vec<Case> {
         },
         Case { path: "/v1/pdf/rasterize", body: |f| json!({ "file": f, "dpi": 36 }), file_at: "/file", pages_at: None },
         Case {
+            path: "/v1/pdf/flatten",
+            body: |f| json!({ "file": f, "annotations": false }),
+            file_at: "/file",
+            pages_at: None,
+        },
+        Case {
+            path: "/v1/pdf/fill-form",
+            body: |f| json!({ "file": f, "values": {}, "flatten": true }),
+            file_at: "/file",
+            pages_at: None,
+        },
+        Case {
             path: "/v1/pdf/watermark",
             body: |f| json!({ "file": f, "text": "DRAFT", "pages": "1" }),
             file_at: "/file",
@@ -138,9 +150,13 @@ async fn expect(server: &Server, path: &str, body: &Value, status: u16, code: &s
     assert!(!message.is_empty(), "{what}");
 }
 
+/// Routes whose inputs are not a PDF, with their own bad-input test below.
+const NOT_PDF_INPUT: &[&str] = &["/v1/pdf/from-images"];
+
 #[test]
 fn the_matrix_covers_every_document_route() {
-    let covered: Vec<&str> = cases().iter().map(|c| c.path).collect();
+    let mut covered: Vec<&str> = cases().iter().map(|c| c.path).collect();
+    covered.extend(NOT_PDF_INPUT);
     for entry in paperchain_engine::Catalog::standard().routes() {
         let info = entry.info();
         if info.family == paperchain_engine::Family::Docs {
@@ -316,4 +332,35 @@ async fn route_specific_limits() {
     assert_eq!(status, 200);
     let blank = json!({ "file": pdf, "outline": [{ "title": "  ", "page": 1 }] });
     expect(&server, "/v1/pdf/set-outline", &blank, 422, "invalid_input", Some("/outline/0/title")).await;
+}
+
+/// A 1×1 PNG.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+
+#[tokio::test]
+async fn from_images_answers_every_bad_input_with_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let path = "/v1/pdf/from-images";
+    let image = json!({ "data": PNG, "filename": "dot.png" });
+    let (status, answer) = server.post_json(path, &json!({ "images": [image, image], "page_size": "A4" })).await;
+    assert_eq!(status, 200, "{answer}");
+
+    expect(&server, path, &json!({}), 422, "invalid_input", Some("/images")).await;
+    expect(&server, path, &json!({ "images": [image], "bogus": 1 }), 422, "unknown_field", Some("/bogus")).await;
+    expect(&server, path, &json!({ "images": [] }), 422, "invalid_input", Some("/images")).await;
+    let many: Vec<Value> = (0..31).map(|_| image.clone()).collect();
+    expect(&server, path, &json!({ "images": many }), 422, "invalid_input", Some("/images")).await;
+    let text = json!({ "data": b64(b"just some text, not an image") });
+    expect(&server, path, &json!({ "images": [image, text] }), 422, "invalid_input", Some("/images/1")).await;
+    expect(&server, path, &json!({ "images": [{ "data": "%%%" }] }), 422, "invalid_base64", Some("/images/0/data"))
+        .await;
+    expect(&server, path, &json!({ "images": [{ "data": "" }] }), 422, "empty_file", Some("/images/0")).await;
+    let blocked = json!({ "url": format!("http://{}/a.png", server.addr) });
+    expect(&server, path, &json!({ "images": [blocked] }), 422, "blocked_target", Some("/images/0/url")).await;
+    expect(&server, path, &json!({ "images": [image], "margin_pt": 500 }), 422, "invalid_input", Some("/margin_pt"))
+        .await;
+    expect(&server, path, &json!({ "images": [image], "page_size": "A5" }), 422, "invalid_input", Some("/page_size"))
+        .await;
+    expect(&server, path, &json!({ "images": [5] }), 422, "invalid_input", Some("/images/0")).await;
 }

@@ -7,7 +7,10 @@ pub mod assemble;
 pub mod attachments;
 pub mod crop;
 pub mod extract_pages;
+pub mod fill_form;
+pub mod flatten;
 pub mod form_fields;
+pub mod from_images;
 pub mod inspect;
 pub mod merge;
 pub mod metadata;
@@ -52,11 +55,14 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<inspect::InspectRoute>();
     catalog.add::<attachments::AttachmentsRoute>();
     catalog.add::<form_fields::FormFieldsRoute>();
+    catalog.add::<flatten::FlattenRoute>();
+    catalog.add::<fill_form::FillFormRoute>();
     catalog.add::<protect::ProtectRoute>();
     catalog.add::<unlock::UnlockRoute>();
     catalog.add::<repair::RepairRoute>();
     catalog.add::<to_images::ToImagesRoute>();
     catalog.add::<rasterize::RasterizeRoute>();
+    catalog.add::<from_images::FromImagesRoute>();
 }
 
 /// The page-edit price rule in words (route book §4).

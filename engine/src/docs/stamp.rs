@@ -352,12 +352,12 @@ fn owned_dict(doc: &Document, dict: &Dictionary, key: &[u8]) -> Dictionary {
 }
 
 /// `prefix1`, `prefix2`, … : the first name `dict` does not use.
-fn unused_name(dict: &Dictionary, prefix: &str) -> String {
+pub fn unused_name(dict: &Dictionary, prefix: &str) -> String {
     (1..).map(|i| format!("{prefix}{i}")).find(|name| !dict.has(name.as_bytes())).unwrap_or_default()
 }
 
 /// The page's content stream references, flattened; entries that are not streams drop out.
-fn content_refs(doc: &Document, page: &Dictionary) -> Vec<Object> {
+pub fn content_refs(doc: &Document, page: &Dictionary) -> Vec<Object> {
     let entries: Vec<Object> = match page.get(b"Contents") {
         Ok(Object::Reference(id)) => match doc.get_object(*id) {
             Ok(Object::Array(items)) => items.clone(),
