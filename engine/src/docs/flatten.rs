@@ -14,8 +14,9 @@ use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
+use crate::docs::pdf::content_refs;
 use crate::docs::pdf::{self, Rect, SourcePdf};
-use crate::docs::stamp::{content_refs, num, unused_name};
+use crate::docs::stamp::{num, unused_name};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;

@@ -215,7 +215,7 @@ pub fn read(doc: &Document) -> FormFieldsReport {
         seen: HashSet::new(),
         visited: 0,
         fields: Vec::new(),
-        warnings: Warnings::default(),
+        warnings: crate::docs::pdf::Warnings::default(),
     };
     if let Some(roots) = array_at(doc, acroform, b"Fields") {
         let top = Inherited::default();
@@ -250,7 +250,7 @@ struct Walk<'a> {
     seen: HashSet<ObjectId>,
     visited: usize,
     fields: Vec<FormField>,
-    warnings: Warnings,
+    warnings: crate::docs::pdf::Warnings<MAX_WARNINGS>,
 }
 
 impl<'a> Walk<'a> {
@@ -518,30 +518,6 @@ fn pages_of_annotations(doc: &Document) -> HashMap<ObjectId, u32> {
 
 fn array_at<'a>(doc: &'a Document, dict: &'a Dictionary, key: &[u8]) -> Option<&'a Vec<Object>> {
     doc.dereference(dict.get(key).ok()?).ok()?.1.as_array().ok()
-}
-
-/// Warnings, capped, with a count of the ones left out.
-#[derive(Default)]
-struct Warnings {
-    list: Vec<String>,
-    more: usize,
-}
-
-impl Warnings {
-    fn push(&mut self, note: String) {
-        if self.list.len() < MAX_WARNINGS {
-            self.list.push(note);
-        } else {
-            self.more += 1;
-        }
-    }
-
-    fn finish(mut self) -> Vec<String> {
-        if self.more > 0 {
-            self.list.push(format!("and {} more warnings", self.more));
-        }
-        self.list
-    }
 }
 
 #[cfg(test)]

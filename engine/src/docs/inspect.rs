@@ -251,6 +251,9 @@ const MAX_ACTIONS: usize = 1_000_000;
 /// Most warnings listed.
 const MAX_WARNINGS: usize = 20;
 
+/// The report's warnings.
+type Notes = crate::docs::pdf::Warnings<MAX_WARNINGS>;
+
 /// The whole report.
 pub fn inspect(doc: &Document) -> InspectReport {
     let mut notes = Notes::default();
@@ -362,30 +365,6 @@ fn array_at<'a>(doc: &'a Document, dict: &'a Dictionary, key: &[u8]) -> Option<&
 
 fn name_at<'a>(doc: &'a Document, dict: &'a Dictionary, key: &[u8]) -> Option<&'a [u8]> {
     doc.dereference(dict.get(key).ok()?).ok()?.1.as_name().ok()
-}
-
-/// Warnings, capped, with a count of the ones left out.
-#[derive(Default)]
-struct Notes {
-    list: Vec<String>,
-    more: usize,
-}
-
-impl Notes {
-    fn push(&mut self, note: String) {
-        if self.list.len() < MAX_WARNINGS {
-            self.list.push(note);
-        } else {
-            self.more += 1;
-        }
-    }
-
-    fn finish(mut self) -> Vec<String> {
-        if self.more > 0 {
-            self.list.push(format!("and {} more warnings", self.more));
-        }
-        self.list
-    }
 }
 
 fn version(doc: &Document, catalog: Option<&Dictionary>) -> String {

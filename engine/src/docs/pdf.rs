@@ -373,6 +373,48 @@ pub fn dict_at<'a>(doc: &'a Document, dict: &'a Dictionary, key: &[u8]) -> Optio
     doc.dereference(object).ok()?.1.as_dict().ok()
 }
 
+/// The page's content stream references, flattened; entries that are not streams drop out.
+pub fn content_refs(doc: &Document, page: &Dictionary) -> Vec<Object> {
+    let entries: Vec<Object> = match page.get(b"Contents") {
+        Ok(Object::Reference(id)) => match doc.get_object(*id) {
+            Ok(Object::Array(items)) => items.clone(),
+            _ => vec![Object::Reference(*id)],
+        },
+        Ok(Object::Array(items)) => items.clone(),
+        _ => Vec::new(),
+    };
+    entries
+        .into_iter()
+        .filter(|o| matches!(o, Object::Reference(id) if matches!(doc.get_object(*id), Ok(Object::Stream(_)))))
+        .collect()
+}
+
+/// Warnings for a report, at most `MAX` of them, then a count of the ones left out.
+#[derive(Default)]
+pub struct Warnings<const MAX: usize> {
+    list: Vec<String>,
+    more: usize,
+}
+
+impl<const MAX: usize> Warnings<MAX> {
+    /// Adds one, or counts it when the list is full.
+    pub fn push(&mut self, note: String) {
+        if self.list.len() < MAX {
+            self.list.push(note);
+        } else {
+            self.more += 1;
+        }
+    }
+
+    /// The list, ending with how many were left out.
+    pub fn finish(mut self) -> Vec<String> {
+        if self.more > 0 {
+            self.list.push(format!("and {} more warnings", self.more));
+        }
+        self.list
+    }
+}
+
 /// Maps a lopdf failure during an edit to an error about the input (it is the input's
 /// structure that broke the edit, not a defect of ours).
 pub fn edit_error(what: &str, e: lopdf::Error) -> EngineError {

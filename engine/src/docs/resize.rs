@@ -11,6 +11,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
+use crate::docs::pdf::content_refs;
 use crate::docs::pdf::{self, Rect, SourcePdf};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
@@ -394,22 +395,6 @@ fn resize_page(
     }
     apply_annotation_updates(doc, annot_updates);
     Ok(())
-}
-
-/// The page's content stream references, flattened; entries that are not streams drop out.
-fn content_refs(doc: &Document, page: &Dictionary) -> Vec<Object> {
-    let entries: Vec<Object> = match page.get(b"Contents") {
-        Ok(Object::Reference(id)) => match doc.get_object(*id) {
-            Ok(Object::Array(items)) => items.clone(),
-            _ => vec![Object::Reference(*id)],
-        },
-        Ok(Object::Array(items)) => items.clone(),
-        _ => Vec::new(),
-    };
-    entries
-        .into_iter()
-        .filter(|o| matches!(o, Object::Reference(id) if matches!(doc.get_object(*id), Ok(Object::Stream(_)))))
-        .collect()
 }
 
 fn intersect(r: Rect, bounds: Rect) -> Option<Rect> {

@@ -5,6 +5,7 @@
 
 use lopdf::{Dictionary, Document, Object, ObjectId, Stream};
 
+use crate::docs::pdf::content_refs;
 use crate::docs::pdf::{self, Rect};
 use crate::error::EngineError;
 
@@ -354,22 +355,6 @@ fn owned_dict(doc: &Document, dict: &Dictionary, key: &[u8]) -> Dictionary {
 /// `prefix1`, `prefix2`, … : the first name `dict` does not use.
 pub fn unused_name(dict: &Dictionary, prefix: &str) -> String {
     (1..).map(|i| format!("{prefix}{i}")).find(|name| !dict.has(name.as_bytes())).unwrap_or_default()
-}
-
-/// The page's content stream references, flattened; entries that are not streams drop out.
-pub fn content_refs(doc: &Document, page: &Dictionary) -> Vec<Object> {
-    let entries: Vec<Object> = match page.get(b"Contents") {
-        Ok(Object::Reference(id)) => match doc.get_object(*id) {
-            Ok(Object::Array(items)) => items.clone(),
-            _ => vec![Object::Reference(*id)],
-        },
-        Ok(Object::Array(items)) => items.clone(),
-        _ => Vec::new(),
-    };
-    entries
-        .into_iter()
-        .filter(|o| matches!(o, Object::Reference(id) if matches!(doc.get_object(*id), Ok(Object::Stream(_)))))
-        .collect()
 }
 
 /// A number for a content stream: plain decimal notation (PDF has no exponents),
