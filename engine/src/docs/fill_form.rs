@@ -191,11 +191,7 @@ fn locate(doc: &Document) -> HashMap<String, Located> {
             continue;
         }
         let Ok(dict) = doc.get_dictionary(id) else { continue };
-        let name = match dict.get(b"T").ok().and_then(|t| pdf::text_string(doc, t)) {
-            Some(part) if parent.is_empty() => part,
-            Some(part) => format!("{parent}.{part}"),
-            None => parent,
-        };
+        let name = crate::docs::form_fields::qualified_name(doc, dict, &parent);
         let kids: Vec<ObjectId> = dict
             .get(b"Kids")
             .ok()

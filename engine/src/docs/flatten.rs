@@ -6,7 +6,7 @@
 //! What cannot be burned is kept rather than lost: annotations without an appearance
 //! stay interactive, and so does the form when any of its widgets stays.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use lopdf::{Dictionary, Document, Object, ObjectId, Stream};
 use schemars::JsonSchema;
@@ -16,7 +16,7 @@ use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
 use crate::docs::pdf::content_refs;
 use crate::docs::pdf::{self, Rect, SourcePdf};
-use crate::docs::stamp::{num, unused_name};
+use crate::docs::stamp::num;
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
@@ -119,7 +119,7 @@ enum Fate {
 pub fn flatten(doc: &mut Document, annotations: bool) -> Result<(), EngineError> {
     let mut seen = 0usize;
     let mut kept_widgets = false;
-    let mut flattened = Vec::new();
+    let mut flattened = HashSet::new();
     for page_id in doc.page_iter().collect::<Vec<_>>() {
         let Some(annots) = annots_of(doc, page_id) else { continue };
         let mut keep = Vec::new();
@@ -139,7 +139,7 @@ pub fn flatten(doc: &mut Document, annotations: bool) -> Result<(), EngineError>
             if let Some(id) = id
                 && fate != Fate::Keep
             {
-                flattened.push(id);
+                flattened.insert(id);
             }
             match fate {
                 Fate::Keep => {
@@ -253,7 +253,7 @@ fn placement(bbox: Rect, matrix: [f64; 6], rect: Rect) -> [f64; 6] {
 }
 
 /// Whether `entry` is a popup whose parent annotation was flattened.
-fn is_orphan_popup(doc: &Document, entry: &Object, flattened: &[ObjectId]) -> bool {
+fn is_orphan_popup(doc: &Document, entry: &Object, flattened: &HashSet<ObjectId>) -> bool {
     let Ok((_, Object::Dictionary(annot))) = doc.dereference(entry) else { return false };
     subtype(annot) == Some(b"Popup")
         && annot.get(b"Parent").ok().and_then(|p| p.as_reference().ok()).is_some_and(|p| flattened.contains(&p))
@@ -276,12 +276,19 @@ fn draw(doc: &mut Document, page_id: ObjectId, draws: &[(ObjectId, [f64; 6])]) -
         .unwrap_or_default();
     let mut xobjects = pdf::dict_at(doc, &resources, b"XObject").cloned().unwrap_or_default();
     let mut names: HashMap<ObjectId, String> = HashMap::new();
+    // Names are taken counting up from where the last one was found: a page with many
+    // appearances costs one pass, not one pass per appearance.
+    let mut next = 1usize;
     let mut content = String::from("\nQ\n");
     for (form, m) in draws {
         let name = match names.get(form) {
             Some(name) => name.clone(),
             None => {
-                let name = unused_name(&xobjects, "PcAPn");
+                while xobjects.has(format!("PcAPn{next}").as_bytes()) {
+                    next += 1;
+                }
+                let name = format!("PcAPn{next}");
+                next += 1;
                 xobjects.set(name.as_bytes(), Object::Reference(*form));
                 names.insert(*form, name.clone());
                 name

@@ -366,14 +366,30 @@ impl<'a> Walk<'a> {
     }
 }
 
+/// Longest partial name (/T) read, in bytes, and longest fully qualified name, in
+/// characters. Names are built by copying the parent's, and a hostile file can share
+/// one huge /T among thousands of fields.
+const MAX_PARTIAL_BYTES: usize = 1_024;
+const MAX_NAME_CHARS: usize = 4_096;
+
+/// The fully qualified name of a field whose own /T is in `dict`, under `parent`: both
+/// bounded, so building names costs at most a few KiB per field.
+pub(crate) fn qualified_name(doc: &Document, dict: &Dictionary, parent: &str) -> String {
+    let partial = dict.get(b"T").ok().and_then(|t| doc.dereference(t).ok()).and_then(|(_, t)| match t {
+        Object::String(bytes, _) => Some(pdf::decode_text_string(&bytes[..bytes.len().min(MAX_PARTIAL_BYTES)])),
+        _ => None,
+    });
+    let name = match partial {
+        Some(part) if parent.is_empty() => part,
+        Some(part) => format!("{parent}.{part}"),
+        None => parent.to_string(),
+    };
+    if name.chars().count() > MAX_NAME_CHARS { name.chars().take(MAX_NAME_CHARS).collect() } else { name }
+}
+
 /// The attributes of `dict`, with the ones it does not set taken from `parent`.
 fn inherit<'a>(doc: &'a Document, dict: &'a Dictionary, parent: &Inherited<'a>) -> Inherited<'a> {
-    let partial = dict.get(b"T").ok().and_then(|t| pdf::text_string(doc, t));
-    let name = match partial {
-        Some(part) if parent.name.is_empty() => part,
-        Some(part) => format!("{}.{part}", parent.name),
-        None => parent.name.clone(),
-    };
+    let name = qualified_name(doc, dict, &parent.name);
     let get = |key: &[u8]| dict.get(key).ok().and_then(|o| doc.dereference(o).ok()).map(|(_, o)| o);
     Inherited {
         name,
