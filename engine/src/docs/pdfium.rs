@@ -76,9 +76,31 @@ pub struct PagePlan {
     pub height_pt: f64,
 }
 
-/// Refuses a page whose bitmap at `dpi` would exceed [`MAX_PAGE_PIXELS`]; errors name `field`.
+/// Longest side of a rendered page, in pixels (JPEG's limit is 65,535).
+pub const MAX_SIDE_PIXELS: u32 = 65_000;
+
+/// Refuses a page whose bitmap at `dpi` would exceed [`MAX_PAGE_PIXELS`] or have a side
+/// over [`MAX_SIDE_PIXELS`]; errors name `field`.
 pub fn check_page_pixels(plan: &PagePlan, dpi: u32, field: &str) -> Result<(u32, u32), EngineError> {
     let (w, h) = pixel_size(plan.width_pt, plan.height_pt, dpi);
+    // JPEG cannot hold a side over 65,535 pixels; a long strip can be under the area cap.
+    if w.max(h) > MAX_SIDE_PIXELS {
+        let longest = plan.width_pt.max(plan.height_pt);
+        let fitting = ((MAX_SIDE_PIXELS as f64 - 1.0) * 72.0 / longest).floor();
+        let advice = if fitting >= MIN_DPI as f64 {
+            format!("ask for at most {fitting} dpi")
+        } else {
+            "the page is too long to render at any allowed dpi".to_string()
+        };
+        return Err(EngineError::too_large(
+            "output_too_large",
+            Some(field.to_string()),
+            format!(
+                "{field}: page {} would be {w} × {h} pixels at {dpi} dpi; a side may have at most {MAX_SIDE_PIXELS}                  pixels; {advice}",
+                plan.number
+            ),
+        ));
+    }
     if (w as u64) * (h as u64) <= MAX_PAGE_PIXELS {
         return Ok((w, h));
     }
@@ -380,6 +402,16 @@ pub(crate) mod tests {
             LibrarySource::File(in_home.join(library_file_name()))
         );
         assert_eq!(locate(env(&[("HOME", "/nonexistent")])).unwrap(), LibrarySource::System);
+    }
+
+    #[test]
+    fn a_long_strip_is_refused_by_its_side() {
+        // 14,400 × 110 pt at 400 dpi: 80,000 × 612 px, under the area cap but too long.
+        let plan = PagePlan { number: 1, width_pt: 14_400.0, height_pt: 110.0 };
+        let e = check_page_pixels(&plan, 400, "/dpi").unwrap_err();
+        assert_eq!((e.code.as_ref(), e.field.as_deref()), ("output_too_large", Some("/dpi")));
+        assert!(e.message.contains("at most 324 dpi"), "{}", e.message);
+        assert!(check_page_pixels(&plan, 324, "/dpi").is_ok());
     }
 
     #[test]
