@@ -21,7 +21,7 @@ pub const MAX_IMAGES: usize = 30;
 /// Widest (and tallest) image accepted, in pixels.
 pub const MAX_IMAGE_SIDE: u32 = 20_000;
 /// Most memory one image may take to decode.
-const MAX_DECODE_BYTES: u64 = 512 * 1024 * 1024;
+const MAX_DECODE_BYTES: u64 = 256 * 1024 * 1024;
 /// Pixel density assumed when an image does not state one.
 pub const DEFAULT_DPI: f64 = 96.0;
 /// Largest margin accepted, in points.

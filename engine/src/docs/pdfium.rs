@@ -341,6 +341,11 @@ pub fn library() -> Result<&'static Pdfium, EngineError> {
         .map_err(|why| unavailable(why))
 }
 
+/// Checks that libpdfium is there, loading it off the async threads the first time.
+pub async fn ensure_library() -> Result<(), EngineError> {
+    crate::context::blocking(|| library().map(|_| ())).await
+}
+
 /// The error of a rendering route when libpdfium cannot be loaded.
 pub fn unavailable(why: &str) -> EngineError {
     EngineError::new(

@@ -72,7 +72,7 @@ impl Route for RasterizeRoute {
     async fn prepare(input: RasterizeInput, ctx: &Context) -> Result<Rasterize, EngineError> {
         let dpi = pdfium::check_dpi(input.dpi, "/dpi")?;
         // Found before the file is read, so a server without the renderer charges nothing.
-        pdfium::library()?;
+        pdfium::ensure_library().await?;
         let RenderSource { pdf: source, bytes, password } = RenderSource::load(&input.file, "/file", ctx).await?;
         let numbers: Vec<u32> = (1..=source.page_count).collect();
         let pages = pdfium::plan_pages(&source, &numbers);

@@ -119,7 +119,7 @@ impl Route for ToImagesRoute {
         };
         let selection = PageSelection::parse_or_all(input.pages.as_deref(), "/pages")?;
         // Found before the file is read, so a server without the renderer charges nothing.
-        pdfium::library()?;
+        pdfium::ensure_library().await?;
         let RenderSource { pdf: source, bytes, password } = RenderSource::load(&input.file, "/file", ctx).await?;
         let numbers: Vec<u32> = source.selected_pages(&selection, "/pages")?.into_iter().map(|(n, _)| n).collect();
         let pages = pdfium::plan_pages(&source, &numbers);
