@@ -245,9 +245,7 @@ impl Route for AttachmentsRoute {
                 }
                 Plan::Add(additions) => {
                     add(&mut source.doc, additions, now())?;
-                    let bytes = pdf::save(&mut source.doc)?;
-                    let name = derived_name(&source.filename, "attachments", "pdf");
-                    Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
+                    source.into_reply("attachments", output)
                 }
             }
         })

@@ -10,7 +10,7 @@ use crate::docs::pdf::{self, Rect, SourcePdf};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
-use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::output::{NoJson, OutputMode, Reply};
 use crate::pages::PageSelection;
 use crate::price::Price;
 
@@ -117,9 +117,7 @@ impl Route for CropRoute {
             for (id, crop) in boxes {
                 apply(&mut source.doc, id, crop)?;
             }
-            let bytes = pdf::save(&mut source.doc)?;
-            let name = derived_name(&source.filename, "cropped", "pdf");
-            Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
+            source.into_reply("cropped", output)
         })
         .await
     }

@@ -20,7 +20,7 @@ use crate::docs::stamp::{literal, num, win_ansi};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
-use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::output::{NoJson, OutputMode, Reply};
 use crate::price::Price;
 
 /// Request of `/v1/pdf/fill-form`.
@@ -99,9 +99,7 @@ impl Route for FillFormRoute {
             if flatten {
                 crate::docs::flatten::flatten(&mut source.doc, false)?;
             }
-            let bytes = pdf::save(&mut source.doc)?;
-            let name = derived_name(&source.filename, "filled", "pdf");
-            Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
+            source.into_reply("filled", output)
         })
         .await
     }

@@ -20,7 +20,7 @@ use crate::docs::stamp::num;
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
-use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::output::{NoJson, OutputMode, Reply};
 use crate::price::Price;
 
 /// Request of `/v1/pdf/flatten`.
@@ -89,9 +89,7 @@ impl Route for FlattenRoute {
         blocking(move || {
             let Flatten { mut source, annotations, output } = call;
             flatten(&mut source.doc, annotations)?;
-            let bytes = pdf::save(&mut source.doc)?;
-            let name = derived_name(&source.filename, "flattened", "pdf");
-            Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
+            source.into_reply("flattened", output)
         })
         .await
     }

@@ -15,7 +15,7 @@ use crate::docs::pdf::{self, SourcePdf};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
-use crate::output::{FileSet, OutFile, OutputMode, Reply, derived_name};
+use crate::output::{OutputMode, Reply};
 use crate::price::Price;
 
 /// Request of `/v1/pdf/metadata`.
@@ -228,9 +228,7 @@ impl Route for MetadataRoute {
                 MetadataAction::Edit => edit(&mut source.doc, &set, now())?,
                 MetadataAction::Strip => strip(&mut source.doc),
             }
-            let bytes = pdf::save(&mut source.doc)?;
-            let name = derived_name(&source.filename, "metadata", "pdf");
-            Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
+            source.into_reply("metadata", output)
         })
         .await
     }
@@ -986,6 +984,7 @@ mod xmp {
 mod tests {
     use super::*;
     use crate::catalog::parse_body;
+    use crate::output::OutFile;
     use base64::Engine as _;
     use lopdf::content::{Content, Operation};
     use lopdf::dictionary;

@@ -6,6 +6,7 @@ use lopdf::{Dictionary, Document, LoadOptions, Object, ObjectId};
 use crate::context::{Context, Limits, blocking};
 use crate::error::{EngineError, ErrorKind};
 use crate::input::FileInput;
+use crate::output::{FileSet, OutFile, OutputMode, Reply, derived_name};
 use crate::pages::PageSelection;
 
 /// A loaded input PDF.
@@ -38,6 +39,14 @@ impl SourcePdf {
             Ok(SourcePdf { doc, filename: input.filename, page_count, field })
         })
         .await
+    }
+
+    /// The edited document as the one-file answer of a route, named
+    /// `<input>-<suffix>.pdf`.
+    pub fn into_reply<T>(mut self, suffix: &str, output: OutputMode) -> Result<Reply<T>, EngineError> {
+        let bytes = save(&mut self.doc)?;
+        let name = derived_name(&self.filename, suffix, "pdf");
+        Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
     }
 
     /// The object ids of the pages, in page order.

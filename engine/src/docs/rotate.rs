@@ -9,7 +9,7 @@ use crate::docs::pdf::{self, SourcePdf};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
-use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::output::{NoJson, OutputMode, Reply};
 use crate::pages::PageSelection;
 use crate::price::Price;
 
@@ -108,9 +108,7 @@ impl Route for RotateRoute {
                 let page = source.doc.get_dictionary_mut(id).map_err(|e| pdf::edit_error("rotating", e))?;
                 page.set("Rotate", (current + degrees).rem_euclid(360));
             }
-            let bytes = pdf::save(&mut source.doc)?;
-            let name = derived_name(&source.filename, "rotated", "pdf");
-            Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
+            source.into_reply("rotated", output)
         })
         .await
     }

@@ -10,7 +10,7 @@ use crate::docs::pdf::{self, SourcePdf};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
-use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::output::{NoJson, OutputMode, Reply};
 use crate::price::Price;
 
 /// Most bookmarks one call may write.
@@ -92,9 +92,7 @@ impl Route for SetOutlineRoute {
             let ids = source.page_ids();
             let items = to_items(&outline, &ids);
             outline_tree::write(&mut source.doc, &items).map_err(|e| pdf::edit_error("writing bookmarks", e))?;
-            let bytes = pdf::save(&mut source.doc)?;
-            let name = derived_name(&source.filename, "bookmarked", "pdf");
-            Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
+            source.into_reply("bookmarked", output)
         })
         .await
     }

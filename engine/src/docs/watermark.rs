@@ -6,12 +6,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
-use crate::docs::pdf::{self, SourcePdf};
+use crate::docs::pdf::SourcePdf;
 use crate::docs::stamp::{self, HAlign, Stamper, Style, VAlign};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
-use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::output::{NoJson, OutputMode, Reply};
 use crate::pages::PageSelection;
 use crate::price::Price;
 
@@ -175,9 +175,7 @@ impl Route for WatermarkRoute {
             for id in pages {
                 stamper.stamp(&mut source.doc, id, &text, &style)?;
             }
-            let bytes = pdf::save(&mut source.doc)?;
-            let name = derived_name(&source.filename, "watermarked", "pdf");
-            Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
+            source.into_reply("watermarked", output)
         })
         .await
     }
@@ -186,6 +184,7 @@ impl Route for WatermarkRoute {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::docs::pdf;
     use crate::docs::stamp::tests::{
         build, close, operands, page_letters, page_text, page_words, qpdf_check, rect, run, stamp_ops,
     };
