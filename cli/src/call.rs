@@ -173,9 +173,12 @@ fn write_files(set: FileSet, out: Option<&Path>, force: bool) -> anyhow::Result<
     match set.mode {
         OutputMode::Url => bail!("{URL_NEEDS_SERVER}"),
         OutputMode::Base64 => {
-            let items: Vec<_> = set.files.iter().map(|f| f.to_base64()).collect();
-            let value = match (set.bundle.is_none(), items.as_slice()) {
-                (true, [one]) => serde_json::to_value(one)?,
+            let mut items: Vec<_> = set.files.iter().map(|f| f.to_base64()).collect();
+            let value = match (set.bundle.is_none(), items.as_mut_slice()) {
+                (true, [one]) => {
+                    one.report = set.report.clone();
+                    serde_json::to_value(one)?
+                }
                 _ => serde_json::to_value(&items)?,
             };
             let text = serde_json::to_string_pretty(&value)? + "\n";
@@ -188,6 +191,10 @@ fn write_files(set: FileSet, out: Option<&Path>, force: bool) -> anyhow::Result<
             }
         }
         OutputMode::File => {
+            // The bytes go to files; what the operation says about them goes to stderr.
+            if let Some(report) = set.report.as_ref().filter(|_| set.bundle.is_none()) {
+                eprintln!("{report}");
+            }
             if let Some(dir) = out.filter(|p| p.is_dir()) {
                 let targets: Vec<(PathBuf, &[u8])> =
                     set.files.iter().map(|f| (dir.join(&f.filename), f.bytes.as_slice())).collect();

@@ -52,6 +52,7 @@ impl OutFile {
             bytes: self.bytes.len() as u64,
             sha256: self.sha256(),
             data: base64::engine::general_purpose::STANDARD.encode(&self.bytes),
+            report: None,
         }
     }
 }
@@ -76,17 +77,26 @@ pub struct FileSet {
     /// For routes that produce several files: the ZIP's name for `output: "file"`, and
     /// the sign that base64/url answers are a list even for one file.
     pub bundle: Option<String>,
+    /// What the operation has to say about a one-file result (e.g. sizes before and
+    /// after): a `Paperchain-Report` header beside the bytes, a `report` field in JSON.
+    pub report: Option<serde_json::Value>,
 }
 
 impl FileSet {
     /// One file.
     pub fn single(file: OutFile, mode: OutputMode) -> FileSet {
-        FileSet { files: vec![file], mode, bundle: None }
+        FileSet { files: vec![file], mode, bundle: None, report: None }
     }
 
     /// Several files, bundled as `zip_name` for `output: "file"`.
     pub fn several(files: Vec<OutFile>, mode: OutputMode, zip_name: impl Into<String>) -> FileSet {
-        FileSet { files, mode, bundle: Some(zip_name.into()) }
+        FileSet { files, mode, bundle: Some(zip_name.into()), report: None }
+    }
+
+    /// The same files with a report about them.
+    pub fn with_report(mut self, report: serde_json::Value) -> FileSet {
+        self.report = Some(report);
+        self
     }
 
     /// The one file to send for `output: "file"`: the file itself, or a ZIP of them all.
@@ -166,6 +176,9 @@ pub struct FileBase64 {
     pub sha256: String,
     /// The bytes, base64 (standard alphabet, padded).
     pub data: String,
+    /// What the operation reports about the file (e.g. sizes before and after), when it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<serde_json::Value>,
 }
 
 /// A file delivered as a link valid for 24 hours (`output: "url"`).
@@ -183,6 +196,9 @@ pub struct FileLink {
     pub bytes: u64,
     /// Lower-case hex SHA-256 of the bytes.
     pub sha256: String,
+    /// What the operation reports about the file (e.g. sizes before and after), when it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<serde_json::Value>,
 }
 
 /// The JSON answer of routes that only produce files (there is none besides the files).

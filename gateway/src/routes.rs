@@ -127,11 +127,24 @@ async fn encode_reply(state: &AppState, reply: Reply<serde_json::Value>) -> Resu
 
 async fn encode_files(state: &AppState, set: FileSet) -> Result<Response, ApiError> {
     let list = set.bundle.is_some();
+    // A report describes the one file of a result; a list has no place for it.
+    let report = if list { None } else { set.report.clone() };
     // Zipping, base64 and hashing are CPU work on large buffers: off the async threads.
     match set.mode {
-        OutputMode::File => Ok(file_response(blocking(move || set.into_single_file()).await?)),
+        OutputMode::File => {
+            let mut response = file_response(blocking(move || set.into_single_file()).await?);
+            if let Some(report) = report
+                && let Ok(value) = HeaderValue::from_str(&ascii_json(&report))
+            {
+                response.headers_mut().insert(REPORT_HEADER, value);
+            }
+            Ok(response)
+        }
         OutputMode::Base64 => {
-            let items = blocking(move || Ok(set.files.iter().map(OutFile::to_base64).collect::<Vec<_>>())).await?;
+            let mut items = blocking(move || Ok(set.files.iter().map(OutFile::to_base64).collect::<Vec<_>>())).await?;
+            if let [item] = items.as_mut_slice() {
+                item.report = report;
+            }
             Ok(json_one_or_list(items, list))
         }
         OutputMode::Url => {
@@ -149,7 +162,11 @@ async fn encode_files(state: &AppState, set: FileSet) -> Result<Response, ApiErr
                     media_type: meta.media_type,
                     bytes: meta.bytes,
                     sha256: meta.sha256,
+                    report: None,
                 });
+            }
+            if let [link] = links.as_mut_slice() {
+                link.report = report;
             }
             Ok(json_one_or_list(links, list))
         }
@@ -164,6 +181,25 @@ fn json_one_or_list<T: serde::Serialize>(mut items: Vec<T>, list: bool) -> Respo
         return Json(item).into_response();
     }
     Json(items).into_response()
+}
+
+/// The header carrying a one-file result's report (compact JSON, ASCII) for `output: "file"`.
+pub const REPORT_HEADER: &str = "paperchain-report";
+
+/// Compact JSON with every non-ASCII character escaped, so it fits in a header.
+fn ascii_json(value: &serde_json::Value) -> String {
+    let mut out = String::new();
+    for c in value.to_string().chars() {
+        if c.is_ascii() && !c.is_ascii_control() {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
 }
 
 /// A file answer: bytes, media type, `Content-Disposition: attachment`.
