@@ -295,6 +295,12 @@ pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, EngineError> {
     Ok(value)
 }
 
+/// Parses a part of a body already read as JSON (a pipeline step's options) into `T`;
+/// errors name the field under `prefix` (`/steps/2` + `/degrees`).
+pub fn parse_value<T: DeserializeOwned>(value: serde_json::Value, prefix: &str) -> Result<T, EngineError> {
+    serde_path_to_error::deserialize(value).map_err(|err| body_error(&err).under(prefix))
+}
+
 fn body_error(err: &serde_path_to_error::Error<serde_json::Error>) -> EngineError {
     let inner = err.inner();
     if !inner.is_data() {

@@ -101,7 +101,14 @@ impl EngineError {
     }
 
     /// The same error with its field nested under `prefix` (`/file` + `/password`).
+    /// A message that starts with the field (`/password: …`) is nested the same way.
     pub fn under(mut self, prefix: &str) -> Self {
+        if let Some(inner) = self.field.as_deref()
+            && !inner.is_empty()
+            && self.message.strip_prefix(inner).is_some_and(|rest| rest.starts_with(':'))
+        {
+            self.message = format!("{prefix}{}", self.message);
+        }
         self.field = Some(match self.field.take() {
             Some(inner) => format!("{prefix}{inner}"),
             None => prefix.to_string(),

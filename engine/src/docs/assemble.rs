@@ -263,10 +263,14 @@ impl Assembler {
 /// A new PDF of `pages` (1-based, in order, repeats allowed) of `source`, with its
 /// bookmarks to kept pages and its document information.
 pub fn pages_of(source: &Document, pages: &[u32]) -> Result<Vec<u8>, EngineError> {
+    crate::docs::pdf::save(&mut pages_doc(source, pages)?)
+}
+
+/// [`pages_of`], kept in memory.
+pub fn pages_doc(source: &Document, pages: &[u32]) -> Result<Document, EngineError> {
     let mut asm = Assembler::new();
     asm.append(source, pages, Carry { outline: true, info: true })?;
-    let mut doc = asm.finish()?;
-    crate::docs::pdf::save(&mut doc)
+    asm.finish()
 }
 
 /// The answer of a route whose result is `pages` of `source` as one PDF named

@@ -4,22 +4,19 @@ use lopdf::{Document, ObjectId};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
-use crate::docs::pdf::{self, Rect, SourcePdf};
-use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
+use crate::catalog::{Family, FreePool, Produces, RouteInfo};
+use crate::context::Limits;
+use crate::docs::PAGE_EDIT_PRICE_RULE;
+use crate::docs::pdf::{self, Rect};
+use crate::docs::transform::{Pdf, Transform, TransformRoute};
 use crate::error::EngineError;
-use crate::input::FileInput;
-use crate::output::{NoJson, OutputMode, Reply};
 use crate::pages::PageSelection;
 use crate::price::Price;
 
-/// Request of `/v1/pdf/crop`.
+/// Fields of `/v1/pdf/crop` besides `file` and `output`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CropInput {
-    /// The PDF.
-    pub file: FileInput,
+pub struct CropOptions {
     /// How much to trim from each side of the page as displayed (after its rotation); at least one above 0.
     pub margins: Margins,
     /// Unit of the margins: `pt` (1/72 inch) or `percent` of the visible width (left, right) or height (top, bottom).
@@ -28,9 +25,6 @@ pub struct CropInput {
     /// Pages to crop (`"1-3,5"`, `"2-last"`); every page when omitted.
     #[serde(default)]
     pub pages: Option<String>,
-    /// How to deliver the result.
-    #[serde(default)]
-    pub output: OutputMode,
 }
 
 /// The four margins, as the reader sees the page; each 0 when omitted.
@@ -66,20 +60,15 @@ pub enum MarginUnit {
     Percent,
 }
 
-/// A checked crop call: the new CropBox of every page to crop.
-pub struct Crop {
-    source: SourcePdf,
-    boxes: Vec<(ObjectId, Rect)>,
-    output: OutputMode,
-}
+/// The operation.
+pub struct Crop;
 
 /// The route.
-pub struct CropRoute;
+pub type CropRoute = TransformRoute<Crop>;
 
-impl Route for CropRoute {
-    type Input = CropInput;
-    type Prepared = Crop;
-    type Output = NoJson;
+impl Transform for Crop {
+    type Options = CropOptions;
+    type Plan = Vec<(ObjectId, Rect)>;
 
     const INFO: RouteInfo = RouteInfo {
         path: "/v1/pdf/crop",
@@ -95,31 +84,28 @@ impl Route for CropRoute {
         produces: Produces::File,
         open_world: false,
     };
+    const SUFFIX: &'static str = "cropped";
 
-    async fn prepare(input: CropInput, ctx: &Context) -> Result<Crop, EngineError> {
-        check_margins(&input.margins, input.unit)?;
-        let selection = PageSelection::parse_or_all(input.pages.as_deref(), "/pages")?;
-        let source = SourcePdf::load(&input.file, "/file", ctx).await?;
+    fn check(options: &CropOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
+        check_margins(&options.margins, options.unit)?;
+        PageSelection::parse_or_all(options.pages.as_deref(), "/pages")?.resolve_set(pages, "/pages")?;
+        Ok(pages)
+    }
+
+    fn plan(options: CropOptions, doc: &Document, _: &Limits) -> Result<Vec<(ObjectId, Rect)>, EngineError> {
+        let selection = PageSelection::parse_or_all(options.pages.as_deref(), "/pages")?;
         let mut boxes = Vec::new();
-        for (number, id) in source.selected_pages(&selection, "/pages")? {
-            boxes.push((id, cropped_box(&source.doc, id, number, &input.margins, input.unit)?));
+        for (number, id) in pdf::selected_pages(doc, &selection, "/pages")? {
+            boxes.push((id, cropped_box(doc, id, number, &options.margins, options.unit)?));
         }
-        Ok(Crop { source, boxes, output: input.output })
+        Ok(boxes)
     }
 
-    fn quote(call: &Crop) -> Price {
-        page_edit_price(call.source.page_count)
-    }
-
-    async fn run(call: Crop, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
-        blocking(move || {
-            let Crop { mut source, boxes, output } = call;
-            for (id, crop) in boxes {
-                apply(&mut source.doc, id, crop)?;
-            }
-            source.into_reply("cropped", output)
-        })
-        .await
+    fn apply(boxes: Vec<(ObjectId, Rect)>, mut doc: Document, _: &Limits) -> Result<Pdf, EngineError> {
+        for (id, crop) in boxes {
+            apply(&mut doc, id, crop)?;
+        }
+        Ok(Pdf::Doc(doc))
     }
 }
 

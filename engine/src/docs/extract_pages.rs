@@ -1,45 +1,34 @@
 //! `POST /v1/pdf/extract-pages`: a new PDF of the chosen pages, in the order given.
 
+use lopdf::Document;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::Context;
-use crate::docs::pdf::SourcePdf;
-use crate::docs::{PAGE_EDIT_PRICE_RULE, assemble, page_edit_price};
+use crate::catalog::{Family, FreePool, Produces, RouteInfo};
+use crate::context::Limits;
+use crate::docs::transform::{Pdf, Transform, TransformRoute};
+use crate::docs::{PAGE_EDIT_PRICE_RULE, assemble, pdf};
 use crate::error::EngineError;
-use crate::input::FileInput;
-use crate::output::{NoJson, OutputMode, Reply};
 use crate::pages::PageSelection;
 use crate::price::Price;
 
-/// Request of `/v1/pdf/extract-pages`.
+/// Fields of `/v1/pdf/extract-pages` besides `file` and `output`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ExtractPagesInput {
-    /// The PDF.
-    pub file: FileInput,
+pub struct ExtractPagesOptions {
     /// Pages to keep, in the order wanted (`"5,1-3"`, `"last"`, `"3-1"` runs backwards); repeats allowed.
     pub pages: String,
-    /// How to deliver the result.
-    #[serde(default)]
-    pub output: OutputMode,
 }
 
-/// A checked extract call.
-pub struct ExtractPages {
-    source: SourcePdf,
-    pages: Vec<u32>,
-    output: OutputMode,
-}
+/// The operation.
+pub struct ExtractPages;
 
 /// The route.
-pub struct ExtractPagesRoute;
+pub type ExtractPagesRoute = TransformRoute<ExtractPages>;
 
-impl Route for ExtractPagesRoute {
-    type Input = ExtractPagesInput;
-    type Prepared = ExtractPages;
-    type Output = NoJson;
+impl Transform for ExtractPages {
+    type Options = ExtractPagesOptions;
+    type Plan = Vec<u32>;
 
     const INFO: RouteInfo = RouteInfo {
         path: "/v1/pdf/extract-pages",
@@ -55,19 +44,21 @@ impl Route for ExtractPagesRoute {
         produces: Produces::File,
         open_world: false,
     };
+    const SUFFIX: &'static str = "extract";
 
-    async fn prepare(input: ExtractPagesInput, ctx: &Context) -> Result<ExtractPages, EngineError> {
-        let selection = PageSelection::parse(&input.pages, "/pages")?;
-        let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        let pages = selection.resolve(source.page_count, ctx.limits.max_pages, "/pages")?;
-        Ok(ExtractPages { source, pages, output: input.output })
+    fn check(options: &ExtractPagesOptions, pages: u32, limits: &Limits) -> Result<u32, EngineError> {
+        Ok(chosen(options, pages, limits)?.len() as u32)
     }
 
-    fn quote(call: &ExtractPages) -> Price {
-        page_edit_price(call.source.page_count.max(call.pages.len() as u32))
+    fn plan(options: ExtractPagesOptions, doc: &Document, limits: &Limits) -> Result<Vec<u32>, EngineError> {
+        chosen(&options, pdf::page_count(doc), limits)
     }
 
-    async fn run(call: ExtractPages, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
-        assemble::pages_reply(call.source, call.pages, "extract", call.output).await
+    fn apply(pages: Vec<u32>, doc: Document, _: &Limits) -> Result<Pdf, EngineError> {
+        Ok(Pdf::Doc(assemble::pages_doc(&doc, &pages)?))
     }
+}
+
+fn chosen(options: &ExtractPagesOptions, pages: u32, limits: &Limits) -> Result<Vec<u32>, EngineError> {
+    PageSelection::parse(&options.pages, "/pages")?.resolve(pages, limits.max_pages, "/pages")
 }

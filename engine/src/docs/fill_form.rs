@@ -12,57 +12,45 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
+use crate::catalog::{Family, FreePool, Produces, RouteInfo};
+use crate::context::Limits;
+use crate::docs::PAGE_EDIT_PRICE_RULE;
 use crate::docs::form_fields::{self, FieldType, FormField};
-use crate::docs::pdf::{self, SourcePdf};
+use crate::docs::pdf::{self};
 use crate::docs::stamp::{literal, num, win_ansi};
-use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
+use crate::docs::transform::{Pdf, Transform, TransformRoute};
 use crate::error::EngineError;
-use crate::input::FileInput;
-use crate::output::{NoJson, OutputMode, Reply};
 use crate::price::Price;
 
-/// Request of `/v1/pdf/fill-form`.
+/// Fields of `/v1/pdf/fill-form` besides `file` and `output`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct FillFormInput {
-    /// The PDF.
-    pub file: FileInput,
+pub struct FillFormOptions {
     /// Field values by fully qualified name (as `list_pdf_form_fields` reports): a string for text fields and
     /// choices, true/false for check boxes, the export value (a string) for radio buttons.
     pub values: BTreeMap<String, Value>,
     /// Burn the filled form into the pages (as `flatten_pdf_forms` with annotations=false). Default false.
     #[serde(default)]
     pub flatten: bool,
-    /// How to deliver the result.
-    #[serde(default)]
-    pub output: OutputMode,
 }
 
 /// A new value for one field.
 #[derive(Debug, Clone, PartialEq)]
-enum NewValue {
+pub enum NewValue {
     Text(String),
     Check(bool),
     Radio(String),
 }
 
-/// A checked fill-form call.
-pub struct FillForm {
-    source: SourcePdf,
-    values: Vec<(String, NewValue)>,
-    flatten: bool,
-    output: OutputMode,
-}
+/// The operation.
+pub struct FillForm;
 
 /// The route.
-pub struct FillFormRoute;
+pub type FillFormRoute = TransformRoute<FillForm>;
 
-impl Route for FillFormRoute {
-    type Input = FillFormInput;
-    type Prepared = FillForm;
-    type Output = NoJson;
+impl Transform for FillForm {
+    type Options = FillFormOptions;
+    type Plan = (Vec<(String, NewValue)>, bool);
 
     const INFO: RouteInfo = RouteInfo {
         path: "/v1/pdf/fill-form",
@@ -80,28 +68,24 @@ impl Route for FillFormRoute {
         produces: Produces::File,
         open_world: false,
     };
+    const SUFFIX: &'static str = "filled";
 
-    async fn prepare(input: FillFormInput, ctx: &Context) -> Result<FillForm, EngineError> {
-        let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        let report = form_fields::read(&source.doc);
-        let values = check(&report.fields, &input.values, input.flatten)?;
-        Ok(FillForm { source, values, flatten: input.flatten, output: input.output })
+    fn check(_: &FillFormOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
+        Ok(pages)
     }
 
-    fn quote(call: &FillForm) -> Price {
-        page_edit_price(call.source.page_count)
+    fn plan(options: FillFormOptions, doc: &Document, _: &Limits) -> Result<Self::Plan, EngineError> {
+        let report = form_fields::read(doc);
+        let values = check(&report.fields, &options.values, options.flatten)?;
+        Ok((values, options.flatten))
     }
 
-    async fn run(call: FillForm, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
-        blocking(move || {
-            let FillForm { mut source, values, flatten, output } = call;
-            fill(&mut source.doc, &values)?;
-            if flatten {
-                crate::docs::flatten::flatten(&mut source.doc, false)?;
-            }
-            source.into_reply("filled", output)
-        })
-        .await
+    fn apply((values, flatten): Self::Plan, mut doc: Document, _: &Limits) -> Result<Pdf, EngineError> {
+        fill(&mut doc, &values)?;
+        if flatten {
+            crate::docs::flatten::flatten(&mut doc, false)?;
+        }
+        Ok(Pdf::Doc(doc))
     }
 }
 

@@ -12,50 +12,39 @@ use lopdf::{Dictionary, Document, Object, ObjectId, Stream};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
+use crate::catalog::{Family, FreePool, Produces, RouteInfo};
+use crate::context::Limits;
+use crate::docs::PAGE_EDIT_PRICE_RULE;
 use crate::docs::pdf::content_refs;
-use crate::docs::pdf::{self, Rect, SourcePdf};
+use crate::docs::pdf::{self, Rect};
 use crate::docs::stamp::num;
-use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
+use crate::docs::transform::{Pdf, Transform, TransformRoute};
 use crate::error::EngineError;
-use crate::input::FileInput;
-use crate::output::{NoJson, OutputMode, Reply};
 use crate::price::Price;
 
-/// Request of `/v1/pdf/flatten`.
+/// Fields of `/v1/pdf/flatten` besides `file` and `output`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct FlattenInput {
-    /// The PDF.
-    pub file: FileInput,
+pub struct FlattenOptions {
     /// Also burn in annotations other than form fields (comments, highlights, stamps, drawings); when false only
     /// form fields are flattened. Links, file attachments and media are always kept. Default true.
     #[serde(default = "yes")]
     pub annotations: bool,
-    /// How to deliver the result.
-    #[serde(default)]
-    pub output: OutputMode,
 }
 
 fn yes() -> bool {
     true
 }
 
-/// A checked flatten call.
-pub struct Flatten {
-    source: SourcePdf,
-    annotations: bool,
-    output: OutputMode,
-}
+/// The operation.
+pub struct Flatten;
 
 /// The route.
-pub struct FlattenRoute;
+pub type FlattenRoute = TransformRoute<Flatten>;
 
-impl Route for FlattenRoute {
-    type Input = FlattenInput;
-    type Prepared = Flatten;
-    type Output = NoJson;
+impl Transform for Flatten {
+    type Options = FlattenOptions;
+    type Plan = bool;
 
     const INFO: RouteInfo = RouteInfo {
         path: "/v1/pdf/flatten",
@@ -75,23 +64,19 @@ impl Route for FlattenRoute {
         produces: Produces::File,
         open_world: false,
     };
+    const SUFFIX: &'static str = "flattened";
 
-    async fn prepare(input: FlattenInput, ctx: &Context) -> Result<Flatten, EngineError> {
-        let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        Ok(Flatten { source, annotations: input.annotations, output: input.output })
+    fn check(_: &FlattenOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
+        Ok(pages)
     }
 
-    fn quote(call: &Flatten) -> Price {
-        page_edit_price(call.source.page_count)
+    fn plan(options: FlattenOptions, _: &Document, _: &Limits) -> Result<bool, EngineError> {
+        Ok(options.annotations)
     }
 
-    async fn run(call: Flatten, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
-        blocking(move || {
-            let Flatten { mut source, annotations, output } = call;
-            flatten(&mut source.doc, annotations)?;
-            source.into_reply("flattened", output)
-        })
-        .await
+    fn apply(annotations: bool, mut doc: Document, _: &Limits) -> Result<Pdf, EngineError> {
+        flatten(&mut doc, annotations)?;
+        Ok(Pdf::Doc(doc))
     }
 }
 

@@ -1,6 +1,7 @@
 //! The document family: PDF and Office operations, one route per file.
 
 use crate::catalog::Catalog;
+use crate::docs::transform::TransformRoute;
 use crate::price::Price;
 
 pub mod assemble;
@@ -34,6 +35,7 @@ pub mod stamp;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod to_images;
+pub mod transform;
 pub mod unlock;
 pub mod watermark;
 
@@ -44,7 +46,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<extract_pages::ExtractPagesRoute>();
     catalog.add::<remove_pages::RemovePagesRoute>();
     catalog.add::<reorder::ReorderRoute>();
-    catalog.add::<rotate::RotateRoute>();
+    catalog.add::<TransformRoute<rotate::Rotate>>();
     catalog.add::<watermark::WatermarkRoute>();
     catalog.add::<page_numbers::PageNumbersRoute>();
     catalog.add::<crop::CropRoute>();

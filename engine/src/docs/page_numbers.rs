@@ -4,23 +4,21 @@ use lopdf::ObjectId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
-use crate::docs::pdf::SourcePdf;
+use crate::catalog::{Family, FreePool, Produces, RouteInfo};
+use crate::context::Limits;
+use crate::docs::PAGE_EDIT_PRICE_RULE;
+use crate::docs::pdf;
 use crate::docs::stamp::{self, HAlign, Stamper, Style, VAlign};
-use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
+use crate::docs::transform::{Pdf, Transform, TransformRoute};
 use crate::error::EngineError;
-use crate::input::FileInput;
-use crate::output::{NoJson, OutputMode, Reply};
 use crate::pages::PageSelection;
 use crate::price::Price;
+use lopdf::Document;
 
-/// Request of `/v1/pdf/page-numbers`.
+/// Fields of `/v1/pdf/page-numbers` besides `file` and `output`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PageNumbersInput {
-    /// The PDF.
-    pub file: FileInput,
+pub struct PageNumbersOptions {
     /// The label: `{n}` is the page's number, `{total}` the last number shown (start + numbered pages - 1); other text as is (Windows-1252 characters, up to 200).
     #[serde(default = "default_format")]
     pub format: String,
@@ -45,9 +43,6 @@ pub struct PageNumbersInput {
     #[serde(default = "default_margin")]
     #[schemars(range(min = 0, max = 1000))]
     pub margin_pt: f64,
-    /// How to deliver the result.
-    #[serde(default)]
-    pub output: OutputMode,
 }
 
 fn default_format() -> String {
@@ -176,23 +171,15 @@ fn label(pieces: &[Piece], n: u64, total: u64) -> Vec<u8> {
     out
 }
 
-/// A checked page-numbers call.
-pub struct PageNumbers {
-    source: SourcePdf,
-    pages: Vec<ObjectId>,
-    format: Vec<Piece>,
-    start: u64,
-    style: Style,
-    output: OutputMode,
-}
+/// The operation.
+pub struct PageNumbers;
 
 /// The route.
-pub struct PageNumbersRoute;
+pub type PageNumbersRoute = TransformRoute<PageNumbers>;
 
-impl Route for PageNumbersRoute {
-    type Input = PageNumbersInput;
-    type Prepared = PageNumbers;
-    type Output = NoJson;
+impl Transform for PageNumbers {
+    type Options = PageNumbersOptions;
+    type Plan = (Vec<ObjectId>, Numbering);
 
     const INFO: RouteInfo = RouteInfo {
         path: "/v1/pdf/page-numbers",
@@ -210,43 +197,50 @@ impl Route for PageNumbersRoute {
         produces: Produces::File,
         open_world: false,
     };
+    const SUFFIX: &'static str = "numbered";
 
-    async fn prepare(input: PageNumbersInput, ctx: &Context) -> Result<PageNumbers, EngineError> {
-        let format = parse_format(&input.format)?;
-        if input.start > MAX_START {
-            return Err(EngineError::invalid(
-                "/start",
-                format!("/start: must be 0 to {MAX_START}, not {}", input.start),
-            ));
+    fn check(options: &PageNumbersOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
+        numbering(options)?;
+        PageSelection::parse_or_all(options.pages.as_deref(), "/pages")?.resolve_set(pages, "/pages")?;
+        Ok(pages)
+    }
+
+    fn plan(options: PageNumbersOptions, doc: &Document, _: &Limits) -> Result<Self::Plan, EngineError> {
+        let numbering = numbering(&options)?;
+        let selection = PageSelection::parse_or_all(options.pages.as_deref(), "/pages")?;
+        let pages = pdf::selected_pages(doc, &selection, "/pages")?.into_iter().map(|(_, id)| id).collect();
+        Ok((pages, numbering))
+    }
+
+    fn apply((pages, numbering): Self::Plan, mut doc: Document, _: &Limits) -> Result<Pdf, EngineError> {
+        let Numbering { format, start, style } = numbering;
+        let stamper = Stamper::new(&mut doc, None);
+        let total = (start + pages.len() as u64).saturating_sub(1);
+        for (i, id) in pages.into_iter().enumerate() {
+            let text = label(&format, start + i as u64, total);
+            stamper.stamp(&mut doc, id, &text, &style)?;
         }
-        let font_size = stamp::check_range(input.font_size, 4.0, 400.0, "/font_size")?;
-        let color = stamp::parse_color(&input.color, "/color")?;
-        let margin = stamp::check_range(input.margin_pt, 0.0, 1000.0, "/margin_pt")?;
-        let (h, v) = input.position.align();
-        let style = Style { font_size, color, angle: 0.0, h, v, margin };
-        let selection = PageSelection::parse_or_all(input.pages.as_deref(), "/pages")?;
-        let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        let pages = source.selected_pages(&selection, "/pages")?.into_iter().map(|(_, id)| id).collect();
-        Ok(PageNumbers { source, pages, format, start: input.start as u64, style, output: input.output })
+        Ok(Pdf::Doc(doc))
     }
+}
 
-    fn quote(call: &PageNumbers) -> Price {
-        page_edit_price(call.source.page_count)
-    }
+/// The checked format and look of the numbers.
+pub struct Numbering {
+    format: Vec<Piece>,
+    start: u64,
+    style: Style,
+}
 
-    async fn run(call: PageNumbers, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
-        blocking(move || {
-            let PageNumbers { mut source, pages, format, start, style, output } = call;
-            let stamper = Stamper::new(&mut source.doc, None);
-            let total = (start + pages.len() as u64).saturating_sub(1);
-            for (i, id) in pages.into_iter().enumerate() {
-                let text = label(&format, start + i as u64, total);
-                stamper.stamp(&mut source.doc, id, &text, &style)?;
-            }
-            source.into_reply("numbered", output)
-        })
-        .await
+fn numbering(options: &PageNumbersOptions) -> Result<Numbering, EngineError> {
+    let format = parse_format(&options.format)?;
+    if options.start > MAX_START {
+        return Err(EngineError::invalid("/start", format!("/start: must be 0 to {MAX_START}, not {}", options.start)));
     }
+    let font_size = stamp::check_range(options.font_size, 4.0, 400.0, "/font_size")?;
+    let color = stamp::parse_color(&options.color, "/color")?;
+    let margin = stamp::check_range(options.margin_pt, 0.0, 1000.0, "/margin_pt")?;
+    let (h, v) = options.position.align();
+    Ok(Numbering { format, start: options.start as u64, style: Style { font_size, color, angle: 0.0, h, v, margin } })
 }
 
 #[cfg(test)]
@@ -428,7 +422,7 @@ mod tests {
 
     #[test]
     fn schema_shows_the_defaults() {
-        let schema = schemars::SchemaGenerator::default().into_root_schema_for::<PageNumbersInput>();
+        let schema = schemars::SchemaGenerator::default().into_root_schema_for::<crate::docs::transform::PdfJob<PageNumbersOptions>>();
         let text = serde_json::to_string(&schema).unwrap();
         for part in [r#""default":"{n} / {total}""#, r#""default":"bottom-center""#, r#""default":24.0"#, "top-right"] {
             assert!(text.contains(part), "{part}: {text}");

@@ -57,15 +57,30 @@ impl SourcePdf {
     /// The distinct pages a selection names, ascending, as (number, object). A page
     /// object the page tree lists twice is one page to edit: it comes once.
     pub fn selected_pages(&self, selection: &PageSelection, field: &str) -> Result<Vec<(u32, ObjectId)>, EngineError> {
-        let ids = self.page_ids();
-        let mut seen = std::collections::HashSet::new();
-        let numbers = selection.resolve_set(self.page_count, field)?;
-        Ok(numbers
-            .into_iter()
-            .filter_map(|n| ids.get(n as usize - 1).map(|&id| (n, id)))
-            .filter(|(_, id)| seen.insert(*id))
-            .collect())
+        selected_pages(&self.doc, selection, field)
     }
+}
+
+/// The distinct pages of `doc` a selection names, ascending, as (number, object). A page
+/// object the page tree lists twice is one page to edit: it comes once.
+pub fn selected_pages(
+    doc: &Document,
+    selection: &PageSelection,
+    field: &str,
+) -> Result<Vec<(u32, ObjectId)>, EngineError> {
+    let ids: Vec<ObjectId> = doc.page_iter().collect();
+    let mut seen = std::collections::HashSet::new();
+    let numbers = selection.resolve_set(ids.len() as u32, field)?;
+    Ok(numbers
+        .into_iter()
+        .filter_map(|n| ids.get(n as usize - 1).map(|&id| (n, id)))
+        .filter(|(_, id)| seen.insert(*id))
+        .collect())
+}
+
+/// The number of pages of `doc`.
+pub fn page_count(doc: &Document) -> u32 {
+    doc.page_iter().count() as u32
 }
 
 /// Whether `bytes` start like a PDF (`%PDF-` within the first KiB, as readers allow).

@@ -1,45 +1,34 @@
 //! `POST /v1/pdf/remove-pages`: delete pages.
 
+use lopdf::Document;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::Context;
-use crate::docs::pdf::SourcePdf;
-use crate::docs::{PAGE_EDIT_PRICE_RULE, assemble, page_edit_price};
+use crate::catalog::{Family, FreePool, Produces, RouteInfo};
+use crate::context::Limits;
+use crate::docs::transform::{Pdf, Transform, TransformRoute};
+use crate::docs::{PAGE_EDIT_PRICE_RULE, assemble, pdf};
 use crate::error::EngineError;
-use crate::input::FileInput;
-use crate::output::{NoJson, OutputMode, Reply};
 use crate::pages::PageSelection;
 use crate::price::Price;
 
-/// Request of `/v1/pdf/remove-pages`.
+/// Fields of `/v1/pdf/remove-pages` besides `file` and `output`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RemovePagesInput {
-    /// The PDF.
-    pub file: FileInput,
+pub struct RemovePagesOptions {
     /// Pages to delete (`"2,4-6"`, `"last"`). At least one page must remain.
     pub pages: String,
-    /// How to deliver the result.
-    #[serde(default)]
-    pub output: OutputMode,
 }
 
-/// A checked remove call: the pages that stay.
-pub struct RemovePages {
-    source: SourcePdf,
-    keep: Vec<u32>,
-    output: OutputMode,
-}
+/// The operation.
+pub struct RemovePages;
 
 /// The route.
-pub struct RemovePagesRoute;
+pub type RemovePagesRoute = TransformRoute<RemovePages>;
 
-impl Route for RemovePagesRoute {
-    type Input = RemovePagesInput;
-    type Prepared = RemovePages;
-    type Output = NoJson;
+impl Transform for RemovePages {
+    type Options = RemovePagesOptions;
+    type Plan = Vec<u32>;
 
     const INFO: RouteInfo = RouteInfo {
         path: "/v1/pdf/remove-pages",
@@ -54,26 +43,30 @@ impl Route for RemovePagesRoute {
         produces: Produces::File,
         open_world: false,
     };
+    const SUFFIX: &'static str = "removed";
 
-    async fn prepare(input: RemovePagesInput, ctx: &Context) -> Result<RemovePages, EngineError> {
-        let selection = PageSelection::parse(&input.pages, "/pages")?;
-        let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        let removed = selection.resolve_set(source.page_count, "/pages")?;
-        let keep: Vec<u32> = (1..=source.page_count).filter(|p| removed.binary_search(p).is_err()).collect();
-        if keep.is_empty() {
-            return Err(EngineError::invalid(
-                "/pages",
-                format!("/pages: this removes all {} pages; at least one page must remain", source.page_count),
-            ));
-        }
-        Ok(RemovePages { source, keep, output: input.output })
+    fn check(options: &RemovePagesOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
+        Ok(kept(options, pages)?.len() as u32)
     }
 
-    fn quote(call: &RemovePages) -> Price {
-        page_edit_price(call.source.page_count)
+    fn plan(options: RemovePagesOptions, doc: &Document, _: &Limits) -> Result<Vec<u32>, EngineError> {
+        kept(&options, pdf::page_count(doc))
     }
 
-    async fn run(call: RemovePages, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
-        assemble::pages_reply(call.source, call.keep, "removed", call.output).await
+    fn apply(keep: Vec<u32>, doc: Document, _: &Limits) -> Result<Pdf, EngineError> {
+        Ok(Pdf::Doc(assemble::pages_doc(&doc, &keep)?))
     }
+}
+
+/// The pages that stay.
+fn kept(options: &RemovePagesOptions, pages: u32) -> Result<Vec<u32>, EngineError> {
+    let removed = PageSelection::parse(&options.pages, "/pages")?.resolve_set(pages, "/pages")?;
+    let keep: Vec<u32> = (1..=pages).filter(|p| removed.binary_search(p).is_err()).collect();
+    if keep.is_empty() {
+        return Err(EngineError::invalid(
+            "/pages",
+            format!("/pages: this removes all {pages} pages; at least one page must remain"),
+        ));
+    }
+    Ok(keep)
 }

@@ -1,46 +1,35 @@
 //! `POST /v1/pdf/reorder`: reorder, repeat or drop pages from a list of page numbers.
 
+use lopdf::Document;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::Context;
-use crate::docs::pdf::SourcePdf;
-use crate::docs::{PAGE_EDIT_PRICE_RULE, assemble, page_edit_price};
+use crate::catalog::{Family, FreePool, Produces, RouteInfo};
+use crate::context::Limits;
+use crate::docs::transform::{Pdf, Transform, TransformRoute};
+use crate::docs::{PAGE_EDIT_PRICE_RULE, assemble, pdf};
 use crate::error::EngineError;
-use crate::input::FileInput;
-use crate::output::{NoJson, OutputMode, Reply};
 use crate::price::Price;
 
-/// Request of `/v1/pdf/reorder`.
+/// Fields of `/v1/pdf/reorder` besides `file` and `output`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ReorderInput {
-    /// The PDF.
-    pub file: FileInput,
+pub struct ReorderOptions {
     /// The new page order as 1-based page numbers: `[3, 1, 2]`. A page may appear more
     /// than once; pages not listed are dropped.
     #[schemars(length(min = 1, max = 5000))]
     pub order: Vec<u32>,
-    /// How to deliver the result.
-    #[serde(default)]
-    pub output: OutputMode,
 }
 
-/// A checked reorder call.
-pub struct Reorder {
-    source: SourcePdf,
-    order: Vec<u32>,
-    output: OutputMode,
-}
+/// The operation.
+pub struct Reorder;
 
 /// The route.
-pub struct ReorderRoute;
+pub type ReorderRoute = TransformRoute<Reorder>;
 
-impl Route for ReorderRoute {
-    type Input = ReorderInput;
-    type Prepared = Reorder;
-    type Output = NoJson;
+impl Transform for Reorder {
+    type Options = ReorderOptions;
+    type Plan = Vec<u32>;
 
     const INFO: RouteInfo = RouteInfo {
         path: "/v1/pdf/reorder",
@@ -55,36 +44,42 @@ impl Route for ReorderRoute {
         produces: Produces::File,
         open_world: false,
     };
+    const SUFFIX: &'static str = "reordered";
 
-    async fn prepare(input: ReorderInput, ctx: &Context) -> Result<Reorder, EngineError> {
-        if input.order.is_empty() {
-            return Err(EngineError::invalid("/order", "/order: list at least one page number"));
-        }
-        if input.order.len() > ctx.limits.max_pages as usize {
-            return Err(EngineError::too_large(
-                "too_many_pages",
-                Some("/order".into()),
-                format!("/order: the result may have at most {} pages", ctx.limits.max_pages),
+    fn check(options: &ReorderOptions, pages: u32, limits: &Limits) -> Result<u32, EngineError> {
+        check_order(&options.order, pages, limits)?;
+        Ok(options.order.len() as u32)
+    }
+
+    fn plan(options: ReorderOptions, doc: &Document, limits: &Limits) -> Result<Vec<u32>, EngineError> {
+        check_order(&options.order, pdf::page_count(doc), limits)?;
+        Ok(options.order)
+    }
+
+    fn apply(order: Vec<u32>, doc: Document, _: &Limits) -> Result<Pdf, EngineError> {
+        Ok(Pdf::Doc(assemble::pages_doc(&doc, &order)?))
+    }
+}
+
+fn check_order(order: &[u32], pages: u32, limits: &Limits) -> Result<(), EngineError> {
+    if order.is_empty() {
+        return Err(EngineError::invalid("/order", "/order: list at least one page number"));
+    }
+    if order.len() > limits.max_pages as usize {
+        return Err(EngineError::too_large(
+            "too_many_pages",
+            Some("/order".into()),
+            format!("/order: the result may have at most {} pages", limits.max_pages),
+        ));
+    }
+    for (i, &page) in order.iter().enumerate() {
+        if page == 0 || page > pages {
+            return Err(EngineError::invalid_with(
+                "page_out_of_range",
+                format!("/order/{i}"),
+                format!("/order/{i}: page {page} is out of range; the document has {pages} pages"),
             ));
         }
-        let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        for (i, &page) in input.order.iter().enumerate() {
-            if page == 0 || page > source.page_count {
-                return Err(EngineError::invalid_with(
-                    "page_out_of_range",
-                    format!("/order/{i}"),
-                    format!("/order/{i}: page {page} is out of range; the document has {} pages", source.page_count),
-                ));
-            }
-        }
-        Ok(Reorder { source, order: input.order, output: input.output })
     }
-
-    fn quote(call: &Reorder) -> Price {
-        page_edit_price(call.source.page_count.max(call.order.len() as u32))
-    }
-
-    async fn run(call: Reorder, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
-        assemble::pages_reply(call.source, call.order, "reordered", call.output).await
-    }
+    Ok(())
 }

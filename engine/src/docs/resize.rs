@@ -9,23 +9,20 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
+use crate::catalog::{Family, FreePool, Produces, RouteInfo};
+use crate::context::Limits;
+use crate::docs::PAGE_EDIT_PRICE_RULE;
 use crate::docs::pdf::content_refs;
-use crate::docs::pdf::{self, Rect, SourcePdf};
-use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
+use crate::docs::pdf::{self, Rect};
+use crate::docs::transform::{Pdf, Transform, TransformRoute};
 use crate::error::EngineError;
-use crate::input::FileInput;
-use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
 use crate::pages::PageSelection;
 use crate::price::Price;
 
-/// Request of `/v1/pdf/resize`.
+/// Fields of `/v1/pdf/resize` besides `file` and `output`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ResizeInput {
-    /// The PDF.
-    pub file: FileInput,
+pub struct ResizeOptions {
     /// Target size as the reader sees the page: `A4`, `Letter`, `Legal`, or `{"width_pt": …, "height_pt": …}`.
     pub size: PageSize,
     /// `fit` scales uniformly to fit inside, centred, with blank margins; `fill` scales uniformly to cover, cropping the overflow; `stretch` scales each axis to match exactly.
@@ -37,9 +34,6 @@ pub struct ResizeInput {
     /// Pages to resize (`"1-3,5"`, `"2-last"`); every page when omitted.
     #[serde(default)]
     pub pages: Option<String>,
-    /// How to deliver the result.
-    #[serde(default)]
-    pub output: OutputMode,
 }
 
 /// A target page size: a paper name or a custom size in points.
@@ -156,15 +150,8 @@ pub enum Orientation {
     AsGiven,
 }
 
-/// A checked resize call: what to do to each page.
-pub struct Resize {
-    source: SourcePdf,
-    plans: Vec<PagePlan>,
-    output: OutputMode,
-}
-
 /// One page's resize, worked out from the unchanged input.
-struct PagePlan {
+pub struct PagePlan {
     id: ObjectId,
     /// The page's old visible box (CropBox clipped to MediaBox), unrotated.
     visible: Rect,
@@ -174,13 +161,15 @@ struct PagePlan {
     m: Affine,
 }
 
-/// The route.
-pub struct ResizeRoute;
+/// The operation.
+pub struct Resize;
 
-impl Route for ResizeRoute {
-    type Input = ResizeInput;
-    type Prepared = Resize;
-    type Output = NoJson;
+/// The route.
+pub type ResizeRoute = TransformRoute<Resize>;
+
+impl Transform for Resize {
+    type Options = ResizeOptions;
+    type Plan = Vec<PagePlan>;
 
     const INFO: RouteInfo = RouteInfo {
         path: "/v1/pdf/resize",
@@ -198,9 +187,10 @@ impl Route for ResizeRoute {
         produces: Produces::File,
         open_world: false,
     };
+    const SUFFIX: &'static str = "resized";
 
-    async fn prepare(input: ResizeInput, ctx: &Context) -> Result<Resize, EngineError> {
-        if let PageSize::Custom(c) = input.size {
+    fn check(options: &ResizeOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
+        if let PageSize::Custom(c) = options.size {
             for (name, value) in [("width_pt", c.width_pt), ("height_pt", c.height_pt)] {
                 if !(1.0..=MAX_SIDE).contains(&value) {
                     let field = format!("/size/{name}");
@@ -211,35 +201,28 @@ impl Route for ResizeRoute {
                 }
             }
         }
-        let selection = PageSelection::parse_or_all(input.pages.as_deref(), "/pages")?;
-        let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        let target = (input.size.points(), input.mode, input.orientation);
+        PageSelection::parse_or_all(options.pages.as_deref(), "/pages")?.resolve_set(pages, "/pages")?;
+        Ok(pages)
+    }
+
+    fn plan(options: ResizeOptions, doc: &Document, _: &Limits) -> Result<Vec<PagePlan>, EngineError> {
+        let selection = PageSelection::parse_or_all(options.pages.as_deref(), "/pages")?;
+        let target = (options.size.points(), options.mode, options.orientation);
         let mut plans = Vec::new();
-        for (number, id) in source.selected_pages(&selection, "/pages")? {
-            plans.push(page_plan(&source.doc, id, number, target)?);
+        for (number, id) in pdf::selected_pages(doc, &selection, "/pages")? {
+            plans.push(page_plan(doc, id, number, target)?);
         }
-        Ok(Resize { source, plans, output: input.output })
+        Ok(plans)
     }
 
-    fn quote(call: &Resize) -> Price {
-        page_edit_price(call.source.page_count)
-    }
-
-    async fn run(call: Resize, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
-        blocking(move || {
-            let Resize { mut source, plans, output } = call;
-            let doc = &mut source.doc;
-            // One shared closing stream: it is the same `Q` for every page.
-            let suffix = doc.add_object(Stream::new(Dictionary::new(), b"\nQ\n".to_vec()));
-            let mut seen_annots = HashSet::new();
-            for plan in plans {
-                resize_page(doc, plan, suffix, &mut seen_annots)?;
-            }
-            let bytes = pdf::save(doc)?;
-            let name = derived_name(&source.filename, "resized", "pdf");
-            Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
-        })
-        .await
+    fn apply(plans: Vec<PagePlan>, mut doc: Document, _: &Limits) -> Result<Pdf, EngineError> {
+        // One shared closing stream: it is the same `Q` for every page.
+        let suffix = doc.add_object(Stream::new(Dictionary::new(), b"\nQ\n".to_vec()));
+        let mut seen_annots = HashSet::new();
+        for plan in plans {
+            resize_page(&mut doc, plan, suffix, &mut seen_annots)?;
+        }
+        Ok(Pdf::Doc(doc))
     }
 }
 
@@ -898,7 +881,7 @@ mod tests {
 
     #[test]
     fn schema_lists_the_names_and_the_object_form() {
-        let schema = schemars::SchemaGenerator::default().into_root_schema_for::<ResizeInput>();
+        let schema = schemars::SchemaGenerator::default().into_root_schema_for::<crate::docs::transform::PdfJob<ResizeOptions>>();
         let text = serde_json::to_string(&schema).unwrap();
         assert!(text.contains(r#""enum":["A4","Letter","Legal"]"#), "{text}");
         assert!(text.contains("width_pt") && text.contains(r#""maximum":14400"#), "{text}");

@@ -3,30 +3,26 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
-use crate::docs::pdf::{self, SourcePdf};
-use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
+use lopdf::Document;
+
+use crate::catalog::{Family, FreePool, Produces, RouteInfo};
+use crate::context::Limits;
+use crate::docs::PAGE_EDIT_PRICE_RULE;
+use crate::docs::pdf;
+use crate::docs::transform::{Pdf, Transform};
 use crate::error::EngineError;
-use crate::input::FileInput;
-use crate::output::{NoJson, OutputMode, Reply};
 use crate::pages::PageSelection;
 use crate::price::Price;
 
-/// Request of `/v1/pdf/rotate`.
+/// Fields of `/v1/pdf/rotate` besides `file` and `output`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RotateInput {
-    /// The PDF.
-    pub file: FileInput,
+pub struct RotateOptions {
     /// Clockwise rotation to add: 90, 180 or 270.
     pub degrees: Degrees,
     /// Pages to rotate (`"1-3,5"`, `"2-last"`); every page when omitted.
     #[serde(default)]
     pub pages: Option<String>,
-    /// How to deliver the result.
-    #[serde(default)]
-    pub output: OutputMode,
 }
 
 /// A quarter-turn multiple: 90, 180 or 270 (-90 is read as 270).
@@ -59,21 +55,12 @@ impl JsonSchema for Degrees {
     }
 }
 
-/// A checked rotate call.
-pub struct Rotate {
-    source: SourcePdf,
-    pages: Vec<lopdf::ObjectId>,
-    degrees: i64,
-    output: OutputMode,
-}
+/// The operation.
+pub struct Rotate;
 
-/// The route.
-pub struct RotateRoute;
-
-impl Route for RotateRoute {
-    type Input = RotateInput;
-    type Prepared = Rotate;
-    type Output = NoJson;
+impl Transform for Rotate {
+    type Options = RotateOptions;
+    type Plan = (Vec<lopdf::ObjectId>, i64);
 
     const INFO: RouteInfo = RouteInfo {
         path: "/v1/pdf/rotate",
@@ -88,28 +75,25 @@ impl Route for RotateRoute {
         produces: Produces::File,
         open_world: false,
     };
+    const SUFFIX: &'static str = "rotated";
 
-    async fn prepare(input: RotateInput, ctx: &Context) -> Result<Rotate, EngineError> {
-        let selection = PageSelection::parse_or_all(input.pages.as_deref(), "/pages")?;
-        let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        let pages = source.selected_pages(&selection, "/pages")?.into_iter().map(|(_, id)| id).collect();
-        Ok(Rotate { source, pages, degrees: input.degrees.0, output: input.output })
+    fn check(options: &RotateOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
+        PageSelection::parse_or_all(options.pages.as_deref(), "/pages")?.resolve_set(pages, "/pages")?;
+        Ok(pages)
     }
 
-    fn quote(call: &Rotate) -> Price {
-        page_edit_price(call.source.page_count)
+    fn plan(options: RotateOptions, doc: &Document, _: &Limits) -> Result<Self::Plan, EngineError> {
+        let selection = PageSelection::parse_or_all(options.pages.as_deref(), "/pages")?;
+        let pages = pdf::selected_pages(doc, &selection, "/pages")?.into_iter().map(|(_, id)| id).collect();
+        Ok((pages, options.degrees.0))
     }
 
-    async fn run(call: Rotate, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
-        blocking(move || {
-            let Rotate { mut source, pages, degrees, output } = call;
-            for id in pages {
-                let current = pdf::rotation(&source.doc, id);
-                let page = source.doc.get_dictionary_mut(id).map_err(|e| pdf::edit_error("rotating", e))?;
-                page.set("Rotate", (current + degrees).rem_euclid(360));
-            }
-            source.into_reply("rotated", output)
-        })
-        .await
+    fn apply((pages, degrees): Self::Plan, mut doc: Document, _: &Limits) -> Result<Pdf, EngineError> {
+        for id in pages {
+            let current = pdf::rotation(&doc, id);
+            let page = doc.get_dictionary_mut(id).map_err(|e| pdf::edit_error("rotating", e))?;
+            page.set("Rotate", (current + degrees).rem_euclid(360));
+        }
+        Ok(Pdf::Doc(doc))
     }
 }

@@ -3,32 +3,27 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
+use crate::catalog::{Family, FreePool, Produces, RouteInfo};
+use crate::context::Limits;
+use crate::docs::PAGE_EDIT_PRICE_RULE;
 use crate::docs::outline_tree::{self, MAX_DEPTH, OutlineItem};
-use crate::docs::pdf::{self, SourcePdf};
-use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
+use crate::docs::pdf::{self};
+use crate::docs::transform::{Pdf, Transform, TransformRoute};
 use crate::error::EngineError;
-use crate::input::FileInput;
-use crate::output::{NoJson, OutputMode, Reply};
 use crate::price::Price;
+use lopdf::Document;
 
 /// Most bookmarks one call may write.
 const MAX_BOOKMARKS: usize = 10_000;
 /// Longest title, in characters.
 const MAX_TITLE: usize = 1_000;
 
-/// Request of `/v1/pdf/set-outline`.
+/// Fields of `/v1/pdf/set-outline` besides `file` and `output`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SetOutlineInput {
-    /// The PDF.
-    pub file: FileInput,
+pub struct SetOutlineOptions {
     /// The new bookmark tree; it replaces the existing one. An empty list removes all bookmarks.
     pub outline: Vec<NewBookmark>,
-    /// How to deliver the result.
-    #[serde(default)]
-    pub output: OutputMode,
 }
 
 /// One bookmark to write.
@@ -45,20 +40,15 @@ pub struct NewBookmark {
     pub children: Vec<NewBookmark>,
 }
 
-/// A checked set-outline call.
-pub struct SetOutline {
-    source: SourcePdf,
-    outline: Vec<NewBookmark>,
-    output: OutputMode,
-}
+/// The operation.
+pub struct SetOutline;
 
 /// The route.
-pub struct SetOutlineRoute;
+pub type SetOutlineRoute = TransformRoute<SetOutline>;
 
-impl Route for SetOutlineRoute {
-    type Input = SetOutlineInput;
-    type Prepared = SetOutline;
-    type Output = NoJson;
+impl Transform for SetOutline {
+    type Options = SetOutlineOptions;
+    type Plan = Vec<NewBookmark>;
 
     const INFO: RouteInfo = RouteInfo {
         path: "/v1/pdf/set-outline",
@@ -73,28 +63,24 @@ impl Route for SetOutlineRoute {
         produces: Produces::File,
         open_world: false,
     };
+    const SUFFIX: &'static str = "bookmarked";
 
-    async fn prepare(input: SetOutlineInput, ctx: &Context) -> Result<SetOutline, EngineError> {
-        let mut total = 0;
-        check_titles(&input.outline, "/outline", 0, &mut total)?;
-        let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        check_pages(&input.outline, "/outline", source.page_count)?;
-        Ok(SetOutline { source, outline: input.outline, output: input.output })
+    fn check(options: &SetOutlineOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
+        check_titles(&options.outline, "/outline", 0, &mut 0)?;
+        check_pages(&options.outline, "/outline", pages)?;
+        Ok(pages)
     }
 
-    fn quote(call: &SetOutline) -> Price {
-        page_edit_price(call.source.page_count)
+    fn plan(options: SetOutlineOptions, doc: &Document, limits: &Limits) -> Result<Vec<NewBookmark>, EngineError> {
+        Self::check(&options, pdf::page_count(doc), limits)?;
+        Ok(options.outline)
     }
 
-    async fn run(call: SetOutline, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
-        blocking(move || {
-            let SetOutline { mut source, outline, output } = call;
-            let ids = source.page_ids();
-            let items = to_items(&outline, &ids);
-            outline_tree::write(&mut source.doc, &items).map_err(|e| pdf::edit_error("writing bookmarks", e))?;
-            source.into_reply("bookmarked", output)
-        })
-        .await
+    fn apply(outline: Vec<NewBookmark>, mut doc: Document, _: &Limits) -> Result<Pdf, EngineError> {
+        let ids: Vec<_> = doc.page_iter().collect();
+        let items = to_items(&outline, &ids);
+        outline_tree::write(&mut doc, &items).map_err(|e| pdf::edit_error("writing bookmarks", e))?;
+        Ok(Pdf::Doc(doc))
     }
 }
 

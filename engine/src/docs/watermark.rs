@@ -4,23 +4,21 @@ use lopdf::ObjectId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
-use crate::docs::pdf::SourcePdf;
+use crate::catalog::{Family, FreePool, Produces, RouteInfo};
+use crate::context::Limits;
+use crate::docs::PAGE_EDIT_PRICE_RULE;
+use crate::docs::pdf;
 use crate::docs::stamp::{self, HAlign, Stamper, Style, VAlign};
-use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
+use crate::docs::transform::{Pdf, Transform, TransformRoute};
 use crate::error::EngineError;
-use crate::input::FileInput;
-use crate::output::{NoJson, OutputMode, Reply};
 use crate::pages::PageSelection;
 use crate::price::Price;
+use lopdf::Document;
 
-/// Request of `/v1/pdf/watermark`.
+/// Fields of `/v1/pdf/watermark` besides `file` and `output`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WatermarkInput {
-    /// The PDF.
-    pub file: FileInput,
+pub struct WatermarkOptions {
     /// The text to stamp: 1 to 500 characters on one line, Windows-1252 (Western European) characters only.
     pub text: String,
     /// Font size in points (Helvetica), 4 to 400.
@@ -44,9 +42,6 @@ pub struct WatermarkInput {
     /// Pages to stamp (`"1-3,5"`, `"2-last"`); every page when omitted.
     #[serde(default)]
     pub pages: Option<String>,
-    /// How to deliver the result.
-    #[serde(default)]
-    pub output: OutputMode,
 }
 
 fn default_font_size() -> f64 {
@@ -106,23 +101,15 @@ const EDGE_MARGIN: f64 = 36.0;
 /// Longest text, in characters.
 const MAX_TEXT_CHARS: usize = 500;
 
-/// A checked watermark call.
-pub struct Watermark {
-    source: SourcePdf,
-    pages: Vec<ObjectId>,
-    text: Vec<u8>,
-    style: Style,
-    opacity: f64,
-    output: OutputMode,
-}
+/// The operation.
+pub struct Watermark;
 
 /// The route.
-pub struct WatermarkRoute;
+pub type WatermarkRoute = TransformRoute<Watermark>;
 
-impl Route for WatermarkRoute {
-    type Input = WatermarkInput;
-    type Prepared = Watermark;
-    type Output = NoJson;
+impl Transform for Watermark {
+    type Options = WatermarkOptions;
+    type Plan = (Vec<ObjectId>, Mark);
 
     const INFO: RouteInfo = RouteInfo {
         path: "/v1/pdf/watermark",
@@ -139,46 +126,52 @@ impl Route for WatermarkRoute {
         produces: Produces::File,
         open_world: false,
     };
+    const SUFFIX: &'static str = "watermarked";
 
-    async fn prepare(input: WatermarkInput, ctx: &Context) -> Result<Watermark, EngineError> {
-        let chars = input.text.chars().count();
-        if chars == 0 || input.text.trim().is_empty() {
-            return Err(EngineError::invalid("/text", "/text: give the text to stamp (1 to 500 characters)"));
+    fn check(options: &WatermarkOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
+        mark(options)?;
+        PageSelection::parse_or_all(options.pages.as_deref(), "/pages")?.resolve_set(pages, "/pages")?;
+        Ok(pages)
+    }
+
+    fn plan(options: WatermarkOptions, doc: &Document, _: &Limits) -> Result<Self::Plan, EngineError> {
+        let mark = mark(&options)?;
+        let selection = PageSelection::parse_or_all(options.pages.as_deref(), "/pages")?;
+        let pages = pdf::selected_pages(doc, &selection, "/pages")?.into_iter().map(|(_, id)| id).collect();
+        Ok((pages, mark))
+    }
+
+    fn apply((pages, mark): Self::Plan, mut doc: Document, _: &Limits) -> Result<Pdf, EngineError> {
+        let stamper = Stamper::new(&mut doc, Some(mark.opacity));
+        for id in pages {
+            stamper.stamp(&mut doc, id, &mark.text, &mark.style)?;
         }
-        if chars > MAX_TEXT_CHARS {
-            return Err(EngineError::invalid(
-                "/text",
-                format!("/text: at most {MAX_TEXT_CHARS} characters, not {chars}"),
-            ));
-        }
-        let text = stamp::win_ansi(&input.text, "/text")?;
-        let font_size = stamp::check_range(input.font_size, 4.0, 400.0, "/font_size")?;
-        let color = stamp::parse_color(&input.color, "/color")?;
-        let opacity = stamp::check_range(input.opacity, 0.0, 1.0, "/opacity")?;
-        let angle = stamp::check_range(input.angle, -360.0, 360.0, "/angle")?;
-        let (h, v) = input.position.align();
-        let style = Style { font_size, color, angle, h, v, margin: EDGE_MARGIN };
-        let selection = PageSelection::parse_or_all(input.pages.as_deref(), "/pages")?;
-        let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        let pages = source.selected_pages(&selection, "/pages")?.into_iter().map(|(_, id)| id).collect();
-        Ok(Watermark { source, pages, text, style, opacity, output: input.output })
+        Ok(Pdf::Doc(doc))
     }
+}
 
-    fn quote(call: &Watermark) -> Price {
-        page_edit_price(call.source.page_count)
-    }
+/// The checked text and look of a watermark.
+pub struct Mark {
+    text: Vec<u8>,
+    style: Style,
+    opacity: f64,
+}
 
-    async fn run(call: Watermark, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
-        blocking(move || {
-            let Watermark { mut source, pages, text, style, opacity, output } = call;
-            let stamper = Stamper::new(&mut source.doc, Some(opacity));
-            for id in pages {
-                stamper.stamp(&mut source.doc, id, &text, &style)?;
-            }
-            source.into_reply("watermarked", output)
-        })
-        .await
+fn mark(options: &WatermarkOptions) -> Result<Mark, EngineError> {
+    let chars = options.text.chars().count();
+    if chars == 0 || options.text.trim().is_empty() {
+        return Err(EngineError::invalid("/text", "/text: give the text to stamp (1 to 500 characters)"));
     }
+    if chars > MAX_TEXT_CHARS {
+        return Err(EngineError::invalid("/text", format!("/text: at most {MAX_TEXT_CHARS} characters, not {chars}")));
+    }
+    let text = stamp::win_ansi(&options.text, "/text")?;
+    let font_size = stamp::check_range(options.font_size, 4.0, 400.0, "/font_size")?;
+    let color = stamp::parse_color(&options.color, "/color")?;
+    let opacity = stamp::check_range(options.opacity, 0.0, 1.0, "/opacity")?;
+    let angle = stamp::check_range(options.angle, -360.0, 360.0, "/angle")?;
+    let (h, v) = options.position.align();
+    Ok(Mark { text, style: Style { font_size, color, angle, h, v, margin: EDGE_MARGIN }, opacity })
 }
 
 #[cfg(test)]
@@ -432,7 +425,7 @@ mod tests {
 
     #[test]
     fn schema_shows_the_defaults() {
-        let schema = schemars::SchemaGenerator::default().into_root_schema_for::<WatermarkInput>();
+        let schema = schemars::SchemaGenerator::default().into_root_schema_for::<crate::docs::transform::PdfJob<WatermarkOptions>>();
         let text = serde_json::to_string(&schema).unwrap();
         for part in [
             r##""default":"#808080""##,
