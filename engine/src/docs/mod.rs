@@ -1,7 +1,7 @@
 //! The document family: PDF and Office operations, one route per file.
 
 use crate::catalog::Catalog;
-use crate::docs::transform::TransformRoute;
+use crate::docs::transform::{ErasedStep, StepKind};
 use crate::price::Price;
 
 pub mod assemble;
@@ -21,6 +21,7 @@ pub mod outline_tree;
 pub mod page_numbers;
 pub mod pdf;
 pub mod pdfium;
+pub mod pipeline;
 pub mod protect;
 pub mod qpdf;
 pub mod rasterize;
@@ -46,7 +47,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<extract_pages::ExtractPagesRoute>();
     catalog.add::<remove_pages::RemovePagesRoute>();
     catalog.add::<reorder::ReorderRoute>();
-    catalog.add::<TransformRoute<rotate::Rotate>>();
+    catalog.add::<rotate::RotateRoute>();
     catalog.add::<watermark::WatermarkRoute>();
     catalog.add::<page_numbers::PageNumbersRoute>();
     catalog.add::<crop::CropRoute>();
@@ -65,6 +66,27 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<to_images::ToImagesRoute>();
     catalog.add::<rasterize::RasterizeRoute>();
     catalog.add::<from_images::FromImagesRoute>();
+    catalog.add::<pipeline::PipelineRoute>();
+}
+
+/// The operations `/v1/pdf/pipeline` chains, by their `op` (the route's last path segment).
+pub fn pipeline_steps() -> Vec<Box<dyn ErasedStep>> {
+    vec![
+        StepKind::<extract_pages::ExtractPages>::boxed(),
+        StepKind::<remove_pages::RemovePages>::boxed(),
+        StepKind::<reorder::Reorder>::boxed(),
+        StepKind::<rotate::Rotate>::boxed(),
+        StepKind::<crop::Crop>::boxed(),
+        StepKind::<resize::Resize>::boxed(),
+        StepKind::<watermark::Watermark>::boxed(),
+        StepKind::<page_numbers::PageNumbers>::boxed(),
+        StepKind::<set_outline::SetOutline>::boxed(),
+        StepKind::<fill_form::FillForm>::boxed(),
+        StepKind::<flatten::Flatten>::boxed(),
+        StepKind::<unlock::Unlock>::boxed(),
+        StepKind::<repair::Repair>::boxed(),
+        StepKind::<protect::Protect>::boxed(),
+    ]
 }
 
 /// The page-edit price rule in words (route book §4).

@@ -5,23 +5,23 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
+use lopdf::Document;
+
+use crate::context::{Context, Limits, blocking};
 use crate::docs::qpdf::{self as qp, QpdfSource, WriteOptions};
+use crate::docs::transform::{Pdf, PdfJob, Transform};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
-use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
 use crate::price::Price;
 
 /// Longest password AES-256 encryption uses: 127 bytes of UTF-8 (readers cut longer ones).
 const MAX_PASSWORD_BYTES: usize = 127;
 
-/// Request of `/v1/pdf/protect`.
+/// Fields of `/v1/pdf/protect` besides `file` and `output`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ProtectInput {
-    /// The PDF. An encrypted one opens with its `password` and gets the new passwords instead.
-    pub file: FileInput,
+pub struct ProtectOptions {
     /// Password that opens the document: 1 to 127 characters (at most 127 bytes of UTF-8).
     pub user_password: Password,
     /// Password that grants full rights (changing the permissions); 1 to 127 characters,
@@ -32,9 +32,6 @@ pub struct ProtectInput {
     /// What a reader opening with the user password may do; everything when omitted.
     #[serde(default)]
     pub permissions: Permissions,
-    /// How to deliver the result.
-    #[serde(default)]
-    pub output: OutputMode,
 }
 
 /// A password; its `Debug` form never shows it.
@@ -103,7 +100,7 @@ pub enum PrintLevel {
 }
 
 /// A checked protect call.
-pub struct Protect {
+pub struct ProtectCall {
     source: QpdfSource,
     params: EncryptionParamsR6,
     output: OutputMode,
@@ -113,72 +110,26 @@ pub struct Protect {
 pub struct ProtectRoute;
 
 impl Route for ProtectRoute {
-    type Input = ProtectInput;
-    type Prepared = Protect;
+    type Input = PdfJob<ProtectOptions>;
+    type Prepared = ProtectCall;
     type Output = NoJson;
 
-    const INFO: RouteInfo = RouteInfo {
-        path: "/v1/pdf/protect",
-        operation: "password_protect_pdf",
-        family: Family::Docs,
-        summary: "Encrypt a PDF with a password",
-        description: "Encrypts a PDF with AES-256 (PDF 2.0 security handler, revision 6) so that it opens only \
-            with `user_password`, and restricts what readers may do (print, modify, copy, annotate, fill forms, \
-            assemble). Without `owner_password` a random owner password is used and never returned, so the \
-            restrictions cannot be lifted. An encrypted input opens with its `password` and gets the new \
-            passwords. output=url gives a 24 h link.",
-        base_price: Price::micros(2_000),
-        price_rule: PAGE_EDIT_PRICE_RULE,
-        free_pool: FreePool::Docs,
-        produces: Produces::File,
-        open_world: false,
-    };
+    const INFO: RouteInfo = INFO;
 
-    async fn prepare(input: ProtectInput, ctx: &Context) -> Result<Protect, EngineError> {
-        let user = check_password(&input.user_password.0, "/user_password")?;
-        let owner = match &input.owner_password {
-            Some(owner) => {
-                let owner = check_password(&owner.0, "/owner_password")?;
-                if owner == user {
-                    return Err(EngineError::invalid(
-                        "/owner_password",
-                        "/owner_password: must differ from user_password, or the permissions would not be enforced",
-                    ));
-                }
-                owner.to_string()
-            }
-            None => random_password(),
-        };
-        let p = &input.permissions;
-        let params = EncryptionParamsR6 {
-            user_password: user.to_string(),
-            owner_password: owner,
-            // PDF 2.0 deprecates the accessibility bit: readers always allow it.
-            allow_accessibility: true,
-            allow_extract: p.copy,
-            allow_assemble: p.assemble,
-            allow_annotate_and_form: p.annotate,
-            allow_form_filling: p.fill_forms,
-            allow_modify_other: p.modify,
-            allow_print: match p.print {
-                PrintLevel::None => PrintPermission::None,
-                PrintLevel::Low => PrintPermission::Low,
-                PrintLevel::High => PrintPermission::Full,
-            },
-            encrypt_metadata: true,
-        };
+    async fn prepare(input: PdfJob<ProtectOptions>, ctx: &Context) -> Result<ProtectCall, EngineError> {
+        let params = encryption(&input.options)?;
         let source = QpdfSource::load(&input.file, "/file", ctx).await?;
-        Ok(Protect { source, params, output: input.output })
+        Ok(ProtectCall { source, params, output: input.output })
     }
 
-    fn quote(call: &Protect) -> Price {
+    fn quote(call: &ProtectCall) -> Price {
         page_edit_price(call.source.page_count)
     }
 
-    async fn run(call: Protect, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
+    async fn run(call: ProtectCall, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
         let limits = ctx.limits;
         blocking(move || {
-            let Protect { source, params, output } = call;
+            let ProtectCall { source, params, output } = call;
             let pdf = source.reopen(&limits)?;
             let options = WriteOptions { encryption: Some(EncryptionParams::R6(params)), ..WriteOptions::default() };
             let bytes = qp::write(&pdf, options).map_err(|e| e.under(&source.field))?;
@@ -187,6 +138,85 @@ impl Route for ProtectRoute {
         })
         .await
     }
+}
+
+/// The operation, as a pipeline step (the last one: its result is encrypted).
+pub struct Protect;
+
+impl Transform for Protect {
+    type Options = ProtectOptions;
+    type Plan = EncryptionParamsR6;
+
+    const INFO: RouteInfo = INFO;
+    const SUFFIX: &'static str = "protected";
+    const LAST: bool = true;
+
+    fn check(options: &ProtectOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
+        encryption(options)?;
+        Ok(pages)
+    }
+
+    fn plan(options: ProtectOptions, _: &Document, _: &Limits) -> Result<EncryptionParamsR6, EngineError> {
+        encryption(&options)
+    }
+
+    fn apply(params: EncryptionParamsR6, mut doc: Document, limits: &Limits) -> Result<Pdf, EngineError> {
+        let options = WriteOptions { encryption: Some(EncryptionParams::R6(params)), ..WriteOptions::default() };
+        Ok(Pdf::Bytes(qp::rewrite(&mut doc, options, limits)?))
+    }
+}
+
+const INFO: RouteInfo = RouteInfo {
+    path: "/v1/pdf/protect",
+    operation: "password_protect_pdf",
+    family: Family::Docs,
+    summary: "Encrypt a PDF with a password",
+    description: "Encrypts a PDF with AES-256 (PDF 2.0 security handler, revision 6) so that it opens only \
+        with `user_password`, and restricts what readers may do (print, modify, copy, annotate, fill forms, \
+        assemble). Without `owner_password` a random owner password is used and never returned, so the \
+        restrictions cannot be lifted. An encrypted input opens with its `password` and gets the new \
+        passwords. output=url gives a 24 h link.",
+    base_price: Price::micros(2_000),
+    price_rule: PAGE_EDIT_PRICE_RULE,
+    free_pool: FreePool::Docs,
+    produces: Produces::File,
+    open_world: false,
+};
+
+/// The encryption the options ask for; every password problem names its field.
+fn encryption(options: &ProtectOptions) -> Result<EncryptionParamsR6, EngineError> {
+    let user = check_password(&options.user_password.0, "/user_password")?;
+    let owner = match &options.owner_password {
+        Some(owner) => {
+            let owner = check_password(&owner.0, "/owner_password")?;
+            if owner == user {
+                return Err(EngineError::invalid(
+                    "/owner_password",
+                    "/owner_password: must differ from user_password, or the permissions would not be enforced",
+                ));
+            }
+            owner.to_string()
+        }
+        None => random_password(),
+    };
+    let p = &options.permissions;
+    Ok(EncryptionParamsR6 {
+        user_password: user.to_string(),
+        owner_password: owner,
+        // PDF 2.0 deprecates the accessibility bit: readers always allow it.
+        allow_accessibility: true,
+        allow_extract: p.copy,
+        allow_assemble: p.assemble,
+        allow_annotate_and_form: p.annotate,
+        allow_form_filling: p.fill_forms,
+        allow_modify_other: p.modify,
+        allow_print: match p.print {
+            PrintLevel::None => PrintPermission::None,
+            PrintLevel::Low => PrintPermission::Low,
+            PrintLevel::High => PrintPermission::Full,
+        },
+        encrypt_metadata: true,
+    })
 }
 
 /// Checks a new password; the message never quotes it.
@@ -371,7 +401,7 @@ mod tests {
 
     #[tokio::test]
     async fn prices_by_page_count() {
-        let input: ProtectInput = crate::catalog::parse_body(
+        let input: PdfJob<ProtectOptions> = crate::catalog::parse_body(
             &serde_json::to_vec(&json!({ "file": file_json(&sample_pdf(60), "a.pdf", None), "user_password": "u" }))
                 .unwrap(),
         )

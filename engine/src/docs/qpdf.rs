@@ -227,6 +227,14 @@ pub fn write(pdf: &QPdf, options: WriteOptions) -> Result<Vec<u8>, EngineError> 
     Ok(bytes)
 }
 
+/// Writes a document held in memory through qpdf (to encrypt, linearize or pack it):
+/// what a pipeline step built on qpdf does with the previous step's result.
+pub fn rewrite(doc: &mut lopdf::Document, options: WriteOptions, limits: &Limits) -> Result<Vec<u8>, EngineError> {
+    let bytes = crate::docs::pdf::save(doc)?;
+    let opened = open(&bytes, None, limits)?;
+    write(&opened.pdf, options)
+}
+
 #[cfg(test)]
 pub(crate) mod testing {
     //! What the qpdf route tests share: small inputs, calling a route, the qpdf CLI.

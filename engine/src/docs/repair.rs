@@ -4,74 +4,64 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
+use lopdf::Document;
+
+use crate::context::{Context, Limits, blocking};
 use crate::docs::qpdf::{self as qp, QpdfSource, WriteOptions};
+use crate::docs::transform::{Pdf, PdfJob, Transform};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
-use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
 use crate::price::Price;
 
-/// Request of `/v1/pdf/repair`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RepairInput {
-    /// The PDF to rebuild. An encrypted one opens with its `password` and stays encrypted.
-    pub file: FileInput,
-    /// Linearize the result ("fast web view": the first page shows before the whole file
-    /// has downloaded). Default false.
-    #[serde(default)]
-    pub linearize: bool,
-    /// How to deliver the result.
-    #[serde(default)]
-    pub output: OutputMode,
-}
-
 /// A checked repair call.
-pub struct Repair {
+pub struct RepairCall {
     source: QpdfSource,
     linearize: bool,
     output: OutputMode,
 }
 
+/// The route's description, shared by the route and the pipeline step.
+const INFO: RouteInfo = RouteInfo {
+    path: "/v1/pdf/repair",
+    operation: "repair_damaged_pdf",
+    family: Family::Docs,
+    summary: "Rebuild a damaged PDF, optionally for fast web view",
+    description: "Reads a damaged PDF the way qpdf recovers it (rebuilding a broken or missing \
+        cross-reference table, recovering wrong stream lengths, skipping unreadable objects) and writes \
+        every page into a fresh, consistent file; `linearize: true` also optimizes it for fast web view. \
+        An intact file comes back rewritten, with the same pages. A file without a recoverable page tree is \
+        refused with damaged_pdf (not_a_pdf when it has no %PDF- header either). The answer is the file only. output=url gives a 24 h link.",
+    base_price: Price::micros(2_000),
+    price_rule: PAGE_EDIT_PRICE_RULE,
+    free_pool: FreePool::Docs,
+    produces: Produces::File,
+    open_world: false,
+};
+
 /// The route.
 pub struct RepairRoute;
 
 impl Route for RepairRoute {
-    type Input = RepairInput;
-    type Prepared = Repair;
+    type Input = PdfJob<RepairOptions>;
+    type Prepared = RepairCall;
     type Output = NoJson;
 
-    const INFO: RouteInfo = RouteInfo {
-        path: "/v1/pdf/repair",
-        operation: "repair_damaged_pdf",
-        family: Family::Docs,
-        summary: "Rebuild a damaged PDF, optionally for fast web view",
-        description: "Reads a damaged PDF the way qpdf recovers it (rebuilding a broken or missing \
-            cross-reference table, recovering wrong stream lengths, skipping unreadable objects) and writes \
-            every page into a fresh, consistent file; `linearize: true` also optimizes it for fast web view. \
-            An intact file comes back rewritten, with the same pages. A file without a recoverable page tree is \
-            refused with damaged_pdf (not_a_pdf when it has no %PDF- header either). The answer is the file only. output=url gives a 24 h link.",
-        base_price: Price::micros(2_000),
-        price_rule: PAGE_EDIT_PRICE_RULE,
-        free_pool: FreePool::Docs,
-        produces: Produces::File,
-        open_world: false,
-    };
+    const INFO: RouteInfo = INFO;
 
-    async fn prepare(input: RepairInput, ctx: &Context) -> Result<Repair, EngineError> {
+    async fn prepare(input: PdfJob<RepairOptions>, ctx: &Context) -> Result<RepairCall, EngineError> {
         let source = QpdfSource::load_damaged(&input.file, "/file", ctx).await?;
-        Ok(Repair { source, linearize: input.linearize, output: input.output })
+        Ok(RepairCall { source, linearize: input.options.linearize, output: input.output })
     }
 
-    fn quote(call: &Repair) -> Price {
+    fn quote(call: &RepairCall) -> Price {
         page_edit_price(call.source.page_count)
     }
 
-    async fn run(call: Repair, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
+    async fn run(call: RepairCall, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
         let limits = ctx.limits;
         blocking(move || {
-            let Repair { source, linearize, output } = call;
+            let RepairCall { source, linearize, output } = call;
             let pdf = source.reopen(&limits)?;
             let options = WriteOptions { linearize, ..WriteOptions::default() };
             let bytes = qp::write(&pdf, options).map_err(|e| e.under(&source.field))?;
@@ -80,6 +70,41 @@ impl Route for RepairRoute {
             Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
         })
         .await
+    }
+}
+
+/// Fields of `/v1/pdf/repair` besides `file` and `output` (an encrypted file opens with its
+/// `password` and stays encrypted).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RepairOptions {
+    /// Linearize the result ("fast web view"). Default false.
+    #[serde(default)]
+    pub linearize: bool,
+}
+
+/// The operation, as a pipeline step: the document so far rewritten by qpdf, optionally
+/// linearized (a later step that edits the document writes it plainly again).
+pub struct Repair;
+
+impl Transform for Repair {
+    type Options = RepairOptions;
+    type Plan = bool;
+
+    const INFO: RouteInfo = INFO;
+    const SUFFIX: &'static str = "repaired";
+
+    fn check(_: &RepairOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
+        Ok(pages)
+    }
+
+    fn plan(options: RepairOptions, _: &Document, _: &Limits) -> Result<bool, EngineError> {
+        Ok(options.linearize)
+    }
+
+    fn apply(linearize: bool, mut doc: Document, limits: &Limits) -> Result<Pdf, EngineError> {
+        let options = WriteOptions { linearize, ..WriteOptions::default() };
+        Ok(Pdf::Bytes(qp::rewrite(&mut doc, options, limits)?))
     }
 }
 

@@ -9,7 +9,7 @@ use crate::catalog::{Family, FreePool, Produces, RouteInfo};
 use crate::context::Limits;
 use crate::docs::PAGE_EDIT_PRICE_RULE;
 use crate::docs::pdf;
-use crate::docs::transform::{Pdf, Transform};
+use crate::docs::transform::{Pdf, Transform, TransformRoute};
 use crate::error::EngineError;
 use crate::pages::PageSelection;
 use crate::price::Price;
@@ -57,6 +57,9 @@ impl JsonSchema for Degrees {
 
 /// The operation.
 pub struct Rotate;
+
+/// The route.
+pub type RotateRoute = TransformRoute<Rotate>;
 
 impl Transform for Rotate {
     type Options = RotateOptions;

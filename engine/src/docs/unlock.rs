@@ -4,69 +4,62 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
+use lopdf::Document;
+
+use crate::context::{Context, Limits, blocking};
 use crate::docs::qpdf::{self as qp, QpdfSource, WriteOptions};
+use crate::docs::transform::{Pdf, PdfJob, Transform};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
-use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
 use crate::price::Price;
 
-/// Request of `/v1/pdf/unlock`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UnlockInput {
-    /// The encrypted PDF, with its `password` (the user or the owner password). A file
-    /// whose user password is empty opens without one.
-    pub file: FileInput,
-    /// How to deliver the result.
-    #[serde(default)]
-    pub output: OutputMode,
-}
-
 /// A checked unlock call.
-pub struct Unlock {
+pub struct UnlockCall {
     source: QpdfSource,
     output: OutputMode,
 }
+
+/// The route's description, shared by the route and the pipeline step.
+const INFO: RouteInfo = RouteInfo {
+    path: "/v1/pdf/unlock",
+    operation: "unlock_pdf",
+    family: Family::Docs,
+    summary: "Remove the password from a protected PDF",
+    description: "Opens an encrypted PDF with the password given in the file's `password` (user or owner \
+        password) and writes it without encryption, so it opens without a password and carries no \
+        restrictions. Pages and content are unchanged. A file that is not encrypted is returned unchanged. \
+        output=url gives a 24 h link.",
+    base_price: Price::micros(2_000),
+    price_rule: PAGE_EDIT_PRICE_RULE,
+    free_pool: FreePool::Docs,
+    produces: Produces::File,
+    open_world: false,
+};
 
 /// The route.
 pub struct UnlockRoute;
 
 impl Route for UnlockRoute {
-    type Input = UnlockInput;
-    type Prepared = Unlock;
+    type Input = PdfJob<UnlockOptions>;
+    type Prepared = UnlockCall;
     type Output = NoJson;
 
-    const INFO: RouteInfo = RouteInfo {
-        path: "/v1/pdf/unlock",
-        operation: "unlock_pdf",
-        family: Family::Docs,
-        summary: "Remove the password from a protected PDF",
-        description: "Opens an encrypted PDF with the password given in the file's `password` (user or owner \
-            password) and writes it without encryption, so it opens without a password and carries no \
-            restrictions. Pages and content are unchanged. A file that is not encrypted is returned unchanged. \
-            output=url gives a 24 h link.",
-        base_price: Price::micros(2_000),
-        price_rule: PAGE_EDIT_PRICE_RULE,
-        free_pool: FreePool::Docs,
-        produces: Produces::File,
-        open_world: false,
-    };
+    const INFO: RouteInfo = INFO;
 
-    async fn prepare(input: UnlockInput, ctx: &Context) -> Result<Unlock, EngineError> {
+    async fn prepare(input: PdfJob<UnlockOptions>, ctx: &Context) -> Result<UnlockCall, EngineError> {
         let source = QpdfSource::load(&input.file, "/file", ctx).await?;
-        Ok(Unlock { source, output: input.output })
+        Ok(UnlockCall { source, output: input.output })
     }
 
-    fn quote(call: &Unlock) -> Price {
+    fn quote(call: &UnlockCall) -> Price {
         page_edit_price(call.source.page_count)
     }
 
-    async fn run(call: Unlock, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
+    async fn run(call: UnlockCall, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
         let limits = ctx.limits;
         blocking(move || {
-            let Unlock { source, output } = call;
+            let UnlockCall { source, output } = call;
             let name = derived_name(&source.filename, "unlocked", "pdf");
             if !source.encrypted {
                 // Nothing to remove: the file as given is the unlocked file.
@@ -78,6 +71,35 @@ impl Route for UnlockRoute {
             Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), output)))
         })
         .await
+    }
+}
+
+/// Fields of `/v1/pdf/unlock` besides `file`: none (the password is the file's).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnlockOptions {}
+
+/// The operation, as a pipeline step: the pipeline opened the file with its password,
+/// and its result is written without encryption, so the step only says so.
+pub struct Unlock;
+
+impl Transform for Unlock {
+    type Options = UnlockOptions;
+    type Plan = ();
+
+    const INFO: RouteInfo = INFO;
+    const SUFFIX: &'static str = "unlocked";
+
+    fn check(_: &UnlockOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
+        Ok(pages)
+    }
+
+    fn plan(_: UnlockOptions, _: &Document, _: &Limits) -> Result<(), EngineError> {
+        Ok(())
+    }
+
+    fn apply(_: (), doc: Document, _: &Limits) -> Result<Pdf, EngineError> {
+        Ok(Pdf::Doc(doc))
     }
 }
 
