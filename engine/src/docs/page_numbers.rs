@@ -422,7 +422,8 @@ mod tests {
 
     #[test]
     fn schema_shows_the_defaults() {
-        let schema = schemars::SchemaGenerator::default().into_root_schema_for::<crate::docs::transform::PdfJob<PageNumbersOptions>>();
+        let schema = schemars::SchemaGenerator::default()
+            .into_root_schema_for::<crate::docs::transform::PdfJob<PageNumbersOptions>>();
         let text = serde_json::to_string(&schema).unwrap();
         for part in [r#""default":"{n} / {total}""#, r#""default":"bottom-center""#, r#""default":24.0"#, "top-right"] {
             assert!(text.contains(part), "{part}: {text}");

@@ -881,7 +881,8 @@ mod tests {
 
     #[test]
     fn schema_lists_the_names_and_the_object_form() {
-        let schema = schemars::SchemaGenerator::default().into_root_schema_for::<crate::docs::transform::PdfJob<ResizeOptions>>();
+        let schema = schemars::SchemaGenerator::default()
+            .into_root_schema_for::<crate::docs::transform::PdfJob<ResizeOptions>>();
         let text = serde_json::to_string(&schema).unwrap();
         assert!(text.contains(r#""enum":["A4","Letter","Legal"]"#), "{text}");
         assert!(text.contains("width_pt") && text.contains(r#""maximum":14400"#), "{text}");

@@ -425,7 +425,8 @@ mod tests {
 
     #[test]
     fn schema_shows_the_defaults() {
-        let schema = schemars::SchemaGenerator::default().into_root_schema_for::<crate::docs::transform::PdfJob<WatermarkOptions>>();
+        let schema = schemars::SchemaGenerator::default()
+            .into_root_schema_for::<crate::docs::transform::PdfJob<WatermarkOptions>>();
         let text = serde_json::to_string(&schema).unwrap();
         for part in [
             r##""default":"#808080""##,
