@@ -290,7 +290,12 @@ impl Catalog {
 /// Parses a JSON body into `T`, naming the field at fault as a JSON pointer.
 pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, EngineError> {
     let mut de = serde_json::Deserializer::from_slice(body);
-    let value = serde_path_to_error::deserialize(&mut de).map_err(|err| body_error(&err))?;
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|err| {
+        // serde_json reports a value of the wrong kind for an enum (a number where a name
+        // is expected) as a syntax error; in a body that parses, it is the field's fault.
+        let well_formed = serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok();
+        body_error(&err, well_formed)
+    })?;
     de.end().map_err(|e| EngineError::invalid_with("invalid_json", "", format!("the body is not valid JSON: {e}")))?;
     Ok(value)
 }
@@ -298,12 +303,12 @@ pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, EngineError> {
 /// Parses a part of a body already read as JSON (a pipeline step's options) into `T`;
 /// errors name the field under `prefix` (`/steps/2` + `/degrees`).
 pub fn parse_value<T: DeserializeOwned>(value: serde_json::Value, prefix: &str) -> Result<T, EngineError> {
-    serde_path_to_error::deserialize(value).map_err(|err| body_error(&err).under(prefix))
+    serde_path_to_error::deserialize(value).map_err(|err| body_error(&err, true).under(prefix))
 }
 
-fn body_error(err: &serde_path_to_error::Error<serde_json::Error>) -> EngineError {
+fn body_error(err: &serde_path_to_error::Error<serde_json::Error>, well_formed: bool) -> EngineError {
     let inner = err.inner();
-    if !inner.is_data() {
+    if !inner.is_data() && !well_formed {
         let mut e =
             EngineError::new(ErrorKind::InvalidInput, "invalid_json", format!("the body is not valid JSON: {inner}"));
         e.field = None;
@@ -330,7 +335,13 @@ fn body_error(err: &serde_path_to_error::Error<serde_json::Error>) -> EngineErro
     {
         pointer.push_str(&format!("/{}", escape_pointer(&name)));
     }
-    let message = strip_position(&text);
+    let message = if inner.is_data() {
+        strip_position(&text)
+    } else {
+        // A well-formed body whose value serde_json could not start reading: an enum given
+        // something other than its name.
+        "wrong type: this field takes one of its names, as a string".to_string()
+    };
     let message = if pointer.is_empty() { message } else { format!("{pointer}: {message}") };
     EngineError::invalid_with(code, pointer, message)
 }
@@ -371,6 +382,14 @@ mod tests {
     struct Outer {
         files: Vec<Inner>,
         degrees: u32,
+        #[serde(default)]
+        mode: Option<Mode>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    enum Mode {
+        Fast,
     }
 
     fn err(body: &str) -> EngineError {
@@ -398,6 +417,17 @@ mod tests {
         let e = err(r#"{"files": [], "degrees": "ninety"}"#);
         assert_eq!(e.field.as_deref(), Some("/degrees"));
         assert!(e.message.contains("invalid type"), "{}", e.message);
+    }
+
+    #[test]
+    fn an_enum_given_a_number_names_its_field() {
+        let e = err(r#"{"files": [], "degrees": 1, "mode": 3}"#);
+        assert_eq!((e.code.as_ref(), e.field.as_deref()), ("invalid_input", Some("/mode")));
+        assert!(e.message.starts_with("/mode: wrong type"), "{}", e.message);
+        let e = err(r#"{"files": [], "degrees": 1, "mode": "slow"}"#);
+        assert_eq!((e.code.as_ref(), e.field.as_deref()), ("invalid_input", Some("/mode")));
+        // Broken JSON is still the body's fault, even where an enum was expected.
+        assert_eq!(err(r#"{"files": [], "degrees": 1, "mode": ]"#).code, "invalid_json");
     }
 
     #[test]

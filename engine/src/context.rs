@@ -28,7 +28,8 @@ pub trait Progress: Send + Sync {
     fn advance(&self, what: &str, done: u64, total: u64);
 }
 
-struct NoProgress;
+/// A progress sink that discards the reports.
+pub struct NoProgress;
 
 impl Progress for NoProgress {
     fn advance(&self, _what: &str, _done: u64, _total: u64) {}

@@ -10,28 +10,23 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
+use crate::context::{Context, Limits, blocking};
 use crate::docs::pdf::{self, SourcePdf};
+use crate::docs::transform::{Pdf, PdfJob, Transform};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
-use crate::input::FileInput;
 use crate::output::{OutputMode, Reply};
 use crate::price::Price;
 
-/// Request of `/v1/pdf/metadata`.
+/// Fields of `/v1/pdf/metadata` besides `file` and `output` (which `read` ignores: it answers JSON).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct MetadataInput {
-    /// The PDF.
-    pub file: FileInput,
+pub struct MetadataOptions {
     /// `read` answers the metadata as JSON; `edit` changes entries given in `set`; `strip` removes all document metadata.
     pub action: MetadataAction,
     /// For `edit` only: the entries to change (a string sets, null removes, an absent key is kept).
     #[serde(default)]
     pub set: Option<MetadataSet>,
-    /// How to deliver the PDF of `edit` and `strip` (ignored by `read`, which answers JSON).
-    #[serde(default)]
-    pub output: OutputMode,
 }
 
 /// What to do with the metadata.
@@ -47,7 +42,7 @@ pub enum MetadataAction {
 }
 
 /// Entries to change: a string sets the entry, null removes it, an absent key keeps it.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MetadataSet {
     /// Document title (Info /Title, XMP dc:title).
@@ -178,7 +173,7 @@ pub struct XmpReport {
 }
 
 /// A checked metadata call.
-pub struct Metadata {
+pub struct MetadataCall {
     source: SourcePdf,
     action: MetadataAction,
     set: MetadataSet,
@@ -189,40 +184,26 @@ pub struct Metadata {
 pub struct MetadataRoute;
 
 impl Route for MetadataRoute {
-    type Input = MetadataInput;
-    type Prepared = Metadata;
+    type Input = PdfJob<MetadataOptions>;
+    type Prepared = MetadataCall;
     type Output = MetadataReport;
 
-    const INFO: RouteInfo = RouteInfo {
-        path: "/v1/pdf/metadata",
-        operation: "edit_pdf_metadata",
-        family: Family::Docs,
-        summary: "Read, edit or strip PDF metadata",
-        description: "action=read answers the Info dictionary (title, author, subject, keywords, creator, producer, dates, \
-            custom entries) and the XMP packet's common properties as JSON. action=edit sets or removes the entries given \
-            in `set` (null removes), stamps the modification date and rewrites the XMP packet to match. action=strip removes \
-            the Info dictionary, every XMP packet (document, page and object level) and /PieceInfo. Edits answer the PDF; \
-            output=url gives a 24 h link.",
-        base_price: Price::micros(2_000),
-        price_rule: PAGE_EDIT_PRICE_RULE,
-        free_pool: FreePool::Docs,
-        produces: Produces::JsonOrFile,
-        open_world: false,
-    };
+    const INFO: RouteInfo = INFO;
 
-    async fn prepare(input: MetadataInput, ctx: &Context) -> Result<Metadata, EngineError> {
-        let set = check_set(input.action, input.set)?;
+    async fn prepare(input: PdfJob<MetadataOptions>, ctx: &Context) -> Result<MetadataCall, EngineError> {
+        let action = input.options.action;
+        let set = check_set(action, input.options.set)?;
         let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        Ok(Metadata { source, action: input.action, set, output: input.output })
+        Ok(MetadataCall { source, action, set, output: input.output })
     }
 
-    fn quote(call: &Metadata) -> Price {
+    fn quote(call: &MetadataCall) -> Price {
         page_edit_price(call.source.page_count)
     }
 
-    async fn run(call: Metadata, _ctx: &Context) -> Result<Reply<MetadataReport>, EngineError> {
+    async fn run(call: MetadataCall, _ctx: &Context) -> Result<Reply<MetadataReport>, EngineError> {
         blocking(move || {
-            let Metadata { mut source, action, set, output } = call;
+            let MetadataCall { mut source, action, set, output } = call;
             match action {
                 MetadataAction::Read => return Ok(Reply::Json(read_report(&source.doc, source.page_count))),
                 MetadataAction::Edit => edit(&mut source.doc, &set, now())?,
@@ -233,6 +214,59 @@ impl Route for MetadataRoute {
         .await
     }
 }
+
+/// The operation, as a pipeline step: `edit` and `strip` (a step must leave a PDF).
+pub struct Metadata;
+
+impl Transform for Metadata {
+    type Options = MetadataOptions;
+    type Plan = (MetadataAction, MetadataSet);
+
+    const INFO: RouteInfo = INFO;
+    const SUFFIX: &'static str = "metadata";
+
+    fn check(options: &MetadataOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
+        if options.action == MetadataAction::Read {
+            return Err(EngineError::invalid(
+                "/action",
+                "/action: `read` answers JSON; a pipeline step must leave a PDF (use edit or strip)",
+            ));
+        }
+        check_set(options.action, options.set.clone())?;
+        Ok(pages)
+    }
+
+    fn plan(options: MetadataOptions, _: &Document, _: &Limits) -> Result<Self::Plan, EngineError> {
+        Ok((options.action, check_set(options.action, options.set)?))
+    }
+
+    fn apply((action, set): Self::Plan, mut doc: Document, _: &Limits) -> Result<Pdf, EngineError> {
+        match action {
+            MetadataAction::Edit => edit(&mut doc, &set, now())?,
+            MetadataAction::Strip => strip(&mut doc),
+            MetadataAction::Read => {}
+        }
+        Ok(Pdf::Doc(doc))
+    }
+}
+
+/// The route's description, shared by the route and the pipeline step.
+const INFO: RouteInfo = RouteInfo {
+    path: "/v1/pdf/metadata",
+    operation: "edit_pdf_metadata",
+    family: Family::Docs,
+    summary: "Read, edit or strip PDF metadata",
+    description: "action=read answers the Info dictionary (title, author, subject, keywords, creator, producer, dates, \
+        custom entries) and the XMP packet's common properties as JSON. action=edit sets or removes the entries given \
+        in `set` (null removes), stamps the modification date and rewrites the XMP packet to match. action=strip removes \
+        the Info dictionary, every XMP packet (document, page and object level) and /PieceInfo. Edits answer the PDF; \
+        output=url gives a 24 h link.",
+    base_price: Price::micros(2_000),
+    price_rule: PAGE_EDIT_PRICE_RULE,
+    free_pool: FreePool::Docs,
+    produces: Produces::JsonOrFile,
+    open_world: false,
+};
 
 /// Checks that `set` goes with `edit` only and that its values are usable.
 fn check_set(action: MetadataAction, set: Option<MetadataSet>) -> Result<MetadataSet, EngineError> {
@@ -1080,7 +1114,7 @@ mod tests {
     }
 
     async fn call(body: &[u8]) -> Result<Reply<MetadataReport>, EngineError> {
-        let input: MetadataInput = parse_body(body)?;
+        let input: PdfJob<MetadataOptions> = parse_body(body)?;
         let ctx = Context::new();
         let prepared = MetadataRoute::prepare(input, &ctx).await?;
         MetadataRoute::run(prepared, &ctx).await

@@ -83,8 +83,10 @@ pub fn pipeline_steps() -> Vec<Box<dyn ErasedStep>> {
         StepKind::<set_outline::SetOutline>::boxed(),
         StepKind::<fill_form::FillForm>::boxed(),
         StepKind::<flatten::Flatten>::boxed(),
+        StepKind::<metadata::Metadata>::boxed(),
         StepKind::<unlock::Unlock>::boxed(),
         StepKind::<repair::Repair>::boxed(),
+        StepKind::<rasterize::Rasterize>::boxed(),
         StepKind::<protect::Protect>::boxed(),
     ]
 }

@@ -134,14 +134,14 @@ pub fn check_page_pixels(plan: &PagePlan, dpi: u32, field: &str) -> Result<(u32,
 
 /// The visible size of each selected page, from the lopdf document (crop box clipped to
 /// the media box, width and height swapped for a quarter-turn /Rotate).
-pub fn plan_pages(source: &SourcePdf, numbers: &[u32]) -> Vec<PagePlan> {
-    let ids = source.page_ids();
+pub fn plan_pages(doc: &lopdf::Document, numbers: &[u32]) -> Vec<PagePlan> {
+    let ids: Vec<lopdf::ObjectId> = doc.page_iter().collect();
     numbers
         .iter()
         .filter_map(|&n| ids.get(n as usize - 1).map(|&id| (n, id)))
         .map(|(number, id)| {
-            let visible = pdf::crop_box(&source.doc, id);
-            let (width_pt, height_pt) = if pdf::rotation(&source.doc, id) % 180 == 90 {
+            let visible = pdf::crop_box(doc, id);
+            let (width_pt, height_pt) = if pdf::rotation(doc, id) % 180 == 90 {
                 (visible.height(), visible.width())
             } else {
                 (visible.width(), visible.height())

@@ -408,7 +408,7 @@ mod tests {
             "file": file_json(&bytes, "e.pdf", Some("view")),
             "steps": [{ "op": "unlock" }, { "op": "rotate", "degrees": 90 }, { "op": "repair", "linearize": true }],
         });
-        let Reply::Files(set) = call::<PipelineRoute>(&body).await.unwrap() else { unreachable!() };
+        let Reply::Files(set) = call::<PipelineRoute>(&body).await.unwrap();
         let out = set.into_single_file().unwrap();
         assert_qpdf_check(&out.bytes, None);
         let file = temp_pdf(&out.bytes);
@@ -417,5 +417,31 @@ mod tests {
         let body = json!({ "file": file_json(&bytes, "e.pdf", None), "steps": [{ "op": "unlock" }] });
         let e = call::<PipelineRoute>(&body).await.unwrap_err();
         assert_eq!(e.field.as_deref(), Some("/file/password"));
+    }
+
+    #[tokio::test]
+    async fn rasterize_and_metadata_are_steps_too() {
+        let steps = json!([
+            { "op": "metadata", "action": "edit", "set": { "title": "Quarterly" } },
+            { "op": "watermark", "text": "COPY" },
+            { "op": "rasterize", "dpi": 72 },
+        ]);
+        let (out, _) = pipeline(&sample_pdf(2), steps).await.unwrap();
+        assert_qpdf_check(&out.bytes, None);
+        assert_eq!(qpdf_pages(&out.bytes, None), 2);
+        assert!(page_text(&out.bytes, 1).trim().is_empty(), "an image-only page has no text");
+        let steps = json!([{ "op": "rotate", "degrees": 90 }, { "op": "metadata", "action": "edit", "set": { "title": "Q3" } }]);
+        let (out, _) = pipeline(&sample_pdf(1), steps).await.unwrap();
+        let doc = lopdf::Document::load_mem(&out.bytes).unwrap();
+        let info = doc.trailer.get(b"Info").and_then(|o| doc.dereference(o)).unwrap().1.as_dict().unwrap().clone();
+        assert_eq!(info.get(b"Title").unwrap().as_str().unwrap(), b"Q3");
+        let e = pipeline(&sample_pdf(1), json!([{ "op": "metadata", "action": "read" }])).await.unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("/steps/0/action"));
+    }
+
+    #[tokio::test]
+    async fn rendering_steps_are_priced_as_rendering() {
+        let steps = json!([{ "op": "rotate", "degrees": 90 }, { "op": "rasterize" }]);
+        assert_eq!(quote(&sample_pdf(4), steps).await.unwrap().units(), 2_000 + 3_000 + 4 * 500);
     }
 }

@@ -6,11 +6,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
+use crate::context::{Context, Limits, Progress, blocking};
 use crate::docs::pdf::{self, Rect};
 use crate::docs::pdfium::{self, PagePlan, RENDERING_PRICE_RULE, RenderSource, RgbPage, rendering_price};
+use crate::docs::transform::{Pdf, PdfJob, Transform};
 use crate::error::EngineError;
-use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
 use crate::price::Price;
 
@@ -20,23 +20,18 @@ use crate::price::Price;
 /// image of the page, not an archival copy, so the small loss is the better trade.
 pub const JPEG_QUALITY: u8 = 85;
 
-/// Request of `/v1/pdf/rasterize`.
+/// Fields of `/v1/pdf/rasterize` besides `file` and `output`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RasterizeInput {
-    /// The PDF.
-    pub file: FileInput,
+pub struct RasterizeOptions {
     /// Resolution of the page images in dots per inch, 36 to 600; 150 when omitted.
     #[serde(default)]
     #[schemars(range(min = 36, max = 600))]
     pub dpi: Option<i64>,
-    /// How to deliver the result.
-    #[serde(default)]
-    pub output: OutputMode,
 }
 
 /// A checked rasterize call.
-pub struct Rasterize {
+pub struct RasterizeCall {
     bytes: Vec<u8>,
     password: Option<String>,
     filename: String,
@@ -49,67 +44,119 @@ pub struct Rasterize {
 pub struct RasterizeRoute;
 
 impl Route for RasterizeRoute {
-    type Input = RasterizeInput;
-    type Prepared = Rasterize;
+    type Input = PdfJob<RasterizeOptions>;
+    type Prepared = RasterizeCall;
     type Output = NoJson;
 
-    const INFO: RouteInfo = RouteInfo {
-        path: "/v1/pdf/rasterize",
-        operation: "flatten_pdf_to_image_only",
-        family: Family::Docs,
-        summary: "Render pages to images and rebuild as one image-only PDF",
-        description: "Renders every page as it is seen (crop box and rotation applied, annotations and form fields drawn) \
-            at 36 to 600 dpi (150 by default) and rebuilds the PDF from those images alone: one JPEG per page, at the \
-            page's visible size. No text layer, form, link, bookmark, attachment, script or metadata survives. \
-            output=url gives a 24 h link.",
-        base_price: Price::micros(3_000),
-        price_rule: RENDERING_PRICE_RULE,
-        free_pool: FreePool::Docs,
-        produces: Produces::File,
-        open_world: false,
-    };
+    const INFO: RouteInfo = INFO;
 
-    async fn prepare(input: RasterizeInput, ctx: &Context) -> Result<Rasterize, EngineError> {
-        let dpi = pdfium::check_dpi(input.dpi, "/dpi")?;
+    async fn prepare(input: PdfJob<RasterizeOptions>, ctx: &Context) -> Result<RasterizeCall, EngineError> {
+        let dpi = pdfium::check_dpi(input.options.dpi, "/dpi")?;
         // Found before the file is read, so a server without the renderer charges nothing.
         pdfium::ensure_library().await?;
         let RenderSource { pdf: source, bytes, password } = RenderSource::load(&input.file, "/file", ctx).await?;
-        let numbers: Vec<u32> = (1..=source.page_count).collect();
-        let pages = pdfium::plan_pages(&source, &numbers);
-        for plan in &pages {
-            pdfium::check_page_pixels(plan, dpi, "/dpi")?;
-        }
-        Ok(Rasterize { bytes, password, filename: source.filename, pages, dpi, output: input.output })
+        let pages = page_plans(&source.doc, dpi)?;
+        Ok(RasterizeCall { bytes, password, filename: source.filename, pages, dpi, output: input.output })
     }
 
-    fn quote(call: &Rasterize) -> Price {
+    fn quote(call: &RasterizeCall) -> Price {
         rendering_price(call.pages.len() as u32)
     }
 
-    async fn run(call: Rasterize, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
+    async fn run(call: RasterizeCall, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
         let progress = ctx.progress.clone();
         blocking(move || {
-            let numbers: Vec<u32> = call.pages.iter().map(|p| p.number).collect();
-            let total = numbers.len() as u64;
-            let mut builder = ImagePdf::new();
-            let mut written = 0usize;
-            pdfium::render_pages(&call.bytes, call.password.as_deref(), &numbers, call.dpi, "/file", "/dpi", |page| {
-                let jpeg = jpeg(&page)?;
-                written += jpeg.len();
-                if written > pdf::MAX_OUTPUT_BYTES {
-                    return Err(pdf::output_too_large().at("/dpi"));
-                }
-                builder.add_page(&page, jpeg);
-                progress.advance("pages", builder.pages.len() as u64, total);
-                Ok(())
-            })?;
-            let bytes = builder.finish()?;
+            let bytes = rasterize(&call.bytes, call.password.as_deref(), &call.pages, call.dpi, &*progress)?;
             let name = derived_name(&call.filename, "rasterized", "pdf");
             Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), call.output)))
         })
         .await
     }
 }
+
+/// The operation, as a pipeline step (the document so far is written out for pdfium).
+pub struct Rasterize;
+
+impl Transform for Rasterize {
+    type Options = RasterizeOptions;
+    type Plan = (Vec<PagePlan>, u32);
+
+    const INFO: RouteInfo = INFO;
+    const SUFFIX: &'static str = "rasterized";
+
+    fn check(options: &RasterizeOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
+        pdfium::check_dpi(options.dpi, "/dpi")?;
+        // Found before anything runs, so a server without the renderer charges nothing.
+        pdfium::library()?;
+        Ok(pages)
+    }
+
+    fn plan(options: RasterizeOptions, doc: &Document, _: &Limits) -> Result<Self::Plan, EngineError> {
+        let dpi = pdfium::check_dpi(options.dpi, "/dpi")?;
+        Ok((page_plans(doc, dpi)?, dpi))
+    }
+
+    fn apply((pages, dpi): Self::Plan, mut doc: Document, _: &Limits) -> Result<Pdf, EngineError> {
+        let bytes = pdf::save(&mut doc)?;
+        Ok(Pdf::Bytes(rasterize(&bytes, None, &pages, dpi, &crate::context::NoProgress)?))
+    }
+
+    fn price(pages_in: u32, _: u32) -> Price {
+        rendering_price(pages_in)
+    }
+}
+
+/// Every page's size, each checked against the pixel caps at `dpi`.
+fn page_plans(doc: &Document, dpi: u32) -> Result<Vec<PagePlan>, EngineError> {
+    let numbers: Vec<u32> = (1..=pdf::page_count(doc)).collect();
+    let pages = pdfium::plan_pages(doc, &numbers);
+    for plan in &pages {
+        pdfium::check_page_pixels(plan, dpi, "/dpi")?;
+    }
+    Ok(pages)
+}
+
+/// Renders `pages` of the PDF in `bytes` and builds the image-only PDF.
+fn rasterize(
+    bytes: &[u8],
+    password: Option<&str>,
+    pages: &[PagePlan],
+    dpi: u32,
+    progress: &dyn Progress,
+) -> Result<Vec<u8>, EngineError> {
+    let numbers: Vec<u32> = pages.iter().map(|p| p.number).collect();
+    let total = numbers.len() as u64;
+    let mut builder = ImagePdf::new();
+    let mut written = 0usize;
+    pdfium::render_pages(bytes, password, &numbers, dpi, "/file", "/dpi", |page| {
+        let jpeg = jpeg(&page)?;
+        written += jpeg.len();
+        if written > pdf::MAX_OUTPUT_BYTES {
+            return Err(pdf::output_too_large().at("/dpi"));
+        }
+        builder.add_page(&page, jpeg);
+        progress.advance("pages", builder.pages.len() as u64, total);
+        Ok(())
+    })?;
+    builder.finish()
+}
+
+/// The route's description, shared by the route and the pipeline step.
+const INFO: RouteInfo = RouteInfo {
+    path: "/v1/pdf/rasterize",
+    operation: "flatten_pdf_to_image_only",
+    family: Family::Docs,
+    summary: "Render pages to images and rebuild as one image-only PDF",
+    description: "Renders every page as it is seen (crop box and rotation applied, annotations and form fields drawn) \
+        at 36 to 600 dpi (150 by default) and rebuilds the PDF from those images alone: one JPEG per page, at the \
+        page's visible size. No text layer, form, link, bookmark, attachment, script or metadata survives. \
+        output=url gives a 24 h link.",
+    base_price: Price::micros(3_000),
+    price_rule: RENDERING_PRICE_RULE,
+    free_pool: FreePool::Docs,
+    produces: Produces::File,
+    open_world: false,
+};
 
 fn jpeg(page: &RgbPage) -> Result<Vec<u8>, EngineError> {
     let mut out = Vec::new();
@@ -326,7 +373,7 @@ mod tests {
     #[tokio::test]
     async fn quotes_every_page() {
         let pdf = sample_pdf(&[(612.0, 792.0, 0); 4]);
-        let input: RasterizeInput =
+        let input: PdfJob<RasterizeOptions> =
             crate::catalog::parse_body(&serde_json::to_vec(&json!({ "file": file(&pdf, "a.pdf") })).unwrap()).unwrap();
         let prepared = RasterizeRoute::prepare(input, &Context::new()).await.unwrap();
         assert_eq!(RasterizeRoute::quote(&prepared).units(), 3_000 + 4 * 500);

@@ -122,7 +122,7 @@ impl Route for ToImagesRoute {
         pdfium::ensure_library().await?;
         let RenderSource { pdf: source, bytes, password } = RenderSource::load(&input.file, "/file", ctx).await?;
         let numbers: Vec<u32> = source.selected_pages(&selection, "/pages")?.into_iter().map(|(n, _)| n).collect();
-        let pages = pdfium::plan_pages(&source, &numbers);
+        let pages = pdfium::plan_pages(&source.doc, &numbers);
         for plan in &pages {
             pdfium::check_page_pixels(plan, dpi, "/dpi")?;
         }
