@@ -207,3 +207,35 @@ fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest as _;
     hex::encode(sha2::Sha256::digest(bytes))
 }
+
+#[tokio::test]
+async fn a_report_comes_as_a_header_beside_the_bytes_and_as_a_field_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let body = |output: &str| {
+        json!({
+            "file": { "data": b64(&corpus_file("qpdf/20-pages.pdf")), "password": "user" },
+            "steps": [{ "op": "extract-pages", "pages": "1-3" }, { "op": "rotate", "degrees": 90 }],
+            "output": output,
+        })
+    };
+    let response = server.post("/v1/pdf/pipeline", &body("file")).await;
+    assert_eq!(response.status(), 200);
+    let header = response.headers().get("paperchain-report").expect("a report header").to_str().unwrap().to_string();
+    let report: Value = serde_json::from_str(&header).unwrap();
+    assert_eq!(report, json!({ "steps": [{ "op": "extract-pages", "pages": 3 }, { "op": "rotate", "pages": 3 }] }));
+    assert_eq!(qpdf_pages(&response.bytes().await.unwrap()), 3);
+    for output in ["base64", "url"] {
+        let (status, answer) = server.post_json("/v1/pdf/pipeline", &body(output)).await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["report"], report, "{output}: {answer}");
+    }
+    // Files without a report carry no header and no field.
+    let plain = json!({ "file": file_input("sample-files/pdflatex-4-pages.pdf"), "degrees": 90 });
+    let response = server.post("/v1/pdf/rotate", &plain).await;
+    assert!(response.headers().get("paperchain-report").is_none());
+    let mut plain = plain;
+    plain["output"] = json!("base64");
+    let (_, answer) = server.post_json("/v1/pdf/rotate", &plain).await;
+    assert!(answer.get("report").is_none(), "{answer}");
+}
