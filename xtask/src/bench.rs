@@ -1,12 +1,14 @@
-//! `cargo xtask bench`: times Paperchain's operations against the `qpdf` command-line tool on
-//! the same inputs, and checks every output so neither side can win by writing garbage.
+//! `cargo xtask bench`: times Paperchain's operations against other command-line tools
+//! (qpdf, Ghostscript, pdftoppm) on the same inputs, and checks every output so neither side
+//! can win by writing garbage.
 //!
 //! Each side of each case is run once to warm up, then `--runs` times, alternating the
 //! sides so drift (thermal, page cache) falls on both. Wall time is measured around the
 //! child process; peak memory (RSS) comes from `/usr/bin/time -f %M` wrapping the child,
 //! the same wrapper on both sides. The cases of a group live in its own module
-//! (`bench/pages.rs`); a group is added to [`Group`] and to [`run`].
+//! (`bench/pages.rs`, `bench/docs.rs`); a group is added to [`Group`] and to [`run`].
 
+mod docs;
 mod pages;
 
 use std::ffi::OsString;
@@ -34,13 +36,16 @@ pub struct BenchArgs {
     runs: u32,
 }
 
-/// Groups of benchmarks. Later work adds `Docs` (conversions, OCR, rendering) here.
+/// Groups of benchmarks. Later work adds conversions and OCR to `Docs`, or groups of their own.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Group {
     /// Every group.
     All,
     /// Page operations against the qpdf CLI: merge, split, rotate.
     Pages,
+    /// Compression against qpdf and Ghostscript, PDF to PNG against pdftoppm, on the
+    /// corpus's largest PDFs.
+    Docs,
 }
 
 impl Group {
@@ -61,14 +66,16 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         python: installed.tools.join("bin/python"),
     };
 
-    let mut rows = Vec::new();
+    let mut comparisons: Vec<Comparison> = Vec::new();
     if args.group.includes(Group::Pages) {
-        let cases = pages::cases(&paperchain, &corpus, &work.path.join("pages"))?;
-        rows.extend(cases.iter().map(|case| bench.measure(case)));
+        comparisons.extend(pages::cases(&paperchain, &corpus, &work.path.join("pages"))?.into_iter().map(Into::into));
     }
+    if args.group.includes(Group::Docs) {
+        comparisons.extend(docs::cases(&paperchain, &corpus, &work.path.join("docs"))?);
+    }
+    let rows: Vec<Row> = comparisons.iter().map(|comparison| bench.measure(comparison)).collect();
 
-    println!();
-    print_table(&rows);
+    print_tables(&rows);
     println!();
     println!(
         "Median (minimum) wall time of {} runs after one warm-up, each side a fresh process. Peak RSS: {}.",
@@ -79,32 +86,40 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             "not measured (no /usr/bin/time)"
         }
     );
-    println!("Output: the size of the PDFs written (a ZIP's, unpacked), after each passed the checks above.");
-    for row in &rows {
-        if let Some(note) = row.note {
-            println!("{}: {note}", row.operation);
-        }
-    }
-    let failures: Vec<String> = rows
+    println!(
+        "Output: the size of the PDFs or images written (a ZIP's, unpacked), after each passed the checks above; \
+         the ratios are paperchain/other, below 1 where Paperchain is faster or smaller."
+    );
+    let failures: Vec<(bool, String)> = rows
         .iter()
         .flat_map(|row| {
-            [("paperchain", &row.paperchain), ("qpdf", &row.qpdf)].into_iter().filter_map(move |(side, outcome)| {
-                outcome.as_ref().err().map(|e| format!("{} ({side}): {e}", row.operation))
-            })
+            [("paperchain", &row.paperchain), (row.tool, &row.reference)].into_iter().filter_map(
+                move |(side, outcome)| {
+                    let failure = format!("{}, {} ({side}): {}", row.table, row.operation, outcome.as_ref().err()?);
+                    Some((side == "paperchain", failure))
+                },
+            )
         })
         .collect();
     if failures.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
     println!("\nFailures:");
-    for failure in &failures {
+    for (_, failure) in &failures {
         println!("- {failure}");
     }
     println!("Inputs and outputs kept in {}", work.keep().display());
-    Ok(ExitCode::FAILURE)
+    // Another tool failing on a corpus file (Ghostscript on cmyk-image.pdf) only leaves
+    // that comparison out; the bench fails where Paperchain did.
+    if failures.iter().any(|(paperchain, _)| *paperchain) {
+        return Ok(ExitCode::FAILURE);
+    }
+    println!("Only the other tools failed: their rows have no comparison.");
+    Ok(ExitCode::SUCCESS)
 }
 
-/// One operation, timed on both sides.
+/// One operation of the `pages` group, timed on both sides: the short form of a
+/// [`Comparison`] for PDF outputs against qpdf, which `pages.rs` writes.
 struct Case {
     operation: &'static str,
     paperchain: Side,
@@ -112,6 +127,41 @@ struct Case {
     expect: Expect,
     /// Said under the table, where the two sides do not do quite the same work.
     note: Option<&'static str>,
+}
+
+/// One operation, timed on Paperchain and on another tool.
+struct Comparison {
+    /// The table it is printed in: one per kind of operation, each against one tool.
+    table: &'static str,
+    /// The other tool's name, in the table's columns.
+    tool: &'static str,
+    operation: String,
+    paperchain: Side,
+    reference: Side,
+    /// What both sides write.
+    kind: Kind,
+    expect: Expect,
+    /// The input both sides' PDFs must still look like, where the operation may rewrite
+    /// every page (compression).
+    source: Option<Source>,
+    /// Said under the table, where the two sides do not do quite the same work.
+    note: Option<&'static str>,
+}
+
+impl From<Case> for Comparison {
+    fn from(case: Case) -> Comparison {
+        Comparison {
+            table: "pages",
+            tool: "qpdf",
+            operation: case.operation.into(),
+            paperchain: case.paperchain,
+            reference: case.qpdf,
+            kind: Kind::Pdf,
+            expect: case.expect,
+            source: None,
+            note: case.note,
+        }
+    }
 }
 
 /// One side's command and where it writes.
@@ -126,27 +176,63 @@ struct Side {
 enum Produces {
     Pdf(PathBuf),
     Zip(PathBuf),
-    /// A folder of PDFs (it must exist before the run).
+    /// A folder of files (it must exist before the run).
     Folder(PathBuf),
+}
+
+/// The kind of files an operation writes, which decides how they are checked.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Pdf,
+    /// One PNG a page.
+    Png,
+}
+
+impl Kind {
+    fn extension(self) -> &'static str {
+        match self {
+            Kind::Pdf => "pdf",
+            Kind::Png => "png",
+        }
+    }
 }
 
 /// What a correct output is.
 struct Expect {
-    /// How many PDFs.
+    /// How many files (PDFs, or images: one a page).
     files: usize,
-    /// Pages in each of them.
+    /// Pages in each PDF.
     pages_each: u32,
     /// The /Rotate of every page of the (single) PDF, when the operation sets it.
     rotations: Option<Vec<u32>>,
-    /// (file index, page) whose text must match qpdf's output: the two sides must have
-    /// put the same pages in the same places.
+    /// (file index, page) whose text must match the other tool's output: the two sides must
+    /// have put the same pages in the same places.
     text_samples: Vec<(usize, u32)>,
 }
+
+/// The input PDF an output must still look like: a compressor could otherwise win by
+/// dropping content, and a blank page passes `qpdf --check` with the right page count
+/// (Ghostscript 10.0 writes one for a corpus file it cannot read, and exits 0).
+struct Source {
+    pdf: PathBuf,
+    /// Pages compared, rendered small in gray by pdftoppm from the input and the output.
+    pages: Vec<u32>,
+    /// The largest mean difference of gray levels (0-255) allowed on a compared page.
+    /// A text page rendered blank differs by about 5; downsampled images by well under 1.
+    max_difference: f64,
+    /// Whether each compared page's text (pdftotext) must be the input's too: for modes
+    /// that keep the page content, not for rewriters (Ghostscript changes the text order).
+    same_text: bool,
+}
+
+/// Resolution the input and output pages are compared at: enough to see a missing image
+/// or paragraph, cheap enough for a few pages of each output.
+const COMPARE_DPI: &str = "24";
 
 struct Bench {
     runs: u32,
     memory_file: Option<PathBuf>,
-    /// The tools venv's Python, which unpacks ZIPs for checking.
+    /// The tools venv's Python, which unpacks ZIPs and checks PNGs.
     python: PathBuf,
 }
 
@@ -157,21 +243,23 @@ struct Timing {
     median: Duration,
     min: Duration,
     peak_rss_kib: Option<u64>,
-    /// Size of the PDFs written (unpacked, for a ZIP).
+    /// Size of the files written (unpacked, for a ZIP).
     output_bytes: u64,
 }
 
 struct Row {
-    operation: &'static str,
+    table: &'static str,
+    tool: &'static str,
+    operation: String,
     note: Option<&'static str>,
     paperchain: Outcome,
-    qpdf: Outcome,
+    reference: Outcome,
 }
 
 impl Bench {
-    fn measure(&self, case: &Case) -> Row {
-        println!("bench: {}", case.operation);
-        let sides = [("paperchain", &case.paperchain), ("qpdf", &case.qpdf)];
+    fn measure(&self, case: &Comparison) -> Row {
+        println!("bench: {}: {}", case.table, case.operation);
+        let sides = [("paperchain", &case.paperchain), (case.tool, &case.reference)];
         let mut times: [Result<Vec<Duration>, String>; 2] = [Ok(Vec::new()), Ok(Vec::new())];
         let mut peaks: [Option<u64>; 2] = [None, None];
         // Run 0 is the warm-up, printed in full; the timed runs repeat it quietly.
@@ -193,17 +281,24 @@ impl Bench {
             }
         }
         // The reference side is checked first: its pages are what Paperchain's must match.
-        let [paperchain_times, qpdf_times] = times;
-        let qpdf = qpdf_times.and_then(|t| {
-            let bytes = self.check("qpdf", &case.qpdf.output, &case.expect, None)?;
+        let [paperchain_times, reference_times] = times;
+        let reference = reference_times.and_then(|t| {
+            let bytes = self.check(case.tool, &case.reference.output, case, None)?;
             Ok(Timing::of(&t, peaks[1], bytes))
         });
-        let reference = qpdf.is_ok().then_some(&case.qpdf.output);
+        let checked_reference = reference.is_ok().then_some(&case.reference.output);
         let paperchain = paperchain_times.and_then(|t| {
-            let bytes = self.check("paperchain", &case.paperchain.output, &case.expect, reference)?;
+            let bytes = self.check("paperchain", &case.paperchain.output, case, checked_reference)?;
             Ok(Timing::of(&t, peaks[0], bytes))
         });
-        Row { operation: case.operation, note: case.note, paperchain, qpdf }
+        Row {
+            table: case.table,
+            tool: case.tool,
+            operation: case.operation.clone(),
+            note: case.note,
+            paperchain,
+            reference,
+        }
     }
 
     /// One fresh run of a side: wall time, and peak RSS in KiB when measured.
@@ -235,19 +330,23 @@ impl Bench {
         Ok((elapsed, peak))
     }
 
-    /// Checks an output (every PDF passes `qpdf --check` with the expected page count, the
-    /// rotations are as expected, sampled pages read the same as `reference`'s), says what
-    /// it checked, and returns the size of the PDFs.
+    /// Checks one side's output against what the comparison expects (and, for Paperchain,
+    /// against the reference side's checked output), says what it checked, and returns the
+    /// size of the files.
     fn check(
         &self,
         name: &str,
         output: &Produces,
-        expect: &Expect,
+        case: &Comparison,
         reference: Option<&Produces>,
     ) -> Result<u64, String> {
-        match self.check_output(output, expect, reference) {
+        let checked = match case.kind {
+            Kind::Pdf => self.check_pdfs(output, case, reference),
+            Kind::Png => self.check_pngs(output, &case.expect, reference),
+        };
+        match checked {
             Ok((checked, bytes)) => {
-                eprintln!("  {name} output checked: {checked}; {}", mib(bytes));
+                eprintln!("  {name} output checked: {checked}; {}", size_text(bytes));
                 Ok(bytes)
             }
             Err(e) => {
@@ -257,13 +356,17 @@ impl Bench {
         }
     }
 
-    fn check_output(
+    /// Every PDF passes `qpdf --check` with the expected page count, the rotations are as
+    /// expected, sampled pages read the same as `reference`'s, and look (and read) like the
+    /// source's.
+    fn check_pdfs(
         &self,
         output: &Produces,
-        expect: &Expect,
+        case: &Comparison,
         reference: Option<&Produces>,
     ) -> anyhow::Result<(String, u64)> {
-        let pdfs = output.pdfs(&self.python)?;
+        let expect = &case.expect;
+        let pdfs = output.files(&self.python, Kind::Pdf)?;
         ensure!(pdfs.len() == expect.files, "{} PDFs, expected {}", pdfs.len(), expect.files);
         for_each_parallel(&pdfs, |pdf| {
             let report = Cmd::new("qpdf").args(["--check", "--show-npages"]).arg(pdf).quiet().read()?;
@@ -285,17 +388,198 @@ impl Bench {
             }
             checked += ", every page's /Rotate as expected";
         }
-        if let Some(reference) = reference {
-            let reference = reference.pdfs(&self.python)?;
+        if let Some(reference) = reference.filter(|_| !expect.text_samples.is_empty()) {
+            let reference = reference.files(&self.python, Kind::Pdf)?;
             for &(file, page) in &expect.text_samples {
                 let (ours, theirs) = (text_of(&pdfs[file], page)?, text_of(&reference[file], page)?);
-                ensure!(ours == theirs, "{} page {page}: the text differs from qpdf's output", pdfs[file].display());
+                ensure!(
+                    ours == theirs,
+                    "{} page {page}: the text differs from {}'s output",
+                    pdfs[file].display(),
+                    case.tool
+                );
             }
-            checked += &format!(", text of {} sampled pages as in qpdf's output", expect.text_samples.len());
+            checked += &format!(", text of {} sampled pages as in {}'s output", expect.text_samples.len(), case.tool);
+        }
+        if let Some(source) = &case.source {
+            let worst = looks_like_source(&pdfs, source)?;
+            checked += &format!(
+                ", pages {:?} look like the input's at {COMPARE_DPI} dpi (mean gray difference at most {worst:.2}){}",
+                source.pages,
+                if source.same_text { " and read the same" } else { "" }
+            );
         }
         let bytes = pdfs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
         Ok((checked, bytes))
     }
+
+    /// One whole PNG a page (chunk checksums, image data that inflates to its rows), each
+    /// the size of `reference`'s image of the same page give or take a pixel of rounding.
+    fn check_pngs(
+        &self,
+        output: &Produces,
+        expect: &Expect,
+        reference: Option<&Produces>,
+    ) -> anyhow::Result<(String, u64)> {
+        let pngs = output.files(&self.python, Kind::Png)?;
+        ensure!(pngs.len() == expect.files, "{} PNGs, expected one a page: {}", pngs.len(), expect.files);
+        let sizes = self.png_sizes(&pngs)?;
+        let mut checked = format!("PNGs: {}, one a page, each complete", pngs.len());
+        if let Some(reference) = reference {
+            let theirs = self.png_sizes(&reference.files(&self.python, Kind::Png)?)?;
+            let near = |a: u32, b: u32| a.abs_diff(b) <= 1;
+            if let Some(page) = (0..sizes.len())
+                .find(|&i| !theirs.get(i).is_some_and(|&(w, h)| near(sizes[i].0, w) && near(sizes[i].1, h)))
+            {
+                bail!(
+                    "page {}: {}x{} pixels, the other tool's is {:?}",
+                    page + 1,
+                    sizes[page].0,
+                    sizes[page].1,
+                    theirs.get(page)
+                );
+            }
+            checked += ", each the other tool's size (±1 px)";
+        }
+        let bytes = pngs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+        Ok((checked, bytes))
+    }
+
+    /// The width and height of each PNG, after checking it is whole.
+    fn png_sizes(&self, pngs: &[PathBuf]) -> anyhow::Result<Vec<(u32, u32)>> {
+        let report = Cmd::new(&self.python).args(["-c", CHECK_PNGS]).args(pngs).quiet().read()?;
+        let sizes: Vec<(u32, u32)> = report
+            .lines()
+            .filter_map(|line| {
+                let (w, h) = line.split_once(' ')?;
+                Some((w.parse().ok()?, h.parse().ok()?))
+            })
+            .collect();
+        ensure!(sizes.len() == pngs.len(), "the PNG check reported {} sizes for {} files", sizes.len(), pngs.len());
+        Ok(sizes)
+    }
+}
+
+/// Checks each PNG named in argv and prints its `width height`; a broken one is an error.
+/// In Python, whose zlib inflates the image data, so xtask needs no image crate; it does not
+/// unfilter the rows (a PNG of the right size that inflates whole is taken as an image).
+const CHECK_PNGS: &str = r#"
+import struct, sys, zlib
+CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
+def check(path):
+    data = open(path, 'rb').read()
+    if data[:8] != b'\x89PNG\r\n\x1a\n':
+        return 'not a PNG'
+    pos, header, idat = 8, None, []
+    while True:
+        if pos + 12 > len(data):
+            return 'cut short: no IEND chunk'
+        length, kind = struct.unpack('>I4s', data[pos:pos + 8])
+        body, crc = data[pos + 8:pos + 8 + length], data[pos + 8 + length:pos + 12 + length]
+        if len(crc) < 4 or zlib.crc32(kind + body) != int.from_bytes(crc, 'big'):
+            return f'bad {kind!r} chunk at byte {pos}'
+        pos += 12 + length
+        if kind == b'IHDR':
+            header = struct.unpack('>IIBBBBB', body)
+        elif kind == b'IDAT':
+            idat.append(body)
+        elif kind == b'IEND':
+            break
+    if header is None:
+        return 'no IHDR chunk'
+    width, height, depth, color, _, _, interlace = header
+    rows = zlib.decompress(b''.join(idat))
+    row = (width * CHANNELS.get(color, 0) * depth + 7) // 8 + 1
+    if interlace == 0 and len(rows) != row * height:
+        return f'{len(rows)} bytes of image data, {row * height} expected for {width}x{height}'
+    print(width, height)
+failed = False
+for path in sys.argv[1:]:
+    try:
+        error = check(path)
+    except Exception as e:
+        error = str(e)
+    if error:
+        print(f'{path}: {error}', file=sys.stderr)
+        failed = True
+sys.exit(1 if failed else 0)
+"#;
+
+/// Compares the sampled pages of each PDF with the source's, rendered by pdftoppm; returns
+/// the largest mean difference found.
+fn looks_like_source(pdfs: &[PathBuf], source: &Source) -> anyhow::Result<f64> {
+    let mut worst = 0.0f64;
+    for pdf in pdfs {
+        let differences = std::sync::Mutex::new(Vec::new());
+        for_each_parallel(&source.pages, |&page| {
+            let (ours, theirs) = (render_gray(pdf, page)?, render_gray(&source.pdf, page)?);
+            let (ours, theirs) = (
+                parse_pgm(&ours).context("pdftoppm wrote no PGM for the output")?,
+                parse_pgm(&theirs).context("pdftoppm wrote no PGM for the input")?,
+            );
+            ensure!(
+                (ours.0, ours.1) == (theirs.0, theirs.1),
+                "page {page} is {}x{} pixels at {COMPARE_DPI} dpi, the input's {}x{}: another page size",
+                ours.0,
+                ours.1,
+                theirs.0,
+                theirs.1
+            );
+            let difference = mean_difference(ours.2, theirs.2);
+            ensure!(
+                difference <= source.max_difference,
+                "page {page} looks different from the input's: mean gray difference {difference:.2}, at most {} allowed",
+                source.max_difference
+            );
+            if source.same_text {
+                ensure!(
+                    text_of(pdf, page)? == text_of(&source.pdf, page)?,
+                    "page {page}: the text differs from the input's"
+                );
+            }
+            differences.lock().map_err(|_| anyhow::anyhow!("a check thread panicked"))?.push(difference);
+            Ok(())
+        })?;
+        let differences = differences.into_inner().map_err(|_| anyhow::anyhow!("a check thread panicked"))?;
+        worst = differences.into_iter().fold(worst, f64::max);
+    }
+    Ok(worst)
+}
+
+/// One page as an 8-bit gray PGM, as pdftoppm renders it.
+fn render_gray(pdf: &Path, page: u32) -> anyhow::Result<Vec<u8>> {
+    let page = page.to_string();
+    let output =
+        Cmd::new("pdftoppm").args(["-r", COMPARE_DPI, "-gray", "-f", &page, "-l", &page]).arg(pdf).quiet().output()?;
+    ensure!(
+        output.status.success(),
+        "pdftoppm could not render page {page} of {}: {}",
+        pdf.display(),
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
+    Ok(output.stdout)
+}
+
+/// The width, height and pixels of a binary 8-bit PGM (`P5`), as pdftoppm -gray writes it.
+fn parse_pgm(bytes: &[u8]) -> Option<(u32, u32, &[u8])> {
+    let mut rest = bytes.strip_prefix(b"P5")?;
+    let mut fields = [0u32; 3];
+    for field in &mut fields {
+        rest = &rest[rest.iter().position(|b| !b.is_ascii_whitespace())?..];
+        let end = rest.iter().position(|b| !b.is_ascii_digit())?;
+        *field = std::str::from_utf8(&rest[..end]).ok()?.parse().ok()?;
+        rest = &rest[end..];
+    }
+    let [width, height, max] = fields;
+    // One whitespace byte ends the header.
+    let pixels = rest.get(1..)?;
+    (max == 255 && pixels.len() as u64 == u64::from(width) * u64::from(height)).then_some((width, height, pixels))
+}
+
+/// The mean absolute difference of two equally long runs of gray levels.
+fn mean_difference(a: &[u8], b: &[u8]) -> f64 {
+    let total: u64 = a.iter().zip(b).map(|(&x, &y)| u64::from(x.abs_diff(y))).sum();
+    total as f64 / a.len().max(1) as f64
 }
 
 impl Timing {
@@ -330,11 +614,11 @@ impl Produces {
         }
     }
 
-    /// The PDFs written, in name order (a ZIP is unpacked beside itself first).
-    fn pdfs(&self, python: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    /// The files of `kind` written, in name order (a ZIP is unpacked beside itself first).
+    fn files(&self, python: &Path, kind: Kind) -> anyhow::Result<Vec<PathBuf>> {
         match self {
             Produces::Pdf(file) => Ok(vec![file.clone()]),
-            Produces::Folder(dir) => pdfs_in(dir),
+            Produces::Folder(dir) => files_in(dir, kind),
             Produces::Zip(zip) => {
                 let dir = zip.with_extension("unzipped");
                 if dir.exists() {
@@ -342,22 +626,22 @@ impl Produces {
                 }
                 // zipfile checks each member's CRC as it extracts.
                 Cmd::new(python).args(["-m", "zipfile", "-e"]).arg(zip).arg(&dir).quiet().read()?;
-                pdfs_in(&dir)
+                files_in(&dir, kind)
             }
         }
     }
 }
 
-fn pdfs_in(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut pdfs = Vec::new();
+fn files_in(dir: &Path, kind: Kind) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let path = entry?.path();
-        if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("pdf")) {
-            pdfs.push(path);
+        if path.extension().is_some_and(|e| e.eq_ignore_ascii_case(kind.extension())) {
+            files.push(path);
         }
     }
-    pdfs.sort();
-    Ok(pdfs)
+    files.sort();
+    Ok(files)
 }
 
 /// The /Rotate of each page, as poppler's `pdfinfo` reads it.
@@ -453,45 +737,63 @@ impl Drop for WorkDir {
     }
 }
 
-fn print_table(rows: &[Row]) {
+/// One table per kind of operation (rows of one table are measured one after another),
+/// each followed by its notes.
+fn print_tables(rows: &[Row]) {
+    for table in rows.chunk_by(|a, b| a.table == b.table) {
+        let Some(first) = table.first() else { continue };
+        println!("\n{}: Paperchain against {}", first.table, first.tool);
+        print_table(table, first.tool);
+        let mut notes: Vec<&str> = table.iter().filter_map(|row| row.note).collect();
+        notes.dedup();
+        for note in notes {
+            println!("Note: {note}");
+        }
+    }
+}
+
+fn print_table(rows: &[Row], tool: &str) {
     let header = [
-        "operation",
-        "paperchain ms median (min)",
-        "qpdf ms median (min)",
-        "ratio paperchain/qpdf",
-        "paperchain peak RSS",
-        "qpdf peak RSS",
-        "output paperchain / qpdf",
+        "operation".to_string(),
+        "paperchain ms median (min)".into(),
+        format!("{tool} ms median (min)"),
+        format!("time paperchain/{tool}"),
+        "paperchain peak RSS".into(),
+        format!("{tool} peak RSS"),
+        format!("output paperchain / {tool}"),
+        format!("size paperchain/{tool}"),
     ];
-    let cells: Vec<[String; 7]> = rows
+    let cells: Vec<[String; 8]> = rows
         .iter()
         .map(|row| {
-            let (ratio, sizes) = match (&row.paperchain, &row.qpdf) {
+            let (time_ratio, sizes, size_ratio) = match (&row.paperchain, &row.reference) {
                 (Ok(ours), Ok(theirs)) => (
                     format!("{:.2}x", ours.median.as_secs_f64() / theirs.median.as_secs_f64()),
-                    format!("{} / {}", mib(ours.output_bytes), mib(theirs.output_bytes)),
+                    format!("{} / {}", size_text(ours.output_bytes), size_text(theirs.output_bytes)),
+                    format!("{:.2}x", ours.output_bytes as f64 / theirs.output_bytes.max(1) as f64),
                 ),
-                _ => ("-".into(), "-".into()),
+                _ => ("-".into(), "-".into(), "-".into()),
             };
             [
-                row.operation.to_string(),
+                row.operation.clone(),
                 time_cell(&row.paperchain),
-                time_cell(&row.qpdf),
-                ratio,
+                time_cell(&row.reference),
+                time_ratio,
                 memory_cell(&row.paperchain),
-                memory_cell(&row.qpdf),
+                memory_cell(&row.reference),
                 sizes,
+                size_ratio,
             ]
         })
         .collect();
     let widths: Vec<usize> = (0..header.len())
-        .map(|i| cells.iter().map(|c| c[i].chars().count()).max().unwrap_or(0).max(header[i].len()))
+        .map(|i| cells.iter().map(|c| c[i].chars().count()).max().unwrap_or(0).max(header[i].chars().count()))
         .collect();
     let line = |cells: &[String]| {
         let padded: Vec<String> = cells.iter().zip(&widths).map(|(c, &w)| format!("{c:<w$}")).collect();
         println!("| {} |", padded.join(" | "));
     };
-    line(&header.map(String::from));
+    line(&header);
     line(&widths.iter().map(|&w| "-".repeat(w)).collect::<Vec<_>>());
     for row in &cells {
         line(row);
@@ -517,8 +819,14 @@ fn memory_cell(outcome: &Outcome) -> String {
     }
 }
 
-fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+/// A size in MiB, or in KiB below one MiB, where compressed outputs of small inputs land.
+fn size_text(bytes: u64) -> String {
+    const MIB: f64 = 1024.0 * 1024.0;
+    if bytes as f64 >= MIB {
+        format!("{:.1} MiB", bytes as f64 / MIB)
+    } else {
+        format!("{:.0} KiB", bytes as f64 / 1024.0)
+    }
 }
 
 #[cfg(test)]
@@ -536,6 +844,23 @@ mod tests {
         let bin = r#"{"reason":"compiler-artifact","target":{"name":"paperchain"},"executable":"/t/release/paperchain","fresh":true}"#;
         assert_eq!(executable_of(bin), Some(PathBuf::from("/t/release/paperchain")));
         assert_eq!(executable_of(r#"{"reason":"compiler-artifact","executable":null}"#), None);
+    }
+
+    #[test]
+    fn reads_pdftoppm_gray_pgms() {
+        let pgm = b"P5\n3 2\n255\n\x00\x10\x20\x30\x40\xff";
+        assert_eq!(parse_pgm(pgm), Some((3, 2, &pgm[11..])));
+        // Cut short, or 16-bit: not something to compare byte by byte.
+        assert_eq!(parse_pgm(&pgm[..15]), None);
+        assert_eq!(parse_pgm(b"P5 1 1 65535\n\x00\x00"), None);
+        assert_eq!(parse_pgm(b"P6\n1 1\n255\n\x00\x00\x00"), None);
+        assert_eq!(mean_difference(&[0, 10, 255], &[4, 10, 251]), 8.0 / 3.0);
+    }
+
+    #[test]
+    fn sizes_in_kib_below_one_mib() {
+        assert_eq!(size_text(2148), "2 KiB");
+        assert_eq!(size_text(1_793_479), "1.7 MiB");
     }
 
     #[test]

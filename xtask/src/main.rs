@@ -3,7 +3,7 @@
 //! - `setup` installs the system tools the project needs (Debian packages, a Python venv).
 //! - `run` serves the HTTP API from a release build, after a quiet `setup`.
 //! - `test` checks formatting and lints, then runs every test (CI's one command).
-//! - `bench` times document operations against the `qpdf` command-line tool.
+//! - `bench` times document operations against reference tools (qpdf, Ghostscript, pdftoppm).
 //!
 //! Nothing here is linked into the product; it only runs programs.
 
@@ -44,7 +44,7 @@ enum Task {
         #[arg(last = true)]
         args: Vec<OsString>,
     },
-    /// Time Paperchain's operations against the qpdf CLI on the same inputs.
+    /// Time Paperchain's operations against reference tools (qpdf, Ghostscript, pdftoppm) on the same inputs.
     Bench(bench::BenchArgs),
 }
 

@@ -18,6 +18,7 @@ pub const DEBIAN_PACKAGES: &[DebianPackage] = &[
     DebianPackage { name: "qpdf", why: "the qpdf CLI: reference for tests and the bench" },
     DebianPackage { name: "g++", why: "builds the libqpdf bundled with the qpdf crate (protect, unlock, repair)" },
     DebianPackage { name: "poppler-utils", why: "pdftoppm, pdftotext, pdfinfo: an independent reader for tests" },
+    DebianPackage { name: "ghostscript", why: "gs: the reference compressor in the docs bench" },
     DebianPackage { name: "python3-venv", why: "`python3 -m venv`, for the Python tools below" },
     DebianPackage { name: "time", why: "/usr/bin/time: peak memory in the bench" },
 ];
