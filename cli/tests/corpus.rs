@@ -222,14 +222,38 @@ fn calls(n: u32) -> Vec<Call> {
         },
         Call { operation: "flatten_pdf_forms", input: json!({}), files: vec!["file"], expect: Expect::Pages(n) },
         Call { operation: "inspect_pdf_document", input: json!({}), files: vec!["file"], expect: Expect::Json },
+        Call {
+            operation: "compress_pdf",
+            input: json!({ "mode": "lossless" }),
+            files: vec!["file"],
+            expect: Expect::Pages(n),
+        },
+        Call {
+            operation: "compress_pdf",
+            input: json!({ "mode": "recommended" }),
+            files: vec!["file"],
+            expect: Expect::Pages(n),
+        },
+        Call {
+            operation: "run_pdf_pipeline",
+            input: json!({ "steps": [
+                { "op": "rotate", "degrees": 90 },
+                { "op": "watermark", "text": "DRAFT" },
+                { "op": "page-numbers" },
+                { "op": "flatten" },
+            ] }),
+            files: vec!["file"],
+            expect: Expect::Pages(n),
+        },
     ]
 }
 
 /// Runs one call; returns a failure description, or None when it behaved.
 fn run(pdf: &Path, password: Option<&str>, view: &QpdfView, call: &Call, work: &Path) -> Option<String> {
     let expected_pages = view.pages;
-    // Repair keeps the input's encryption: its output opens with the same password.
-    let output_password = if call.operation == "repair_damaged_pdf" { password } else { None };
+    // Repair keeps the input's encryption, and compress returns an input it cannot shrink
+    // as it is: their outputs may open only with the same password.
+    let output_password = if matches!(call.operation, "repair_damaged_pdf" | "compress_pdf") { password } else { None };
     let mut input = call.input.clone();
     for at in &call.files {
         let mut file = json!({});

@@ -130,6 +130,18 @@ fn cases() -> Vec<Case> {
             file_at: "/file",
             pages_at: Some("/pages"),
         },
+        Case {
+            path: "/v1/pdf/compress",
+            body: |f| json!({ "file": f, "mode": "lossless" }),
+            file_at: "/file",
+            pages_at: None,
+        },
+        Case {
+            path: "/v1/pdf/pipeline",
+            body: |f| json!({ "file": f, "steps": [{ "op": "flatten" }, { "op": "rotate", "degrees": 90, "pages": "1" }] }),
+            file_at: "/file",
+            pages_at: Some("/steps/1/pages"),
+        },
     ]
 }
 

@@ -6,6 +6,7 @@ use crate::price::Price;
 
 pub mod assemble;
 pub mod attachments;
+pub mod compress;
 pub mod crop;
 pub mod extract_pages;
 pub mod fill_form;
@@ -25,6 +26,7 @@ pub mod pipeline;
 pub mod protect;
 pub mod qpdf;
 pub mod rasterize;
+pub mod recompress_images;
 pub mod remove_pages;
 pub mod reorder;
 pub mod repair;
@@ -66,6 +68,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<to_images::ToImagesRoute>();
     catalog.add::<rasterize::RasterizeRoute>();
     catalog.add::<from_images::FromImagesRoute>();
+    catalog.add::<compress::CompressRoute>();
     catalog.add::<pipeline::PipelineRoute>();
 }
 
@@ -86,6 +89,7 @@ pub fn pipeline_steps() -> Vec<Box<dyn ErasedStep>> {
         StepKind::<metadata::Metadata>::boxed(),
         StepKind::<unlock::Unlock>::boxed(),
         StepKind::<repair::Repair>::boxed(),
+        StepKind::<compress::Compress>::boxed(),
         StepKind::<rasterize::Rasterize>::boxed(),
         StepKind::<protect::Protect>::boxed(),
     ]

@@ -444,4 +444,19 @@ mod tests {
         let steps = json!([{ "op": "rotate", "degrees": 90 }, { "op": "rasterize" }]);
         assert_eq!(quote(&sample_pdf(4), steps).await.unwrap().units(), 2_000 + 3_000 + 4 * 500);
     }
+
+    #[tokio::test]
+    async fn compress_as_a_step_packs_the_result() {
+        let input = sample_pdf(40);
+        let steps = json!([{ "op": "rotate", "degrees": 90 }, { "op": "compress", "mode": "lossless" }]);
+        let (out, _) = pipeline(&input, steps).await.unwrap();
+        assert_qpdf_check(&out.bytes, None);
+        assert_eq!(qpdf_pages(&out.bytes, None), 40);
+        assert!(out.bytes.len() < input.len(), "{} >= {}", out.bytes.len(), input.len());
+        assert!(out.bytes.windows(13).any(|w| w == b"/Type /ObjStm" || w == b"/Type/ObjStm/"), "object streams");
+        assert_eq!(rotations(&out.bytes), vec![90; 40]);
+        // A rendering step is priced as rendering: 0.003 + 40 × 0.0005.
+        let steps = json!([{ "op": "compress", "mode": "extreme" }]);
+        assert_eq!(quote(&input, steps).await.unwrap().units(), 3_000 + 40 * 500);
+    }
 }

@@ -26,6 +26,8 @@ use crate::price::Price;
 
 /// A document between two steps: parsed, or bytes a qpdf- or pdfium-based step wrote
 /// (parsed again only if another step follows).
+// Moved once a step; boxing the document would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Pdf {
     /// A parsed, unencrypted document.
     Doc(Document),
