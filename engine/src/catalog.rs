@@ -254,6 +254,7 @@ impl Catalog {
     /// The catalog of every route Paperchain serves.
     pub fn standard() -> Catalog {
         let mut catalog = Catalog { routes: Vec::new() };
+        crate::chain::register(&mut catalog);
         crate::docs::register(&mut catalog);
         catalog
     }

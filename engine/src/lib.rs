@@ -10,6 +10,7 @@
 //! to its own status codes.
 
 pub mod catalog;
+pub mod chain;
 pub mod context;
 pub mod docs;
 pub mod error;
