@@ -30,6 +30,7 @@ pub mod recompress_images;
 pub mod remove_pages;
 pub mod reorder;
 pub mod repair;
+pub mod repair_pass;
 pub mod resize;
 pub mod rotate;
 pub mod set_outline;
