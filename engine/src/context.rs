@@ -40,10 +40,14 @@ impl Progress for NoProgress {
 pub struct Context {
     /// Fetches URL inputs from public addresses only.
     pub fetcher: SafeFetcher,
+    /// The EVM chains and their RPC clients (URLs from `PAPERCHAIN_RPC_<CHAIN>` or defaults).
+    pub chains: Arc<crate::chain::evm::Chains>,
     /// Input limits.
     pub limits: Limits,
     /// Progress sink.
     pub progress: Arc<dyn Progress>,
+    /// The perpetual-funding upstream's client and its 60 s cache.
+    pub funding: Arc<crate::chain::funding::FundingClient>,
 }
 
 impl Context {
@@ -56,8 +60,10 @@ impl Context {
     pub fn with_policy(policy: AddressPolicy) -> Context {
         Context {
             fetcher: SafeFetcher::new(FetchLimits::default(), policy),
+            chains: Arc::new(crate::chain::evm::Chains::from_env()),
             limits: Limits::default(),
             progress: Arc::new(NoProgress),
+            funding: Arc::new(crate::chain::funding::FundingClient::from_env()),
         }
     }
 

@@ -64,6 +64,10 @@ pub const CODES: &[(&str, &str)] = &[
     ("forbidden_host", "the Host header is not a loopback name"),
     ("timeout", "the operation took longer than the limit"),
     ("upstream_error", "an upstream answer could not be used"),
+    (
+        "rate_limited",
+        "an upstream (a chain node, the funding venue) refused the request for rate; retry after Retry-After",
+    ),
     ("unavailable", "the service or an upstream is unavailable"),
     ("internal", "a defect on our side"),
 ];

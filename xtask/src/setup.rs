@@ -3,8 +3,8 @@
 //!
 //! What the project needs is listed once, in the constants at the top; adding a tool is
 //! adding a line there. Native libraries come out of PyPI wheels (libpdfium from
-//! `pypdfium2`). Later work adds LibreOffice, tesseract and Chromium (Debian), and anvil
-//! (npm) the same way.
+//! `pypdfium2`); anvil and solcjs come from npm into `$PAPERCHAIN_TOOLS/npm`. Later work
+//! adds LibreOffice, tesseract and Chromium (Debian) the same way.
 
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
@@ -41,6 +41,27 @@ pub const WHEEL_LIBRARIES: &[WheelLibrary] = &[WheelLibrary {
     why: "libpdfium, the renderer of /v1/pdf/to-images and /v1/pdf/rasterize",
 }];
 
+/// npm packages installed into `$PAPERCHAIN_TOOLS/npm` (their programs are in
+/// `node_modules/.bin` there). Tests find anvil at `$PAPERCHAIN_TOOLS/npm/node_modules/.bin/anvil`.
+pub const NPM_TOOLS: &[NpmTool] = &[
+    NpmTool {
+        package: "@foundry-rs/anvil-linux-amd64",
+        version: "1.7.1",
+        program: "anvil",
+        why: "anvil, the local EVM chain the chain-route tests start",
+    },
+    NpmTool {
+        package: "solc",
+        version: "0.8.37",
+        program: "solcjs",
+        why: "solcjs, which built the fixture contracts (engine/tests/fixtures/contracts/build.js)",
+    },
+];
+
+/// Debian's package for npm, installed only when no `npm` is on the PATH (a Node.js from
+/// elsewhere brings its own, and Debian's would conflict with it).
+const NPM_DEBIAN_PACKAGE: &str = "npm";
+
 /// Where the Python tools venv goes unless `$PAPERCHAIN_TOOLS` says otherwise (under $HOME).
 const DEFAULT_TOOLS_DIR: &str = ".cache/paperchain/tools";
 
@@ -55,6 +76,30 @@ pub struct PythonTool {
     /// A command (a program in the venv's `bin/`, then its arguments) that works once installed.
     pub probe: &'static [&'static str],
     pub why: &'static str,
+}
+
+pub struct NpmTool {
+    /// The npm package.
+    pub package: &'static str,
+    /// Its pinned version.
+    pub version: &'static str,
+    /// The program it puts in `node_modules/.bin`; `<program> --version` must print the version.
+    pub program: &'static str,
+    pub why: &'static str,
+}
+
+impl NpmTool {
+    fn spec(&self) -> String {
+        format!("{}@{}", self.package, self.version)
+    }
+
+    fn installed(&self, prefix: &Path) -> bool {
+        Cmd::new(prefix.join("node_modules/.bin").join(self.program))
+            .arg("--version")
+            .quiet()
+            .read()
+            .is_ok_and(|out| out.contains(self.version))
+    }
 }
 
 pub struct WheelLibrary {
@@ -95,6 +140,7 @@ pub fn run(verbosity: Verbosity) -> anyhow::Result<Installed> {
     let tools = tools_dir()?;
     ensure_python_tools(&tools, verbosity)?;
     ensure_wheel_libraries(&tools, verbosity)?;
+    ensure_npm_tools(&tools, verbosity)?;
     Ok(Installed { tools })
 }
 
@@ -268,5 +314,49 @@ fn install_wheel_library(lib: &WheelLibrary, tools: &Path, dest: &Path) -> anyho
         .with_context(|| format!("extracting {member} from {}", wheel.display()))?;
     std::fs::rename(&partial, dest).with_context(|| format!("moving the library to {}", dest.display()))?;
     std::fs::remove_dir_all(&download).with_context(|| format!("removing {}", download.display()))?;
+    Ok(())
+}
+
+fn ensure_npm_tools(tools: &Path, verbosity: Verbosity) -> anyhow::Result<()> {
+    let prefix = tools.join("npm");
+    let missing: Vec<&NpmTool> = NPM_TOOLS.iter().filter(|tool| !tool.installed(&prefix)).collect();
+    let specs = |list: &[&NpmTool]| list.iter().map(|t| t.spec()).collect::<Vec<_>>().join(", ");
+    if missing.is_empty() {
+        if verbosity == Verbosity::Report {
+            let all: Vec<&NpmTool> = NPM_TOOLS.iter().collect();
+            println!("setup: npm tools present in {}: {}", prefix.display(), specs(&all));
+        }
+        return Ok(());
+    }
+    if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
+        bail!(
+            "the pinned anvil build is for x86_64 Linux; install anvil {} yourself and set PAPERCHAIN_ANVIL to it",
+            NPM_TOOLS[0].version
+        );
+    }
+    for tool in &missing {
+        println!("setup: installing {} into {} ({})", tool.spec(), prefix.display(), tool.why);
+    }
+    if find_program("npm").is_none() {
+        let by_hand = format!("apt-get update && apt-get install -y --no-install-recommends {NPM_DEBIAN_PACKAGE}");
+        let apt = apt_get().with_context(|| format!("npm is missing; as root, run: {by_hand}"))?;
+        apt.clone()
+            .arg("update")
+            .run()
+            .and_then(|()| apt.args(["install", "-y", "--no-install-recommends", NPM_DEBIAN_PACKAGE]).run())
+            .with_context(|| format!("installing npm failed; as root, run: {by_hand}"))?;
+    }
+    std::fs::create_dir_all(&prefix).with_context(|| format!("creating {}", prefix.display()))?;
+    // Every pinned tool is named on each install, so npm never drops one it installed before.
+    Cmd::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error", "--prefix"])
+        .arg(&prefix)
+        .args(NPM_TOOLS.iter().map(NpmTool::spec))
+        .run()
+        .with_context(|| format!("npm could not install {}", specs(&missing)))?;
+    if let Some(broken) = missing.iter().find(|tool| !tool.installed(&prefix)) {
+        bail!("{} was installed but `{} --version` does not print {}", broken.spec(), broken.program, broken.version);
+    }
+    println!("setup: installed into {}: {}", prefix.display(), specs(&missing));
     Ok(())
 }

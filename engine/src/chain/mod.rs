@@ -3,7 +3,21 @@
 
 use crate::catalog::Catalog;
 
+pub mod balance;
+pub mod block;
+pub mod calldata;
+pub mod evm;
+pub mod funding;
+pub mod gas;
+pub mod signatures;
+pub mod token;
+
 /// Adds every chain route to the catalog.
 pub fn register(catalog: &mut Catalog) {
-    let _ = catalog;
+    catalog.add::<funding::FundingRoute>();
+    catalog.add::<calldata::CalldataRoute>();
+    catalog.add::<token::TokenRoute>();
+    catalog.add::<balance::BalanceRoute>();
+    catalog.add::<gas::GasRoute>();
+    catalog.add::<block::BlockRoute>();
 }

@@ -1,0 +1,773 @@
+//! EVM chains: which ones the product reads, their RPC endpoints, and the one way every
+//! chain route reaches them.
+//!
+//! Requests go through alloy's [`RpcClient`] over [`FallbackTransport`], our own HTTP
+//! transport: it tries the configured URLs in order, checks once per URL that the node
+//! serves the configured chain id, and turns every network failure into an
+//! [`UpstreamFailure`] that already carries the [`ErrorKind`] a front door needs (timeout,
+//! rate limit with its Retry-After, bad answer, unreachable). Routes then map any alloy
+//! error with [`EvmChain::error`].
+//!
+//! Addresses in answers are lower-case hex (`0xabc…`), as the spec's shapes show them.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::task;
+use std::time::Duration;
+
+use alloy::primitives::{Address, U256};
+use alloy::providers::RootProvider;
+use alloy::rpc::client::RpcClient;
+use alloy::rpc::json_rpc::{RequestPacket, ResponsePacket};
+use alloy::transports::{RpcError, TransportError, TransportErrorKind, TransportFut};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use url::Url;
+
+use crate::error::{EngineError, ErrorKind};
+
+/// The EVM chains Paperchain knows, with their chain ids and default public RPC URLs
+/// (route book §2; `polygon` is the spec's `chain3`).
+pub const KNOWN_CHAINS: &[(&str, u64, &[&str])] = &[
+    (
+        "ethereum",
+        1,
+        &[
+            "https://ethereum-rpc.publicnode.com",
+            "https://eth.drpc.org",
+            "https://1rpc.io/eth",
+            "https://eth.llamarpc.com",
+        ],
+    ),
+    (
+        "base",
+        8453,
+        &[
+            "https://mainnet.base.org",
+            "https://base-rpc.publicnode.com",
+            "https://base.drpc.org",
+            "https://1rpc.io/base",
+        ],
+    ),
+    (
+        "polygon",
+        137,
+        &[
+            "https://polygon-bor-rpc.publicnode.com",
+            "https://polygon-rpc.com",
+            "https://polygon.drpc.org",
+            "https://1rpc.io/matic",
+        ],
+    ),
+];
+
+/// The whole budget of one call's chain reads, across every URL tried.
+pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most one URL gets before the next is tried.
+pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(4);
+/// Largest JSON-RPC answer read; a larger one is a bad upstream answer.
+const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+/// What a 429 or 503 without a usable Retry-After suggests.
+const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(5);
+
+/// One chain's configuration.
+#[derive(Clone, Debug)]
+pub struct ChainConfig {
+    /// The name users give in `chain` (`ethereum`).
+    pub name: String,
+    /// The EIP-155 chain id the nodes must serve.
+    pub chain_id: u64,
+    /// RPC endpoints, tried in order.
+    pub rpc_urls: Vec<Url>,
+}
+
+impl ChainConfig {
+    /// A chain from its name, id and URLs.
+    pub fn new(name: impl Into<String>, chain_id: u64, rpc_urls: Vec<Url>) -> ChainConfig {
+        ChainConfig { name: name.into(), chain_id, rpc_urls }
+    }
+}
+
+/// How long chain reads may take.
+#[derive(Clone, Copy, Debug)]
+pub struct ChainTimeouts {
+    /// Everything one call reads from the chain.
+    pub total: Duration,
+    /// One URL, before the next is tried.
+    pub attempt: Duration,
+}
+
+impl Default for ChainTimeouts {
+    fn default() -> Self {
+        ChainTimeouts { total: DEFAULT_TOTAL_TIMEOUT, attempt: DEFAULT_ATTEMPT_TIMEOUT }
+    }
+}
+
+/// The configured EVM chains, shared by every chain route (in [`crate::Context`]).
+pub struct Chains {
+    chains: Vec<Arc<EvmChain>>,
+}
+
+impl Chains {
+    /// The known chains with their default URLs, each overridable by
+    /// `PAPERCHAIN_RPC_<CHAIN>` (comma-separated URLs, tried in order).
+    pub fn from_env() -> Chains {
+        Chains::from_lookup(|key| std::env::var(key).ok())
+    }
+
+    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Chains {
+        let configs = KNOWN_CHAINS
+            .iter()
+            .map(|(name, id, defaults)| {
+                let var = rpc_env_var(name);
+                let urls = match lookup(&var).filter(|v| !v.trim().is_empty()) {
+                    Some(list) => parse_url_list(&list, &var),
+                    None => defaults.iter().filter_map(|u| Url::parse(u).ok()).collect(),
+                };
+                ChainConfig::new(*name, *id, urls)
+            })
+            .collect();
+        Chains::new(configs, ChainTimeouts::default())
+    }
+
+    /// Exactly these chains (tests point them at a local node this way).
+    pub fn new(configs: Vec<ChainConfig>, timeouts: ChainTimeouts) -> Chains {
+        let http = reqwest::Client::builder()
+            // An RPC URL is configuration; a redirect away from it is not followed.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_default();
+        Chains { chains: configs.into_iter().map(|c| Arc::new(EvmChain::new(c, timeouts, http.clone()))).collect() }
+    }
+
+    /// The chain called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<EvmChain>> {
+        self.chains.iter().find(|c| c.config.name == name)
+    }
+
+    /// The configured names, in order.
+    pub fn names(&self) -> Vec<&str> {
+        self.chains.iter().map(|c| c.config.name.as_str()).collect()
+    }
+
+    /// The chain named by the input field at `field`, or an input error listing the names.
+    pub fn resolve(&self, name: &ChainName, field: &str) -> Result<Arc<EvmChain>, EngineError> {
+        self.get(&name.0).cloned().ok_or_else(|| {
+            let shown: String = name.0.chars().take(40).collect();
+            EngineError::invalid(
+                field,
+                format!("{field}: unknown chain `{shown}`; valid chains: {}", self.names().join(", ")),
+            )
+        })
+    }
+}
+
+impl std::fmt::Debug for EvmChain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EvmChain").field("name", &self.config.name).field("chain_id", &self.config.chain_id).finish()
+    }
+}
+
+impl std::fmt::Debug for Chains {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.chains.iter().map(|c| (&c.config.name, c.config.chain_id))).finish()
+    }
+}
+
+/// The variable that overrides a chain's RPC URLs: `PAPERCHAIN_RPC_ETHEREUM`.
+pub fn rpc_env_var(chain: &str) -> String {
+    format!("PAPERCHAIN_RPC_{}", chain.to_ascii_uppercase().replace('-', "_"))
+}
+
+fn parse_url_list(list: &str, var: &str) -> Vec<Url> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .filter_map(|u| match Url::parse(u) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") => Some(url),
+            _ => {
+                // The URL may hold an API key: its text stays out of the log.
+                tracing::warn!("{var}: an entry is not an http(s) URL and is skipped");
+                None
+            }
+        })
+        .collect()
+}
+
+/// One configured chain: its config and a client over its URLs.
+pub struct EvmChain {
+    config: ChainConfig,
+    client: RpcClient,
+    timeouts: ChainTimeouts,
+}
+
+impl EvmChain {
+    fn new(config: ChainConfig, timeouts: ChainTimeouts, http: reqwest::Client) -> EvmChain {
+        let transport = FallbackTransport {
+            inner: Arc::new(TransportInner {
+                chain: config.name.clone(),
+                chain_id: config.chain_id,
+                endpoints: config
+                    .rpc_urls
+                    .iter()
+                    .map(|url| Endpoint {
+                        label: endpoint_label(url),
+                        url: url.clone(),
+                        chain_id: tokio::sync::OnceCell::new(),
+                    })
+                    .collect(),
+                http,
+                attempt_timeout: timeouts.attempt,
+            }),
+        };
+        let local = config.rpc_urls.iter().all(|u| alloy::transports::utils::guess_local_url(u.as_str()));
+        EvmChain { client: RpcClient::new(transport, local), config, timeouts }
+    }
+
+    /// The chain's name (`ethereum`).
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// The chain id its nodes must serve.
+    pub fn chain_id(&self) -> u64 {
+        self.config.chain_id
+    }
+
+    /// The JSON-RPC client (batches: `client().new_batch()`).
+    pub fn client(&self) -> &RpcClient {
+        &self.client
+    }
+
+    /// An alloy provider over the same client, for the typed `Provider` methods.
+    pub fn provider(&self) -> RootProvider {
+        RootProvider::new(self.client.clone())
+    }
+
+    /// Runs one call's chain reads within the total timeout.
+    pub async fn deadline<T>(&self, work: impl Future<Output = Result<T, EngineError>>) -> Result<T, EngineError> {
+        match tokio::time::timeout(self.timeouts.total, work).await {
+            Ok(result) => result,
+            Err(_) => Err(EngineError::new(
+                ErrorKind::Timeout,
+                "timeout",
+                format!("the {} RPC did not answer within {}", self.config.name, seconds(self.timeouts.total)),
+            )),
+        }
+    }
+
+    /// One JSON-RPC request, its failure already mapped.
+    pub async fn request<P, R>(&self, method: &'static str, params: P) -> Result<R, EngineError>
+    where
+        P: alloy::rpc::json_rpc::RpcSend,
+        R: alloy::rpc::json_rpc::RpcRecv,
+    {
+        self.client.request(method, params).await.map_err(|e| self.error(method, e))
+    }
+
+    /// The engine error for a failed request of `method`.
+    pub fn error(&self, method: &str, error: TransportError) -> EngineError {
+        let chain = &self.config.name;
+        match error {
+            RpcError::Transport(TransportErrorKind::Custom(inner)) => match inner.downcast::<UpstreamFailure>() {
+                Ok(failure) => failure.into_engine_error(),
+                Err(other) => bad_upstream(format!("{chain} RPC: {method} failed: {other}")),
+            },
+            RpcError::ErrorResp(payload) => {
+                let message = clean_text(&payload.message, 200);
+                let lower = message.to_ascii_lowercase();
+                if payload.code == -32005
+                    || payload.code == 429
+                    || lower.contains("rate limit")
+                    || lower.contains("too many requests")
+                {
+                    EngineError::new(
+                        ErrorKind::RateLimited { retry_after: DEFAULT_RETRY_AFTER },
+                        "rate_limited",
+                        format!("the {chain} RPC refused {method} for rate: {message}"),
+                    )
+                } else {
+                    bad_upstream(format!("the {chain} RPC answered {method} with error {}: {message}", payload.code))
+                }
+            }
+            RpcError::NullResp => bad_upstream(format!("the {chain} RPC answered {method} with null")),
+            RpcError::DeserError { err, .. } => {
+                bad_upstream(format!("the {chain} RPC's answer to {method} is not understood: {err}"))
+            }
+            other => bad_upstream(format!("{chain} RPC: {method} failed: {other}")),
+        }
+    }
+}
+
+/// An upstream failure: what happened at the network, as the kind a front door reports.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct UpstreamFailure {
+    /// Timeout, RateLimited, BadUpstream or Unavailable.
+    pub kind: ErrorKind,
+    /// What happened, naming the RPC host (never its full URL, which may hold a key).
+    pub message: String,
+}
+
+impl UpstreamFailure {
+    fn new(kind: ErrorKind, message: impl Into<String>) -> UpstreamFailure {
+        UpstreamFailure { kind, message: message.into() }
+    }
+
+    /// The engine error with the matching stable code.
+    pub fn into_engine_error(self) -> EngineError {
+        let code = match self.kind {
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::RateLimited { .. } => "rate_limited",
+            ErrorKind::Unavailable { .. } => "unavailable",
+            ErrorKind::Internal => "internal",
+            _ => "upstream_error",
+        };
+        EngineError::new(self.kind, code, self.message)
+    }
+
+    /// Which of several failures (one per URL) speaks for them all: a rate limit says when
+    /// to come back, a timeout or a bad answer means a node was there, and "unreachable"
+    /// only holds when it held everywhere.
+    fn rank(&self) -> u8 {
+        match self.kind {
+            ErrorKind::RateLimited { .. } => 3,
+            ErrorKind::Timeout => 2,
+            ErrorKind::BadUpstream => 1,
+            _ => 0,
+        }
+    }
+}
+
+fn bad_upstream(message: String) -> EngineError {
+    EngineError::new(ErrorKind::BadUpstream, "upstream_error", message)
+}
+
+/// The alloy transport of a chain: each request goes to the URLs in order until one answers.
+#[derive(Clone)]
+pub struct FallbackTransport {
+    inner: Arc<TransportInner>,
+}
+
+struct TransportInner {
+    chain: String,
+    chain_id: u64,
+    endpoints: Vec<Endpoint>,
+    http: reqwest::Client,
+    attempt_timeout: Duration,
+}
+
+struct Endpoint {
+    url: Url,
+    /// Scheme, host and port only: the path and query of an RPC URL often hold an API key.
+    label: String,
+    /// The chain id the node reported, asked once (concurrent first requests share the asking).
+    chain_id: tokio::sync::OnceCell<u64>,
+}
+
+fn endpoint_label(url: &Url) -> String {
+    match (url.host_str(), url.port()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        (Some(host), None) => host.to_string(),
+        _ => "(no host)".to_string(),
+    }
+}
+
+impl tower::Service<RequestPacket> for FallbackTransport {
+    type Response = ResponsePacket;
+    type Error = TransportError;
+    type Future = TransportFut<'static>;
+
+    fn poll_ready(&mut self, _: &mut task::Context<'_>) -> task::Poll<Result<(), Self::Error>> {
+        task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: RequestPacket) -> Self::Future {
+        let inner = self.inner.clone();
+        Box::pin(async move { inner.send(request).await.map_err(TransportErrorKind::custom) })
+    }
+}
+
+impl TransportInner {
+    async fn send(&self, request: RequestPacket) -> Result<ResponsePacket, UpstreamFailure> {
+        let chain = &self.chain;
+        let body = serde_json::to_vec(&request)
+            .map_err(|e| UpstreamFailure::new(ErrorKind::Internal, format!("encoding a JSON-RPC request: {e}")))?;
+        let batch = matches!(request, RequestPacket::Batch(_));
+        let mut failures: Vec<(String, UpstreamFailure)> = Vec::new();
+        for endpoint in &self.endpoints {
+            let attempt = async {
+                self.check_chain_id(endpoint).await?;
+                let answer = self.post(endpoint, body.clone()).await?;
+                parse_packet(&answer, batch)
+                    .map_err(|why| UpstreamFailure::new(ErrorKind::BadUpstream, format!("{}: {why}", endpoint.label)))
+            };
+            let outcome = match tokio::time::timeout(self.attempt_timeout, attempt).await {
+                Ok(outcome) => outcome,
+                Err(_) => Err(UpstreamFailure::new(
+                    ErrorKind::Timeout,
+                    format!("{}: no answer within {}", endpoint.label, seconds(self.attempt_timeout)),
+                )),
+            };
+            match outcome {
+                Ok(packet) => return Ok(packet),
+                Err(failure) => {
+                    tracing::debug!(chain = %chain, endpoint = %endpoint.label, error = %failure, "RPC endpoint failed");
+                    failures.push((endpoint.label.clone(), failure));
+                }
+            }
+        }
+        Err(combine(chain, failures))
+    }
+
+    async fn check_chain_id(&self, endpoint: &Endpoint) -> Result<(), UpstreamFailure> {
+        let served = *endpoint
+            .chain_id
+            .get_or_try_init(|| async {
+                let body = br#"{"jsonrpc":"2.0","id":0,"method":"eth_chainId","params":[]}"#.to_vec();
+                let answer = self.post(endpoint, body).await?;
+                parse_chain_id(&answer).map_err(|why| {
+                    UpstreamFailure::new(
+                        ErrorKind::BadUpstream,
+                        format!("{}: its answer to eth_chainId is not usable: {why}", endpoint.label),
+                    )
+                })
+            })
+            .await?;
+        if served != self.chain_id {
+            return Err(UpstreamFailure::new(
+                ErrorKind::BadUpstream,
+                format!(
+                    "{}: the node serves chain id {served}, not {} ({}); check its URL in {}",
+                    endpoint.label,
+                    self.chain_id,
+                    self.chain,
+                    rpc_env_var(&self.chain)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Posts a JSON-RPC body and reads the answer, up to [`MAX_ANSWER_BYTES`].
+    async fn post(&self, endpoint: &Endpoint, body: Vec<u8>) -> Result<Vec<u8>, UpstreamFailure> {
+        let label = &endpoint.label;
+        let response = self
+            .http
+            .post(endpoint.url.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| send_failure(label, &e))?;
+        let status = response.status();
+        let retry_after = retry_after(response.headers());
+        if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
+            return Err(UpstreamFailure::new(
+                ErrorKind::RateLimited { retry_after: retry_after.unwrap_or(DEFAULT_RETRY_AFTER) },
+                format!("{label}: the node refused the request for rate (HTTP 429)"),
+            ));
+        }
+        if status == reqwest::StatusCode::SERVICE_UNAVAILABLE {
+            return Err(UpstreamFailure::new(
+                ErrorKind::Unavailable { retry_after: retry_after.unwrap_or(DEFAULT_RETRY_AFTER) },
+                format!("{label}: the node is unavailable (HTTP 503)"),
+            ));
+        }
+        let mut response = response;
+        let mut answer = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if answer.len() + chunk.len() > MAX_ANSWER_BYTES {
+                        return Err(UpstreamFailure::new(
+                            ErrorKind::BadUpstream,
+                            format!("{label}: the answer is larger than {} MiB", MAX_ANSWER_BYTES >> 20),
+                        ));
+                    }
+                    answer.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => return Err(send_failure(label, &e)),
+            }
+        }
+        // Nodes put JSON-RPC errors in 4xx/5xx answers too: a body that parses is used.
+        if !status.is_success() && serde_json::from_slice::<serde::de::IgnoredAny>(&answer).is_err() {
+            return Err(UpstreamFailure::new(ErrorKind::BadUpstream, format!("{label}: HTTP {status}")));
+        }
+        Ok(answer)
+    }
+}
+
+fn send_failure(label: &str, error: &reqwest::Error) -> UpstreamFailure {
+    if error.is_timeout() {
+        UpstreamFailure::new(ErrorKind::Timeout, format!("{label}: timed out"))
+    } else if error.is_connect() {
+        UpstreamFailure::new(
+            ErrorKind::Unavailable { retry_after: DEFAULT_RETRY_AFTER },
+            format!("{label}: cannot connect"),
+        )
+    } else {
+        UpstreamFailure::new(ErrorKind::BadUpstream, format!("{label}: the connection failed mid-answer"))
+    }
+}
+
+/// Retry-After in its delay-seconds form (nodes do not send HTTP dates in practice).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    let secs: u64 = value.parse().ok()?;
+    Some(Duration::from_secs(secs.clamp(1, 3600)))
+}
+
+fn combine(chain: &str, failures: Vec<(String, UpstreamFailure)>) -> UpstreamFailure {
+    let Some(worst) = failures.iter().map(|(_, f)| f).max_by_key(|f| f.rank()) else {
+        return UpstreamFailure::new(
+            ErrorKind::Unavailable { retry_after: DEFAULT_RETRY_AFTER },
+            format!("no RPC URL is configured for {chain} (set {})", rpc_env_var(chain)),
+        );
+    };
+    let kind = match worst.kind {
+        // One rate limit among several failures: come back after the longest delay asked.
+        ErrorKind::RateLimited { .. } => ErrorKind::RateLimited {
+            retry_after: failures
+                .iter()
+                .filter_map(|(_, f)| match f.kind {
+                    ErrorKind::RateLimited { retry_after } => Some(retry_after),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(DEFAULT_RETRY_AFTER),
+        },
+        kind => kind,
+    };
+    let detail: Vec<&str> = failures.iter().map(|(_, f)| f.message.as_str()).collect();
+    UpstreamFailure::new(kind, format!("the {chain} RPC could not be read: {}", detail.join("; ")))
+}
+
+fn parse_packet(answer: &[u8], batch: bool) -> Result<ResponsePacket, String> {
+    let packet: ResponsePacket =
+        serde_json::from_slice(answer).map_err(|_| format!("not a JSON-RPC answer: {}", preview(answer)))?;
+    match (&packet, batch) {
+        (ResponsePacket::Single(_), false) | (ResponsePacket::Batch(_), true) => Ok(packet),
+        _ => Err("a JSON-RPC answer of the wrong shape (single for a batch, or the other way)".into()),
+    }
+}
+
+fn parse_chain_id(answer: &[u8]) -> Result<u64, String> {
+    #[derive(Deserialize)]
+    struct Answer {
+        result: Option<String>,
+        error: Option<serde_json::Value>,
+    }
+    let answer: Answer =
+        serde_json::from_slice(answer).map_err(|_| format!("not a JSON-RPC answer: {}", preview(answer)))?;
+    if let Some(error) = answer.error {
+        return Err(format!("error {}", clean_text(&error.to_string(), 200)));
+    }
+    let text = answer.result.ok_or("no result")?;
+    parse_quantity(&text).and_then(|q| u64::try_from(q).ok()).ok_or_else(|| format!("`{}`", clean_text(&text, 40)))
+}
+
+fn preview(answer: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&answer[..answer.len().min(80)]).into_owned();
+    format!("`{}`", clean_text(&text, 80))
+}
+
+/// A JSON-RPC quantity (`0x1a`) as a number.
+pub fn parse_quantity(text: &str) -> Option<U256> {
+    let digits = text.strip_prefix("0x")?;
+    if digits.is_empty() || digits.len() > 64 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    U256::from_str_radix(digits, 16).ok()
+}
+
+/// Untrusted text cut to `max` characters, control characters but newline and tab dropped.
+pub fn clean_text(text: &str, max: usize) -> String {
+    text.chars().filter(|c| !c.is_control() || *c == '\n' || *c == '\t').take(max).collect()
+}
+
+fn seconds(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{:.1} s", d.as_secs_f64()) }
+}
+
+/// `raw` with `decimals` decimals as an exact decimal string: `1500000000`, 9 → `1.5`.
+pub fn format_units(raw: U256, decimals: u8) -> String {
+    let digits = raw.to_string();
+    let decimals = usize::from(decimals);
+    if decimals == 0 {
+        return digits;
+    }
+    let padded =
+        if digits.len() <= decimals { format!("{}{digits}", "0".repeat(decimals + 1 - digits.len())) } else { digits };
+    let (whole, fraction) = padded.split_at(padded.len() - decimals);
+    let fraction = fraction.trim_end_matches('0');
+    if fraction.is_empty() { whole.to_string() } else { format!("{whole}.{fraction}") }
+}
+
+/// Lower-case 0x hex, the form every answer shows addresses in.
+pub fn address_text(address: &Address) -> String {
+    format!("0x{}", hex::encode(address.as_slice()))
+}
+
+/// The `chain` input: one of the configured chains, checked against them in `prepare`.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct ChainName(pub String);
+
+impl JsonSchema for ChainName {
+    fn schema_name() -> Cow<'static, str> {
+        "EvmChain".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = KNOWN_CHAINS.iter().map(|(name, _, _)| *name).collect();
+        schemars::json_schema!({
+            "type": "string",
+            "enum": names,
+            "description": "EVM chain to read: `ethereum` (chain id 1), `base` (8453) or `polygon` (137)."
+        })
+    }
+}
+
+/// An EVM address input: `0x` and 40 hex digits, any case (an EIP-55 checksum is not required).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EvmAddress(pub Address);
+
+impl EvmAddress {
+    /// Lower-case 0x hex.
+    pub fn text(&self) -> String {
+        address_text(&self.0)
+    }
+}
+
+impl std::str::FromStr for EvmAddress {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let valid = text.len() == 42 && text.starts_with("0x") && text.bytes().skip(2).all(|b| b.is_ascii_hexdigit());
+        if !valid {
+            let shown = clean_text(text, 50);
+            return Err(format!("`{shown}` is not an address: expected 0x followed by 40 hexadecimal digits"));
+        }
+        text.parse::<Address>().map(EvmAddress).map_err(|e| format!("not an address: {e}"))
+    }
+}
+
+impl<'de> Deserialize<'de> for EvmAddress {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for EvmAddress {
+    fn schema_name() -> Cow<'static, str> {
+        "EvmAddress".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^0x[0-9a-fA-F]{40}$",
+            "description": "0x followed by 40 hexadecimal digits, any case."
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_units_exactly() {
+        let n = |s: &str| U256::from_str_radix(s, 10).unwrap();
+        assert_eq!(format_units(n("1500000000"), 9), "1.5");
+        assert_eq!(format_units(n("1"), 9), "0.000000001");
+        assert_eq!(format_units(n("0"), 18), "0");
+        assert_eq!(format_units(n("30000000000"), 9), "30");
+        assert_eq!(format_units(n("123"), 0), "123");
+        assert_eq!(
+            format_units(U256::MAX, 18),
+            "115792089237316195423570985008687907853269984665640564039457.584007913129639935"
+        );
+        assert_eq!(format_units(n("5"), 255).len(), 257);
+    }
+
+    #[test]
+    fn reads_addresses_in_any_case() {
+        let lower: EvmAddress = "0xd8da6bf26964af9d7eed9e03e53415d37aa96045".parse().unwrap();
+        let mixed: EvmAddress = "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045".parse().unwrap();
+        let wrong_checksum: EvmAddress = "0xD8da6bf26964af9d7eed9e03e53415d37aa96045".parse().unwrap();
+        assert_eq!(lower, mixed);
+        assert_eq!(lower, wrong_checksum);
+        assert_eq!(mixed.text(), "0xd8da6bf26964af9d7eed9e03e53415d37aa96045");
+        for bad in [
+            "",
+            "0x",
+            "d8da6bf26964af9d7eed9e03e53415d37aa96045",
+            "0xd8da6bf26964af9d7eed9e03e53415d37aa9604",
+            "0Xd8da6bf26964af9d7eed9e03e53415d37aa96045",
+            "0xg8da6bf26964af9d7eed9e03e53415d37aa96045",
+        ] {
+            assert!(bad.parse::<EvmAddress>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn env_overrides_urls_in_order() {
+        let chains = Chains::from_lookup(|key| {
+            (key == "PAPERCHAIN_RPC_BASE").then(|| "http://127.0.0.1:1/a, not a url ,https://b.example/key".to_string())
+        });
+        assert_eq!(chains.names(), vec!["ethereum", "base", "polygon"]);
+        let base = chains.get("base").unwrap();
+        let urls: Vec<&str> = base.config.rpc_urls.iter().map(Url::as_str).collect();
+        assert_eq!(urls, vec!["http://127.0.0.1:1/a", "https://b.example/key"]);
+        assert_eq!(base.chain_id(), 8453);
+        assert!(chains.get("ethereum").unwrap().config.rpc_urls.len() > 1);
+        assert_eq!(chains.get("polygon").unwrap().chain_id(), 137);
+    }
+
+    #[test]
+    fn unknown_chains_are_input_errors_listing_the_names() {
+        let chains = Chains::from_lookup(|_| None);
+        let e = chains.resolve(&ChainName("solana".into()), "/chain").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("/chain"));
+        assert_eq!(e.kind, ErrorKind::InvalidInput);
+        assert!(e.message.contains("ethereum, base, polygon"), "{}", e.message);
+    }
+
+    #[test]
+    fn labels_hide_paths_that_hold_keys() {
+        let url = Url::parse("https://eth-mainnet.example.com/v2/SECRETKEY").unwrap();
+        assert_eq!(endpoint_label(&url), "eth-mainnet.example.com");
+        let url = Url::parse("http://127.0.0.1:8545/?key=SECRET").unwrap();
+        assert_eq!(endpoint_label(&url), "127.0.0.1:8545");
+    }
+
+    #[test]
+    fn several_failures_report_the_most_telling() {
+        let refused =
+            || UpstreamFailure::new(ErrorKind::Unavailable { retry_after: DEFAULT_RETRY_AFTER }, "a: cannot connect");
+        let slow = UpstreamFailure::new(ErrorKind::Timeout, "b: no answer");
+        let all = combine("ethereum", vec![("a".into(), refused()), ("b".into(), slow)]);
+        assert_eq!(all.kind, ErrorKind::Timeout);
+        assert!(all.message.contains("a: cannot connect; b: no answer"), "{}", all.message);
+        let limited = UpstreamFailure::new(ErrorKind::RateLimited { retry_after: Duration::from_secs(7) }, "c: 429");
+        let all = combine("ethereum", vec![("a".into(), refused()), ("c".into(), limited)]);
+        assert_eq!(all.kind, ErrorKind::RateLimited { retry_after: Duration::from_secs(7) });
+        assert!(matches!(combine("base", vec![]).kind, ErrorKind::Unavailable { .. }));
+    }
+
+    #[test]
+    fn answers_of_the_wrong_shape_are_refused() {
+        assert!(parse_packet(b"<html>busy</html>", false).is_err());
+        assert!(parse_packet(br#"{"foo": 1}"#, false).is_err());
+        assert!(parse_packet(br#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#, true).is_err());
+        assert!(parse_packet(br#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#, false).is_ok());
+        assert_eq!(parse_chain_id(br#"{"jsonrpc":"2.0","id":0,"result":"0x2105"}"#), Ok(8453));
+        assert!(parse_chain_id(br#"{"jsonrpc":"2.0","id":0,"result":"8453"}"#).is_err());
+        assert!(parse_chain_id(br#"{"jsonrpc":"2.0","id":0,"error":{"code":-32601,"message":"no"}}"#).is_err());
+    }
+}

@@ -1,0 +1,224 @@
+//! A local anvil chain for tests: started on a free loopback port with the chain id under
+//! test, killed on drop, with the RPC helpers tests need (set code and balances, mine,
+//! deploy a fixture artifact, send a transaction from an unlocked dev account).
+//!
+//! anvil comes from `cargo xtask setup` (npm `@foundry-rs/anvil-linux-amd64`) and is found
+//! at `$PAPERCHAIN_ANVIL`, else `$PAPERCHAIN_TOOLS/npm/node_modules/.bin/anvil`, else under
+//! `$HOME/.cache/paperchain/tools`.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// A running anvil, killed when dropped.
+pub struct Anvil {
+    child: Child,
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    /// The port it listens on.
+    pub port: u16,
+    /// The chain id it serves.
+    pub chain_id: u64,
+    client: reqwest::Client,
+}
+
+/// Options beyond the chain id.
+#[derive(Clone, Debug, Default)]
+pub struct AnvilOptions {
+    /// `--hardfork` (e.g. `berlin` for blocks without a base fee); anvil's latest when None.
+    pub hardfork: Option<String>,
+    /// More arguments, passed as they are.
+    pub args: Vec<String>,
+}
+
+impl Anvil {
+    /// anvil serving `chain_id`, with its defaults otherwise.
+    pub async fn start(chain_id: u64) -> Anvil {
+        Anvil::start_with(chain_id, AnvilOptions::default()).await
+    }
+
+    /// anvil serving `chain_id` with `options`; waits until it answers JSON-RPC.
+    pub async fn start_with(chain_id: u64, options: AnvilOptions) -> Anvil {
+        let binary = anvil_binary();
+        let mut command = Command::new(&binary);
+        command
+            .args(["--host", "127.0.0.1", "--port", "0", "--chain-id", &chain_id.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if let Some(hardfork) = &options.hardfork {
+            command.args(["--hardfork", hardfork]);
+        }
+        command.args(&options.args);
+        let mut child = command.spawn().unwrap_or_else(|e| panic!("starting {}: {e}", binary.display()));
+        let stdout = child.stdout.take().expect("anvil's stdout is piped");
+        // anvil prints `Listening on 127.0.0.1:<port>` once ready; the reader keeps draining
+        // stdout afterwards, or anvil would block on a full pipe while logging requests.
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut tx = Some(tx);
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(address) = line.trim().strip_prefix("Listening on ")
+                    && let Some(tx) = tx.take()
+                {
+                    let _ = tx.send(address.to_string());
+                }
+            }
+        });
+        let address = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(address) => address,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{} did not say where it listens within 60 s", binary.display());
+            }
+        };
+        let port = address.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port after `Listening on`");
+        let client = reqwest::Client::builder().no_proxy().build().expect("a reqwest client");
+        let anvil = Anvil { child, url: format!("http://127.0.0.1:{port}"), port, chain_id, client };
+        let mut tries = 0;
+        while anvil.try_rpc("eth_chainId", json!([])).await.is_err() {
+            tries += 1;
+            assert!(tries < 100, "anvil at {} does not answer", anvil.url);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        anvil
+    }
+
+    /// A JSON-RPC call: its result, or its error object (or a transport error as a string).
+    pub async fn try_rpc(&self, method: &str, params: Value) -> Result<Value, Value> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let response = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| json!(e.to_string()))?;
+        let bytes = response.bytes().await.map_err(|e| json!(e.to_string()))?;
+        let mut answer: Value = serde_json::from_slice(&bytes).map_err(|e| json!(e.to_string()))?;
+        match answer.get_mut("error").map(Value::take) {
+            Some(error) if !error.is_null() => Err(error),
+            _ => Ok(answer.get_mut("result").map(Value::take).unwrap_or(Value::Null)),
+        }
+    }
+
+    /// A JSON-RPC call's result; panics on an error.
+    pub async fn rpc(&self, method: &str, params: Value) -> Value {
+        self.try_rpc(method, params.clone()).await.unwrap_or_else(|e| panic!("{method} {params}: {e}"))
+    }
+
+    /// The unlocked dev accounts.
+    pub async fn accounts(&self) -> Vec<String> {
+        let accounts = self.rpc("eth_accounts", json!([])).await;
+        serde_json::from_value(accounts).expect("eth_accounts is a list of strings")
+    }
+
+    /// Puts `code` (0x hex runtime bytecode) at `address`.
+    pub async fn set_code(&self, address: &str, code: &str) {
+        self.rpc("anvil_setCode", json!([address, code])).await;
+    }
+
+    /// Sets the native balance of `address` to `wei`.
+    pub async fn set_balance(&self, address: &str, wei: u128) {
+        self.rpc("anvil_setBalance", json!([address, format!("{wei:#x}")])).await;
+    }
+
+    /// Sets one storage slot (`slot` and `value` as 0x hex words).
+    pub async fn set_storage(&self, address: &str, slot: &str, value: &str) {
+        self.rpc("anvil_setStorageAt", json!([address, slot, value])).await;
+    }
+
+    /// Mines `blocks` blocks.
+    pub async fn mine(&self, blocks: u64) {
+        for _ in 0..blocks {
+            self.rpc("evm_mine", json!([])).await;
+        }
+    }
+
+    /// Sends a transaction from the first dev account and waits for its receipt
+    /// (anvil mines it at once); panics when it fails.
+    pub async fn send(&self, to: Option<&str>, data: &str) -> Value {
+        let from = self.accounts().await.into_iter().next().expect("anvil has dev accounts");
+        let mut tx = json!({"from": from, "data": data, "gas": "0x1c9c380"});
+        if let Some(to) = to {
+            tx["to"] = json!(to);
+        }
+        let hash = self.rpc("eth_sendTransaction", json!([tx])).await;
+        let mut receipt = Value::Null;
+        for _ in 0..100 {
+            receipt = self.rpc("eth_getTransactionReceipt", json!([hash])).await;
+            if !receipt.is_null() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(receipt["status"], json!("0x1"), "transaction {hash} failed: {receipt}");
+        receipt
+    }
+
+    /// Deploys `init_code` (bytecode then ABI-encoded constructor arguments, 0x hex) and
+    /// answers the new contract's address (lower-case).
+    pub async fn deploy(&self, init_code: &str) -> String {
+        let receipt = self.send(None, init_code).await;
+        receipt["contractAddress"].as_str().expect("a deployment receipt has contractAddress").to_ascii_lowercase()
+    }
+}
+
+impl Drop for Anvil {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A compiled fixture contract under `engine/tests/fixtures/contracts/` (built by build.js there).
+pub struct Artifact {
+    /// Creation bytecode, 0x hex.
+    pub bytecode: String,
+    /// Runtime bytecode, 0x hex (for `anvil_setCode`).
+    pub deployed_bytecode: String,
+    /// The ABI.
+    pub abi: Value,
+}
+
+impl Artifact {
+    /// The artifact of contract `name` (`FixtureToken`).
+    pub fn load(name: &str) -> Artifact {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/contracts").join(format!("{name}.json"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let json: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let field =
+            |key: &str| json[key].as_str().unwrap_or_else(|| panic!("{}: no {key}", path.display())).to_string();
+        Artifact { bytecode: field("bytecode"), deployed_bytecode: field("deployedBytecode"), abi: json["abi"].clone() }
+    }
+
+    /// Creation code followed by `constructor_args` (ABI-encoded, without 0x).
+    pub fn init_code(&self, constructor_args: &[u8]) -> String {
+        format!("{}{}", self.bytecode, hex::encode(constructor_args))
+    }
+}
+
+/// Where anvil is; panics, saying how to install it, when it is not there.
+pub fn anvil_binary() -> PathBuf {
+    let set = |key: &str| std::env::var_os(key).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(path) = set("PAPERCHAIN_ANVIL") {
+        return path;
+    }
+    let tools = set("PAPERCHAIN_TOOLS").or_else(|| set("HOME").map(|h| h.join(".cache/paperchain/tools")));
+    let candidates: Vec<PathBuf> = tools.iter().map(|t| t.join("npm/node_modules/.bin/anvil")).collect();
+    candidates.iter().find(|p| p.is_file()).cloned().unwrap_or_else(|| {
+        panic!(
+            "anvil is not installed (looked at {}); run `cargo xtask setup`, or set PAPERCHAIN_ANVIL to an anvil binary",
+            candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        )
+    })
+}
