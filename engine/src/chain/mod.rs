@@ -6,11 +6,14 @@ use crate::catalog::Catalog;
 pub mod balance;
 pub mod block;
 pub mod calldata;
+pub mod ens;
 pub mod evm;
 pub mod funding;
 pub mod gas;
+pub mod price;
 pub mod signatures;
 pub mod token;
+pub mod tx;
 
 /// Adds every chain route to the catalog.
 pub fn register(catalog: &mut Catalog) {
@@ -20,4 +23,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<balance::BalanceRoute>();
     catalog.add::<gas::GasRoute>();
     catalog.add::<block::BlockRoute>();
+    catalog.add::<tx::TxRoute>();
+    catalog.add::<ens::EnsRoute>();
+    catalog.add::<price::PriceRoute>();
 }

@@ -1,0 +1,466 @@
+//! `/v1/chain/tx` against a real anvil (transfers, reverts, creations, pending and unknown
+//! transactions) and against loopback nodes that answer what anvil never does: OP-stack
+//! layer-1 fees, blob fees, receipts before Byzantium, and malformed or inconsistent answers.
+//!
+//! Every answer is checked against the route's published output schema.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy::primitives::U256;
+use common::anvil::{Anvil, Artifact};
+use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
+use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, Reply};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+const PATH: &str = "/v1/chain/tx";
+const EOA: &str = "0x00000000000000000000000000000000000b0b00";
+const UNKNOWN: &str = "0x1111111111111111111111111111111111111111111111111111111111111111";
+
+/// A context whose only chain is `ethereum` (id 1) at `url`.
+fn context(url: &str) -> Context {
+    let mut ctx = Context::new();
+    let timeouts = ChainTimeouts { total: Duration::from_secs(5), attempt: Duration::from_secs(2) };
+    ctx.chains = Arc::new(Chains::new(vec![ChainConfig::new("ethereum", 1, vec![url.parse().unwrap()])], timeouts));
+    ctx
+}
+
+/// Calls the route; a JSON answer is checked against the route's schema.
+async fn call(ctx: &Context, body: Value) -> Result<Value, EngineError> {
+    let catalog = Catalog::standard();
+    let entry = catalog.by_path(PATH).expect("/v1/chain/tx is registered");
+    let reply = entry.call(body.to_string().as_bytes(), ctx).await?;
+    let Reply::Json(value) = reply else { panic!("{PATH} answered files") };
+    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let schema = entry.output_schema(&mut generator);
+    let mut schema = serde_json::to_value(&schema).unwrap();
+    let defs = serde_json::to_value(generator.definitions()).unwrap();
+    schema.as_object_mut().unwrap().insert("$defs".into(), defs);
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "the answer does not match its schema: {errors:?}\n{value:#}");
+    Ok(value)
+}
+
+async fn ok(ctx: &Context, hash: &str) -> Value {
+    let body = json!({"chain": "ethereum", "hash": hash});
+    call(ctx, body.clone()).await.unwrap_or_else(|e| panic!("{body}: {e:?}"))
+}
+
+async fn err(ctx: &Context, body: Value) -> EngineError {
+    match call(ctx, body.clone()).await {
+        Ok(value) => panic!("{body} answered {value:#}"),
+        Err(e) => e,
+    }
+}
+
+fn quantity(v: &Value) -> U256 {
+    U256::from_str_radix(v.as_str().unwrap_or_else(|| panic!("{v} is not a quantity")).trim_start_matches("0x"), 16)
+        .unwrap()
+}
+
+/// Sends `tx` (from the first dev account unless it says otherwise) and answers its hash.
+async fn send(anvil: &Anvil, mut tx: Value) -> String {
+    if tx.get("from").is_none() {
+        tx["from"] = json!(anvil.accounts().await.remove(0));
+    }
+    anvil.rpc("eth_sendTransaction", json!([tx])).await.as_str().unwrap().to_string()
+}
+
+/// The receipt of `hash`, waiting for anvil to mine it.
+async fn receipt(anvil: &Anvil, hash: &str) -> Value {
+    for _ in 0..100 {
+        let receipt = anvil.rpc("eth_getTransactionReceipt", json!([hash])).await;
+        if !receipt.is_null() {
+            return receipt;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{hash} was not mined");
+}
+
+#[tokio::test]
+async fn a_transfer_succeeds_with_its_fee() {
+    let anvil = Anvil::start(1).await;
+    let ctx = context(&anvil.url);
+    let from = anvil.accounts().await.remove(0).to_ascii_lowercase();
+    let hash = send(&anvil, json!({"to": EOA, "value": "0x14d1120d7b160001"})).await;
+    let receipt = receipt(&anvil, &hash).await;
+    anvil.mine(2).await;
+    let block = anvil.rpc("eth_getBlockByNumber", json!([receipt["blockNumber"], false])).await;
+    let gas_used = quantity(&receipt["gasUsed"]);
+    let price = quantity(&receipt["effectiveGasPrice"]);
+    let fee = (gas_used * price).to_string();
+
+    let answer = ok(&ctx, &hash.to_ascii_uppercase().replace("0X", "0x")).await;
+    assert_eq!(
+        answer,
+        json!({
+            "chain": "ethereum", "hash": hash, "status": "success",
+            "block": quantity(&receipt["blockNumber"]).to::<u64>(),
+            "timestamp": quantity(&block["timestamp"]).to::<u64>(),
+            "confirmations": 3,
+            "from": from, "to": EOA, "contract_address": null,
+            "value_wei": "1500000000000000001", "value_formatted": "1.500000000000000001",
+            "nonce": 0, "type": 2, "method_id": null,
+            "gas_limit": "21000", "gas_used": "21000",
+            "effective_gas_price_wei": price.to_string(),
+            "effective_gas_price_gwei": paperchain_engine::chain::evm::format_units(price, 9),
+            "fee": {
+                "execution_wei": fee, "l1_data_wei": null, "blob_wei": null, "total_wei": fee,
+                "total_formatted": paperchain_engine::chain::evm::format_units(gas_used * price, 18),
+            },
+        })
+    );
+    assert!(price > U256::ZERO);
+}
+
+#[tokio::test]
+async fn a_reverted_call_is_failed() {
+    let anvil = Anvil::start(1).await;
+    let ctx = context(&anvil.url);
+    // NotAToken has no fallback: a call with an unknown selector reverts.
+    let target = anvil.deploy(&Artifact::load("NotAToken").init_code(&[])).await;
+    let hash = send(&anvil, json!({"to": target, "data": "0x12345678deadbeef", "gas": "0x30d40"})).await;
+    let receipt = receipt(&anvil, &hash).await;
+    assert_eq!(receipt["status"], json!("0x0"));
+    let answer = ok(&ctx, &hash).await;
+    assert_eq!(answer["status"], json!("failed"));
+    assert_eq!(answer["to"], json!(target));
+    assert_eq!(answer["method_id"], json!("0x12345678"));
+    assert_eq!(answer["nonce"], json!(1));
+    assert_eq!(answer["gas_limit"], json!("200000"));
+    assert_eq!(answer["gas_used"], json!(quantity(&receipt["gasUsed"]).to_string()));
+    let fee = quantity(&receipt["gasUsed"]) * quantity(&receipt["effectiveGasPrice"]);
+    assert_eq!(answer["fee"]["total_wei"], json!(fee.to_string()));
+    assert_eq!(answer["confirmations"], json!(1));
+}
+
+#[tokio::test]
+async fn a_creation_has_no_recipient_and_names_the_contract() {
+    let anvil = Anvil::start(1).await;
+    let ctx = context(&anvil.url);
+    let artifact = Artifact::load("NotAToken");
+    let receipt = anvil.send(None, &artifact.init_code(&[])).await;
+    let hash = receipt["transactionHash"].as_str().unwrap();
+    let answer = ok(&ctx, hash).await;
+    assert_eq!(answer["status"], json!("success"));
+    assert_eq!(answer["to"], Value::Null);
+    assert_eq!(answer["contract_address"], json!(receipt["contractAddress"].as_str().unwrap().to_ascii_lowercase()));
+    assert_eq!(answer["method_id"], json!(artifact.bytecode[..10].to_ascii_lowercase()));
+    assert_eq!(answer["value_wei"], json!("0"));
+}
+
+#[tokio::test]
+async fn pending_then_mined() {
+    let anvil = Anvil::start(1).await;
+    let ctx = context(&anvil.url);
+    anvil.rpc("evm_setAutomine", json!([false])).await;
+    let hash = send(&anvil, json!({"to": EOA, "value": "0x1", "data": "0xabcdef"})).await;
+    let answer = ok(&ctx, &hash).await;
+    assert_eq!(answer["status"], json!("pending"));
+    for member in [
+        "block",
+        "timestamp",
+        "confirmations",
+        "contract_address",
+        "gas_used",
+        "effective_gas_price_wei",
+        "effective_gas_price_gwei",
+        "fee",
+    ] {
+        assert_eq!(answer[member], Value::Null, "{member}: {answer:#}");
+    }
+    assert_eq!(answer["to"], json!(EOA));
+    assert_eq!(answer["value_wei"], json!("1"));
+    assert_eq!(answer["method_id"], json!("0xabcdef"));
+    assert!(answer["from"].is_string());
+
+    anvil.mine(1).await;
+    let answer = ok(&ctx, &hash).await;
+    assert_eq!(answer["status"], json!("success"));
+    assert_eq!(answer["confirmations"], json!(1));
+}
+
+#[tokio::test]
+async fn an_unknown_hash_is_not_found() {
+    let anvil = Anvil::start(1).await;
+    let ctx = context(&anvil.url);
+    let answer = ok(&ctx, UNKNOWN).await;
+    let mut expected = json!({"chain": "ethereum", "hash": UNKNOWN, "status": "not_found"});
+    for member in answer.as_object().unwrap().keys() {
+        if !["chain", "hash", "status"].contains(&member.as_str()) {
+            expected[member] = Value::Null;
+        }
+    }
+    assert_eq!(answer, expected);
+    assert_eq!(answer.as_object().unwrap().len(), 19, "every member is present: {answer:#}");
+}
+
+#[tokio::test]
+async fn bad_input_names_the_field() {
+    // No chain is reached: input errors are found before any request.
+    let ctx = context("http://127.0.0.1:9/");
+    let cases = [
+        (json!({"chain": "ethereum", "hash": format!("0x{}", "a".repeat(63))}), "invalid_input", "/hash"),
+        (json!({"chain": "ethereum", "hash": format!("0x{}", "a".repeat(65))}), "invalid_input", "/hash"),
+        (json!({"chain": "ethereum", "hash": "b".repeat(66)}), "invalid_input", "/hash"),
+        (json!({"chain": "ethereum", "hash": format!("0x{}", "g".repeat(64))}), "invalid_input", "/hash"),
+        (json!({"chain": "ethereum", "hash": 5}), "invalid_input", "/hash"),
+        (json!({"chain": "ethereum"}), "invalid_input", "/hash"),
+        (json!({"chain": "solana", "hash": UNKNOWN}), "invalid_input", "/chain"),
+        (json!({"chain": "chain3", "hash": UNKNOWN}), "invalid_input", "/chain"),
+        (json!({"hash": UNKNOWN}), "invalid_input", "/chain"),
+        (json!({"chain": "ethereum", "hash": UNKNOWN, "block": 1}), "unknown_field", "/block"),
+    ];
+    for (body, code, field) in cases {
+        let e = err(&ctx, body.clone()).await;
+        assert_eq!(
+            (e.kind, e.code.as_ref(), e.field.as_deref()),
+            (ErrorKind::InvalidInput, code, Some(field)),
+            "{body}: {e:?}"
+        );
+        assert!(e.message.starts_with(field), "{body}: {}", e.message);
+    }
+}
+
+#[test]
+fn schemas_publish_the_pattern_and_every_member() {
+    let catalog = Catalog::standard();
+    let entry = catalog.by_path(PATH).unwrap();
+    assert_eq!(entry.info().operation, "get_transaction");
+    assert_eq!(entry.info().free_pool, paperchain_engine::FreePool::ChainReads);
+    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    entry.input_schema(&mut generator);
+    let defs = serde_json::to_value(generator.definitions()).unwrap();
+    assert_eq!(defs["TxHash"]["pattern"], json!("^0x[0-9a-fA-F]{64}$"));
+    assert_eq!(defs["TxHash"]["maxLength"], json!(66));
+    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    entry.output_schema(&mut generator);
+    let defs = serde_json::to_value(generator.definitions()).unwrap();
+    let output = &defs["TxOutput"];
+    assert_eq!(output["required"].as_array().unwrap().len(), 19, "{output:#}");
+    assert_eq!(output["properties"]["block"]["type"], json!(["integer", "null"]));
+    assert_eq!(output["properties"]["to"]["type"], json!(["string", "null"]));
+    let statuses: Vec<&Value> = defs["TxStatus"]["oneOf"].as_array().unwrap().iter().map(|v| &v["const"]).collect();
+    assert_eq!(json!(statuses), json!(["success", "failed", "pending", "not_found", "unknown"]), "{defs:#}");
+    assert_eq!(output["properties"]["fee"]["anyOf"][1], json!({"type": "null"}));
+    assert_eq!(
+        defs["TxFee"]["required"],
+        json!(["execution_wei", "l1_data_wei", "blob_wei", "total_wei", "total_formatted"])
+    );
+}
+
+// --- Nodes anvil cannot play -------------------------------------------------------
+
+const HASH: &str = "0x00000000000000000000000000000000000000000000000000000000000000aa";
+const BLOCK_HASH: &str = "0x00000000000000000000000000000000000000000000000000000000000000bb";
+const FROM: &str = "0x00000000000000000000000000000000000000f1";
+
+/// What a fake node gives for each method.
+type Table = Arc<dyn Fn(&str) -> Value + Send + Sync>;
+
+/// A loopback chain-1 node answering single requests and batches from `table`
+/// (`Value::Null` results are sent as null; a `{"__raw": text}` result as that text instead of the whole answer).
+struct FakeNode {
+    url: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeNode {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn answer_one(table: &Table, request: &Value) -> Value {
+    let method = request["method"].as_str().unwrap_or_default();
+    let result = if method == "eth_chainId" { json!("0x1") } else { table(method) };
+    json!({"jsonrpc": "2.0", "id": request["id"], "result": result})
+}
+
+impl FakeNode {
+    async fn start(table: impl Fn(&str) -> Value + Send + Sync + 'static) -> FakeNode {
+        let table: Table = Arc::new(table);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let task = tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let table = table.clone();
+                tokio::spawn(async move {
+                    let Some(body) = read_request(&mut socket).await else { return };
+                    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let raw = match &request {
+                        Value::Array(items) => items.iter().find_map(|r| {
+                            table(r["method"].as_str().unwrap_or_default())["__raw"].as_str().map(str::to_string)
+                        }),
+                        _ => None,
+                    };
+                    let body = raw.unwrap_or_else(|| match &request {
+                        Value::Array(items) => {
+                            Value::Array(items.iter().map(|r| answer_one(&table, r)).collect()).to_string()
+                        }
+                        single => answer_one(&table, single).to_string(),
+                    });
+                    let head =
+                        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+                    let _ = socket.write_all(head.as_bytes()).await;
+                    let _ = socket.write_all(body.as_bytes()).await;
+                    let _ = socket.shutdown().await;
+                });
+            }
+        });
+        FakeNode { url, task }
+    }
+}
+
+/// Reads one HTTP/1.1 request and answers its body.
+async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = socket.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        data.extend_from_slice(&buf[..n]);
+        if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while data.len() < end + 4 + length {
+                let n = socket.read(&mut buf).await.ok()?;
+                if n == 0 {
+                    return None;
+                }
+                data.extend_from_slice(&buf[..n]);
+            }
+            return Some(data[end + 4..end + 4 + length].to_vec());
+        }
+    }
+}
+
+/// A mined legacy transaction of block 0x10, without `blockTimestamp` (so the block is read).
+fn node_tx() -> Value {
+    json!({"hash": HASH, "from": FROM, "to": EOA, "value": "0xde0b6b3a7640000", "nonce": "0x7", "gas": "0x30000",
+           "input": "0x", "blockNumber": "0x10", "blockHash": BLOCK_HASH, "gasPrice": "0x3b9aca00", "type": "0x0"})
+}
+
+fn node_receipt() -> Value {
+    json!({"transactionHash": HASH, "blockNumber": "0x10", "blockHash": BLOCK_HASH, "status": "0x1",
+           "gasUsed": "0x5208", "effectiveGasPrice": "0x3b9aca00", "contractAddress": null})
+}
+
+fn node_block() -> Value {
+    json!({"number": "0x10", "hash": BLOCK_HASH, "timestamp": "0x64"})
+}
+
+/// A node that gives `tx`, `receipt` and `block`, with the head at block 0x14.
+async fn node(tx: Value, receipt: Value, block: Value) -> FakeNode {
+    FakeNode::start(move |method| match method {
+        "eth_getTransactionByHash" => tx.clone(),
+        "eth_getTransactionReceipt" => receipt.clone(),
+        "eth_getBlockByHash" => block.clone(),
+        "eth_blockNumber" => json!("0x14"),
+        _ => Value::Null,
+    })
+    .await
+}
+
+async fn fake_ok(node: &FakeNode) -> Value {
+    let ctx = context(&node.url);
+    call(&ctx, json!({"chain": "ethereum", "hash": HASH})).await.unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+async fn fake_err(node: &FakeNode) -> EngineError {
+    err(&context(&node.url), json!({"chain": "ethereum", "hash": HASH})).await
+}
+
+#[tokio::test]
+async fn rollup_and_blob_fees_add_up_and_the_block_gives_the_time() {
+    let mut receipt = node_receipt();
+    receipt["l1Fee"] = json!("0x2540be400");
+    receipt["blobGasUsed"] = json!("0x40000");
+    receipt["blobGasPrice"] = json!("0x5");
+    let node = node(node_tx(), receipt, node_block()).await;
+    let answer = fake_ok(&node).await;
+    let execution = 21_000u128 * 1_000_000_000;
+    let total = execution + 10_000_000_000 + 0x40000 * 5;
+    assert_eq!(
+        answer["fee"],
+        json!({
+            "execution_wei": execution.to_string(), "l1_data_wei": "10000000000", "blob_wei": "1310720",
+            "total_wei": total.to_string(), "total_formatted": "0.000021010001310720".trim_end_matches('0'),
+        })
+    );
+    assert_eq!((answer["block"].clone(), answer["timestamp"].clone()), (json!(16), json!(100)));
+    assert_eq!(answer["confirmations"], json!(5));
+    assert_eq!((answer["type"].clone(), answer["nonce"].clone()), (json!(0), json!(7)));
+    assert_eq!(answer["value_formatted"], json!("1"));
+    assert_eq!(answer["effective_gas_price_gwei"], json!("1"));
+}
+
+#[tokio::test]
+async fn a_receipt_before_byzantium_is_unknown() {
+    let mut receipt = node_receipt();
+    let object = receipt.as_object_mut().unwrap();
+    object.remove("status");
+    object.remove("effectiveGasPrice");
+    object.insert("root".into(), json!(BLOCK_HASH));
+    let mut tx = node_tx();
+    tx.as_object_mut().unwrap().remove("type");
+    let node = node(tx, receipt, node_block()).await;
+    let answer = fake_ok(&node).await;
+    assert_eq!(answer["status"], json!("unknown"));
+    // Without effectiveGasPrice, the legacy gasPrice is what was paid.
+    assert_eq!(answer["effective_gas_price_wei"], json!("1000000000"));
+    assert_eq!(answer["fee"]["total_wei"], json!("21000000000000"));
+    assert_eq!(answer["type"], json!(0));
+}
+
+#[tokio::test]
+async fn malformed_and_inconsistent_answers_are_bad_upstream() {
+    let with = |value: Value, key: &str, member: Value| {
+        let mut value = value;
+        value[key] = member;
+        value
+    };
+    let cases = [
+        (
+            "receipt of another hash",
+            node_tx(),
+            with(node_receipt(), "transactionHash", json!(BLOCK_HASH)),
+            node_block(),
+        ),
+        ("transaction of another hash", with(node_tx(), "hash", json!(BLOCK_HASH)), node_receipt(), node_block()),
+        ("block missing", node_tx(), node_receipt(), Value::Null),
+        ("block of another number", node_tx(), node_receipt(), with(node_block(), "number", json!("0x11"))),
+        ("receipt without transaction", Value::Null, node_receipt(), node_block()),
+        ("mined without receipt", node_tx(), Value::Null, node_block()),
+        ("blocks disagree", node_tx(), with(node_receipt(), "blockNumber", json!("0x11")), node_block()),
+        ("status 2", node_tx(), with(node_receipt(), "status", json!("0x2")), node_block()),
+        ("gasUsed not a quantity", node_tx(), with(node_receipt(), "gasUsed", json!("lots")), node_block()),
+        ("transaction not an object", json!("0x1"), Value::Null, node_block()),
+        ("from missing", with(node_tx(), "from", Value::Null), node_receipt(), node_block()),
+    ];
+    for (what, tx, receipt, block) in cases {
+        let node = node(tx, receipt, block).await;
+        let e = fake_err(&node).await;
+        assert_eq!((e.kind, e.code.as_ref()), (ErrorKind::BadUpstream, "upstream_error"), "{what}: {e:?}");
+        assert!(e.message.contains(HASH), "{what}: {}", e.message);
+    }
+
+    let garbage = FakeNode::start(|_| json!({"__raw": "<html>hello</html>"})).await;
+    let e = fake_err(&garbage).await;
+    assert_eq!(e.kind, ErrorKind::BadUpstream, "{e:?}");
+    let single = FakeNode::start(|_| json!({"__raw": r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#})).await;
+    let e = fake_err(&single).await;
+    assert_eq!(e.kind, ErrorKind::BadUpstream, "{e:?}");
+}
