@@ -12,9 +12,9 @@ use alloy::sol_types::SolValue;
 use common::anvil::{Anvil, Artifact};
 use paperchain_engine::chain::ens::{ENS_REGISTRY, namehash};
 use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
-use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, Reply};
+use paperchain_engine::{Context, EngineError, ErrorKind};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
 const PATH: &str = "/v1/chain/ens";
@@ -32,21 +32,8 @@ fn context(url: &str) -> Context {
     ctx
 }
 
-/// Calls the route through the catalog; a JSON answer is checked against its schema.
 async fn call(ctx: &Context, body: Value) -> Result<Value, EngineError> {
-    let catalog = Catalog::standard();
-    let entry = catalog.by_path(PATH).expect("the route is registered");
-    let reply = entry.call(body.to_string().as_bytes(), ctx).await?;
-    let Reply::Json(value) = reply else { panic!("{PATH} answered files") };
-    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
-    let schema = entry.output_schema(&mut generator);
-    let mut schema = serde_json::to_value(&schema).unwrap();
-    let defs = serde_json::to_value(generator.definitions()).unwrap();
-    schema.as_object_mut().unwrap().insert("$defs".into(), defs);
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "the answer does not match its schema: {errors:?}\n{value:#}");
-    Ok(value)
+    common::route::call(ctx, PATH, body).await
 }
 
 async fn ok(ctx: &Context, body: Value) -> Value {
@@ -243,7 +230,7 @@ async fn fake_node(answer: impl Fn(&Value) -> String + Send + Sync + 'static) ->
         while let Ok((mut socket, _)) = listener.accept().await {
             let answer = answer.clone();
             tokio::spawn(async move {
-                let Some(body) = read_body(&mut socket).await else { return };
+                let Some(body) = common::http::read_request_body(&mut socket).await else { return };
                 let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                 let body = answer(&request);
                 let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
@@ -254,33 +241,4 @@ async fn fake_node(answer: impl Fn(&Value) -> String + Send + Sync + 'static) ->
         }
     });
     url
-}
-
-/// The body of one HTTP/1.1 request (Content-Length framed).
-async fn read_body(socket: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
-    let mut data = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        let n = socket.read(&mut buf).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        data.extend_from_slice(&buf[..n]);
-        if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
-            let length: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            while data.len() < end + 4 + length {
-                let n = socket.read(&mut buf).await.ok()?;
-                if n == 0 {
-                    return None;
-                }
-                data.extend_from_slice(&buf[..n]);
-            }
-            return Some(data[end + 4..end + 4 + length].to_vec());
-        }
-    }
 }

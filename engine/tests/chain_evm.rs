@@ -13,9 +13,9 @@ use alloy::primitives::{Address, B256, U256};
 use alloy::sol_types::SolValue;
 use common::anvil::{Anvil, AnvilOptions, Artifact};
 use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
-use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, Reply};
+use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
 const EOA: &str = "0x00000000000000000000000000000000000b0b00";
@@ -34,19 +34,7 @@ fn short_timeouts() -> ChainTimeouts {
 
 /// Calls `path` through the catalog; a JSON answer is checked against the route's schema.
 async fn call(ctx: &Context, path: &str, body: Value) -> Result<Value, EngineError> {
-    let catalog = Catalog::standard();
-    let entry = catalog.by_path(path).unwrap_or_else(|| panic!("{path} is not registered"));
-    let reply = entry.call(body.to_string().as_bytes(), ctx).await?;
-    let Reply::Json(value) = reply else { panic!("{path} answered files") };
-    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
-    let schema = entry.output_schema(&mut generator);
-    let mut schema = serde_json::to_value(&schema).unwrap();
-    let defs = serde_json::to_value(generator.definitions()).unwrap();
-    schema.as_object_mut().unwrap().insert("$defs".into(), defs);
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{path}: the answer does not match its schema: {errors:?}\n{value:#}");
-    Ok(value)
+    common::route::call(ctx, path, body).await
 }
 
 async fn ok(ctx: &Context, path: &str, body: Value) -> Value {
@@ -311,7 +299,7 @@ impl FakeNode {
                 let handler = handler.clone();
                 let seen = seen.clone();
                 tokio::spawn(async move {
-                    let Some(body) = read_request(&mut socket).await else { return };
+                    let Some(body) = common::http::read_request_body(&mut socket).await else { return };
                     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                     let method = request["method"].as_str().unwrap_or("batch").to_string();
                     seen.lock().unwrap().push(method);
@@ -333,35 +321,6 @@ impl FakeNode {
 
     fn count(&self, method: &str) -> usize {
         self.calls.lock().unwrap().iter().filter(|m| *m == method).count()
-    }
-}
-
-/// Reads one HTTP/1.1 request and answers its body.
-async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
-    let mut data = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        let n = socket.read(&mut buf).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        data.extend_from_slice(&buf[..n]);
-        if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
-            let length: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            while data.len() < end + 4 + length {
-                let n = socket.read(&mut buf).await.ok()?;
-                if n == 0 {
-                    return None;
-                }
-                data.extend_from_slice(&buf[..n]);
-            }
-            return Some(data[end + 4..end + 4 + length].to_vec());
-        }
     }
 }
 

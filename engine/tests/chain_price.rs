@@ -11,7 +11,7 @@ use alloy::primitives::{I256, U256, keccak256};
 use alloy::sol_types::SolValue;
 use common::anvil::{Anvil, Artifact};
 use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
-use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, Reply};
+use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
 use serde_json::{Value, json};
 
 const PATH: &str = "/v1/chain/price";
@@ -44,21 +44,8 @@ async fn place_feed(anvil: &Anvil, feed: &str, round: u128, answer: i128, update
     anvil.send(Some(feed), &format!("0x{}", hex::encode(data))).await;
 }
 
-/// Calls the route through the catalog; a JSON answer is checked against its schema.
 async fn call(ctx: &Context, body: Value) -> Result<Value, EngineError> {
-    let catalog = Catalog::standard();
-    let entry = catalog.by_path(PATH).expect("the price route is registered");
-    let reply = entry.call(body.to_string().as_bytes(), ctx).await?;
-    let Reply::Json(value) = reply else { panic!("{PATH} answered files") };
-    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
-    let schema = entry.output_schema(&mut generator);
-    let mut schema = serde_json::to_value(&schema).unwrap();
-    let defs = serde_json::to_value(generator.definitions()).unwrap();
-    schema.as_object_mut().unwrap().insert("$defs".into(), defs);
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "the answer does not match its schema: {errors:?}\n{value:#}");
-    Ok(value)
+    common::route::call(ctx, PATH, body).await
 }
 
 async fn ok(ctx: &Context, body: Value) -> Value {

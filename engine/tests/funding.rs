@@ -2,6 +2,8 @@
 //! server that replays recorded-shape Hyperliquid answers (tests/fixtures/hyperliquid).
 //! Every answer is checked against the route's published output schema.
 
+mod common;
+
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -9,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use paperchain_engine::chain::funding::{CACHE_TTL, FundingClient, FundingConfig};
-use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, Reply};
+use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
 use schemars::generate::SchemaSettings;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -160,36 +162,8 @@ async fn handle(mut stream: TcpStream, state: Arc<State>) {
     let _ = stream.shutdown().await;
 }
 
-/// The route's published output schema, its definitions inlined.
-fn output_schema() -> Value {
-    let catalog = Catalog::standard();
-    let route = catalog.by_path(PATH).expect("the route is in the catalog");
-    let mut generator = SchemaSettings::draft2020_12().into_generator();
-    let mut schema = route.output_schema(&mut generator).to_value();
-    let defs = generator.take_definitions(true);
-    schema.as_object_mut().unwrap().insert("$defs".into(), Value::Object(defs));
-    schema
-}
-
-fn assert_valid(answer: &Value) {
-    let schema = output_schema();
-    let validator = jsonschema::validator_for(&schema).expect("the output schema compiles");
-    let errors: Vec<String> =
-        validator.iter_errors(answer).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-    assert!(errors.is_empty(), "answer does not match the output schema: {errors:#?}\n{answer:#}");
-}
-
-/// Calls the route as the front doors do; a JSON answer is checked against the schema.
 async fn call(ctx: &Context, body: Value) -> Result<Value, EngineError> {
-    let catalog = Catalog::standard();
-    let route = catalog.by_path(PATH).unwrap();
-    match route.call(body.to_string().as_bytes(), ctx).await? {
-        Reply::Json(answer) => {
-            assert_valid(&answer);
-            Ok(answer)
-        }
-        Reply::Files(_) => panic!("the funding route answers JSON"),
-    }
+    common::route::call(ctx, PATH, body).await
 }
 
 fn symbols(answer: &Value) -> Vec<&str> {
@@ -433,7 +407,7 @@ async fn the_catalog_entry() {
     assert_eq!(info.base_price.units(), 2_000);
     assert_eq!(info.free_pool, paperchain_engine::FreePool::ChainReads);
     assert!(info.open_world);
-    let schema = output_schema();
+    let schema = common::route::output_schema(PATH);
     let report = &schema["$defs"]["FundingReport"];
     let mut required: Vec<&str> = report["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     required.sort_unstable();

@@ -3,3 +3,5 @@
 #![allow(dead_code)]
 
 pub mod anvil;
+pub mod http;
+pub mod route;

@@ -1,0 +1,37 @@
+//! Calling a route as the front doors do, with every JSON answer checked against the
+//! route's published output schema.
+
+use paperchain_engine::{Catalog, Context, EngineError, Reply};
+use serde_json::Value;
+
+/// The output schema `path` publishes, its definitions inlined (draft 2020-12).
+pub fn output_schema(path: &str) -> Value {
+    let catalog = Catalog::standard();
+    let entry = catalog.by_path(path).unwrap_or_else(|| panic!("{path} is not registered"));
+    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let mut schema = entry.output_schema(&mut generator).to_value();
+    let defs = generator.take_definitions(true);
+    schema.as_object_mut().expect("an object schema").insert("$defs".into(), Value::Object(defs));
+    schema
+}
+
+/// Panics unless `answer` matches the output schema of `path`.
+pub fn assert_matches_schema(path: &str, answer: &Value) {
+    let schema = output_schema(path);
+    let validator = jsonschema::validator_for(&schema).expect("the output schema compiles");
+    let errors: Vec<String> = validator.iter_errors(answer).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "{path}: the answer does not match its schema: {errors:#?}\n{answer:#}");
+}
+
+/// Runs route `path` on `body`; a JSON answer must match the route's output schema.
+pub async fn call(ctx: &Context, path: &str, body: Value) -> Result<Value, EngineError> {
+    let catalog = Catalog::standard();
+    let entry = catalog.by_path(path).unwrap_or_else(|| panic!("{path} is not registered"));
+    match entry.call(body.to_string().as_bytes(), ctx).await? {
+        Reply::Json(answer) => {
+            assert_matches_schema(path, &answer);
+            Ok(answer)
+        }
+        Reply::Files(_) => panic!("{path} answered files"),
+    }
+}
