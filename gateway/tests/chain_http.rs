@@ -1,0 +1,813 @@
+//! The chain routes over HTTP: every input a caller can get wrong answers 422 naming the
+//! field, every way an upstream can fail answers its own status (never 500) with the
+//! headers it needs, and each EVM route answers a real anvil with its published shape.
+//!
+//! Nothing here reaches the internet: every chain and the funding upstream point at
+//! loopback servers started by the tests.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use paperchain_engine::Context;
+use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
+use paperchain_engine::chain::funding::{CACHE_TTL, FundingClient, FundingConfig};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+const EOA: &str = "0x00000000000000000000000000000000000b0b00";
+const HASH: &str = "0x1111111111111111111111111111111111111111111111111111111111111111";
+
+// --- Contexts and the server --------------------------------------------------------
+
+/// A context whose three chains all use `urls` (each with its own chain id) and whose
+/// funding client reads `funding`.
+fn context(urls: &[&str], timeouts: ChainTimeouts, funding: &str) -> Context {
+    let urls: Vec<url::Url> = urls.iter().map(|u| u.parse().unwrap()).collect();
+    let configs = [("ethereum", 1), ("base", 8453), ("polygon", 137)]
+        .into_iter()
+        .map(|(name, id)| ChainConfig::new(name, id, urls.clone()))
+        .collect();
+    let mut ctx = Context::new();
+    ctx.chains = Arc::new(Chains::new(configs, timeouts));
+    ctx.funding = Arc::new(FundingClient::new(FundingConfig {
+        base_url: funding.trim_end_matches('/').to_string(),
+        timeout: timeouts.attempt,
+        cache_ttl: CACHE_TTL,
+    }));
+    ctx
+}
+
+fn short_timeouts() -> ChainTimeouts {
+    ChainTimeouts { total: Duration::from_millis(1500), attempt: Duration::from_secs(1) }
+}
+
+/// A gateway over `ctx`, with its data directory.
+async fn serve(ctx: Context) -> (Server, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_full(dir.path(), None, ctx).await;
+    (server, dir)
+}
+
+/// One answer: status, Retry-After (if any), JSON body.
+struct Answer {
+    status: u16,
+    retry_after: Option<String>,
+    body: Value,
+}
+
+async fn call(server: &Server, path: &str, body: &Value) -> Answer {
+    let response = server.post(path, body).await;
+    let status = response.status().as_u16();
+    let retry_after = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_string());
+    let bytes = response.bytes().await.unwrap();
+    let body = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| panic!("{path} {body}: {status} with a body that is not JSON: {bytes:?}"));
+    Answer { status, retry_after, body }
+}
+
+/// Checks the error body shape of route book §1 and returns `(code, field)`.
+fn error_parts(path: &str, request: &Value, answer: &Answer) -> (String, Option<String>) {
+    let error = &answer.body["error"];
+    let object = error.as_object().unwrap_or_else(|| panic!("{path} {request}: no error object: {}", answer.body));
+    let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["code", "field", "message"], "{path} {request}: {}", answer.body);
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(!message.is_empty(), "{path} {request}: empty message: {}", answer.body);
+    let code = error["code"].as_str().unwrap_or_else(|| panic!("{path}: code is not text")).to_string();
+    (code, error["field"].as_str().map(str::to_string))
+}
+
+// --- 1. Bad input -------------------------------------------------------------------
+
+/// One wrong request and what it must answer.
+struct Bad {
+    path: &'static str,
+    body: Value,
+    field: &'static str,
+    code: &'static str,
+}
+
+fn bad(path: &'static str, body: Value, field: &'static str) -> Bad {
+    Bad { path, body, field, code: "invalid_input" }
+}
+
+fn unknown(path: &'static str, mut body: Value) -> Bad {
+    body["bogus"] = json!(1);
+    Bad { path, body, field: "/bogus", code: "unknown_field" }
+}
+
+fn bad_inputs() -> Vec<Bad> {
+    let hex = |n: usize| format!("0x{}", "a".repeat(n));
+    let gas = "/v1/chain/gas";
+    let block = "/v1/chain/block";
+    let balance = "/v1/chain/balance";
+    let token = "/v1/chain/token";
+    let tx = "/v1/chain/tx";
+    let price = "/v1/chain/price";
+    let ens = "/v1/chain/ens";
+    let calldata = "/v1/chain/calldata";
+    let funding = "/v1/defi/funding";
+    vec![
+        // Bad chain.
+        bad(gas, json!({"chain": "solana"}), "/chain"),
+        bad(block, json!({"chain": "solana"}), "/chain"),
+        bad(balance, json!({"chain": "solana", "address": EOA}), "/chain"),
+        bad(token, json!({"chain": "solana", "address": EOA}), "/chain"),
+        bad(tx, json!({"chain": "solana", "hash": HASH}), "/chain"),
+        bad(price, json!({"chain": "solana", "pair": "ETH/USD"}), "/chain"),
+        bad(price, json!({"chain": "polygon", "pair": "ETH/USD"}), "/chain"),
+        bad(gas, json!({"chain": 1}), "/chain"),
+        // Bad address.
+        bad(balance, json!({"chain": "ethereum", "address": "0x123"}), "/address"),
+        bad(balance, json!({"chain": "ethereum", "address": EOA, "token": "0x123"}), "/token"),
+        bad(token, json!({"chain": "ethereum", "address": "0x123"}), "/address"),
+        bad(ens, json!({"address": "0x123"}), "/address"),
+        bad(token, json!({"chain": "ethereum", "address": format!("0x{}", "g".repeat(40))}), "/address"),
+        // Unknown field.
+        unknown(gas, json!({"chain": "ethereum"})),
+        unknown(block, json!({"chain": "ethereum"})),
+        unknown(balance, json!({"chain": "ethereum", "address": EOA})),
+        unknown(token, json!({"chain": "ethereum", "address": EOA})),
+        unknown(tx, json!({"chain": "ethereum", "hash": HASH})),
+        unknown(price, json!({"chain": "ethereum", "pair": "ETH/USD"})),
+        unknown(ens, json!({"name": "vitalik.eth"})),
+        unknown(calldata, json!({"calldata": "0xa9059cbb"})),
+        unknown(funding, json!({})),
+        // Missing required field.
+        bad(gas, json!({}), "/chain"),
+        bad(block, json!({}), "/chain"),
+        bad(balance, json!({"chain": "ethereum"}), "/address"),
+        bad(balance, json!({"address": EOA}), "/chain"),
+        bad(token, json!({"chain": "ethereum"}), "/address"),
+        bad(tx, json!({"chain": "ethereum"}), "/hash"),
+        bad(tx, json!({"hash": HASH}), "/chain"),
+        bad(price, json!({"chain": "ethereum"}), "/pair"),
+        bad(price, json!({"pair": "ETH/USD"}), "/chain"),
+        bad(calldata, json!({}), "/calldata"),
+        // Calldata.
+        bad(calldata, json!({"calldata": "0xzzzzzzzz"}), "/calldata"),
+        bad(calldata, json!({"calldata": "a9059cbb"}), "/calldata"),
+        bad(calldata, json!({"calldata": "0xa9059cb"}), "/calldata"),
+        bad(calldata, json!({"calldata": "0xa905"}), "/calldata"),
+        bad(calldata, json!({"calldata": "0xa9059cbb", "signature": "not a signature("}), "/signature"),
+        // Transaction hash.
+        bad(tx, json!({"chain": "ethereum", "hash": hex(63)}), "/hash"),
+        bad(tx, json!({"chain": "ethereum", "hash": hex(65)}), "/hash"),
+        bad(tx, json!({"chain": "ethereum", "hash": hex(67)}), "/hash"),
+        bad(tx, json!({"chain": "ethereum", "hash": format!("0x{}", "z".repeat(64))}), "/hash"),
+        bad(tx, json!({"chain": "ethereum", "hash": "a".repeat(66)}), "/hash"),
+        // ENS: exactly one of name and address.
+        bad(ens, json!({"name": "vitalik.eth", "address": EOA}), "/name"),
+        bad(ens, json!({}), "/name"),
+        bad(ens, json!({"name": null, "address": null}), "/name"),
+        // Price pairs.
+        bad(price, json!({"chain": "ethereum", "pair": "DOGE/USD"}), "/pair"),
+        bad(price, json!({"chain": "ethereum", "pair": "eth/usd"}), "/pair"),
+        bad(price, json!({"chain": "base", "pair": "stETH/USD"}), "/pair"),
+        bad(price, json!({"chain": "ethereum", "pair": "cbETH/USD"}), "/pair"),
+        // Funding.
+        bad(funding, json!({"limit": 0}), "/limit"),
+        bad(funding, json!({"limit": 51}), "/limit"),
+        bad(funding, json!({"limit": -1}), "/limit"),
+        bad(funding, json!({"symbol": "BT C"}), "/symbol"),
+        bad(funding, json!({"symbol": ""}), "/symbol"),
+        bad(funding, json!({"symbol": "A".repeat(21)}), "/symbol"),
+        bad(funding, json!({"min_volume_usd": -1}), "/min_volume_usd"),
+    ]
+}
+
+#[tokio::test]
+async fn bad_input_is_422_naming_the_field_before_any_upstream_request() {
+    // Every upstream is a closed port: an input error found only after an RPC or an
+    // upstream request would answer 503 here instead of 422.
+    let down = closed_port_url().await;
+    let (server, _dir) = serve(context(&[&down], short_timeouts(), &down)).await;
+    let mut failures = Vec::new();
+    for case in bad_inputs() {
+        let answer = call(&server, case.path, &case.body).await;
+        if answer.status != 422 {
+            failures.push(format!("{} {} -> {} {}", case.path, case.body, answer.status, answer.body));
+            continue;
+        }
+        let (code, field) = error_parts(case.path, &case.body, &answer);
+        if code != case.code || field.as_deref() != Some(case.field) {
+            failures.push(format!(
+                "{} {} -> code {code}, field {field:?}; expected {}, {}: {}",
+                case.path, case.body, case.code, case.field, answer.body
+            ));
+        }
+        assert!(answer.retry_after.is_none(), "{} {}: Retry-After on a 422", case.path, case.body);
+    }
+    assert!(failures.is_empty(), "{} wrong answers:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[tokio::test]
+async fn a_body_that_is_not_json_is_422_without_a_field() {
+    let down = closed_port_url().await;
+    let (server, _dir) = serve(context(&[&down], short_timeouts(), &down)).await;
+    for path in ["/v1/chain/gas", "/v1/chain/calldata", "/v1/defi/funding"] {
+        let response = server
+            .client
+            .post(format!("{}{path}", server.base))
+            .header("content-type", "application/json")
+            .body("not json")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 422, "{path}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "invalid_json", "{path}: {body}");
+    }
+}
+
+// --- 2. Upstream failures -----------------------------------------------------------
+
+/// The node-backed routes, each with a valid body.
+fn node_calls() -> Vec<(&'static str, Value)> {
+    vec![
+        ("/v1/chain/gas", json!({"chain": "ethereum"})),
+        ("/v1/chain/block", json!({"chain": "ethereum"})),
+        ("/v1/chain/balance", json!({"chain": "ethereum", "address": EOA})),
+        ("/v1/chain/balance", json!({"chain": "base", "address": EOA, "token": EOA})),
+        ("/v1/chain/token", json!({"chain": "ethereum", "address": EOA})),
+        ("/v1/chain/tx", json!({"chain": "polygon", "hash": HASH})),
+        ("/v1/chain/price", json!({"chain": "ethereum", "pair": "ETH/USD"})),
+        ("/v1/chain/ens", json!({"name": "vitalik.eth"})),
+        ("/v1/chain/ens", json!({"address": EOA})),
+    ]
+}
+
+/// Calls every node-backed route at once (the timeouts then add up only once) and checks
+/// each answers `status`, an error body, and a Retry-After equal to `retry_after` when
+/// given (`Some("")`: present, any whole number of seconds; `None`: absent).
+async fn expect_all(server: &Server, status: u16, code: &str, retry_after: Option<&str>) {
+    let calls = node_calls();
+    let answers =
+        futures::future::join_all(calls.iter().map(|(path, body)| async move { call(server, path, body).await })).await;
+    let mut failures = Vec::new();
+    for ((path, body), answer) in calls.iter().zip(answers) {
+        if answer.status != status {
+            failures.push(format!("{path} {body} -> {} {} (expected {status})", answer.status, answer.body));
+            continue;
+        }
+        let (got_code, field) = error_parts(path, body, &answer);
+        assert_eq!(got_code, code, "{path} {body}: {}", answer.body);
+        assert_eq!(field, None, "{path} {body}: an upstream failure names no field: {}", answer.body);
+        match (retry_after, answer.retry_after.as_deref()) {
+            (None, None) => {}
+            (Some(""), Some(seconds)) => {
+                let seconds: u64 = seconds.parse().unwrap_or_else(|_| panic!("{path}: Retry-After {seconds:?}"));
+                assert!(seconds >= 1, "{path}: Retry-After {seconds}");
+            }
+            (Some(want), Some(got)) if want == got => {}
+            (want, got) => failures.push(format!("{path} {body}: Retry-After {got:?}, expected {want:?}")),
+        }
+    }
+    assert!(failures.is_empty(), "{} wrong answers:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[tokio::test]
+async fn nothing_listening_is_503_with_retry_after() {
+    let down = closed_port_url().await;
+    let (server, _dir) = serve(context(&[&down], short_timeouts(), &down)).await;
+    expect_all(&server, 503, "unavailable", Some("")).await;
+}
+
+#[tokio::test]
+async fn a_node_that_never_answers_is_504() {
+    let (silent, task) = silent_server().await;
+    let (server, _dir) = serve(context(&[&silent], short_timeouts(), &silent)).await;
+    expect_all(&server, 504, "timeout", None).await;
+    task.abort();
+}
+
+#[tokio::test]
+async fn an_html_page_is_502() {
+    let html =
+        FakeNode::start(|_| (200, vec![("Content-Type", "text/html".into())], "<html>hello</html>".into())).await;
+    let (server, _dir) = serve(context(&[&html.url], short_timeouts(), &html.url)).await;
+    expect_all(&server, 502, "upstream_error", None).await;
+}
+
+#[tokio::test]
+async fn a_wrong_json_rpc_shape_is_502() {
+    // The chain id check passes; every other answer is JSON but not JSON-RPC.
+    let shape = FakeNode::start(|r| {
+        if r["method"] == "eth_chainId" {
+            rpc_result(r, json!("0x1"))
+        } else {
+            (200, vec![], r#"{"hello": "world"}"#.into())
+        }
+    })
+    .await;
+    let ctx = context(&[&shape.url], short_timeouts(), &shape.url);
+    // Only ethereum (id 1) passes the chain id check; the other two are bad upstreams anyway.
+    let (server, _dir) = serve(ctx).await;
+    expect_all(&server, 502, "upstream_error", None).await;
+    assert!(shape.count("eth_chainId") >= 1, "the chain id check was not reached");
+
+    // A JSON-RPC answer whose result has the wrong type.
+    let wrong_type = FakeNode::start(|r| {
+        if r["method"] == "eth_chainId" { rpc_result(r, json!("0x1")) } else { rpc_result(r, json!("not a number")) }
+    })
+    .await;
+    let (server, _dir) = serve(context(&[&wrong_type.url], short_timeouts(), &wrong_type.url)).await;
+    for (path, body) in [
+        ("/v1/chain/gas", json!({"chain": "ethereum"})),
+        ("/v1/chain/block", json!({"chain": "ethereum"})),
+        ("/v1/chain/balance", json!({"chain": "ethereum", "address": EOA})),
+        ("/v1/chain/token", json!({"chain": "ethereum", "address": EOA})),
+        ("/v1/chain/tx", json!({"chain": "ethereum", "hash": HASH})),
+    ] {
+        let answer = call(&server, path, &body).await;
+        assert_eq!(answer.status, 502, "{path} {body}: {}", answer.body);
+        assert_eq!(error_parts(path, &body, &answer).0, "upstream_error");
+    }
+}
+
+#[tokio::test]
+async fn a_node_of_another_chain_or_a_server_error_is_502() {
+    let goerli = FakeNode::start(|r| rpc_result(r, json!("0x5"))).await;
+    let (server, _dir) = serve(context(&[&goerli.url], short_timeouts(), &goerli.url)).await;
+    expect_all(&server, 502, "upstream_error", None).await;
+
+    let broken = FakeNode::start(|_| (500, vec![], "oops".into())).await;
+    let (server, _dir) = serve(context(&[&broken.url], short_timeouts(), &broken.url)).await;
+    expect_all(&server, 502, "upstream_error", None).await;
+}
+
+#[tokio::test]
+async fn an_upstream_429_is_429_with_its_retry_after() {
+    let limited = FakeNode::start(|_| (429, vec![("Retry-After", "7".into())], "slow down".into())).await;
+    let (server, _dir) = serve(context(&[&limited.url], short_timeouts(), &limited.url)).await;
+    expect_all(&server, 429, "rate_limited", Some("7")).await;
+
+    // Without a Retry-After from the node, a default delay is still given.
+    let limited = FakeNode::start(|_| (429, vec![], String::new())).await;
+    let (server, _dir) = serve(context(&[&limited.url], short_timeouts(), &limited.url)).await;
+    expect_all(&server, 429, "rate_limited", Some("")).await;
+}
+
+// --- Funding upstream ---------------------------------------------------------------
+
+/// The funding calls that reach the upstream (a listing, and one symbol).
+fn funding_calls() -> [Value; 2] {
+    [json!({}), json!({"symbol": "BTC", "limit": 5})]
+}
+
+async fn expect_funding(upstream: &str, status: u16, code: &str, retry_after: Option<&str>) {
+    let (server, _dir) = serve(context(&[upstream], short_timeouts(), upstream)).await;
+    for body in funding_calls() {
+        let answer = call(&server, "/v1/defi/funding", &body).await;
+        assert_eq!(answer.status, status, "funding {body} via {upstream}: {}", answer.body);
+        let (got, field) = error_parts("/v1/defi/funding", &body, &answer);
+        assert_eq!((got.as_str(), field), (code, None), "{}", answer.body);
+        match retry_after {
+            None => assert_eq!(answer.retry_after, None, "{}", answer.body),
+            Some("") => assert!(answer.retry_after.as_deref().and_then(|s| s.parse::<u64>().ok()).is_some()),
+            Some(want) => assert_eq!(answer.retry_after.as_deref(), Some(want)),
+        }
+    }
+}
+
+#[tokio::test]
+async fn funding_upstream_failures_map_to_their_statuses() {
+    let server_error = FakeNode::start(|_| (500, vec![], "oops".into())).await;
+    expect_funding(&server_error.url, 502, "upstream_error", None).await;
+
+    let limited = FakeNode::start(|_| (429, vec![("Retry-After", "7".into())], "slow down".into())).await;
+    expect_funding(&limited.url, 429, "rate_limited", Some("7")).await;
+
+    let down = closed_port_url().await;
+    expect_funding(&down, 503, "unavailable", Some("")).await;
+
+    let garbage = FakeNode::start(|_| (200, vec![], r#"{"not": "the info answer"}"#.into())).await;
+    expect_funding(&garbage.url, 502, "upstream_error", None).await;
+
+    let html = FakeNode::start(|_| (200, vec![("Content-Type", "text/html".into())], "<html></html>".into())).await;
+    expect_funding(&html.url, 502, "upstream_error", None).await;
+
+    let (silent, task) = silent_server().await;
+    expect_funding(&silent, 504, "timeout", None).await;
+    task.abort();
+
+    assert!(server_error.count("request") >= 1, "the funding upstream was never asked");
+}
+
+// --- Fake upstreams -----------------------------------------------------------------
+
+/// What a fake upstream answers to one request: status, extra headers, body.
+type Reply = (u16, Vec<(&'static str, String)>, String);
+
+/// A loopback HTTP server answering every request with `handler` (given the request's
+/// JSON body, Null when it is not JSON); remembers the JSON-RPC method of each request.
+struct FakeNode {
+    url: String,
+    calls: Arc<std::sync::Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeNode {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FakeNode {
+    async fn start(handler: impl Fn(&Value) -> Reply + Send + Sync + 'static) -> FakeNode {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let handler = Arc::new(handler);
+        let seen = calls.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let handler = handler.clone();
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let Some(body) = read_request(&mut socket).await else { return };
+                    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let method = match &request["method"] {
+                        Value::String(m) => m.clone(),
+                        _ if request.is_array() => "batch".to_string(),
+                        _ => "request".to_string(),
+                    };
+                    seen.lock().unwrap().push(method);
+                    let (status, headers, body) = handler(&request);
+                    let mut head =
+                        format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
+                    for (name, value) in headers {
+                        head.push_str(&format!("{name}: {value}\r\n"));
+                    }
+                    head.push_str("\r\n");
+                    let _ = socket.write_all(head.as_bytes()).await;
+                    let _ = socket.write_all(body.as_bytes()).await;
+                    let _ = socket.shutdown().await;
+                });
+            }
+        });
+        FakeNode { url, calls, task }
+    }
+
+    fn count(&self, method: &str) -> usize {
+        self.calls.lock().unwrap().iter().filter(|m| *m == method).count()
+    }
+}
+
+/// Reads one HTTP/1.1 request and returns its body.
+async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = socket.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        data.extend_from_slice(&buf[..n]);
+        if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while data.len() < end + 4 + length {
+                let n = socket.read(&mut buf).await.ok()?;
+                if n == 0 {
+                    return None;
+                }
+                data.extend_from_slice(&buf[..n]);
+            }
+            return Some(data[end + 4..end + 4 + length].to_vec());
+        }
+    }
+}
+
+fn rpc_result(request: &Value, result: Value) -> Reply {
+    (200, vec![], json!({"jsonrpc": "2.0", "id": request["id"], "result": result}).to_string())
+}
+
+/// A loopback URL with nothing listening.
+async fn closed_port_url() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    drop(listener);
+    url
+}
+
+/// A loopback server that accepts connections and never answers.
+async fn silent_server() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    (url, task)
+}
+
+// --- 3. Happy paths against anvil ---------------------------------------------------
+
+/// A running anvil, killed when dropped (a trimmed copy of engine/tests/common/anvil.rs,
+/// which gateway tests cannot import).
+struct Anvil {
+    child: Child,
+    url: String,
+    client: reqwest::Client,
+}
+
+impl Drop for Anvil {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Where anvil is: `$PAPERCHAIN_ANVIL`, else `npm/node_modules/.bin/anvil` under
+/// `$PAPERCHAIN_TOOLS` or `$HOME/.cache/paperchain/tools` (as `cargo xtask setup` puts it).
+fn anvil_binary() -> PathBuf {
+    let set = |key: &str| std::env::var_os(key).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(path) = set("PAPERCHAIN_ANVIL") {
+        return path;
+    }
+    let tools = set("PAPERCHAIN_TOOLS").or_else(|| set("HOME").map(|h| h.join(".cache/paperchain/tools")));
+    let candidates: Vec<PathBuf> = tools.iter().map(|t| t.join("npm/node_modules/.bin/anvil")).collect();
+    candidates.iter().find(|p| p.is_file()).cloned().unwrap_or_else(|| {
+        panic!("anvil is not installed (looked at {candidates:?}); run `cargo xtask setup`, or set PAPERCHAIN_ANVIL")
+    })
+}
+
+impl Anvil {
+    /// anvil serving chain id 1 on a free loopback port; waits until it answers.
+    async fn start() -> Anvil {
+        let binary = anvil_binary();
+        let mut child = Command::new(&binary)
+            .args(["--host", "127.0.0.1", "--port", "0", "--chain-id", "1"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", binary.display()));
+        let stdout = child.stdout.take().unwrap();
+        // The reader keeps draining stdout, or anvil would block on a full pipe.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut tx = Some(tx);
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(address) = line.trim().strip_prefix("Listening on ")
+                    && let Some(tx) = tx.take()
+                {
+                    let _ = tx.send(address.to_string());
+                }
+            }
+        });
+        let Ok(address) = rx.recv_timeout(Duration::from_secs(60)) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("anvil did not say where it listens within 60 s");
+        };
+        let port: u16 = address.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap();
+        let anvil = Anvil {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            client: reqwest::Client::builder().no_proxy().build().unwrap(),
+        };
+        let mut tries = 0;
+        while anvil.try_rpc("eth_chainId", json!([])).await.is_err() {
+            tries += 1;
+            assert!(tries < 100, "anvil at {} does not answer", anvil.url);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        anvil
+    }
+
+    async fn try_rpc(&self, method: &str, params: Value) -> Result<Value, String> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let response = self.client.post(&self.url).json(&body).send().await.map_err(|e| e.to_string())?;
+        let answer: Value = response.json().await.map_err(|e| e.to_string())?;
+        match &answer["error"] {
+            Value::Null => Ok(answer["result"].clone()),
+            error => Err(error.to_string()),
+        }
+    }
+
+    async fn rpc(&self, method: &str, params: Value) -> Value {
+        self.try_rpc(method, params.clone()).await.unwrap_or_else(|e| panic!("{method} {params}: {e}"))
+    }
+
+    /// Sends a transaction from the first dev account; returns its hash once mined.
+    async fn send(&self, to: Option<&str>, data: &str, value: u128) -> String {
+        let accounts = self.rpc("eth_accounts", json!([])).await;
+        let mut tx = json!({"from": accounts[0], "data": data, "gas": "0x1c9c380", "value": format!("{value:#x}")});
+        if let Some(to) = to {
+            tx["to"] = json!(to);
+        }
+        let hash = self.rpc("eth_sendTransaction", json!([tx])).await;
+        for _ in 0..100 {
+            let receipt = self.rpc("eth_getTransactionReceipt", json!([hash])).await;
+            if !receipt.is_null() {
+                assert_eq!(receipt["status"], json!("0x1"), "{receipt}");
+                return hash.as_str().unwrap().to_string();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("transaction {hash} was not mined");
+    }
+
+    /// The 4-byte selector of `signature`, as hex without 0x (anvil does the keccak).
+    async fn selector(&self, signature: &str) -> String {
+        let hash = self.rpc("web3_sha3", json!([format!("0x{}", hex_of(signature.as_bytes()))])).await;
+        hash.as_str().unwrap()[2..10].to_string()
+    }
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A uint as one ABI word, hex.
+fn word(value: u128) -> String {
+    format!("{value:064x}")
+}
+
+/// A short string (at most 32 bytes) as its ABI tail: length word, then the padded bytes.
+fn abi_string(text: &str) -> String {
+    format!("{}{:0<64}", word(text.len() as u128), hex_of(text.as_bytes()))
+}
+
+/// A fixture contract compiled for the engine's tests.
+fn artifact(name: &str) -> Value {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/fixtures/contracts").join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Checks `value` against the published output schema of `path`.
+fn assert_schema(path: &str, value: &Value) {
+    let catalog = paperchain_engine::Catalog::standard();
+    let entry = catalog.by_path(path).unwrap_or_else(|| panic!("{path} is not registered"));
+    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let schema = entry.output_schema(&mut generator);
+    let mut schema = serde_json::to_value(&schema).unwrap();
+    let defs = serde_json::to_value(generator.definitions()).unwrap();
+    schema.as_object_mut().unwrap().insert("$defs".into(), defs);
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(value).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{path}: the answer does not match its schema: {errors:?}\n{value:#}");
+}
+
+/// A 200 whose body matches the route's schema and has `members`.
+async fn ok(server: &Server, path: &str, body: Value, members: &[&str]) -> Value {
+    let answer = call(server, path, &body).await;
+    assert_eq!(answer.status, 200, "{path} {body}: {}", answer.body);
+    assert_schema(path, &answer.body);
+    for member in members {
+        assert!(answer.body.get(member).is_some(), "{path} {body}: no `{member}` in {}", answer.body);
+    }
+    answer.body
+}
+
+#[tokio::test]
+async fn every_evm_route_answers_anvil() {
+    let anvil = Anvil::start().await;
+    let down = closed_port_url().await;
+    let timeouts = ChainTimeouts { total: Duration::from_secs(20), attempt: Duration::from_secs(10) };
+    let (server, _dir) = serve(context(&[&anvil.url], timeouts, &down)).await;
+
+    let head = anvil.rpc("eth_blockNumber", json!([])).await;
+    let gas = ok(
+        &server,
+        "/v1/chain/gas",
+        json!({"chain": "ethereum"}),
+        &["chain", "gas_price_wei", "gas_price_gwei", "base_fee_gwei"],
+    )
+    .await;
+    assert_eq!(gas["chain"], "ethereum");
+    assert!(gas["gas_price_wei"].as_str().unwrap().parse::<u128>().unwrap() > 0, "{gas}");
+
+    let block = ok(
+        &server,
+        "/v1/chain/block",
+        json!({"chain": "ethereum"}),
+        &["chain", "number", "timestamp", "hash", "base_fee_gwei", "gas_used", "gas_limit"],
+    )
+    .await;
+    assert!(block["number"].as_u64().unwrap() >= u64::from_str_radix(&head.as_str().unwrap()[2..], 16).unwrap());
+    assert!(block["hash"].as_str().unwrap().starts_with("0x"), "{block}");
+
+    // Native balance, after sending value to a fresh address.
+    let hash = anvil.send(Some(EOA), "0x", 1_500_000_000_000_000_000).await;
+    let balance =
+        ok(&server, "/v1/chain/balance", json!({"chain": "ethereum", "address": EOA}), &["chain", "address", "asset"])
+            .await;
+    assert_eq!(balance["asset"], "native");
+    assert_eq!(balance["wei"], "1500000000000000000", "{balance}");
+
+    // A token: the fixture ERC-20, constructed with (name, symbol, decimals, supply).
+    let args = format!(
+        "{}{}{}{}{}{}",
+        word(0x80),
+        word(0xc0),
+        word(6),
+        word(1_234_500_000),
+        abi_string("Fixture Dollar"),
+        abi_string("FIX")
+    );
+    let init = format!("{}{args}", artifact("FixtureToken")["bytecode"].as_str().unwrap());
+    let deployed = anvil.send(None, &init, 0).await;
+    let receipt = anvil.rpc("eth_getTransactionReceipt", json!([deployed])).await;
+    let token = receipt["contractAddress"].as_str().unwrap().to_ascii_lowercase();
+    let info = ok(
+        &server,
+        "/v1/chain/token",
+        json!({"chain": "ethereum", "address": token}),
+        &["chain", "address", "is_erc20", "name", "symbol", "decimals"],
+    )
+    .await;
+    assert_eq!(info["address"], token.as_str());
+    assert_eq!(
+        (&info["is_erc20"], &info["symbol"], &info["decimals"], &info["total_supply"]),
+        (&json!(true), &json!("FIX"), &json!(6), &json!("1234.5")),
+        "{info}"
+    );
+    let held =
+        ok(&server, "/v1/chain/balance", json!({"chain": "ethereum", "address": EOA, "token": token}), &["asset"])
+            .await;
+    assert_eq!(held["asset"], "erc20", "{held}");
+    let eoa_info = ok(&server, "/v1/chain/token", json!({"chain": "ethereum", "address": EOA}), &["is_erc20"]).await;
+    assert_eq!(eoa_info["is_erc20"], false, "{eoa_info}");
+
+    // The value transfer above, read back.
+    let tx = ok(
+        &server,
+        "/v1/chain/tx",
+        json!({"chain": "ethereum", "hash": hash}),
+        &["chain", "hash", "status", "block", "from", "to", "value_wei"],
+    )
+    .await;
+    assert_eq!(tx["hash"], hash.as_str(), "{tx}");
+    assert_eq!((&tx["to"], &tx["value_wei"]), (&json!(EOA), &json!("1500000000000000000")), "{tx}");
+
+    // A price feed: the mock aggregator's code at the ETH/USD proxy's address.
+    let feed = "0x5f4ec3df9cbd43714fe2740f5e3616155c5b8419";
+    anvil.rpc("anvil_setCode", json!([feed, artifact("MockAggregator")["deployedBytecode"]])).await;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let set = anvil.selector("set(uint80,int256,uint256,uint8)").await;
+    let data = format!("0x{set}{}{}{}{}", word(42), word(345_678_901_234), word(u128::from(now - 60)), word(8));
+    anvil.send(Some(feed), &data, 0).await;
+    let price = ok(
+        &server,
+        "/v1/chain/price",
+        json!({"chain": "ethereum", "pair": "ETH/USD"}),
+        &[
+            "chain",
+            "pair",
+            "price",
+            "decimals",
+            "round_id",
+            "updated_at",
+            "age_seconds",
+            "stale",
+            "heartbeat_s",
+            "feed",
+        ],
+    )
+    .await;
+    assert_eq!(price["price"], "3456.78901234", "{price}");
+    assert_eq!(price["round_id"], "42");
+    assert_eq!(price["stale"], false);
+
+    // ENS: the registry mock at the registry's address, with no resolver set for the name.
+    let registry = "0x00000000000c2e074ec69a0dfb2997ba6c7d2e1e";
+    anvil.rpc("anvil_setCode", json!([registry, artifact("EnsRegistryMock")["deployedBytecode"]])).await;
+    let ens =
+        ok(&server, "/v1/chain/ens", json!({"name": "nobody.eth"}), &["name", "address", "resolved", "primary_name"])
+            .await;
+    assert_eq!(ens["resolved"], false, "{ens}");
+    let reverse = ok(&server, "/v1/chain/ens", json!({"address": EOA}), &["address", "resolved", "primary_name"]).await;
+    assert_eq!(reverse["primary_name"], Value::Null, "{reverse}");
+
+    // Calldata needs no node.
+    let transfer = anvil.selector("transfer(address,uint256)").await;
+    let data = format!("0x{transfer}{:0>64}{}", &EOA[2..], word(5));
+    let decoded = ok(
+        &server,
+        "/v1/chain/calldata",
+        json!({"calldata": data}),
+        &["selector", "bytes", "candidates", "decoded", "best"],
+    )
+    .await;
+    assert_eq!(decoded["selector"], format!("0x{transfer}"));
+}
