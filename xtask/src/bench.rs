@@ -7,7 +7,10 @@
 //! child process; peak memory (RSS) comes from `/usr/bin/time -f %M` wrapping the child,
 //! the same wrapper on both sides. The cases of a group live in its own module
 //! (`bench/pages.rs`, `bench/docs.rs`); a group is added to [`Group`] and to [`run`].
+//! The `chain` group (`bench/chain.rs`) times a warm server's answers against `cast` and
+//! prints its own table.
 
+mod chain;
 mod docs;
 mod pages;
 
@@ -46,6 +49,8 @@ enum Group {
     /// Compression against qpdf and Ghostscript, PDF to PNG against pdftoppm, on the
     /// corpus's largest PDFs.
     Docs,
+    /// Chain reads of a warm `paperchain serve` against Foundry's `cast`, on a local anvil.
+    Chain,
 }
 
 impl Group {
@@ -56,7 +61,12 @@ impl Group {
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let installed = setup::run(Verbosity::Quiet)?;
-    let corpus = corpus_dir().context("no corpus: set PAPERCHAIN_CORPUS, or put shared/corpus beside the clone")?;
+    let documents = args.group.includes(Group::Pages) || args.group.includes(Group::Docs);
+    let corpus = if documents {
+        corpus_dir().context("no corpus: set PAPERCHAIN_CORPUS, or put shared/corpus beside the clone")?
+    } else {
+        PathBuf::new()
+    };
     let paperchain = build_paperchain()?;
     let work = WorkDir::create()?;
     let memory = Path::new(TIME_PROGRAM).is_file();
@@ -74,23 +84,19 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         comparisons.extend(docs::cases(&paperchain, &corpus, &work.path.join("docs"))?);
     }
     let rows: Vec<Row> = comparisons.iter().map(|comparison| bench.measure(comparison)).collect();
+    let chain = if args.group.includes(Group::Chain) {
+        Some(chain::measure(&paperchain, &installed.tools, args.runs, &work.path.join("chain"))?)
+    } else {
+        None
+    };
 
-    print_tables(&rows);
-    println!();
-    println!(
-        "Median (minimum) wall time of {} runs after one warm-up, each side a fresh process. Peak RSS: {}.",
-        args.runs,
-        if memory {
-            "/usr/bin/time -f %M around each child, highest of the runs"
-        } else {
-            "not measured (no /usr/bin/time)"
-        }
-    );
-    println!(
-        "Output: the size of the PDFs or images written (a ZIP's, unpacked), after each passed the checks above; \
-         the ratios are paperchain/other, below 1 where Paperchain is faster or smaller."
-    );
-    let failures: Vec<(bool, String)> = rows
+    if documents {
+        print_documents(&rows, args.runs, memory);
+    }
+    if let Some(chain) = &chain {
+        chain.print();
+    }
+    let mut failures: Vec<(bool, String)> = rows
         .iter()
         .flat_map(|row| {
             [("paperchain", &row.paperchain), (row.tool, &row.reference)].into_iter().filter_map(
@@ -101,6 +107,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             )
         })
         .collect();
+    failures.extend(chain.iter().flat_map(chain::Report::failures));
     if failures.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
@@ -116,6 +123,25 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
     println!("Only the other tools failed: their rows have no comparison.");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The document groups' tables and what their columns mean.
+fn print_documents(rows: &[Row], runs: u32, memory: bool) {
+    print_tables(rows);
+    println!();
+    println!(
+        "Median (minimum) wall time of {} runs after one warm-up, each side a fresh process. Peak RSS: {}.",
+        runs,
+        if memory {
+            "/usr/bin/time -f %M around each child, highest of the runs"
+        } else {
+            "not measured (no /usr/bin/time)"
+        }
+    );
+    println!(
+        "Output: the size of the PDFs or images written (a ZIP's, unpacked), after each passed the checks above; \
+         the ratios are paperchain/other, below 1 where Paperchain is faster or smaller."
+    );
 }
 
 /// One operation of the `pages` group, timed on both sides: the short form of a

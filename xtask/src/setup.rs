@@ -3,7 +3,7 @@
 //!
 //! What the project needs is listed once, in the constants at the top; adding a tool is
 //! adding a line there. Native libraries come out of PyPI wheels (libpdfium from
-//! `pypdfium2`); anvil and solcjs come from npm into `$PAPERCHAIN_TOOLS/npm`. Later work
+//! `pypdfium2`); anvil, cast and solcjs come from npm into `$PAPERCHAIN_TOOLS/npm`. Later work
 //! adds LibreOffice, tesseract and Chromium (Debian) the same way.
 
 use std::io::IsTerminal as _;
@@ -42,13 +42,22 @@ pub const WHEEL_LIBRARIES: &[WheelLibrary] = &[WheelLibrary {
 }];
 
 /// npm packages installed into `$PAPERCHAIN_TOOLS/npm` (their programs are in
-/// `node_modules/.bin` there). Tests find anvil at `$PAPERCHAIN_TOOLS/npm/node_modules/.bin/anvil`.
+/// `node_modules/.bin` there). Tests find anvil at `$PAPERCHAIN_TOOLS/npm/node_modules/.bin/anvil`;
+/// the chain bench finds cast beside it.
 pub const NPM_TOOLS: &[NpmTool] = &[
     NpmTool {
         package: "@foundry-rs/anvil-linux-amd64",
         version: "1.7.1",
         program: "anvil",
         why: "anvil, the local EVM chain the chain-route tests start",
+    },
+    NpmTool {
+        // The platform package itself, like anvil's: `@foundry-rs/cast` only picks it in a
+        // postinstall script, which would fetch the binary on its own.
+        package: "@foundry-rs/cast-linux-amd64",
+        version: "1.7.1",
+        program: "cast",
+        why: "cast, the reference client of the chain bench (same Foundry release as anvil)",
     },
     NpmTool {
         package: "solc",
@@ -330,7 +339,7 @@ fn ensure_npm_tools(tools: &Path, verbosity: Verbosity) -> anyhow::Result<()> {
     }
     if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
         bail!(
-            "the pinned anvil build is for x86_64 Linux; install anvil {} yourself and set PAPERCHAIN_ANVIL to it",
+            "the pinned anvil and cast builds are for x86_64 Linux; install anvil {} yourself and set PAPERCHAIN_ANVIL to it",
             NPM_TOOLS[0].version
         );
     }
