@@ -48,6 +48,8 @@ pub struct Context {
     pub progress: Arc<dyn Progress>,
     /// The perpetual-funding upstream's client and its 60 s cache.
     pub funding: Arc<crate::chain::funding::FundingClient>,
+    /// The address check's 10-minute result cache.
+    pub address_checks: Arc<crate::chain::address_check::AddressCheckCache>,
 }
 
 impl Context {
@@ -64,6 +66,7 @@ impl Context {
             limits: Limits::default(),
             progress: Arc::new(NoProgress),
             funding: Arc::new(crate::chain::funding::FundingClient::from_env()),
+            address_checks: Arc::default(),
         }
     }
 

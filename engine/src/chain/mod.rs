@@ -3,8 +3,10 @@
 
 use crate::catalog::Catalog;
 
+pub mod address_check;
 pub mod balance;
 pub mod block;
+pub mod bytecode;
 pub mod calldata;
 pub mod ens;
 pub mod evm;
@@ -26,4 +28,5 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<tx::TxRoute>();
     catalog.add::<ens::EnsRoute>();
     catalog.add::<price::PriceRoute>();
+    catalog.add::<address_check::AddressCheckRoute>();
 }
