@@ -426,10 +426,6 @@ impl Transform for Compress {
     const INFO: RouteInfo = INFO;
     const SUFFIX: &'static str = "compressed";
 
-    fn check(_: &CompressOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
-        Ok(pages)
-    }
-
     fn plan(options: CompressOptions, _: &Document, _: &Limits) -> Result<Mode, EngineError> {
         Ok(options.mode)
     }

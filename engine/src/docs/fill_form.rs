@@ -70,10 +70,6 @@ impl Transform for FillForm {
     };
     const SUFFIX: &'static str = "filled";
 
-    fn check(_: &FillFormOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
-        Ok(pages)
-    }
-
     fn plan(options: FillFormOptions, doc: &Document, _: &Limits) -> Result<Self::Plan, EngineError> {
         let report = form_fields::read(doc);
         let values = check(&report.fields, &options.values, options.flatten)?;

@@ -66,10 +66,6 @@ impl Transform for Flatten {
     };
     const SUFFIX: &'static str = "flattened";
 
-    fn check(_: &FlattenOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
-        Ok(pages)
-    }
-
     fn plan(options: FlattenOptions, _: &Document, _: &Limits) -> Result<bool, EngineError> {
         Ok(options.annotations)
     }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
 use crate::docs::pdf::SourcePdf;
-use crate::docs::transform::{CheckedStep, ErasedStep, Pdf};
+use crate::docs::transform::{CheckedStep, ErasedStep, Pdf, prepend_property};
 use crate::error::{EngineError, ErrorKind};
 use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
@@ -58,17 +58,8 @@ impl JsonSchema for Steps {
 fn step_schema(kind: &dyn ErasedStep, generator: &mut SchemaGenerator) -> Value {
     let mut schema = kind.options_schema(generator).to_value();
     if let Value::Object(object) = &mut schema {
-        let mut properties = serde_json::Map::new();
-        properties.insert("op".into(), json!({ "const": kind.op(), "description": kind.info().summary }));
-        if let Some(Value::Object(own)) = object.remove("properties") {
-            properties.extend(own);
-        }
-        object.insert("properties".into(), properties.into());
-        let mut required = vec![Value::from("op")];
-        if let Some(Value::Array(own)) = object.remove("required") {
-            required.extend(own);
-        }
-        object.insert("required".into(), required.into());
+        let op = json!({ "const": kind.op(), "description": kind.info().summary });
+        prepend_property(object, "op", op, true);
         object.insert("title".into(), kind.op().into());
         object.insert("description".into(), format!("Step `{}`: {}", kind.op(), kind.info().path).into());
     }

@@ -102,10 +102,6 @@ impl Transform for Repair {
     const INFO: RouteInfo = INFO;
     const SUFFIX: &'static str = "repaired";
 
-    fn check(_: &RepairOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
-        Ok(pages)
-    }
-
     fn plan(options: RepairOptions, _: &Document, _: &Limits) -> Result<bool, EngineError> {
         Ok(options.linearize)
     }

@@ -69,8 +69,11 @@ pub trait Transform: Send + Sync + 'static {
     const LAST: bool = false;
 
     /// Checks what needs only the options and the number of pages the step receives;
-    /// answers the number of pages it leaves.
-    fn check(options: &Self::Options, pages: u32, limits: &Limits) -> Result<u32, EngineError>;
+    /// answers the number of pages it leaves. By default nothing to check, pages kept.
+    fn check(options: &Self::Options, pages: u32, limits: &Limits) -> Result<u32, EngineError> {
+        let _ = (options, limits);
+        Ok(pages)
+    }
 
     /// Checks the options against the document the step receives.
     fn plan(options: Self::Options, doc: &Document, limits: &Limits) -> Result<Self::Plan, EngineError>;
@@ -166,22 +169,14 @@ impl<O: JsonSchema> JsonSchema for PdfJob<O> {
         let output = generator.subschema_for::<OutputMode>();
         let object = schema.ensure_object();
         // `file` first, the options, `output` last: the order people read them in.
-        let mut properties = serde_json::Map::new();
-        properties.insert("file".into(), with_description(file, "The PDF."));
-        if let Some(serde_json::Value::Object(own)) = object.remove("properties") {
-            properties.extend(own);
-        }
+        prepend_property(object, "file", with_description(file, "The PDF."), true);
         let mut output = with_description(output, "How to deliver the result.");
         if let serde_json::Value::Object(map) = &mut output {
             map.insert("default".into(), "file".into());
         }
-        properties.insert("output".into(), output);
-        object.insert("properties".into(), properties.into());
-        let mut required = vec![serde_json::Value::from("file")];
-        if let Some(serde_json::Value::Array(own)) = object.remove("required") {
-            required.extend(own);
+        if let Some(serde_json::Value::Object(properties)) = object.get_mut("properties") {
+            properties.insert("output".into(), output);
         }
-        object.insert("required".into(), required.into());
         // "Fields of `/v1/pdf/rotate` besides …" describes the options; the whole is the request.
         if let Some(serde_json::Value::String(text)) = object.remove("description") {
             let text = match text.strip_prefix("Fields of ").and_then(|t| t.split_once(" besides")) {
@@ -191,6 +186,29 @@ impl<O: JsonSchema> JsonSchema for PdfJob<O> {
             object.insert("description".into(), text.into());
         }
         schema
+    }
+}
+
+/// Puts property `name` first in an object schema's `properties` (and, when `required`,
+/// first in its `required` list): the request of a transform route, a pipeline step's `op`.
+pub fn prepend_property(
+    object: &mut serde_json::Map<String, serde_json::Value>,
+    name: &str,
+    schema: serde_json::Value,
+    required: bool,
+) {
+    let mut properties = serde_json::Map::new();
+    properties.insert(name.into(), schema);
+    if let Some(serde_json::Value::Object(own)) = object.remove("properties") {
+        properties.extend(own);
+    }
+    object.insert("properties".into(), properties.into());
+    if required {
+        let mut names = vec![serde_json::Value::from(name)];
+        if let Some(serde_json::Value::Array(own)) = object.remove("required") {
+            names.extend(own);
+        }
+        object.insert("required".into(), names.into());
     }
 }
 

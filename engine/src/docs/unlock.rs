@@ -90,10 +90,6 @@ impl Transform for Unlock {
     const INFO: RouteInfo = INFO;
     const SUFFIX: &'static str = "unlocked";
 
-    fn check(_: &UnlockOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
-        Ok(pages)
-    }
-
     fn plan(_: UnlockOptions, _: &Document, _: &Limits) -> Result<(), EngineError> {
         Ok(())
     }
