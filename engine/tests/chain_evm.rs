@@ -455,12 +455,14 @@ async fn the_wrong_chain_is_bad_upstream_and_checked_once_per_url() {
     assert!(e.message.contains("chain id 5, not 1"), "{}", e.message);
     assert!(e.message.contains("PAPERCHAIN_RPC_ETHEREUM"), "{}", e.message);
 
-    let mainnet = node_of_chain(1, |r| {
-        if r["method"] == "eth_gasPrice" {
-            rpc_result(r, json!("0x3b9aca00"))
-        } else {
-            rpc_result(r, json!({"number": "0x1", "baseFeePerGas": "0x7"}))
-        }
+    // The gas route asks for the price and the latest block in one batch.
+    let result = |r: &Value| match r["method"].as_str() {
+        Some("eth_gasPrice") => json!({"jsonrpc": "2.0", "id": r["id"], "result": "0x3b9aca00"}),
+        _ => json!({"jsonrpc": "2.0", "id": r["id"], "result": {"number": "0x1", "baseFeePerGas": "0x7"}}),
+    };
+    let mainnet = node_of_chain(1, move |r| match r {
+        Value::Array(items) => (200, vec![], Value::Array(items.iter().map(result).collect()).to_string()),
+        one => (200, vec![], result(one).to_string()),
     })
     .await;
     let ctx = context(&[&mainnet.url], short_timeouts());
@@ -472,7 +474,8 @@ async fn the_wrong_chain_is_bad_upstream_and_checked_once_per_url() {
         );
     }
     assert_eq!(mainnet.count("eth_chainId"), 1, "{:?}", mainnet.calls.lock().unwrap());
-    assert_eq!(mainnet.count("eth_gasPrice"), 3);
+    assert_eq!(mainnet.count("batch"), 3, "one request per call: {:?}", mainnet.calls.lock().unwrap());
+    assert_eq!(mainnet.calls.lock().unwrap().len(), 4);
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! `/v1/chain/tx` against a real anvil (transfers, reverts, creations, pending and unknown
-//! transactions) and against loopback nodes that answer what anvil never does: OP-stack
-//! layer-1 fees, blob fees, receipts before Byzantium, and malformed or inconsistent answers.
+//! transactions, and a blob transaction signed by cast) and against loopback nodes that
+//! answer what anvil never does: OP-stack layer-1 fees (beside a blob fee), receipts before
+//! Byzantium, and malformed or inconsistent answers.
 //!
 //! Every answer is checked against the route's published output schema.
 
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alloy::primitives::U256;
-use common::anvil::{Anvil, Artifact};
+use common::anvil::{Anvil, AnvilOptions, Artifact};
 use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
 use serde_json::{Value, json};
@@ -104,6 +105,73 @@ async fn a_transfer_succeeds_with_its_fee() {
         })
     );
     assert!(price > U256::ZERO);
+}
+
+/// Excess blob gas of the genesis block of the blob test: enough for a blob gas price well
+/// above 1 wei, where a fee that forgot the price (or the blob gas) would show.
+const EXCESS_BLOB_GAS: u64 = 50_000_000;
+
+/// Gas per blob (EIP-4844 `GAS_PER_BLOB`).
+const GAS_PER_BLOB: u64 = 1 << 17;
+
+#[tokio::test]
+async fn a_blob_transaction_pays_its_blob_fee() {
+    let dir = tempfile::tempdir().unwrap();
+    let genesis = dir.path().join("genesis.json");
+    // anvil's own defaults (30M gas limit, 1 gwei base fee), with the excess blob gas added.
+    let config = json!({
+        "config": {"chainId": 1}, "difficulty": "0x0", "gasLimit": "0x1c9c380", "baseFeePerGas": "0x3b9aca00",
+        "excessBlobGas": format!("{EXCESS_BLOB_GAS:#x}"), "blobGasUsed": "0x0", "alloc": {},
+    });
+    std::fs::write(&genesis, config.to_string()).unwrap();
+    let options = AnvilOptions { hardfork: None, args: vec!["--init".into(), genesis.display().to_string()] };
+    let anvil = Anvil::start_with(1, options).await;
+    let ctx = context(&anvil.url);
+    let from = anvil.accounts().await.remove(0).to_ascii_lowercase();
+
+    let hash = anvil.send_blob(EOA, b"paperchain: one blob, its fee counted").await;
+    let receipt = receipt(&anvil, &hash).await;
+    let tx = anvil.rpc("eth_getTransactionByHash", json!([hash])).await;
+    let block = anvil.rpc("eth_getBlockByNumber", json!([receipt["blockNumber"], false])).await;
+    assert_eq!((receipt["type"].clone(), tx["type"].clone()), (json!("0x3"), json!("0x3")), "{receipt:#}");
+    assert_eq!(tx["blobVersionedHashes"].as_array().map(Vec::len), Some(1), "{tx:#}");
+    let blob_gas_used = quantity(&receipt["blobGasUsed"]);
+    let blob_gas_price = quantity(&receipt["blobGasPrice"]);
+    assert_eq!(blob_gas_used, U256::from(GAS_PER_BLOB), "one blob: {receipt:#}");
+    assert!(blob_gas_price > U256::from(1_000_000u64), "the genesis excess blob gas raised the price: {receipt:#}");
+    let gas_used = quantity(&receipt["gasUsed"]);
+    let price = quantity(&receipt["effectiveGasPrice"]);
+    let execution = gas_used * price;
+    let blob = blob_gas_used * blob_gas_price;
+    let total = execution + blob;
+
+    let answer = ok(&ctx, &hash).await;
+    assert_eq!(
+        answer,
+        json!({
+            "chain": "ethereum", "hash": hash, "status": "success",
+            "block": quantity(&receipt["blockNumber"]).to::<u64>(),
+            "timestamp": quantity(&block["timestamp"]).to::<u64>(),
+            "confirmations": 1,
+            "from": from, "to": EOA, "contract_address": null,
+            "value_wei": "0", "value_formatted": "0",
+            "nonce": 0, "type": 3, "method_id": null,
+            "gas_limit": quantity(&tx["gas"]).to_string(), "gas_used": gas_used.to_string(),
+            "effective_gas_price_wei": price.to_string(),
+            "effective_gas_price_gwei": paperchain_engine::chain::evm::format_units(price, 9),
+            "fee": {
+                "execution_wei": execution.to_string(), "l1_data_wei": null,
+                "blob_wei": blob.to_string(), "total_wei": total.to_string(),
+                "total_formatted": paperchain_engine::chain::evm::format_units(total, 18),
+            },
+        }),
+        "receipt: {receipt:#}"
+    );
+    // What the sender's balance lost across the block is the total, blob fee included.
+    let number = quantity(&receipt["blockNumber"]).to::<u64>();
+    let balance_at = |n: u64| anvil.rpc("eth_getBalance", json!([from, format!("{n:#x}")]));
+    let paid = quantity(&balance_at(number - 1).await) - quantity(&balance_at(number).await);
+    assert_eq!(paid, total);
 }
 
 #[tokio::test]

@@ -109,7 +109,13 @@ pub struct BlockHeader {
 /// (a number that is not a quantity) makes the answer unusable.
 pub async fn read_latest_block(chain: &EvmChain) -> Result<BlockHeader, EngineError> {
     let block: Value = chain.request("eth_getBlockByNumber", ("latest", false)).await?;
-    parse_header(&block).map_err(|why| {
+    latest_header(chain, &block)
+}
+
+/// The header of `block`, `chain`'s answer to `eth_getBlockByNumber("latest", false)`, read
+/// as [`read_latest_block`] reads it (for callers that batch the request with others).
+pub fn latest_header(chain: &EvmChain, block: &Value) -> Result<BlockHeader, EngineError> {
+    parse_header(block).map_err(|why| {
         EngineError::new(
             ErrorKind::BadUpstream,
             "upstream_error",

@@ -1,13 +1,16 @@
-//! `POST /v1/chain/gas`: the current gas price and the latest block's base fee.
+//! `POST /v1/chain/gas`: the current gas price and the latest block's base fee, read in one
+//! JSON-RPC batch (one round trip).
 
 use std::sync::Arc;
 
 use alloy::primitives::U256;
+use alloy::rpc::client::Waiter;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::chain::block::{read_latest_block, wei_to_gwei};
+use crate::chain::block::{BlockHeader, latest_header, wei_to_gwei};
 use crate::chain::evm::{ChainName, EvmChain};
 use crate::context::Context;
 use crate::error::EngineError;
@@ -66,11 +69,7 @@ impl Route for GasRoute {
     }
 
     async fn run(chain: Arc<EvmChain>, _: &Context) -> Result<Reply<GasOutput>, EngineError> {
-        let (price, block) = chain
-            .deadline(async {
-                futures::try_join!(chain.request::<_, U256>("eth_gasPrice", ()), read_latest_block(&chain))
-            })
-            .await?;
+        let (price, block) = chain.deadline(read_gas(&chain)).await?;
         Ok(Reply::Json(GasOutput {
             chain: chain.name().to_string(),
             gas_price_wei: price.to_string(),
@@ -78,4 +77,17 @@ impl Route for GasRoute {
             base_fee_gwei: block.base_fee_per_gas.map(wei_to_gwei),
         }))
     }
+}
+
+/// The node's gas price and the latest block's header, in one JSON-RPC batch.
+async fn read_gas(chain: &EvmChain) -> Result<(U256, BlockHeader), EngineError> {
+    let mut batch = chain.client().new_batch();
+    let price: Waiter<U256> = batch.add_call("eth_gasPrice", &()).map_err(|e| chain.error("eth_gasPrice", e))?;
+    let block: Waiter<Value> = batch
+        .add_call("eth_getBlockByNumber", &("latest", false))
+        .map_err(|e| chain.error("eth_getBlockByNumber", e))?;
+    batch.send().await.map_err(|e| chain.error("eth_gasPrice", e))?;
+    let price = price.await.map_err(|e| chain.error("eth_gasPrice", e))?;
+    let block = block.await.map_err(|e| chain.error("eth_getBlockByNumber", e))?;
+    Ok((price, latest_header(chain, &block)?))
 }

@@ -4,7 +4,9 @@
 //!
 //! anvil comes from `cargo xtask setup` (npm `@foundry-rs/anvil-linux-amd64`) and is found
 //! at `$PAPERCHAIN_ANVIL`, else `$PAPERCHAIN_TOOLS/npm/node_modules/.bin/anvil`, else under
-//! `$HOME/.cache/paperchain/tools`.
+//! `$HOME/.cache/paperchain/tools`. cast (npm `@foundry-rs/cast-linux-amd64`, same setup),
+//! which signs what anvil's unlocked accounts cannot send (blob transactions), is found the
+//! same way, `$PAPERCHAIN_CAST` first.
 
 #![allow(dead_code)]
 
@@ -165,6 +167,40 @@ impl Anvil {
         receipt
     }
 
+    /// Sends `data` as one blob in a type-3 (EIP-4844) transaction to `to` from the first dev
+    /// account, and answers its hash once mined; panics when cast is missing or the
+    /// transaction fails. cast signs the transaction with its sidecar and sends it with
+    /// `eth_sendRawTransaction`: anvil refuses a sidecar through `eth_sendTransaction`.
+    pub async fn send_blob(&self, to: &str, data: &[u8]) -> String {
+        let cast = cast_binary();
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("blob.bin");
+        std::fs::write(&path, data).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let output = tokio::process::Command::new(&cast)
+            .args(["send", "--json", "--blob", "--path"])
+            .arg(&path)
+            .args(["--private-key", DEV_KEY, "--rpc-url", &self.url, to])
+            // A proxy from the environment must not stand between cast and the loopback anvil.
+            .env("NO_PROXY", "127.0.0.1")
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .unwrap_or_else(|e| panic!("running {}: {e}", cast.display()));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{} send --blob failed ({}): {}{stdout}",
+            cast.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        // cast waits for the receipt and prints it.
+        let printed: Value =
+            serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("cast printed no receipt ({e}): {stdout}"));
+        assert_eq!(printed["status"], json!("0x1"), "blob transaction failed: {printed}");
+        printed["transactionHash"].as_str().unwrap_or_else(|| panic!("no transactionHash: {printed}")).to_string()
+    }
+
     /// Deploys `init_code` (bytecode then ABI-encoded constructor arguments, 0x hex) and
     /// answers the new contract's address (lower-case).
     pub async fn deploy(&self, init_code: &str) -> String {
@@ -207,17 +243,30 @@ impl Artifact {
     }
 }
 
+/// The private key of anvil's first dev account (its default mnemonic), for signing with cast.
+pub const DEV_KEY: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+
 /// Where anvil is; panics, saying how to install it, when it is not there.
 pub fn anvil_binary() -> PathBuf {
+    npm_tool("anvil", "PAPERCHAIN_ANVIL")
+}
+
+/// Where cast is; panics, saying how to install it, when it is not there.
+pub fn cast_binary() -> PathBuf {
+    npm_tool("cast", "PAPERCHAIN_CAST")
+}
+
+/// Program `name` from `$<env_key>`, else from the npm tools `cargo xtask setup` installs.
+fn npm_tool(name: &str, env_key: &str) -> PathBuf {
     let set = |key: &str| std::env::var_os(key).filter(|v| !v.is_empty()).map(PathBuf::from);
-    if let Some(path) = set("PAPERCHAIN_ANVIL") {
+    if let Some(path) = set(env_key) {
         return path;
     }
     let tools = set("PAPERCHAIN_TOOLS").or_else(|| set("HOME").map(|h| h.join(".cache/paperchain/tools")));
-    let candidates: Vec<PathBuf> = tools.iter().map(|t| t.join("npm/node_modules/.bin/anvil")).collect();
+    let candidates: Vec<PathBuf> = tools.iter().map(|t| t.join("npm/node_modules/.bin").join(name)).collect();
     candidates.iter().find(|p| p.is_file()).cloned().unwrap_or_else(|| {
         panic!(
-            "anvil is not installed (looked at {}); run `cargo xtask setup`, or set PAPERCHAIN_ANVIL to an anvil binary",
+            "{name} is not installed (looked at {}); run `cargo xtask setup`, or set {env_key} to a {name} binary",
             candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
         )
     })
