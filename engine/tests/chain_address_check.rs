@@ -1,6 +1,9 @@
 //! `/v1/check/address` against a real anvil (chain ids 1 and 8453) with the fixture
-//! contracts: a plain token, a token with owner powers, an EIP-1967 proxy, a contract
-//! that can SELFDESTRUCT, an EOA; and against dead or silent nodes.
+//! contracts: a plain token, a token with owner powers, EIP-1967 and beacon proxies, a
+//! contract that can SELFDESTRUCT, an EOA; the buy/sell simulation against a small
+//! Uniswap V2 (factory, pairs, router, WETH) put at each chain's real addresses, with a
+//! plain token, fee-on-transfer tokens, a honeypot and tokens without liquidity; and
+//! against dead, silent, rate-limiting and failing nodes.
 //!
 //! Every answer is checked against the route's published output schema.
 
@@ -10,12 +13,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alloy::primitives::{Address, U256};
-use alloy::sol_types::SolValue;
+use alloy::sol_types::{SolCall, SolValue};
 use common::anvil::{Anvil, Artifact};
 use common::route::call;
 use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::{Context, EngineError, ErrorKind};
 use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
 const PATH: &str = "/v1/check/address";
@@ -36,6 +40,13 @@ async fn err(ctx: &Context, body: Value) -> EngineError {
         Ok(answer) => panic!("{body} answered {answer:#}"),
         Err(e) => e,
     }
+}
+
+/// The reason `skipped` gives for the trade simulation, if it lists it.
+fn skipped_simulation(answer: &Value) -> Option<String> {
+    let skipped = answer["skipped"].as_array().unwrap();
+    assert_eq!(skipped[0]["check"], json!("source_verification"));
+    skipped.iter().find(|s| s["check"] == "trade_simulation").map(|s| s["reason"].as_str().unwrap().to_string())
 }
 
 fn codes(answer: &Value) -> Vec<&str> {
@@ -80,7 +91,10 @@ async fn a_plain_token_is_low() {
     assert_eq!(codes(&answer), vec!["mint_function"]);
     assert_eq!(answer["verdict"], json!("low"));
     assert_eq!(answer["risk_score"], json!(15));
-    assert_eq!(answer["token"], json!({"is_erc20": true, "name": "Fixture Token", "symbol": "FIX", "decimals": 6}));
+    assert_eq!(
+        answer["token"],
+        json!({"is_erc20": true, "name": "Fixture Token", "symbol": "FIX", "decimals": 6, "simulation": null})
+    );
     assert_eq!(answer["proxy"]["is_proxy"], json!(false));
     assert_eq!(answer["capabilities"]["is_contract"], json!(true));
     assert_eq!(answer["capabilities"]["selfdestruct"], json!(false));
@@ -88,11 +102,10 @@ async fn a_plain_token_is_low() {
     assert_eq!(answer["deep_scan"]["scanned_address"], json!(f.token));
     let block = f.anvil.rpc("eth_blockNumber", json!([])).await;
     assert_eq!(answer["checked_at_block"], json!(u64::from_str_radix(&block.as_str().unwrap()[2..], 16).unwrap()));
-    let skipped = answer["skipped"].as_array().unwrap();
-    assert!(
-        skipped
-            .iter()
-            .any(|s| s["check"] == "trade_simulation" && s["reason"].as_str().unwrap().contains("no DEX router"))
+    // This anvil has no Uniswap V2: the simulation is skipped, saying so.
+    assert_eq!(
+        skipped_simulation(&answer).as_deref(),
+        Some("no Uniswap V2 factory is deployed at 0x5c69bee701ef814a2b6a3edd4b1652cb9cc5aa6f on this chain")
     );
 }
 
@@ -179,7 +192,7 @@ async fn selfdestruct_is_flagged() {
     assert_eq!(answer["reasons"][0]["severity"], json!("high"));
     assert_eq!(answer["verdict"], json!("high"));
     assert_eq!(answer["token"]["is_erc20"], json!(false));
-    assert!(answer["skipped"].as_array().unwrap().iter().any(|s| s["reason"] == "not an ERC-20 token"));
+    assert_eq!(skipped_simulation(&answer).as_deref(), Some("not an ERC-20 token"));
 }
 
 #[tokio::test]
@@ -259,4 +272,418 @@ async fn results_are_cached_per_chain_and_address() {
     let fresh = context("ethereum", 1, &f.anvil.url, ChainTimeouts::default());
     let third = ok(&fresh, json!({"chain": "ethereum", "address": EOA})).await;
     assert_eq!(codes(&third), vec!["selfdestruct"]);
+}
+
+#[tokio::test]
+async fn a_beacon_proxy_follows_the_beacon() {
+    let f = Fixture::new().await;
+    let implementation: Address = f.token.parse().unwrap();
+    let beacon = f.anvil.deploy(&Artifact::load("FixtureBeacon").init_code(&implementation.abi_encode())).await;
+    let args = beacon.parse::<Address>().unwrap().abi_encode();
+    let proxy = f.anvil.deploy(&Artifact::load("FixtureBeaconProxy").init_code(&args)).await;
+    let deployer = f.anvil.accounts().await.remove(0).to_ascii_lowercase();
+    let answer = f.check(&proxy).await;
+    assert_eq!(
+        answer["proxy"],
+        json!({
+            "is_proxy": true, "standard": "eip1967_beacon", "implementation": f.token, "beacon": beacon,
+            "admin": deployer, "admin_kind": "eoa", "admin_owner": null
+        })
+    );
+    // The beacon's owner (an EOA) can point every proxy at new code: one key.
+    assert_eq!(codes(&answer), vec!["upgradeable_single_key", "mint_function"]);
+    assert_eq!(answer["verdict"], json!("high"));
+    // The implementation's code was scanned, not the proxy's own DELEGATECALL.
+    assert_eq!(answer["deep_scan"]["scanned_address"], json!(f.token));
+    assert_eq!(answer["capabilities"]["delegatecall"], json!(false));
+    assert_eq!(answer["token"]["is_erc20"], json!(true));
+}
+
+// ---- the buy/sell simulation ----
+
+alloy::sol! {
+    function approve(address spender, uint256 amount) returns (bool);
+    function addLiquidityETH(
+        address token,
+        uint256 amountTokenDesired,
+        uint256 amountTokenMin,
+        uint256 amountETHMin,
+        address to,
+        uint256 deadline
+    ) payable returns (uint256 amountToken, uint256 amountETH, uint256 liquidity);
+    function setPair(address pair);
+    function getPair(address tokenA, address tokenB) returns (address pair);
+    function createPair(address tokenA, address tokenB) returns (address pair);
+}
+
+const ETHER: u128 = 1_000_000_000_000_000_000;
+/// Tokens (18 decimals) every taxed token puts in its pool.
+const POOL_TOKENS: u128 = 1_000_000 * ETHER;
+
+/// The real Uniswap V2 addresses of a chain (as the route knows them), lower-case.
+struct DexAddresses {
+    router: &'static str,
+    factory: &'static str,
+    weth: &'static str,
+}
+
+fn dex_addresses(chain: &str) -> DexAddresses {
+    match chain {
+        "ethereum" => DexAddresses {
+            router: "0x7a250d5630b4cf539739df2c5dacb4c659f2488d",
+            factory: "0x5c69bee701ef814a2b6a3edd4b1652cb9cc5aa6f",
+            weth: "0xc02aaa39b223fe8d0a0e5c4f27ead9083c756cc2",
+        },
+        _ => DexAddresses {
+            router: "0x4752ba5dbc23f44d87826276bf6fd6b1c372ad24",
+            factory: "0x8909dc15e40173ff4699343b6eb8132c65e18ec6",
+            weth: "0x4200000000000000000000000000000000000006",
+        },
+    }
+}
+
+/// How much liquidity a test token gets.
+enum Pool {
+    /// No pair at all.
+    None,
+    /// A pair without reserves.
+    Empty,
+    /// A pair with this much ETH (wei) against [`POOL_TOKENS`].
+    Eth(u128),
+}
+
+/// An anvil with the fixture Uniswap V2 at the chain's real addresses.
+struct Market {
+    anvil: Anvil,
+    ctx: Context,
+    chain: &'static str,
+    dex: DexAddresses,
+    owner: String,
+}
+
+impl Market {
+    async fn new(chain: &'static str) -> Market {
+        let chain_id = if chain == "ethereum" { 1 } else { 8453 };
+        let anvil = Anvil::start(chain_id).await;
+        let dex = dex_addresses(chain);
+        // setCode runs no constructor: WETH and the factory need none; the router's
+        // immutables (factory, WETH) are filled in by deploying it first, then copying its code.
+        anvil.set_code(dex.weth, &Artifact::load("MockWeth").deployed_bytecode).await;
+        anvil.set_code(dex.factory, &Artifact::load("MockUniswapV2Factory").deployed_bytecode).await;
+        let args = (dex.factory.parse::<Address>().unwrap(), dex.weth.parse::<Address>().unwrap()).abi_encode_params();
+        let deployed = anvil.deploy(&Artifact::load("MockUniswapV2Router").init_code(&args)).await;
+        let code = anvil.rpc("eth_getCode", json!([deployed, "latest"])).await;
+        anvil.set_code(dex.router, code.as_str().unwrap()).await;
+        let ctx = context(chain, chain_id, &anvil.url, ChainTimeouts::default());
+        let owner = anvil.accounts().await.remove(0).to_ascii_lowercase();
+        Market { anvil, ctx, chain, dex, owner }
+    }
+
+    /// Deploys a TaxToken (taxes in basis points, `trap` for a honeypot) and gives it `pool`.
+    async fn token(&self, symbol: &str, buy_bps: u64, sell_bps: u64, trap: bool, pool: Pool) -> String {
+        let args = (
+            format!("{symbol} Token"),
+            symbol.to_string(),
+            U256::from(10 * POOL_TOKENS),
+            U256::from(buy_bps),
+            U256::from(sell_bps),
+            trap,
+        )
+            .abi_encode_params();
+        let token = self.anvil.deploy(&Artifact::load("TaxToken").init_code(&args)).await;
+        let token_address: Address = token.parse().unwrap();
+        let weth: Address = self.dex.weth.parse().unwrap();
+        match pool {
+            Pool::None => return token,
+            Pool::Empty => {
+                self.send(self.dex.factory, createPairCall { tokenA: token_address, tokenB: weth }.abi_encode(), 0)
+                    .await;
+            }
+            Pool::Eth(wei) => {
+                let router: Address = self.dex.router.parse().unwrap();
+                self.send(&token, approveCall { spender: router, amount: U256::MAX }.abi_encode(), 0).await;
+                let add = addLiquidityETHCall {
+                    token: token_address,
+                    amountTokenDesired: U256::from(POOL_TOKENS),
+                    amountTokenMin: U256::ZERO,
+                    amountETHMin: U256::ZERO,
+                    to: self.owner.parse().unwrap(),
+                    deadline: U256::MAX,
+                };
+                self.send(self.dex.router, add.abi_encode(), wei).await;
+            }
+        }
+        let data = getPairCall { tokenA: token_address, tokenB: weth }.abi_encode();
+        let call = json!({"to": self.dex.factory, "data": format!("0x{}", hex::encode(data))});
+        let answer = self.anvil.rpc("eth_call", json!([call, "latest"])).await;
+        let pair = Address::from_slice(&hex::decode(&answer.as_str().unwrap()[2..]).unwrap()[12..32]);
+        assert_ne!(pair, Address::ZERO);
+        self.send(&token, setPairCall { pair }.abi_encode(), 0).await;
+        token
+    }
+
+    /// A transaction from the first dev account carrying `value` wei; panics when it fails.
+    async fn send(&self, to: &str, data: Vec<u8>, value: u128) {
+        let tx = json!({
+            "from": self.owner, "to": to, "data": format!("0x{}", hex::encode(data)),
+            "value": format!("{value:#x}"), "gas": "0x1c9c380"
+        });
+        let hash = self.anvil.rpc("eth_sendTransaction", json!([tx])).await;
+        // anvil mines at once, but the receipt can lag the hash by a moment.
+        let mut receipt = Value::Null;
+        for _ in 0..100 {
+            receipt = self.anvil.rpc("eth_getTransactionReceipt", json!([hash])).await;
+            if !receipt.is_null() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(receipt["status"], json!("0x1"), "{tx}: {receipt}");
+    }
+
+    async fn check(&self, address: &str) -> Value {
+        let answer = ok(&self.ctx, json!({"chain": self.chain, "address": address})).await;
+        assert_eq!(answer["chain"], json!(self.chain));
+        let points: u64 = answer["reasons"].as_array().unwrap().iter().map(|r| r["points"].as_u64().unwrap()).sum();
+        assert_eq!(answer["risk_score"], json!(points.min(100)));
+        answer
+    }
+
+    /// The answer's simulation, checked for what every run shares; the simulation must have run.
+    async fn simulation(&self, address: &str) -> (Value, Value) {
+        let answer = self.check(address).await;
+        assert_eq!(skipped_simulation(&answer), None, "{answer:#}");
+        let simulation = answer["token"]["simulation"].clone();
+        assert_eq!(simulation["dex"], json!("uniswap_v2"));
+        assert_eq!(simulation["router"], json!(self.dex.router));
+        assert_eq!(simulation["weth"], json!(self.dex.weth));
+        assert_eq!(simulation["buy_ok"], json!(true), "{simulation:#}");
+        assert!(simulation["buy_gas"].as_u64().unwrap() > 21_000, "{simulation:#}");
+        (answer, simulation)
+    }
+}
+
+/// A tax percent ("4.99") as a number.
+fn tax(simulation: &Value, side: &str) -> f64 {
+    simulation[format!("{side}_tax_percent")].as_str().unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn a_plain_token_trades_without_tax() {
+    let m = Market::new("ethereum").await;
+    let token = m.token("PLN", 0, 0, false, Pool::Eth(10 * ETHER)).await;
+    let (answer, simulation) = m.simulation(&token).await;
+    eprintln!("plain: {simulation:#}");
+    assert_eq!(codes(&answer), Vec::<&str>::new());
+    assert_eq!(answer["verdict"], json!("low"));
+    assert_eq!(answer["risk_score"], json!(0));
+    assert_eq!(answer["skipped"].as_array().unwrap().len(), 1);
+    // 0.01 ETH (under 1% of 10 ETH) against 1,000,000 tokens: 997 tokens and change after the pool fee.
+    assert_eq!(simulation["amount_in_wei"], json!("10000000000000000"));
+    assert_eq!(simulation["pool_weth_wei"], json!((10 * ETHER).to_string()));
+    assert_eq!(simulation["pool_token_raw"], json!(POOL_TOKENS.to_string()));
+    assert_eq!(simulation["buy_expected_raw"], simulation["buy_received_raw"]);
+    let bought: u128 = simulation["buy_received_raw"].as_str().unwrap().parse().unwrap();
+    assert!((996 * ETHER..998 * ETHER).contains(&bought), "{bought}");
+    assert_eq!(simulation["buy_tax_percent"], json!("0.00"));
+    assert_eq!(simulation["sell_ok"], json!(true));
+    assert_eq!(simulation["sell_expected_wei"], simulation["sell_received_wei"]);
+    assert_eq!(simulation["sell_tax_percent"], json!("0.00"));
+    assert!(simulation["sell_gas"].as_u64().unwrap() > 21_000);
+    let pair = &simulation["pair"];
+    assert!(pair.as_str().unwrap().starts_with("0x") && *pair != json!(token));
+
+    // A shallow pool: the buy spends 1% of its WETH, not 0.01 ETH.
+    let shallow = m.token("SHL", 0, 0, false, Pool::Eth(ETHER / 2)).await;
+    let (_, simulation) = m.simulation(&shallow).await;
+    assert_eq!(simulation["amount_in_wei"], json!((ETHER / 200).to_string()));
+    assert_eq!(simulation["buy_tax_percent"], json!("0.00"));
+    assert_eq!(simulation["sell_tax_percent"], json!("0.00"));
+}
+
+#[tokio::test]
+async fn fee_on_transfer_taxes_are_measured() {
+    let m = Market::new("ethereum").await;
+    let five = m.token("FIV", 500, 500, false, Pool::Eth(10 * ETHER)).await;
+    let (answer, simulation) = m.simulation(&five).await;
+    eprintln!("5%: {simulation:#}");
+    assert_eq!(simulation["buy_tax_percent"], json!("5.00"));
+    // The sell quote is for all the tokens, the pool gets 95% of them; the curve makes the
+    // shortfall a hair under 5%.
+    let sell = tax(&simulation, "sell");
+    assert!((4.9..=5.0).contains(&sell), "{sell}");
+    assert_eq!(codes(&answer), vec!["trade_tax"]);
+    assert_eq!(answer["reasons"][0]["severity"], json!("low"));
+    assert_eq!(answer["risk_score"], json!(10));
+    assert_eq!(answer["verdict"], json!("low"));
+    let message = answer["reasons"][0]["message"].as_str().unwrap();
+    assert!(message.contains("buy tax 5.00%") && message.contains("sell tax"), "{message}");
+
+    let twenty = m.token("TWY", 2000, 2000, false, Pool::Eth(10 * ETHER)).await;
+    let (answer, simulation) = m.simulation(&twenty).await;
+    eprintln!("20%: {simulation:#}");
+    assert_eq!(simulation["buy_tax_percent"], json!("20.00"));
+    let sell = tax(&simulation, "sell");
+    assert!((19.9..=20.0).contains(&sell), "{sell}");
+    assert_eq!(codes(&answer), vec!["high_trade_tax"]);
+    assert_eq!(answer["risk_score"], json!(30));
+    assert_eq!(answer["verdict"], json!("caution"));
+
+    // Only the sell taxed, by 12%: the larger side decides.
+    let sell_only = m.token("SEL", 0, 1200, false, Pool::Eth(10 * ETHER)).await;
+    let (answer, simulation) = m.simulation(&sell_only).await;
+    eprintln!("0%/12%: {simulation:#}");
+    assert_eq!(simulation["buy_tax_percent"], json!("0.00"));
+    let sell = tax(&simulation, "sell");
+    assert!((11.9..=12.0).contains(&sell), "{sell}");
+    assert_eq!(codes(&answer), vec!["high_trade_tax"]);
+}
+
+#[tokio::test]
+async fn a_honeypot_is_high() {
+    let m = Market::new("ethereum").await;
+    let trap = m.token("HNY", 0, 0, true, Pool::Eth(10 * ETHER)).await;
+    let (answer, simulation) = m.simulation(&trap).await;
+    eprintln!("honeypot: {simulation:#}");
+    assert_eq!(codes(&answer), vec!["sell_blocked"]);
+    assert_eq!(answer["reasons"][0]["severity"], json!("high"));
+    assert_eq!(answer["risk_score"], json!(60));
+    assert_eq!(answer["verdict"], json!("high"));
+    assert_eq!(simulation["buy_tax_percent"], json!("0.00"));
+    assert_eq!(simulation["sell_ok"], json!(false));
+    assert_eq!(simulation["sell_tax_percent"], Value::Null);
+    assert_eq!(simulation["sell_received_wei"], json!("0"));
+    assert!(simulation["sell_gas"].as_u64().unwrap() > 0);
+}
+
+#[tokio::test]
+async fn tokens_without_liquidity_are_skipped_with_the_reason() {
+    let m = Market::new("ethereum").await;
+    let cases = [
+        (m.token("NOP", 0, 0, false, Pool::None).await, "no Uniswap V2 pool of this token with wrapped ether exists"),
+        (
+            m.token("EMP", 0, 0, false, Pool::Empty).await,
+            "no Uniswap V2 pool with wrapped ether holds liquidity for this token",
+        ),
+        (m.dex.weth.to_string(), "the token is the chain's wrapped ether, the other side of every pool searched"),
+    ];
+    for (token, reason) in cases {
+        let answer = m.check(&token).await;
+        assert_eq!(skipped_simulation(&answer).as_deref(), Some(reason), "{answer:#}");
+        assert_eq!(answer["token"]["is_erc20"], json!(true));
+        assert_eq!(answer["token"]["simulation"], Value::Null);
+        assert_eq!(codes(&answer), Vec::<&str>::new(), "{answer:#}");
+        assert_eq!(answer["verdict"], json!("low"));
+    }
+}
+
+#[tokio::test]
+async fn the_simulation_runs_on_base() {
+    let m = Market::new("base").await;
+    let token = m.token("BSE", 300, 100, false, Pool::Eth(3 * ETHER)).await;
+    let (answer, simulation) = m.simulation(&token).await;
+    eprintln!("base 3%/1%: {simulation:#}");
+    assert_eq!(simulation["router"], json!("0x4752ba5dbc23f44d87826276bf6fd6b1c372ad24"));
+    assert_eq!(simulation["buy_tax_percent"], json!("3.00"));
+    let sell = tax(&simulation, "sell");
+    assert!((0.95..=1.0).contains(&sell), "{sell}");
+    assert_eq!(codes(&answer), vec!["trade_tax"]);
+}
+
+/// A node in front of anvil that answers the simulation's `eth_call` (the one with a
+/// state override) itself, with `answer`, and passes everything else on; with
+/// `everything`, it answers every request itself.
+struct Interceptor {
+    url: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Interceptor {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Interceptor {
+    async fn start(upstream: &str, everything: bool, answer: fn(&Value) -> (u16, String)) -> Interceptor {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let upstream = upstream.to_string();
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        let task = tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let (upstream, client) = (upstream.clone(), client.clone());
+                tokio::spawn(async move {
+                    let Some(body) = common::http::read_request_body(&mut socket).await else { return };
+                    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let simulation =
+                        request["method"] == "eth_call" && request["params"].as_array().is_some_and(|p| p.len() == 3);
+                    let (status, text) = if everything || simulation {
+                        answer(&request)
+                    } else {
+                        let response = client.post(&upstream).header("content-type", "application/json").body(body);
+                        (200, response.send().await.unwrap().text().await.unwrap())
+                    };
+                    let head = format!(
+                        "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nContent-Type: application/json\r\n\
+                         Retry-After: 7\r\nConnection: close\r\n\r\n",
+                        text.len()
+                    );
+                    let _ = socket.write_all(head.as_bytes()).await;
+                    let _ = socket.write_all(text.as_bytes()).await;
+                    let _ = socket.shutdown().await;
+                });
+            }
+        });
+        Interceptor { url, task }
+    }
+}
+
+fn rpc_error(request: &Value, code: i64, message: &str) -> (u16, String) {
+    (200, json!({"jsonrpc": "2.0", "id": request["id"], "error": {"code": code, "message": message}}).to_string())
+}
+
+#[tokio::test]
+async fn simulation_failures_follow_the_route_rules() {
+    let m = Market::new("ethereum").await;
+    let token = m.token("FLR", 0, 0, false, Pool::Eth(10 * ETHER)).await;
+    let body = json!({"chain": "ethereum", "address": token});
+
+    // The node's rate limit on the simulation: 429 with its Retry-After.
+    let limited = Interceptor::start(&m.anvil.url, false, |_| (429, "slow down".into())).await;
+    let ctx = context("ethereum", 1, &limited.url, ChainTimeouts::default());
+    let e = err(&ctx, body.clone()).await;
+    assert_eq!(e.kind, ErrorKind::RateLimited { retry_after: Duration::from_secs(7) }, "{e:?}");
+
+    // The node failing the simulation: 503, like any other read of the check.
+    let failing = Interceptor::start(&m.anvil.url, false, |r| rpc_error(r, -32603, "internal error")).await;
+    let ctx = context("ethereum", 1, &failing.url, ChainTimeouts::default());
+    let e = err(&ctx, body.clone()).await;
+    assert!(matches!(e.kind, ErrorKind::Unavailable { .. }), "{e:?}");
+    assert_eq!(e.code, "unavailable");
+
+    // The simulation reverting as a whole: an answer, the simulation skipped with why.
+    let reverting = Interceptor::start(&m.anvil.url, false, |r| rpc_error(r, 3, "execution reverted")).await;
+    let ctx = context("ethereum", 1, &reverting.url, ChainTimeouts::default());
+    let answer = ok(&ctx, body.clone()).await;
+    assert_eq!(
+        skipped_simulation(&answer).as_deref(),
+        Some("the simulation reverted as a whole (execution reverted), so no buy or sell result is known")
+    );
+    assert_eq!(answer["token"]["simulation"], Value::Null);
+    assert_eq!(answer["verdict"], json!("low"));
+
+    // Straight to anvil, the same token's simulation runs.
+    let answer = ok(&m.ctx, body).await;
+    assert_eq!(answer["token"]["simulation"]["sell_ok"], json!(true));
+}
+
+#[tokio::test]
+async fn a_rate_limiting_node_is_429() {
+    let m = Market::new("ethereum").await;
+    let limited = Interceptor::start(&m.anvil.url, true, |_| (429, "too many requests".into())).await;
+    let ctx = context("ethereum", 1, &limited.url, ChainTimeouts::default());
+    let e = err(&ctx, json!({"chain": "ethereum", "address": EOA})).await;
+    assert_eq!(e.kind, ErrorKind::RateLimited { retry_after: Duration::from_secs(7) }, "{e:?}");
+    assert_eq!(e.code, "rate_limited");
 }

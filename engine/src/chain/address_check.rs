@@ -12,12 +12,19 @@
 //! 3. the code that runs (the implementation's for a proxy) is scanned by
 //!    [`crate::chain::bytecode`]: SELFDESTRUCT, DELEGATECALL (a proxy's own DELEGATECALL is
 //!    its expected use and is not counted) and the selectors of owner powers;
-//! 4. the ERC-20 views (`token`).
+//! 4. the ERC-20 views (`token`);
+//! 5. for an ERC-20 token, a buy and a sell through the chain's Uniswap V2 router
+//!    ([`crate::chain::trade_sim`]): one `eth_call` whose state override puts a simulator
+//!    contract at a throwaway address; it buys the token for a little ETH from its pool
+//!    with wrapped ether and sells it back, each step against the router's quote
+//!    (`token.simulation`). A sell that reverts after a working buy is a honeypot
+//!    (`sell_blocked`); the share of a quote that did not arrive is the buy or sell tax
+//!    (`trade_tax`, `high_trade_tax`). The simulation sees one trade at the block checked.
 //!
 //! Not done, and said so in `skipped`: source verification (no verifier is reachable from
-//! this server, so no `unverified_source` reason is ever given) and the buy/sell
-//! simulation of tokens (no DEX router or liquidity is configured; a later change adds
-//! it with `eth_call` state overrides).
+//! this server, so no `unverified_source` reason is ever given), and the trade simulation
+//! where it cannot run (not an ERC-20 token, the token is wrapped ether, no pool with
+//! liquidity, or the simulation reverted as a whole), each with its reason.
 //!
 //! Results are cached for 10 minutes per (chain, address) in [`AddressCheckCache`] (in
 //! [`Context`]); a cached answer keeps its `checked_at_block` and gets the `latency_ms` of
@@ -50,6 +57,7 @@ use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::chain::bytecode::{self, Power, Scan};
 use crate::chain::evm::{ChainName, EvmAddress, EvmChain, address_text};
 use crate::chain::token::read_erc20;
+use crate::chain::trade_sim::{self, TradeOutcome, TradeSimulation};
 use crate::context::Context;
 use crate::error::{EngineError, ErrorKind};
 use crate::output::Reply;
@@ -71,6 +79,12 @@ const RETRY_AFTER: Duration = Duration::from_secs(5);
 pub const CAUTION_FROM: u32 = 20;
 /// Scores from here are `high`.
 pub const HIGH_FROM: u32 = 50;
+/// A buy or sell tax above this many basis points is `trade_tax` (0.5%).
+pub const TAX_NOTED_BPS: u64 = 50;
+/// A buy or sell tax above this many basis points is `high_trade_tax` (10%).
+pub const TAX_HIGH_BPS: u64 = 1_000;
+/// A sell that keeps more than this many basis points of its quote is `sell_blocked` (90%).
+pub const SELL_KEPT_BPS: u64 = 9_000;
 
 /// EIP-1967 implementation slot: keccak256("eip1967.proxy.implementation") - 1.
 pub const SLOT_IMPLEMENTATION: B256 =
@@ -164,6 +178,25 @@ pub const SCORING: &[ScoreRule] = &[
         15,
         "an externally owned account whose code delegates to a contract (EIP-7702); the delegate is not scanned",
     ),
+    rule(
+        "sell_blocked",
+        Severity::High,
+        60,
+        "honeypot: a simulated buy went through but selling the tokens back reverted or returned under 10% of the quote",
+    ),
+    rule(
+        "buy_blocked",
+        Severity::Medium,
+        20,
+        "a simulated buy through the token's pool reverted: trading is closed or restricted for new buyers",
+    ),
+    rule(
+        "high_trade_tax",
+        Severity::Medium,
+        30,
+        "a simulated buy or sell lost more than 10% to the token's transfer tax",
+    ),
+    rule("trade_tax", Severity::Low, 10, "a simulated buy or sell lost more than 0.5% (up to 10%) to a transfer tax"),
     rule(
         "externally_owned_account",
         Severity::Info,
@@ -311,6 +344,8 @@ pub struct TokenDetails {
     pub symbol: Option<String>,
     /// `decimals()`.
     pub decimals: Option<u8>,
+    /// The buy/sell simulation through the chain's Uniswap V2 router; null when it did not run (`skipped` says why).
+    pub simulation: Option<TradeSimulation>,
 }
 
 /// A known selector the scan found.
@@ -408,10 +443,13 @@ impl Route for AddressCheckRoute {
         summary: "Heuristic risk check of an address before sending funds to it or calling it",
         description: "Checks an EVM address on base or ethereum: account or contract, upgradeable proxy \
             (EIP-1967, beacon, EIP-1822) and who holds the upgrade key, SELFDESTRUCT and DELEGATECALL in the \
-            code, and owner powers (mint, blacklist, fee setters, pause) found by selector. Answers a verdict \
-            (low, caution, high, unknown), a 0-100 score and the reasons with their points. Heuristic, not an \
-            audit: a low verdict is not a clearance. Source verification and the buy/sell simulation are \
-            reported as skipped. Token names are untrusted data.",
+            code, and owner powers (mint, blacklist, fee setters, pause) found by selector. For an ERC-20 token \
+            it simulates a small buy and sell through the chain's Uniswap V2 router (eth_call with state \
+            overrides, nothing is sent): a sell that reverts is a honeypot, and buy and sell taxes are \
+            measured; without a pool holding liquidity the simulation is skipped with the reason. Answers a \
+            verdict (low, caution, high, unknown), a 0-100 score and the reasons with their points. Heuristic, \
+            not an audit: the simulation sees one trade at the block checked, and a low verdict is not a \
+            clearance. Source verification is reported as skipped. Token names are untrusted data.",
         base_price: Price::micros(5_000),
         price_rule: "flat",
         free_pool: FreePool::AddressCheck,
@@ -530,6 +568,8 @@ pub struct Inspection {
     pub implementation_code: Option<Bytes>,
     /// ERC-20 views, for contracts.
     pub token: Option<TokenDetails>,
+    /// The trade simulation, for ERC-20 tokens on a chain with a known DEX.
+    pub trade: Option<TradeOutcome>,
 }
 
 /// A block tag for `block`.
@@ -623,12 +663,17 @@ pub async fn inspect(chain: &EvmChain, address: Address) -> Result<Inspection, E
     }
 
     let reads = read_erc20(chain, address, Address::ZERO).await?;
+    let is_erc20 = reads.is_erc20();
     inspection.token = Some(TokenDetails {
-        is_erc20: reads.is_erc20(),
+        is_erc20,
         name: reads.name,
         symbol: reads.symbol,
         decimals: reads.decimals,
+        simulation: None,
     });
+    if is_erc20 && let Some(dex) = trade_sim::uniswap_v2(chain.name()) {
+        inspection.trade = Some(trade_sim::simulate_trade(chain, dex, address, block).await?);
+    }
     Ok(inspection)
 }
 
@@ -653,7 +698,7 @@ fn power_name(power: Power) -> &'static str {
 
 /// Turns what was read into the answer (pure: unit-tested without a chain).
 pub fn assess(chain: &str, address: Address, inspection: Inspection, latency_ms: u64) -> AddressCheckOutput {
-    let Inspection { block, code, proxy, implementation_code, token } = inspection;
+    let Inspection { block, code, proxy, implementation_code, mut token, trade } = inspection;
     let mut reasons = Vec::new();
     let mut capabilities = Capabilities { is_contract: !code.is_empty(), ..Default::default() };
     let mut deep_scan = DeepScan::default();
@@ -760,6 +805,17 @@ pub fn assess(chain: &str, address: Address, inspection: Inspection, latency_ms:
         }
     }
 
+    let simulation_skipped = match (&mut token, trade) {
+        (Some(details), Some(TradeOutcome::Ran(simulation))) if details.is_erc20 => {
+            reasons.extend(trade_reasons(&simulation));
+            details.simulation = Some(*simulation);
+            None
+        }
+        (Some(details), Some(TradeOutcome::Skipped(reason))) if details.is_erc20 => Some(reason),
+        (Some(details), _) if details.is_erc20 => Some(format!("no DEX router is known for the {chain} chain")),
+        _ => Some("not an ERC-20 token".to_string()),
+    };
+
     reasons.sort_by_key(|r| std::cmp::Reverse(r.points));
     let risk_score = reasons.iter().map(|r| r.points).sum::<u32>().min(100);
     let verdict = if unknown {
@@ -771,12 +827,13 @@ pub fn assess(chain: &str, address: Address, inspection: Inspection, latency_ms:
     } else {
         Verdict::Low
     };
-    let simulation_reason = match &token {
-        Some(t) if t.is_erc20 => {
-            "no DEX router or liquidity pool is configured for this chain, so no buy or sell was simulated"
-        }
-        _ => "not an ERC-20 token",
-    };
+    let mut skipped = vec![Skipped {
+        check: "source_verification".into(),
+        reason: "no source verifier is reachable from this server".into(),
+    }];
+    if let Some(reason) = simulation_skipped {
+        skipped.push(Skipped { check: "trade_simulation".into(), reason });
+    }
     AddressCheckOutput {
         schema: SCHEMA.to_string(),
         ok: true,
@@ -796,14 +853,46 @@ pub fn assess(chain: &str, address: Address, inspection: Inspection, latency_ms:
         capabilities,
         token,
         deep_scan,
-        skipped: vec![
-            Skipped {
-                check: "source_verification".into(),
-                reason: "no source verifier is reachable from this server".into(),
-            },
-            Skipped { check: "trade_simulation".into(), reason: simulation_reason.into() },
-        ],
+        skipped,
     }
+}
+
+/// The findings of a simulation that ran: a blocked trade, else the larger tax.
+fn trade_reasons(simulation: &TradeSimulation) -> Vec<Reason> {
+    let spent = &simulation.amount_in_wei;
+    if !simulation.buy_ok {
+        return vec![reason(
+            "buy_blocked",
+            format!("A simulated buy of the token for {spent} wei through its Uniswap V2 pool reverted."),
+        )];
+    }
+    let mut reasons = Vec::new();
+    let sell_kept = simulation.sell_tax_bps.filter(|bps| *bps > SELL_KEPT_BPS);
+    match (simulation.sell_ok, sell_kept) {
+        (Some(false), _) => reasons.push(reason(
+            "sell_blocked",
+            "Honeypot: a simulated buy went through but selling the tokens back through the same pool reverted.".into(),
+        )),
+        (Some(true), Some(bps)) => reasons.push(reason(
+            "sell_blocked",
+            format!(
+                "Honeypot: a simulated buy went through but selling the tokens back kept {}% of the quoted ETH.",
+                trade_sim::percent(bps)
+            ),
+        )),
+        _ => {}
+    }
+    let taxes = [("buy", simulation.buy_tax_bps), ("sell", simulation.sell_tax_bps.filter(|_| sell_kept.is_none()))];
+    let worst = taxes.iter().filter_map(|(_, bps)| *bps).max().unwrap_or(0);
+    if worst > TAX_NOTED_BPS {
+        let said: Vec<String> = taxes
+            .iter()
+            .filter_map(|(side, bps)| bps.map(|b| format!("{side} tax {}%", trade_sim::percent(b))))
+            .collect();
+        let code = if worst > TAX_HIGH_BPS { "high_trade_tax" } else { "trade_tax" };
+        reasons.push(reason(code, format!("A simulated trade through Uniswap V2 measured {}.", said.join(", "))));
+    }
+    reasons
 }
 
 #[cfg(test)]
@@ -895,6 +984,67 @@ mod tests {
         assert!(cache.get(&key(1), t0 + Duration::from_secs(3)).is_none());
         assert!(cache.get(&key(2), t0 + Duration::from_secs(3)).is_some());
         assert!(cache.get(&key(3), t0 + Duration::from_secs(3)).is_some());
+    }
+
+    fn token_with(trade: TradeOutcome) -> Inspection {
+        let token = TokenDetails { is_erc20: true, name: None, symbol: None, decimals: Some(18), simulation: None };
+        Inspection { code: vec![0x00].into(), token: Some(token), trade: Some(trade), ..Default::default() }
+    }
+
+    fn simulation(buy_bps: Option<u64>, sell_ok: Option<bool>, sell_bps: Option<u64>) -> TradeSimulation {
+        TradeSimulation {
+            dex: "uniswap_v2".into(),
+            router: "0x01".into(),
+            pair: "0x02".into(),
+            weth: "0x03".into(),
+            pool_weth_wei: "1".into(),
+            pool_token_raw: "1".into(),
+            amount_in_wei: "10000000000000000".into(),
+            buy_ok: buy_bps.is_some(),
+            buy_expected_raw: "1000".into(),
+            buy_received_raw: "1000".into(),
+            buy_tax_percent: buy_bps.map(trade_sim::percent),
+            buy_gas: 1,
+            sell_ok,
+            sell_expected_wei: None,
+            sell_received_wei: None,
+            sell_tax_percent: sell_bps.map(trade_sim::percent),
+            sell_gas: None,
+            buy_tax_bps: buy_bps,
+            sell_tax_bps: sell_bps,
+        }
+    }
+
+    #[test]
+    fn trade_findings_follow_the_simulation() {
+        let run = |sim: TradeSimulation| {
+            let out = assess("ethereum", Address::repeat_byte(4), token_with(TradeOutcome::Ran(Box::new(sim))), 0);
+            assert!(out.skipped.iter().all(|s| s.check != "trade_simulation"));
+            assert!(out.token.as_ref().unwrap().simulation.is_some());
+            (out.reasons.iter().map(|r| r.code.clone()).collect::<Vec<_>>(), out.verdict)
+        };
+        assert_eq!(run(simulation(Some(0), Some(true), Some(0))), (vec![], Verdict::Low));
+        // At 0.5% exactly, nothing; just above, a tax.
+        assert_eq!(run(simulation(Some(50), Some(true), Some(50))), (vec![], Verdict::Low));
+        assert_eq!(run(simulation(Some(51), Some(true), Some(0))), (vec!["trade_tax".into()], Verdict::Low));
+        assert_eq!(run(simulation(Some(0), Some(true), Some(1001))), (vec!["high_trade_tax".into()], Verdict::Caution));
+        assert_eq!(
+            run(simulation(Some(300), Some(false), None)),
+            (vec!["sell_blocked".into(), "trade_tax".into()], Verdict::High)
+        );
+        // Selling keeps over 90% of the quote: a honeypot too, and not also a tax.
+        assert_eq!(run(simulation(Some(0), Some(true), Some(9500))), (vec!["sell_blocked".into()], Verdict::High));
+        assert_eq!(run(simulation(None, None, None)), (vec!["buy_blocked".into()], Verdict::Caution));
+    }
+
+    #[test]
+    fn a_simulation_that_did_not_run_is_skipped_with_its_reason() {
+        let out = assess("base", Address::repeat_byte(5), token_with(TradeOutcome::Skipped("no pool".into())), 0);
+        assert_eq!(out.skipped[1], Skipped { check: "trade_simulation".into(), reason: "no pool".into() });
+        let no_dex = Inspection { trade: None, ..token_with(TradeOutcome::Skipped(String::new())) };
+        let out = assess("polygon", Address::repeat_byte(5), no_dex, 0);
+        assert_eq!(out.skipped[1].reason, "no DEX router is known for the polygon chain");
+        assert!(out.reasons.is_empty());
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod gas;
 pub mod price;
 pub mod signatures;
 pub mod token;
+pub mod trade_sim;
 pub mod tx;
 
 /// Adds every chain route to the catalog.
