@@ -61,6 +61,8 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
         bail!("{URL_NEEDS_SERVER}");
     }
     let body = serde_json::to_vec(&input)?;
+    // A configuration the call would not follow (a malformed PAPERCHAIN_CHAINS) stops it here.
+    let ctx = Context::try_new()?;
 
     let bar = ProgressBar::new_spinner();
     bar.set_style(
@@ -69,7 +71,7 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     );
     bar.set_message(entry.info().operation.to_string());
     bar.enable_steady_tick(Duration::from_millis(120));
-    let ctx = Context::new().with_progress(Arc::new(BarProgress(bar.clone())));
+    let ctx = ctx.with_progress(Arc::new(BarProgress(bar.clone())));
     let result = entry.call(&body, &ctx).await;
     bar.finish_and_clear();
 

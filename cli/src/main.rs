@@ -144,9 +144,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if !config.listen.ip().is_loopback() {
         tracing::warn!(listen = %config.listen, "listening beyond loopback: anyone who can reach this address can use it");
     }
-    paperchain_gateway::serve(config.clone(), Context::new())
-        .await
-        .with_context(|| format!("serving on {}", config.listen))
+    // A configuration the server would not follow (a malformed PAPERCHAIN_CHAINS) stops it here.
+    let ctx = Context::try_new()?;
+    paperchain_gateway::serve(config.clone(), ctx).await.with_context(|| format!("serving on {}", config.listen))
 }
 
 fn routes(args: RoutesArgs) -> anyhow::Result<()> {

@@ -58,3 +58,39 @@ fn sigterm_finishes_the_call_in_flight_then_exits_cleanly() {
     // New connections are refused once it has stopped.
     assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
 }
+
+#[test]
+fn a_malformed_chain_configuration_stops_serve_with_a_message_naming_it() {
+    for (chains, expected) in [
+        ("arbitrum", "PAPERCHAIN_CHAINS: entry `arbitrum`: expected `name=chain_id`"),
+        ("base=8453", "PAPERCHAIN_CHAINS: entry `base=8453`: `base` is a built-in chain"),
+        ("arbitrum=42161", "PAPERCHAIN_RPC_ARBITRUM: not set; the chain `arbitrum=42161` added in PAPERCHAIN_CHAINS"),
+    ] {
+        let data = tempfile::tempdir().unwrap();
+        let mut server = Command::new(env!("CARGO_BIN_EXE_paperchain"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data.path())
+            .env("PAPERCHAIN_CHAINS", chains)
+            .env_remove("PAPERCHAIN_RPC_ARBITRUM")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = server.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = server.kill();
+                let _ = server.wait();
+                panic!("{chains}: the server started");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut log = String::new();
+        server.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+        assert!(!status.success(), "{chains}: {status:?}");
+        assert!(log.contains(&format!("error: {expected}")), "{chains}: {log}");
+    }
+}

@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
+use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -286,6 +287,13 @@ impl Catalog {
     pub fn by_operation(&self, operation: &str) -> Option<&RouteEntry> {
         self.routes.iter().find(|r| r.info.operation == operation)
     }
+}
+
+/// `base` with what published schemas take from the deployment's configuration (the chains
+/// a `chain` field accepts). Every schema export (OpenAPI, listings, MCP tools) builds its
+/// generator from these settings, so that what it publishes is what `prepare` accepts.
+pub fn published_settings(base: SchemaSettings, ctx: &Context) -> SchemaSettings {
+    base.with_transform(ctx.chains.published())
 }
 
 /// Parses a JSON body into `T`, naming the field at fault as a JSON pointer.

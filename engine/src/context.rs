@@ -40,7 +40,7 @@ impl Progress for NoProgress {
 pub struct Context {
     /// Fetches URL inputs from public addresses only.
     pub fetcher: SafeFetcher,
-    /// The EVM chains and their RPC clients (URLs from `PAPERCHAIN_RPC_<CHAIN>` or defaults).
+    /// The EVM chains and their RPC clients (`PAPERCHAIN_CHAINS`, URLs from `PAPERCHAIN_RPC_<CHAIN>` or defaults).
     pub chains: Arc<crate::chain::evm::Chains>,
     /// Input limits.
     pub limits: Limits,
@@ -56,6 +56,14 @@ impl Context {
     /// The production context: public-only fetching, standard limits, no progress.
     pub fn new() -> Context {
         Context::with_policy(AddressPolicy::public_only())
+    }
+
+    /// The production context, or the configuration error that [`Context::new`] would only
+    /// log (a malformed `PAPERCHAIN_CHAINS`, an added chain without RPC URLs): what servers
+    /// and the CLI start with, refusing to run on a configuration they would not follow.
+    pub fn try_new() -> Result<Context, crate::chain::evm::ConfigError> {
+        let chains = Arc::new(crate::chain::evm::Chains::try_from_env()?);
+        Ok(Context { chains, ..Context::new() })
     }
 
     /// A context whose fetcher follows `policy` (tests allow loopback servers this way).

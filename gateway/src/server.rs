@@ -51,7 +51,7 @@ pub fn app(config: &ServerConfig, local_addr: SocketAddr, ctx: Context) -> std::
     let base_url =
         config.public_url.clone().unwrap_or_else(|| format!("http://{local_addr}")).trim_end_matches('/').to_string();
     let files = FileStore::open(config.data_dir.join("files"), LINK_TTL)?;
-    let docs = ServiceDocs::build(&catalog, &base_url);
+    let docs = ServiceDocs::build(&catalog, &base_url, &ctx);
     let state = Arc::new(AppState {
         catalog,
         ctx,

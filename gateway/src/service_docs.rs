@@ -1,10 +1,10 @@
 //! The service documents, generated from the catalog: OpenAPI 3.1, llms.txt and the
 //! x402 payment-resource listing (route book §5).
 
-use paperchain_engine::Catalog;
-use paperchain_engine::catalog::{Family, Produces, RouteEntry};
+use paperchain_engine::catalog::{Family, Produces, RouteEntry, published_settings};
 use paperchain_engine::error::CODES;
 use paperchain_engine::output::{FileBase64, FileLink};
+use paperchain_engine::{Catalog, Context};
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
@@ -20,9 +20,9 @@ pub struct ServiceDocs {
 }
 
 impl ServiceDocs {
-    /// Renders every document for a server at `base_url`.
-    pub fn build(catalog: &Catalog, base_url: &str) -> ServiceDocs {
-        let openapi = openapi(catalog, base_url);
+    /// Renders every document for a server at `base_url` running with `ctx`'s configuration.
+    pub fn build(catalog: &Catalog, base_url: &str, ctx: &Context) -> ServiceDocs {
+        let openapi = openapi(catalog, base_url, ctx);
         ServiceDocs {
             openapi: serde_json::to_string_pretty(&openapi).unwrap_or_default(),
             llms_txt: llms_txt(catalog, base_url, &openapi),
@@ -40,14 +40,13 @@ fn dollars(units: u64) -> String {
     s
 }
 
-/// The OpenAPI 3.1 document.
-pub fn openapi(catalog: &Catalog, base_url: &str) -> Value {
-    let mut generator = SchemaSettings::draft2020_12()
-        .with(|s| {
-            s.definitions_path = "/components/schemas".into();
-            s.meta_schema = None;
-        })
-        .into_generator();
+/// The OpenAPI 3.1 document; its schemas follow `ctx`'s configuration (the `chain` enum).
+pub fn openapi(catalog: &Catalog, base_url: &str, ctx: &Context) -> Value {
+    let settings = SchemaSettings::draft2020_12().with(|s| {
+        s.definitions_path = "/components/schemas".into();
+        s.meta_schema = None;
+    });
+    let mut generator = published_settings(settings, ctx).into_generator();
     let error_schema = json!({
         "type": "object",
         "required": ["error"],

@@ -8,6 +8,10 @@
 //! rate limit with its Retry-After, bad answer, unreachable). Routes then map any alloy
 //! error with [`EvmChain::error`].
 //!
+//! The chains are the known ones of [`KNOWN_CHAINS`] and those added by `PAPERCHAIN_CHAINS`
+//! (`name=chain_id`, comma-separated, each with its URLs in its own `PAPERCHAIN_RPC_<NAME>`);
+//! published schemas list them through [`PublishedChains`].
+//!
 //! Addresses in answers are lower-case hex (`0xabc…`), as the spec's shapes show them.
 
 use std::borrow::Cow;
@@ -103,31 +107,100 @@ impl Default for ChainTimeouts {
     }
 }
 
+/// The variable that adds EVM chains to the known ones: `arbitrum=42161,optimism=10`.
+pub const CHAINS_ENV_VAR: &str = "PAPERCHAIN_CHAINS";
+
+/// Names an added chain cannot take: `solana` is not EVM, and `PAPERCHAIN_RPC_SOLANA`
+/// already configures the Solana routes.
+const RESERVED_NAMES: &[&str] = &["solana"];
+
+/// A configuration error found at start-up: the variable at fault and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{variable}: {message}")]
+pub struct ConfigError {
+    /// The environment variable at fault (`PAPERCHAIN_CHAINS`, `PAPERCHAIN_RPC_ARBITRUM`).
+    pub variable: String,
+    /// What is wrong, quoting the entry.
+    pub message: String,
+}
+
+impl ConfigError {
+    fn new(variable: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError { variable: variable.to_string(), message: message.into() }
+    }
+}
+
 /// The configured EVM chains, shared by every chain route (in [`crate::Context`]).
 pub struct Chains {
     chains: Vec<Arc<EvmChain>>,
 }
 
 impl Chains {
-    /// The known chains with their default URLs, each overridable by
-    /// `PAPERCHAIN_RPC_<CHAIN>` (comma-separated URLs, tried in order).
+    /// The configuration in the environment, as [`Chains::try_from_env`] reads it; when that
+    /// is an error, it is logged and only the known chains are served (servers call
+    /// `try_from_env` first and refuse to start instead).
     pub fn from_env() -> Chains {
-        Chains::from_lookup(|key| std::env::var(key).ok())
+        Chains::from_vars(env_value)
     }
 
-    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Chains {
-        let configs = KNOWN_CHAINS
-            .iter()
-            .map(|(name, id, defaults)| {
-                let var = rpc_env_var(name);
-                let urls = match lookup(&var).filter(|v| !v.trim().is_empty()) {
-                    Some(list) => parse_url_list(&list, &var),
-                    None => defaults.iter().filter_map(|u| Url::parse(u).ok()).collect(),
-                };
-                ChainConfig::new(*name, *id, urls)
-            })
-            .collect();
-        Chains::new(configs, ChainTimeouts::default())
+    fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Chains {
+        Chains::try_from_vars(&lookup).unwrap_or_else(|error| {
+            tracing::error!(%error, "the chains added in {CHAINS_ENV_VAR} are ignored");
+            Chains::new(known_configs(&lookup), ChainTimeouts::default())
+        })
+    }
+
+    /// The known chains (their URLs overridable by `PAPERCHAIN_RPC_<CHAIN>`, comma-separated,
+    /// tried in order), then the chains added by `PAPERCHAIN_CHAINS` (`name=chain_id`,
+    /// comma-separated), each with its URLs from its own `PAPERCHAIN_RPC_<NAME>`.
+    pub fn try_from_env() -> Result<Chains, ConfigError> {
+        Chains::try_from_vars(env_value)
+    }
+
+    /// As [`Chains::try_from_env`], reading the variables through `lookup` (tests, embedders).
+    pub fn try_from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Chains, ConfigError> {
+        let mut configs = known_configs(&lookup);
+        for added in added_chains(lookup(CHAINS_ENV_VAR).as_deref().unwrap_or(""))? {
+            let entry = &added.entry;
+            let clash = |message: String| ConfigError::new(CHAINS_ENV_VAR, format!("entry `{entry}`: {message}"));
+            if let Some((_, id, _)) = KNOWN_CHAINS.iter().find(|(name, _, _)| *name == added.name) {
+                let var = rpc_env_var(&added.name);
+                return Err(clash(format!(
+                    "`{}` is a built-in chain (chain id {id}); re-point it with {var} instead of adding it",
+                    added.name
+                )));
+            }
+            if let Some(other) = configs.iter().find(|c| c.name == added.name) {
+                return Err(clash(format!("`{}` is listed twice", other.name)));
+            }
+            if let Some(other) = configs.iter().find(|c| c.chain_id == added.chain_id) {
+                return Err(clash(format!("chain id {} is already `{}`", added.chain_id, other.name)));
+            }
+            let var = rpc_env_var(&added.name);
+            if let Some(other) = configs.iter().find(|c| rpc_env_var(&c.name) == var) {
+                return Err(clash(format!("`{}` and `{}` would both read {var}; rename one", other.name, added.name)));
+            }
+            let urls = match lookup(&var).filter(|v| !v.trim().is_empty()) {
+                Some(list) => parse_url_list(&list, &var),
+                None => {
+                    return Err(ConfigError::new(
+                        &var,
+                        format!(
+                            "not set; the chain `{entry}` added in {CHAINS_ENV_VAR} needs its RPC URLs \
+                             (comma-separated, tried in order)"
+                        ),
+                    ));
+                }
+            };
+            if urls.is_empty() {
+                return Err(ConfigError::new(
+                    &var,
+                    format!("no http(s) URL in it; the chain `{entry}` added in {CHAINS_ENV_VAR} needs at least one"),
+                ));
+            }
+            configs.push(ChainConfig::new(added.name, added.chain_id, urls));
+        }
+        Ok(Chains::new(configs, ChainTimeouts::default()))
     }
 
     /// Exactly these chains (tests point them at a local node this way).
@@ -148,6 +221,11 @@ impl Chains {
     /// The configured names, in order.
     pub fn names(&self) -> Vec<&str> {
         self.chains.iter().map(|c| c.config.name.as_str()).collect()
+    }
+
+    /// The configured chains as published schemas show them.
+    pub fn published(&self) -> PublishedChains {
+        PublishedChains(self.chains.iter().map(|c| (c.config.name.clone(), c.config.chain_id)).collect())
     }
 
     /// The chain named by the input field at `field`, or an input error listing the names.
@@ -177,6 +255,68 @@ impl std::fmt::Debug for Chains {
 /// The variable that overrides a chain's RPC URLs: `PAPERCHAIN_RPC_ETHEREUM`.
 pub fn rpc_env_var(chain: &str) -> String {
     format!("PAPERCHAIN_RPC_{}", chain.to_ascii_uppercase().replace('-', "_"))
+}
+
+/// An environment variable's value; one that is not Unicode is read lossily, so that it
+/// fails parsing with a message rather than counting as unset.
+fn env_value(key: &str) -> Option<String> {
+    std::env::var_os(key).map(|v| v.to_string_lossy().into_owned())
+}
+
+/// The known chains, each with its `PAPERCHAIN_RPC_<CHAIN>` URLs or its defaults.
+fn known_configs(lookup: &impl Fn(&str) -> Option<String>) -> Vec<ChainConfig> {
+    KNOWN_CHAINS
+        .iter()
+        .map(|(name, id, defaults)| {
+            let var = rpc_env_var(name);
+            let urls = match lookup(&var).filter(|v| !v.trim().is_empty()) {
+                Some(list) => parse_url_list(&list, &var),
+                None => defaults.iter().filter_map(|u| Url::parse(u).ok()).collect(),
+            };
+            ChainConfig::new(*name, *id, urls)
+        })
+        .collect()
+}
+
+/// One `name=chain_id` entry of `PAPERCHAIN_CHAINS`.
+#[derive(Debug, PartialEq, Eq)]
+struct AddedChain {
+    name: String,
+    chain_id: u64,
+    /// The entry as messages quote it, spaces removed: `arbitrum=42161`.
+    entry: String,
+}
+
+/// The entries of `PAPERCHAIN_CHAINS`, each checked on its own (clashes are checked by the
+/// caller, against every chain already configured).
+fn added_chains(list: &str) -> Result<Vec<AddedChain>, ConfigError> {
+    list.split(',').map(str::trim).filter(|e| !e.is_empty()).map(added_chain).collect()
+}
+
+fn added_chain(entry: &str) -> Result<AddedChain, ConfigError> {
+    let shown = clean_text(entry, 80);
+    let bad = |why: String| ConfigError::new(CHAINS_ENV_VAR, format!("entry `{shown}`: {why}"));
+    let Some((name, id)) = entry.split_once('=') else {
+        return Err(bad("expected `name=chain_id`, e.g. `arbitrum=42161`".into()));
+    };
+    let (name, id) = (name.trim(), id.trim());
+    let name_ok = name.len() <= 32
+        && name.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+    if !name_ok {
+        return Err(bad(format!(
+            "the name `{}` must be 1 to 32 characters: a lower-case letter, then lower-case letters, digits, `-` or `_`",
+            clean_text(name, 40)
+        )));
+    }
+    if RESERVED_NAMES.contains(&name) {
+        return Err(bad(format!("`{name}` is reserved (not an EVM chain)")));
+    }
+    let chain_id = match id.parse::<u64>() {
+        Ok(n) if n > 0 && id.bytes().all(|b| b.is_ascii_digit()) => n,
+        _ => return Err(bad(format!("the chain id `{}` is not a positive integer", clean_text(id, 30)))),
+    };
+    Ok(AddedChain { name: name.to_string(), chain_id, entry: format!("{name}={chain_id}") })
 }
 
 fn parse_url_list(list: &str, var: &str) -> Vec<Url> {
@@ -621,14 +761,45 @@ impl JsonSchema for ChainName {
         "EvmChain".into()
     }
 
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let names: Vec<&str> = KNOWN_CHAINS.iter().map(|(name, _, _)| *name).collect();
-        schemars::json_schema!({
-            "type": "string",
-            "enum": names,
-            "description": "EVM chain to read: `ethereum` (chain id 1), `base` (8453) or `polygon` (137)."
-        })
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // Generators built for publishing carry the deployment's chains; others (tests, a
+        // plain `schema_for!`) show the known ones.
+        let published = generator.settings().transforms.iter().find_map(|t| t.downcast_ref::<PublishedChains>());
+        match published {
+            Some(published) => chain_schema(published.0.iter().map(|(name, id)| (name.as_str(), *id))),
+            None => chain_schema(KNOWN_CHAINS.iter().map(|(name, id, _)| (*name, *id))),
+        }
     }
+}
+
+/// The schema of a `chain` taking any of `chains`, in order.
+fn chain_schema<'a>(chains: impl Iterator<Item = (&'a str, u64)>) -> schemars::Schema {
+    let chains: Vec<(&str, u64)> = chains.collect();
+    let listed: Vec<String> = chains
+        .iter()
+        .enumerate()
+        .map(|(i, (name, id))| if i == 0 { format!("`{name}` (chain id {id})") } else { format!("`{name}` ({id})") })
+        .collect();
+    let listed = match listed.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => listed.concat(),
+    };
+    let names: Vec<&str> = chains.iter().map(|(name, _)| *name).collect();
+    schemars::json_schema!({
+        "type": "string",
+        "enum": names,
+        "description": format!("EVM chain to read: {listed}.")
+    })
+}
+
+/// The configured chains, as a setting of published schemas: [`ChainName`]'s schema lists
+/// them when its generator's settings hold this (see [`crate::catalog::published_settings`]).
+/// schemars settings take no user data but transforms, hence a transform that changes nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublishedChains(pub Vec<(String, u64)>);
+
+impl schemars::transform::Transform for PublishedChains {
+    fn transform(&mut self, _: &mut schemars::Schema) {}
 }
 
 /// An EVM address input: `0x` and 40 hex digits, any case (an EIP-55 checksum is not required).
@@ -717,7 +888,7 @@ mod tests {
 
     #[test]
     fn env_overrides_urls_in_order() {
-        let chains = Chains::from_lookup(|key| {
+        let chains = Chains::from_vars(|key| {
             (key == "PAPERCHAIN_RPC_BASE").then(|| "http://127.0.0.1:1/a, not a url ,https://b.example/key".to_string())
         });
         assert_eq!(chains.names(), vec!["ethereum", "base", "polygon"]);
@@ -731,11 +902,181 @@ mod tests {
 
     #[test]
     fn unknown_chains_are_input_errors_listing_the_names() {
-        let chains = Chains::from_lookup(|_| None);
+        let chains = Chains::from_vars(|_| None);
         let e = chains.resolve(&ChainName("solana".into()), "/chain").unwrap_err();
         assert_eq!(e.field.as_deref(), Some("/chain"));
         assert_eq!(e.kind, ErrorKind::InvalidInput);
         assert!(e.message.contains("ethereum, base, polygon"), "{}", e.message);
+    }
+
+    /// A lookup over `vars` (name, value).
+    fn vars(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |key| vars.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+    }
+
+    fn config_error(pairs: &[(&str, &str)]) -> ConfigError {
+        match Chains::try_from_vars(vars(pairs)) {
+            Ok(chains) => panic!("{pairs:?} was accepted: {chains:?}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn added_chains_follow_the_known_ones_with_their_own_urls() {
+        let chains = Chains::try_from_vars(vars(&[
+            ("PAPERCHAIN_CHAINS", " arbitrum=42161 , optimism=10,, zk_sync-era=324 ,"),
+            ("PAPERCHAIN_RPC_ARBITRUM", "http://127.0.0.1:1/a, ftp://no, https://arb.example/key"),
+            ("PAPERCHAIN_RPC_OPTIMISM", "https://op.example"),
+            ("PAPERCHAIN_RPC_ZK_SYNC_ERA", "https://zk.example"),
+            ("PAPERCHAIN_RPC_BASE", "http://127.0.0.1:2"),
+        ]))
+        .unwrap();
+        assert_eq!(chains.names(), vec!["ethereum", "base", "polygon", "arbitrum", "optimism", "zk_sync-era"]);
+        let arbitrum = chains.get("arbitrum").unwrap();
+        assert_eq!(arbitrum.chain_id(), 42161);
+        let urls: Vec<&str> = arbitrum.config.rpc_urls.iter().map(Url::as_str).collect();
+        assert_eq!(urls, vec!["http://127.0.0.1:1/a", "https://arb.example/key"]);
+        assert_eq!(chains.get("optimism").unwrap().chain_id(), 10);
+        assert_eq!(chains.get("zk_sync-era").unwrap().chain_id(), 324);
+        // A known chain is still re-pointed, and keeps its place.
+        let base = chains.get("base").unwrap();
+        assert_eq!(base.config.rpc_urls.iter().map(Url::as_str).collect::<Vec<_>>(), vec!["http://127.0.0.1:2/"]);
+        let published = chains.published();
+        assert_eq!(published.0[3], ("arbitrum".to_string(), 42161));
+        assert_eq!(published.0.len(), 6);
+
+        let e = chains.resolve(&ChainName("gnosis".into()), "/chain").unwrap_err();
+        assert!(e.message.contains("ethereum, base, polygon, arbitrum, optimism, zk_sync-era"), "{}", e.message);
+        // Unset, empty or blank: the known chains only.
+        for list in [None, Some(""), Some(" , ")] {
+            let pairs: Vec<(&str, &str)> = list.map(|l| ("PAPERCHAIN_CHAINS", l)).into_iter().collect();
+            assert_eq!(Chains::try_from_vars(vars(&pairs)).unwrap().names(), vec!["ethereum", "base", "polygon"]);
+        }
+    }
+
+    #[test]
+    fn malformed_entries_are_configuration_errors_naming_the_entry() {
+        for (list, entry, why) in [
+            ("arbitrum", "`arbitrum`", "expected `name=chain_id`"),
+            ("arbitrum:42161", "`arbitrum:42161`", "expected `name=chain_id`"),
+            ("Arbitrum=42161", "`Arbitrum=42161`", "lower-case"),
+            ("1chain=5", "`1chain=5`", "lower-case"),
+            ("_x=5", "`_x=5`", "lower-case"),
+            ("=5", "`=5`", "lower-case"),
+            ("arb.one=5", "`arb.one=5`", "lower-case"),
+            ("arb one=5", "`arb one=5`", "lower-case"),
+            (&format!("{}=5", "a".repeat(33)), "aaaaaaaa", "1 to 32 characters"),
+            ("arbitrum=0", "`arbitrum=0`", "not a positive integer"),
+            ("arbitrum=-1", "`arbitrum=-1`", "not a positive integer"),
+            ("arbitrum=+5", "`arbitrum=+5`", "not a positive integer"),
+            ("arbitrum=0x1", "`arbitrum=0x1`", "not a positive integer"),
+            ("arbitrum=", "`arbitrum=`", "not a positive integer"),
+            ("arbitrum=18446744073709551616", "`arbitrum=18446744073709551616`", "not a positive integer"),
+            ("arbitrum=1=2", "`arbitrum=1=2`", "not a positive integer"),
+            ("solana=900", "`solana=900`", "reserved"),
+        ] {
+            let e = config_error(&[("PAPERCHAIN_CHAINS", list), ("PAPERCHAIN_RPC_ARBITRUM", "http://127.0.0.1:1")]);
+            assert_eq!(e.variable, "PAPERCHAIN_CHAINS", "{list}");
+            let text = e.to_string();
+            assert!(text.starts_with("PAPERCHAIN_CHAINS: entry `"), "{list}: {text}");
+            assert!(text.contains(entry) && text.contains(why), "{list}: {text}");
+        }
+        // The longest name is accepted.
+        let name = format!("a{}", "b".repeat(31));
+        let list = format!("{name}=5");
+        let var = rpc_env_var(&name);
+        let chains = Chains::try_from_vars(vars(&[("PAPERCHAIN_CHAINS", &list), (&var, "http://127.0.0.1:1")]));
+        assert!(chains.unwrap().get(&name).is_some());
+    }
+
+    #[test]
+    fn clashes_are_configuration_errors_naming_the_entry() {
+        let rpc = [
+            ("PAPERCHAIN_RPC_ARBITRUM", "http://127.0.0.1:1"),
+            ("PAPERCHAIN_RPC_ARB2", "http://127.0.0.1:1"),
+            ("PAPERCHAIN_RPC_MAINNET", "http://127.0.0.1:1"),
+            ("PAPERCHAIN_RPC_ARB_ONE", "http://127.0.0.1:1"),
+        ];
+        for (list, expected) in [
+            (
+                "base=8453",
+                "entry `base=8453`: `base` is a built-in chain (chain id 8453); re-point it with PAPERCHAIN_RPC_BASE",
+            ),
+            ("polygon=42161", "entry `polygon=42161`: `polygon` is a built-in chain"),
+            ("mainnet=1", "entry `mainnet=1`: chain id 1 is already `ethereum`"),
+            ("arbitrum=42161,arbitrum=42161", "entry `arbitrum=42161`: `arbitrum` is listed twice"),
+            ("arbitrum=42161,arbitrum=10", "entry `arbitrum=10`: `arbitrum` is listed twice"),
+            ("arbitrum=42161,arb2=42161", "entry `arb2=42161`: chain id 42161 is already `arbitrum`"),
+            (
+                "arb-one=5,arb_one=6",
+                "entry `arb_one=6`: `arb-one` and `arb_one` would both read PAPERCHAIN_RPC_ARB_ONE",
+            ),
+        ] {
+            let mut pairs = rpc.to_vec();
+            pairs.push(("PAPERCHAIN_CHAINS", list));
+            let e = config_error(&pairs);
+            assert_eq!(e.variable, "PAPERCHAIN_CHAINS", "{list}");
+            assert!(e.to_string().starts_with(&format!("PAPERCHAIN_CHAINS: {expected}")), "{list}: {e}");
+        }
+    }
+
+    #[test]
+    fn an_added_chain_without_urls_is_a_configuration_error_naming_its_variable() {
+        for rpc in [None, Some(""), Some("  ")] {
+            let mut pairs = vec![("PAPERCHAIN_CHAINS", "optimism=10,arbitrum=42161")];
+            pairs.push(("PAPERCHAIN_RPC_OPTIMISM", "https://op.example"));
+            pairs.extend(rpc.map(|v| ("PAPERCHAIN_RPC_ARBITRUM", v)));
+            let e = config_error(&pairs);
+            assert_eq!(e.variable, "PAPERCHAIN_RPC_ARBITRUM");
+            assert!(
+                e.to_string().starts_with(
+                    "PAPERCHAIN_RPC_ARBITRUM: not set; the chain `arbitrum=42161` added in PAPERCHAIN_CHAINS needs"
+                ),
+                "{e}"
+            );
+        }
+        let e = config_error(&[("PAPERCHAIN_CHAINS", "arbitrum=42161"), ("PAPERCHAIN_RPC_ARBITRUM", "ws://x, nope")]);
+        assert_eq!(e.variable, "PAPERCHAIN_RPC_ARBITRUM");
+        assert!(e.message.contains("no http(s) URL") && e.message.contains("`arbitrum=42161`"), "{e}");
+    }
+
+    #[test]
+    fn a_configuration_error_leaves_the_known_chains_where_it_is_only_logged() {
+        let chains = Chains::from_vars(vars(&[
+            ("PAPERCHAIN_CHAINS", "arbitrum"),
+            ("PAPERCHAIN_RPC_BASE", "http://127.0.0.1:3"),
+        ]));
+        assert_eq!(chains.names(), vec!["ethereum", "base", "polygon"]);
+        assert_eq!(chains.get("base").unwrap().config.rpc_urls[0].as_str(), "http://127.0.0.1:3/");
+    }
+
+    #[test]
+    fn the_chain_schema_lists_the_published_chains() {
+        let schema = |settings: schemars::generate::SchemaSettings| {
+            let mut generator = settings.into_generator();
+            ChainName::json_schema(&mut generator).to_value()
+        };
+        let plain = schema(schemars::generate::SchemaSettings::draft2020_12());
+        assert_eq!(plain["enum"], serde_json::json!(["ethereum", "base", "polygon"]));
+        assert_eq!(
+            plain["description"],
+            "EVM chain to read: `ethereum` (chain id 1), `base` (8453) or `polygon` (137)."
+        );
+        let chains = Chains::try_from_vars(vars(&[
+            ("PAPERCHAIN_CHAINS", "arbitrum=42161"),
+            ("PAPERCHAIN_RPC_ARBITRUM", "http://127.0.0.1:1"),
+        ]))
+        .unwrap();
+        let published = schema(schemars::generate::SchemaSettings::draft2020_12().with_transform(chains.published()));
+        assert_eq!(published["enum"], serde_json::json!(["ethereum", "base", "polygon", "arbitrum"]));
+        assert_eq!(
+            published["description"],
+            "EVM chain to read: `ethereum` (chain id 1), `base` (8453), `polygon` (137) or `arbitrum` (42161)."
+        );
+        let one = PublishedChains(vec![("ethereum".into(), 1)]);
+        let single = schema(schemars::generate::SchemaSettings::draft2020_12().with_transform(one));
+        assert_eq!(single["description"], "EVM chain to read: `ethereum` (chain id 1).");
     }
 
     #[test]
