@@ -9,6 +9,7 @@
 pub mod error;
 pub mod files;
 pub mod host;
+pub mod hosted;
 pub mod routes;
 pub mod server;
 pub mod service_docs;

@@ -38,6 +38,8 @@ pub struct AppState {
     pub request_timeout: Duration,
     /// Largest request body.
     pub body_limit: usize,
+    /// The paywall in hosted mode; local mode has none.
+    pub paywall: Option<Arc<crate::hosted::paywall::Paywall>>,
 }
 
 /// The router: every catalog route plus the service documents and file links.
@@ -62,6 +64,10 @@ pub fn router(state: Arc<AppState>) -> Router {
 }
 
 async fn call_route(state: Arc<AppState>, path: &'static str, request: Request) -> Response {
+    if let Some(paywall) = state.paywall.clone() {
+        // The paywall limits the operation itself; verify and settle around it must not be cut short.
+        return crate::hosted::http::handle(state, paywall, path, request).await;
+    }
     let timeout = state.request_timeout;
     match tokio::time::timeout(timeout, handle(state, path, request)).await {
         Ok(Ok(response)) => response,
@@ -85,20 +91,29 @@ async fn handle(state: Arc<AppState>, path: &'static str, request: Request) -> R
 
 /// Only `application/json` (parameters such as charset allowed) is accepted.
 pub fn check_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
-    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let essence = content_type.split(';').next().unwrap_or("").trim();
-    if essence.eq_ignore_ascii_case("application/json") {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-            format!(
-                "the body must be JSON with Content-Type: application/json (got {})",
-                if content_type.is_empty() { "none" } else { content_type }
-            ),
-        ))
-    }
+    if is_json(headers) { Ok(()) } else { Err(unsupported_media_type(content_type(headers))) }
+}
+
+/// Whether the request declares a JSON body.
+pub fn is_json(headers: &HeaderMap) -> bool {
+    content_type(headers).split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json")
+}
+
+/// The Content-Type header as text ("" when absent or not text).
+pub fn content_type(headers: &HeaderMap) -> &str {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("")
+}
+
+/// 415 for a body declared as `content_type`.
+pub fn unsupported_media_type(content_type: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+        format!(
+            "the body must be JSON with Content-Type: application/json (got {})",
+            if content_type.is_empty() { "none" } else { content_type }
+        ),
+    )
 }
 
 /// Reads the body, refusing more than `limit` bytes (by Content-Length first).
@@ -118,7 +133,7 @@ pub async fn read_body(request: Request, limit: usize) -> Result<axum::body::Byt
     axum::body::to_bytes(request.into_body(), limit).await.map_err(|_| too_large())
 }
 
-async fn encode_reply(state: &AppState, reply: Reply<serde_json::Value>) -> Result<Response, ApiError> {
+pub(crate) async fn encode_reply(state: &AppState, reply: Reply<serde_json::Value>) -> Result<Response, ApiError> {
     match reply {
         Reply::Json(value) => Ok(Json(value).into_response()),
         Reply::Files(set) => encode_files(state, set).await,

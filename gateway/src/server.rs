@@ -13,6 +13,7 @@ use paperchain_engine::{Catalog, Context};
 use tokio::net::TcpListener;
 
 use crate::files::{FileStore, LINK_TTL};
+use crate::hosted::paywall::Paywall;
 use crate::host::{HostPolicy, require_allowed_host};
 use crate::routes::{AppState, BODY_LIMIT, router};
 use crate::service_docs::ServiceDocs;
@@ -47,6 +48,16 @@ impl ServerConfig {
 
 /// The application for `config`, bound to `local_addr` (used for the default base URL).
 pub fn app(config: &ServerConfig, local_addr: SocketAddr, ctx: Context) -> std::io::Result<Router> {
+    app_with(config, local_addr, ctx, None)
+}
+
+/// The application, in hosted mode when `paywall` is given.
+pub fn app_with(
+    config: &ServerConfig,
+    local_addr: SocketAddr,
+    ctx: Context,
+    paywall: Option<Arc<Paywall>>,
+) -> std::io::Result<Router> {
     let catalog = Arc::new(Catalog::standard());
     let base_url =
         config.public_url.clone().unwrap_or_else(|| format!("http://{local_addr}")).trim_end_matches('/').to_string();
@@ -60,6 +71,7 @@ pub fn app(config: &ServerConfig, local_addr: SocketAddr, ctx: Context) -> std::
         docs,
         request_timeout: config.request_timeout,
         body_limit: BODY_LIMIT,
+        paywall,
     });
     tokio::spawn(sweep_files(files));
     let hosts = Arc::new(HostPolicy::new(local_addr, config.public_url.as_deref(), &config.allowed_hosts));
@@ -70,6 +82,12 @@ pub fn app(config: &ServerConfig, local_addr: SocketAddr, ctx: Context) -> std::
 
 /// Serves until SIGINT or SIGTERM, then finishes the calls in flight.
 pub async fn serve(config: ServerConfig, ctx: Context) -> std::io::Result<()> {
+    let listener = bind(&config).await?;
+    serve_on(listener, config, ctx, None).await
+}
+
+/// Binds the configured address, refusing to answer every name on all addresses.
+pub async fn bind(config: &ServerConfig) -> std::io::Result<TcpListener> {
     if config.listen.ip().is_unspecified() && config.public_url.is_none() && config.allowed_hosts.is_empty() {
         // Every name that resolves here would be answered, including a rebinding page's.
         return Err(std::io::Error::new(
@@ -80,11 +98,24 @@ pub async fn serve(config: ServerConfig, ctx: Context) -> std::io::Result<()> {
             ),
         ));
     }
-    let listener = TcpListener::bind(config.listen).await?;
+    TcpListener::bind(config.listen).await
+}
+
+/// Serves on `listener` until SIGINT or SIGTERM (hosted when `paywall` is given).
+pub async fn serve_on(
+    listener: TcpListener,
+    config: ServerConfig,
+    ctx: Context,
+    paywall: Option<Arc<Paywall>>,
+) -> std::io::Result<()> {
     let local_addr = listener.local_addr()?;
-    let app = app(&config, local_addr, ctx)?;
-    tracing::info!(%local_addr, "serving http://{local_addr} (OpenAPI at /openapi.json); Ctrl-C stops");
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
+    let mode = if paywall.is_some() { "hosted" } else { "local" };
+    let app = app_with(&config, local_addr, ctx, paywall)?;
+    tracing::info!(%local_addr, mode, "serving http://{local_addr} (OpenAPI at /openapi.json); Ctrl-C stops");
+    // The peer address is the client IP of free pools unless a proxy header is configured.
+    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
     tracing::info!("stopped");
     Ok(())
 }

@@ -1,0 +1,1253 @@
+//! MPP, the "Payment" HTTP authentication scheme: the challenges a hosted 402 carries, the
+//! `Authorization: Payment` credentials it accepts, and the `Payment-Receipt` it answers with.
+//!
+//! Plain strings in and out; the HTTP glue, the facilitator and the replay guard live elsewhere.
+//!
+//! Design, after the drafts in tempoxyz/mpp-specs (`draft-httpauth-payment-00`, "core";
+//! `draft-payment-intent-charge-00`, "charge"; `draft-evm-charge-00`, "evm"):
+//! - One `WWW-Authenticate: Payment` value per offered method (core §5.1 "Challenge"), with
+//!   `id`, `realm`, `method`, `intent="charge"`, `request` = base64url(JCS(JSON)) (core §5.1.1)
+//!   and `expires` = now + ttl (core §5.1.2). The 402 is sent with `Cache-Control: no-store`
+//!   and a receipt response with `Cache-Control: private` (core "Caching").
+//! - The `id` is the draft's recommended HMAC-SHA256 binding (core §5.1.2 "Challenge
+//!   Binding", "Recommended: HMAC-SHA256 Binding"): HMAC over the seven slots
+//!   realm|method|intent|request|expires|digest|opaque under a server secret, computed by
+//!   `mpp::compute_challenge_id`. Nothing is stored: an echoed challenge is ours when its id
+//!   recomputes.
+//! - The challenge is bound to the request: `digest` is the RFC 9530 sha-256 of the body
+//!   (core "Request Body Digest Binding") and the HTTP method and path travel in `opaque`
+//!   (core §5.1.2: server correlation data, echoed unchanged, SHOULD be in the binding). Both
+//!   are HMAC slots, so a credential issued for one request or price pays for no other.
+//! - The `evm` request (evm "Request Schema"): `amount` (atomic units), `currency` (token),
+//!   `recipient`, `methodDetails` {`chainId`, `credentialTypes`: ["authorization"],
+//!   `decimals`, `permit2Address`}. Only the EIP-3009 credential (evm "Authorization Payload",
+//!   `type="authorization"`) is accepted: it is what the x402 `exact` facilitator settles.
+//! - Its checks (evm "Authorization Verification" 3-6): `to` = recipient, `value` = amount,
+//!   `nonce` = keccak256(id ‖ realm) (evm "Challenge Binding"), `validBefore` not passed. The
+//!   signature, the balance and the on-chain call (steps 2, 7-10) are the facilitator's, through
+//!   [`MppConfig::to_x402_payload`]; a local ECDSA check would refuse smart-wallet signatures
+//!   (EIP-1271/6492) that the facilitator accepts.
+//! - Replay (evm "Replay Protection"): the token is signer + nonce; the nonce is bound to one
+//!   challenge, so [`EvmAuthorization::replay_key`] allows one payment per challenge.
+//! - The receipt (core "Payment-Receipt Header", evm "Receipt Generation") is base64url(JSON
+//!   {method, challengeId, reference, status, timestamp, chainId}).
+//! - Tempo is offered only when configured. Its credentials are signed Tempo transactions, which
+//!   need the mpp crate's `tempo` feature (a second EVM stack); until then they are refused with
+//!   `unsupported_method`, and [`MppConfig::check_challenge`] is the method-neutral half.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use alloy::primitives::{Address, B256, Bytes, U256, keccak256};
+use alloy::signers::SignerSync;
+use alloy::signers::local::PrivateKeySigner;
+use alloy::sol_types::{Eip712Domain, SolStruct};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use mpp::protocol::intents::ChargeRequest;
+use mpp::{Base64UrlJson, PaymentChallenge, PaymentCredential};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use x402_chain_eip155::v1_eip155_exact::TransferWithAuthorization;
+
+pub use mpp::{AUTHORIZATION_HEADER, PAYMENT_RECEIPT_HEADER, WWW_AUTHENTICATE_HEADER};
+
+/// `Cache-Control` of every 402 that carries challenges (core "Caching").
+pub const CACHE_CONTROL_CHALLENGE: &str = "no-store";
+/// `Cache-Control` of a response that carries a `Payment-Receipt` (core "Caching").
+pub const CACHE_CONTROL_RECEIPT: &str = "private";
+/// The method name of the EVM charge (evm "IANA Considerations").
+pub const METHOD_EVM: &str = "evm";
+/// The method name of the Tempo charge.
+pub const METHOD_TEMPO: &str = "tempo";
+/// The only intent offered.
+pub const INTENT_CHARGE: &str = "charge";
+/// Canonical Permit2 address; the evm draft makes `permit2Address` a required detail.
+const PERMIT2_ADDRESS: &str = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
+/// EIP-3009 credential type (evm "Authorization Payload").
+const CREDENTIAL_TYPE_AUTHORIZATION: &str = "authorization";
+/// An EIP-6492 wrapped signature can be long, but not longer than a header allows.
+const MAX_SIGNATURE_BYTES: usize = 8 * 1024;
+
+/// MPP settings of the hosted server.
+#[derive(Clone)]
+pub struct MppConfig {
+    /// Protection space, usually the public host name (core §5.1.1 `realm`).
+    pub realm: String,
+    /// HMAC key of challenge ids; random at start unless configured (then ids survive restarts).
+    pub secret: [u8; 32],
+    /// The EVM charge (EIP-3009 authorization), offered when set.
+    pub evm: Option<EvmCharge>,
+    /// The Tempo charge, offered only when configured.
+    pub tempo: Option<TempoCharge>,
+    /// Lifetime of a challenge (its `expires`).
+    pub challenge_ttl: Duration,
+}
+
+/// Where and in what an `evm` charge is paid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvmCharge {
+    /// EIP-155 chain id (8453 for Base, the sandbox anvil's id in sandbox mode).
+    pub chain_id: u64,
+    /// The EIP-3009 dollar stablecoin (request `currency`).
+    pub asset: Address,
+    /// Who is paid (request `recipient`, x402 `payTo`).
+    pub recipient: Address,
+    /// EIP-712 domain name of the token ("USD Coin" for USDC).
+    pub token_name: String,
+    /// EIP-712 domain version of the token ("2" for USDC).
+    pub token_version: String,
+    /// Token decimals (6 for USDC); shown to clients as `methodDetails.decimals`.
+    pub decimals: u8,
+}
+
+/// Where and in what a `tempo` charge is paid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TempoCharge {
+    /// Tempo chain id.
+    pub chain_id: u64,
+    /// TIP-20 dollar stablecoin address (request `currency`).
+    pub currency: Address,
+    /// Who is paid (request `recipient`).
+    pub recipient: Address,
+    /// Whether the server sponsors the transaction fee (`methodDetails.feePayer`).
+    pub fee_payer: bool,
+}
+
+/// What a challenge is bound to: HTTP method, path and body digest of one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestBinding {
+    method: String,
+    path: String,
+    digest: Option<String>,
+}
+
+/// A parsed `Authorization: Payment` credential, not yet checked.
+#[derive(Clone)]
+pub struct Credential {
+    inner: PaymentCredential,
+}
+
+/// An accepted EIP-3009 authorization, ready for the x402 facilitator.
+#[derive(Clone, PartialEq, Eq)]
+pub struct EvmAuthorization {
+    /// The id of the challenge it pays (for the receipt).
+    pub challenge_id: String,
+    /// EIP-155 chain id.
+    pub chain_id: u64,
+    /// Token contract.
+    pub asset: Address,
+    /// Payer.
+    pub from: Address,
+    /// Recipient (equal to the configured recipient).
+    pub to: Address,
+    /// Amount in atomic units (equal to the quote).
+    pub value: U256,
+    /// Not valid before this Unix time.
+    pub valid_after: u64,
+    /// Not valid at or after this Unix time.
+    pub valid_before: u64,
+    /// keccak256(challenge id ‖ realm).
+    pub nonce: B256,
+    /// EIP-712 signature (EOA, EIP-1271 or EIP-6492); a secret, never logged.
+    pub signature: Bytes,
+    /// Payer DID as sent by the client (`did:pkh:eip155:<chain>:<address>`), if any.
+    pub source: Option<String>,
+}
+
+/// Why a credential is refused; each answer is a 402 with fresh challenges.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MppError {
+    /// The header is not a Payment credential of the draft's shape.
+    #[error("{0}")]
+    Malformed(String),
+    /// The echoed challenge was not issued by this server (or under another configuration).
+    #[error("{0}")]
+    UnknownChallenge(String),
+    /// The challenge or the authorization has expired.
+    #[error("{0}")]
+    Expired(String),
+    /// The challenge was issued for another request (method, path or body).
+    #[error("{0}")]
+    WrongRequest(String),
+    /// The challenge or authorization is for another amount than this request's price.
+    #[error("{0}")]
+    WrongAmount(String),
+    /// The method (or credential type) is not one this server accepts.
+    #[error("{0}")]
+    UnsupportedMethod(String),
+    /// The payload does not satisfy the challenge (recipient, nonce, validity window).
+    #[error("{0}")]
+    VerificationFailed(String),
+}
+
+impl MppError {
+    /// Short stable code: `malformed`, `unknown_challenge`, `expired`, `wrong_request`,
+    /// `wrong_amount`, `unsupported_method`, `verification_failed`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Malformed(_) => "malformed",
+            Self::UnknownChallenge(_) => "unknown_challenge",
+            Self::Expired(_) => "expired",
+            Self::WrongRequest(_) => "wrong_request",
+            Self::WrongAmount(_) => "wrong_amount",
+            Self::UnsupportedMethod(_) => "unsupported_method",
+            Self::VerificationFailed(_) => "verification_failed",
+        }
+    }
+
+    /// The draft's problem type URI (core "Error Codes") for an RFC 9457 body.
+    pub fn problem_type(&self) -> &'static str {
+        match self {
+            Self::Malformed(_) => "https://paymentauth.org/problems/malformed-credential",
+            Self::UnknownChallenge(_) | Self::WrongRequest(_) => "https://paymentauth.org/problems/invalid-challenge",
+            Self::Expired(_) => "https://paymentauth.org/problems/payment-expired",
+            Self::WrongAmount(_) | Self::VerificationFailed(_) => {
+                "https://paymentauth.org/problems/verification-failed"
+            }
+            Self::UnsupportedMethod(_) => "https://paymentauth.org/problems/method-unsupported",
+        }
+    }
+}
+
+impl RequestBinding {
+    /// Binds to `method` (case-insensitive), `path` (as routed, with the query if it
+    /// matters) and the exact body bytes.
+    pub fn new(method: &str, path: &str, body: &[u8]) -> Self {
+        // RFC 9530 byte-sequence form, as the core draft's digest example writes it.
+        let digest = (!body.is_empty()).then(|| format!("sha-256=:{}:", STANDARD.encode(Sha256::digest(body))));
+        Self { method: method.to_ascii_uppercase(), path: path.to_owned(), digest }
+    }
+
+    /// The `digest` auth-param, absent for an empty body.
+    pub fn digest(&self) -> Option<&str> {
+        self.digest.as_deref()
+    }
+
+    /// The `opaque` auth-param: JCS JSON {method, path}, base64url.
+    fn opaque(&self) -> Option<Base64UrlJson> {
+        Base64UrlJson::from_value(&json!({ "method": self.method, "path": self.path })).ok()
+    }
+}
+
+impl Credential {
+    /// The echoed challenge id.
+    pub fn challenge_id(&self) -> &str {
+        &self.inner.challenge.id
+    }
+
+    /// The echoed method (`evm`, `tempo`, …).
+    pub fn method(&self) -> &str {
+        self.inner.challenge.method.as_str()
+    }
+
+    /// The payer DID, if the client sent one.
+    pub fn source(&self) -> Option<&str> {
+        self.inner.source.as_deref()
+    }
+}
+
+impl fmt::Debug for Credential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The payload holds a payment signature: a bearer secret (core "Credential Handling").
+        f.debug_struct("Credential")
+            .field("challenge_id", &self.challenge_id())
+            .field("method", &self.method())
+            .field("source", &self.source())
+            .field("payload", &"<redacted>")
+            .finish()
+    }
+}
+
+impl fmt::Debug for EvmAuthorization {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EvmAuthorization")
+            .field("challenge_id", &self.challenge_id)
+            .field("chain_id", &self.chain_id)
+            .field("asset", &self.asset)
+            .field("from", &self.from)
+            .field("to", &self.to)
+            .field("value", &self.value)
+            .field("valid_after", &self.valid_after)
+            .field("valid_before", &self.valid_before)
+            .field("nonce", &self.nonce)
+            .field("signature", &"<redacted>")
+            .finish()
+    }
+}
+
+impl fmt::Debug for MppConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MppConfig")
+            .field("realm", &self.realm)
+            .field("secret", &"<redacted>")
+            .field("evm", &self.evm)
+            .field("tempo", &self.tempo)
+            .field("challenge_ttl", &self.challenge_ttl)
+            .finish()
+    }
+}
+
+impl EvmAuthorization {
+    /// Replay-guard key: chain + nonce, and the nonce is bound to one challenge, so one
+    /// payment per challenge (evm "Replay Protection" uses signer + nonce; this is stricter).
+    pub fn replay_key(&self) -> String {
+        format!("mpp:evm:{}:{}", self.chain_id, self.nonce)
+    }
+}
+
+/// The EIP-3009 nonce the evm draft requires: keccak256(abi.encodePacked(id, realm)).
+pub fn challenge_hash(id: &str, realm: &str) -> B256 {
+    let mut packed = Vec::with_capacity(id.len() + realm.len());
+    packed.extend_from_slice(id.as_bytes());
+    packed.extend_from_slice(realm.as_bytes());
+    keccak256(packed)
+}
+
+/// Current Unix time in seconds.
+pub fn now_unix() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
+}
+
+impl MppConfig {
+    /// A configuration with a fresh random secret, no method yet and a 5-minute ttl.
+    pub fn new(realm: impl Into<String>) -> Self {
+        Self {
+            realm: realm.into(),
+            secret: rand::random(),
+            evm: None,
+            tempo: None,
+            challenge_ttl: Duration::from_secs(300),
+        }
+    }
+
+    /// Checks what `challenges` relies on; call once at start.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.realm.is_empty() || self.realm.contains(['"', '\\', '\r', '\n']) {
+            return Err("MPP realm must be non-empty, without quotes, backslashes or newlines".into());
+        }
+        if self.evm.is_none() && self.tempo.is_none() {
+            return Err("MPP needs at least one method (evm or tempo)".into());
+        }
+        if self.challenge_ttl.as_secs() < 10 {
+            return Err("MPP challenge ttl must be at least 10 seconds".into());
+        }
+        Ok(())
+    }
+
+    /// `WWW-Authenticate` values for a 402 quoting `quote_atomic`, one per offered method.
+    pub fn challenges(&self, quote_atomic: u64, binding: &RequestBinding) -> Vec<String> {
+        self.challenges_at(quote_atomic, binding, now_unix())
+    }
+
+    /// [`challenges`](Self::challenges) at a given Unix time.
+    pub fn challenges_at(&self, quote_atomic: u64, binding: &RequestBinding, now: u64) -> Vec<String> {
+        let expires = rfc3339(now.saturating_add(self.challenge_ttl.as_secs()));
+        let mut requests = Vec::new();
+        if let Some(evm) = &self.evm {
+            requests.push((METHOD_EVM, evm_request(evm, quote_atomic)));
+        }
+        if let Some(tempo) = &self.tempo {
+            requests.push((METHOD_TEMPO, tempo_request(tempo, quote_atomic)));
+        }
+        requests
+            .into_iter()
+            .filter_map(|(method, request)| {
+                let challenge = self.issue(method, &request, &expires, binding)?;
+                match challenge.to_header() {
+                    Ok(header) => Some(header),
+                    Err(error) => {
+                        // Only a realm that `validate` refuses can get here.
+                        tracing::error!(%error, method, "MPP challenge could not be formatted");
+                        None
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Parses an `Authorization` value (other schemes beside `Payment` are skipped).
+    pub fn parse_credential(header: &str) -> Result<Credential, MppError> {
+        mpp::parse_authorization(header)
+            .map(|inner| Credential { inner })
+            .map_err(|error| MppError::Malformed(malformed_message(&error)))
+    }
+
+    /// Checks a credential for this request and price and returns its EIP-3009 authorization.
+    pub fn check(
+        &self,
+        credential: &Credential,
+        binding: &RequestBinding,
+        quote_atomic: u64,
+        now: u64,
+    ) -> Result<EvmAuthorization, MppError> {
+        let Some(evm) = &self.evm else {
+            return Err(unsupported_method(credential.method(), self));
+        };
+        if credential.method() != METHOD_EVM {
+            return Err(unsupported_method(credential.method(), self));
+        }
+        self.check_challenge(credential, binding, quote_atomic, now)?;
+        let echo = &credential.inner.challenge;
+        let request: ChargeRequest = echo
+            .request
+            .decode()
+            .map_err(|_| MppError::UnknownChallenge("the echoed request is not a charge request".into()))?;
+        if !evm_request_matches(evm, &request) {
+            return Err(MppError::UnknownChallenge(
+                "the challenge was issued for another token, recipient or chain; request a new one".into(),
+            ));
+        }
+        let payload = parse_authorization_payload(&credential.inner.payload)?;
+        if payload.to != evm.recipient {
+            return Err(MppError::VerificationFailed(format!(
+                "authorization `to` must be the recipient {}",
+                evm.recipient
+            )));
+        }
+        if payload.value != U256::from(quote_atomic) {
+            return Err(MppError::WrongAmount(format!(
+                "authorization `value` {} differs from the price {quote_atomic}",
+                payload.value
+            )));
+        }
+        if payload.nonce != challenge_hash(&echo.id, &echo.realm) {
+            return Err(MppError::VerificationFailed(
+                "authorization `nonce` must be keccak256(challenge id ‖ realm)".into(),
+            ));
+        }
+        if payload.valid_before <= now {
+            return Err(MppError::Expired("the authorization's `validBefore` has passed".into()));
+        }
+        if payload.valid_after > now {
+            return Err(MppError::VerificationFailed(
+                "the authorization is not valid yet (`validAfter` is in the future)".into(),
+            ));
+        }
+        Ok(EvmAuthorization {
+            challenge_id: echo.id.clone(),
+            chain_id: evm.chain_id,
+            asset: evm.asset,
+            from: payload.from,
+            to: payload.to,
+            value: payload.value,
+            valid_after: payload.valid_after,
+            valid_before: payload.valid_before,
+            nonce: payload.nonce,
+            signature: payload.signature,
+            source: credential.inner.source.clone(),
+        })
+    }
+
+    /// The method-neutral half of [`check`](Self::check): the echoed challenge is ours
+    /// (HMAC), unexpired, for this request and for `quote_atomic`.
+    pub fn check_challenge(
+        &self,
+        credential: &Credential,
+        binding: &RequestBinding,
+        quote_atomic: u64,
+        now: u64,
+    ) -> Result<(), MppError> {
+        let echo = &credential.inner.challenge;
+        let offered = match echo.method.as_str() {
+            METHOD_EVM => self.evm.is_some(),
+            METHOD_TEMPO => self.tempo.is_some(),
+            _ => false,
+        };
+        if !offered {
+            return Err(unsupported_method(echo.method.as_str(), self));
+        }
+        let expected_id = mpp::compute_challenge_id(
+            &self.hmac_key(),
+            &self.realm,
+            echo.method.as_str(),
+            echo.intent.as_str(),
+            echo.request.raw(),
+            echo.expires.as_deref(),
+            echo.digest.as_deref(),
+            echo.opaque.as_ref().map(Base64UrlJson::raw),
+        );
+        // The id is a MAC: compare in constant time, as mpp's own verify does.
+        let genuine = echo.realm == self.realm
+            && echo.header.is_none()
+            && constant_time_eq(expected_id.as_bytes(), echo.id.as_bytes());
+        if !genuine {
+            return Err(MppError::UnknownChallenge(
+                "the challenge was not issued by this server or was altered".into(),
+            ));
+        }
+        if !echo.intent.is_charge() {
+            return Err(MppError::UnknownChallenge("only the `charge` intent is offered".into()));
+        }
+        let expires = echo
+            .expires
+            .as_deref()
+            .and_then(|text| OffsetDateTime::parse(text, &Rfc3339).ok())
+            .map(OffsetDateTime::unix_timestamp)
+            .ok_or_else(|| MppError::UnknownChallenge("the challenge has no valid `expires`".into()))?;
+        if expires <= i64::try_from(now).unwrap_or(i64::MAX) {
+            return Err(MppError::Expired("the challenge has expired; use the new one".into()));
+        }
+        let opaque = binding.opaque();
+        if echo.opaque.as_ref().map(Base64UrlJson::raw) != opaque.as_ref().map(Base64UrlJson::raw)
+            || echo.digest.as_deref() != binding.digest()
+        {
+            return Err(MppError::WrongRequest(
+                "the challenge was issued for another request (method, path or body)".into(),
+            ));
+        }
+        let amount = echo.request.decode::<ChargeRequest>().map(|request| request.amount).unwrap_or_default();
+        if amount != quote_atomic.to_string() {
+            return Err(MppError::WrongAmount(format!(
+                "the challenge quoted {amount}, this request costs {quote_atomic}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The x402 v2 `exact` requirements equal to an `evm` challenge for `amount` (the
+    /// facilitator demands `accepted` == `paymentRequirements`).
+    pub fn x402_requirements(&self, amount: U256) -> Value {
+        let Some(evm) = &self.evm else {
+            return Value::Null;
+        };
+        json!({
+            "scheme": "exact",
+            "network": format!("eip155:{}", evm.chain_id),
+            "amount": amount.to_string(),
+            "payTo": evm.recipient.to_checksum(None),
+            "maxTimeoutSeconds": self.challenge_ttl.as_secs(),
+            "asset": evm.asset.to_checksum(None),
+            "extra": {
+                "assetTransferMethod": "eip3009",
+                "name": evm.token_name,
+                "version": evm.token_version,
+            },
+        })
+    }
+
+    /// The x402 v2 `PaymentPayload` for `auth`, for the same facilitator as PAYMENT-SIGNATURE.
+    pub fn to_x402_payload(&self, auth: &EvmAuthorization) -> Value {
+        json!({
+            "x402Version": 2,
+            "accepted": self.x402_requirements(auth.value),
+            "payload": {
+                "signature": auth.signature.to_string(),
+                "authorization": {
+                    "from": auth.from.to_checksum(None),
+                    "to": auth.to.to_checksum(None),
+                    "value": auth.value.to_string(),
+                    "validAfter": auth.valid_after.to_string(),
+                    "validBefore": auth.valid_before.to_string(),
+                    "nonce": auth.nonce.to_string(),
+                },
+            },
+        })
+    }
+
+    /// The facilitator's `/verify` and `/settle` body for `auth`.
+    pub fn to_x402_verify_request(&self, auth: &EvmAuthorization) -> Value {
+        json!({
+            "x402Version": 2,
+            "paymentPayload": self.to_x402_payload(auth),
+            "paymentRequirements": self.x402_requirements(auth.value),
+        })
+    }
+
+    /// The `Payment-Receipt` value after settlement in `tx_hash` (evm "Receipt Generation").
+    pub fn receipt(&self, challenge_id: &str, tx_hash: &str, now: u64) -> String {
+        let mut receipt = json!({
+            "method": METHOD_EVM,
+            "challengeId": challenge_id,
+            "reference": tx_hash,
+            "status": "success",
+            "timestamp": rfc3339(now),
+        });
+        if let (Some(evm), Some(object)) = (&self.evm, receipt.as_object_mut()) {
+            object.insert("chainId".into(), evm.chain_id.into());
+        }
+        mpp::base64url_encode(receipt.to_string().as_bytes())
+    }
+
+    fn hmac_key(&self) -> String {
+        // mpp keys its HMAC with a string; hex keeps all 256 bits.
+        hex::encode(self.secret)
+    }
+
+    fn issue(
+        &self,
+        method: &str,
+        request: &Value,
+        expires: &str,
+        binding: &RequestBinding,
+    ) -> Option<PaymentChallenge> {
+        let request = Base64UrlJson::from_value(request).ok()?;
+        let opaque = binding.opaque();
+        Some(PaymentChallenge::with_secret_key_full(
+            &self.hmac_key(),
+            self.realm.clone(),
+            method,
+            INTENT_CHARGE,
+            request,
+            Some(expires),
+            binding.digest(),
+            None,
+            opaque,
+            None,
+        ))
+    }
+}
+
+/// Client side, for tests and the sandbox: answers an `evm` challenge with a signed EIP-3009
+/// authorization, as a wallet does. Returns the `Authorization` header value.
+pub fn sign_evm_credential(
+    www_authenticate: &str,
+    signer: &PrivateKeySigner,
+    token_name: &str,
+    token_version: &str,
+) -> Result<String, MppError> {
+    let challenge =
+        mpp::parse_www_authenticate(www_authenticate).map_err(|error| MppError::Malformed(error.to_string()))?;
+    if challenge.method.as_str() != METHOD_EVM {
+        return Err(MppError::UnsupportedMethod(format!("cannot sign a `{}` challenge", challenge.method)));
+    }
+    let request: Value = challenge.request.decode_value().map_err(|error| MppError::Malformed(error.to_string()))?;
+    let field = |name: &str| request.get(name).and_then(Value::as_str).unwrap_or_default();
+    let bad = |what: &str| MppError::Malformed(format!("challenge request has no valid {what}"));
+    let amount = U256::from_str_radix(field("amount"), 10).map_err(|_| bad("amount"))?;
+    let currency = Address::from_str(field("currency")).map_err(|_| bad("currency"))?;
+    let recipient = Address::from_str(field("recipient")).map_err(|_| bad("recipient"))?;
+    let chain_id = request.pointer("/methodDetails/chainId").and_then(Value::as_u64).ok_or_else(|| bad("chainId"))?;
+    let valid_before = challenge
+        .expires_at()
+        .map(OffsetDateTime::unix_timestamp)
+        .and_then(|secs| u64::try_from(secs).ok())
+        .ok_or_else(|| bad("expires"))?;
+    let nonce = challenge_hash(&challenge.id, &challenge.realm);
+    let message = TransferWithAuthorization {
+        from: signer.address(),
+        to: recipient,
+        value: amount,
+        validAfter: U256::ZERO,
+        validBefore: U256::from(valid_before),
+        nonce,
+    };
+    let domain = Eip712Domain::new(
+        Some(token_name.to_owned().into()),
+        Some(token_version.to_owned().into()),
+        Some(U256::from(chain_id)),
+        Some(currency),
+        None,
+    );
+    let signature = signer
+        .sign_hash_sync(&message.eip712_signing_hash(&domain))
+        .map_err(|error| MppError::Malformed(format!("signing failed: {error}")))?;
+    let payload = json!({
+        "type": CREDENTIAL_TYPE_AUTHORIZATION,
+        "from": signer.address().to_checksum(None),
+        "to": recipient.to_checksum(None),
+        "value": amount.to_string(),
+        "validAfter": "0",
+        "validBefore": valid_before.to_string(),
+        "nonce": nonce.to_string(),
+        "signature": Bytes::from(signature.as_bytes().to_vec()).to_string(),
+    });
+    let credential = PaymentCredential::with_source(
+        challenge.to_echo(),
+        PaymentCredential::evm_did(chain_id, &signer.address().to_checksum(None)),
+        payload,
+    );
+    mpp::format_authorization(&credential).map_err(|error| MppError::Malformed(error.to_string()))
+}
+
+fn evm_request(evm: &EvmCharge, amount: u64) -> Value {
+    json!({
+        "amount": amount.to_string(),
+        "currency": evm.asset.to_checksum(None),
+        "recipient": evm.recipient.to_checksum(None),
+        "methodDetails": {
+            "chainId": evm.chain_id,
+            "credentialTypes": [CREDENTIAL_TYPE_AUTHORIZATION],
+            "decimals": evm.decimals,
+            "permit2Address": PERMIT2_ADDRESS,
+        },
+    })
+}
+
+fn tempo_request(tempo: &TempoCharge, amount: u64) -> Value {
+    json!({
+        "amount": amount.to_string(),
+        "currency": tempo.currency.to_checksum(None),
+        "recipient": tempo.recipient.to_checksum(None),
+        "methodDetails": {
+            "chainId": tempo.chain_id,
+            "feePayer": tempo.fee_payer,
+            "supportedModes": ["pull"],
+        },
+    })
+}
+
+/// Addresses are compared by value, not by spelling (evm "Shared Fields").
+fn evm_request_matches(evm: &EvmCharge, request: &ChargeRequest) -> bool {
+    let address = |text: Option<&str>| text.and_then(|text| Address::from_str(text).ok());
+    let chain = request.method_details.as_ref().and_then(|details| details.get("chainId")).and_then(Value::as_u64);
+    address(Some(&request.currency)) == Some(evm.asset)
+        && address(request.recipient.as_deref()) == Some(evm.recipient)
+        && chain == Some(evm.chain_id)
+}
+
+fn unsupported_method(method: &str, config: &MppConfig) -> MppError {
+    let mut accepted = Vec::new();
+    if config.evm.is_some() {
+        accepted.push("`evm` (type=\"authorization\")");
+    }
+    let method: String = method.chars().take(40).collect();
+    MppError::UnsupportedMethod(if accepted.is_empty() {
+        format!("payment method `{method}` is not accepted; no MPP method is accepted here")
+    } else {
+        format!("payment method `{method}` is not accepted; use {}", accepted.join(", "))
+    })
+}
+
+/// mpp's messages can quote a piece of the header; keep the reason, never the content.
+fn malformed_message(error: &mpp::MppError) -> String {
+    let text = error.to_string();
+    let reason = if text.contains("Invalid base64url") {
+        "the credential is not base64url"
+    } else if text.contains("Expected 'Payment' scheme") {
+        "the Authorization header has no `Payment` credential"
+    } else if text.contains("maximum length") {
+        "the credential is too long"
+    } else if text.contains("Invalid credential JSON") {
+        "the credential is not a JSON object {challenge, payload, source}"
+    } else {
+        "the echoed challenge is not well-formed"
+    };
+    reason.to_owned()
+}
+
+struct AuthorizationPayload {
+    from: Address,
+    to: Address,
+    value: U256,
+    valid_after: u64,
+    valid_before: u64,
+    nonce: B256,
+    signature: Bytes,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawAuthorizationPayload {
+    from: String,
+    to: String,
+    value: String,
+    valid_after: String,
+    valid_before: String,
+    nonce: String,
+    signature: String,
+}
+
+fn parse_authorization_payload(payload: &Value) -> Result<AuthorizationPayload, MppError> {
+    let kind = payload
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| MppError::Malformed("payload `type` is missing".into()))?;
+    if kind != CREDENTIAL_TYPE_AUTHORIZATION {
+        let kind: String = kind.chars().take(40).collect();
+        return Err(MppError::UnsupportedMethod(format!(
+            "credential type `{kind}` is not accepted; use type=\"authorization\" (EIP-3009)"
+        )));
+    }
+    let raw = RawAuthorizationPayload::deserialize(payload).map_err(|_| {
+        MppError::Malformed(
+            "authorization payload needs string fields from, to, value, validAfter, validBefore, \
+             nonce and signature"
+                .into(),
+        )
+    })?;
+    let address = |name: &str, text: &str| {
+        text.strip_prefix("0x")
+            .filter(|hex| hex.len() == 40)
+            .and_then(|_| Address::from_str(text).ok())
+            .ok_or_else(|| MppError::Malformed(format!("payload `{name}` is not an address")))
+    };
+    let integer = |name: &str, text: &str| {
+        (!text.is_empty() && text.len() <= 78 && text.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| U256::from_str_radix(text, 10).ok())
+            .flatten()
+            .ok_or_else(|| MppError::Malformed(format!("payload `{name}` is not a decimal integer")))
+    };
+    let seconds = |name: &str, text: &str| {
+        integer(name, text).and_then(|value| {
+            u64::try_from(value).map_err(|_| MppError::Malformed(format!("payload `{name}` is out of range")))
+        })
+    };
+    let nonce = raw
+        .nonce
+        .strip_prefix("0x")
+        .filter(|hex| hex.len() == 64)
+        .and_then(|_| B256::from_str(&raw.nonce).ok())
+        .ok_or_else(|| MppError::Malformed("payload `nonce` is not a 0x-prefixed bytes32".into()))?;
+    let signature = raw
+        .signature
+        .strip_prefix("0x")
+        .filter(|hex| !hex.is_empty() && hex.len() <= 2 * MAX_SIGNATURE_BYTES)
+        .and_then(|hex| alloy::primitives::hex::decode(hex).ok())
+        .map(Bytes::from)
+        .ok_or_else(|| MppError::Malformed("payload `signature` is not 0x-prefixed hex".into()))?;
+    Ok(AuthorizationPayload {
+        from: address("from", &raw.from)?,
+        to: address("to", &raw.to)?,
+        value: integer("value", &raw.value)?,
+        valid_after: seconds("validAfter", &raw.valid_after)?,
+        valid_before: seconds("validBefore", &raw.valid_before)?,
+        nonce,
+        signature,
+    })
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    // Constant time over the common length; lengths of HMAC ids are public.
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn rfc3339(unix: u64) -> String {
+    i64::try_from(unix)
+        .ok()
+        .and_then(|secs| OffsetDateTime::from_unix_timestamp(secs).ok())
+        .and_then(|time| time.format(&Rfc3339).ok())
+        // Fail closed: an unformattable time yields an already expired challenge.
+        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy::primitives::Signature;
+    use x402_chain_eip155::v2_eip155_exact::FacilitatorVerifyRequest;
+
+    /// 2026-01-01T00:00:00Z.
+    const NOW: u64 = 1_767_225_600;
+    const QUOTE: u64 = 1_234;
+    /// Anvil's first development key: a public test key, never a real wallet.
+    const PAYER_KEY: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+
+    fn address(text: &str) -> Address {
+        Address::from_str(text).expect("test address")
+    }
+
+    fn evm() -> EvmCharge {
+        EvmCharge {
+            chain_id: 8453,
+            asset: address("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"),
+            recipient: address("0x209693Bc6afc0C5328bA36FaF03C514EF312287C"),
+            token_name: "USD Coin".into(),
+            token_version: "2".into(),
+            decimals: 6,
+        }
+    }
+
+    fn config() -> MppConfig {
+        MppConfig {
+            realm: "paperchain.example".into(),
+            secret: [7; 32],
+            evm: Some(evm()),
+            tempo: None,
+            challenge_ttl: Duration::from_secs(300),
+        }
+    }
+
+    fn with_tempo() -> MppConfig {
+        MppConfig {
+            tempo: Some(TempoCharge {
+                chain_id: 4217,
+                currency: address("0x20c0000000000000000000000000000000000000"),
+                recipient: address("0x209693Bc6afc0C5328bA36FaF03C514EF312287C"),
+                fee_payer: true,
+            }),
+            ..config()
+        }
+    }
+
+    fn binding() -> RequestBinding {
+        RequestBinding::new("POST", "/v1/docs/rotate", br#"{"pages":"1-3","angle":90}"#)
+    }
+
+    fn signer() -> PrivateKeySigner {
+        PAYER_KEY.parse().expect("test key")
+    }
+
+    /// A client's `Authorization` value for the evm challenge of `config`.
+    fn pay(config: &MppConfig) -> String {
+        let headers = config.challenges_at(QUOTE, &binding(), NOW);
+        sign_evm_credential(&headers[0], &signer(), "USD Coin", "2").expect("client signs")
+    }
+
+    fn check(config: &MppConfig, authorization: &str) -> Result<EvmAuthorization, MppError> {
+        let credential = MppConfig::parse_credential(authorization)?;
+        config.check(&credential, &binding(), QUOTE, NOW + 10)
+    }
+
+    /// Decodes a credential, lets `edit` change its JSON, encodes it again.
+    fn tamper(authorization: &str, edit: impl FnOnce(&mut Value)) -> String {
+        let token = authorization.strip_prefix("Payment ").expect("payment scheme");
+        let bytes = mpp::base64url_decode(token).expect("base64url");
+        let mut json: Value = serde_json::from_slice(&bytes).expect("json");
+        edit(&mut json);
+        format!("Payment {}", mpp::base64url_encode(json.to_string().as_bytes()))
+    }
+
+    #[test]
+    fn challenge_carries_the_draft_parameters() {
+        let headers = config().challenges_at(QUOTE, &binding(), NOW);
+        assert_eq!(headers.len(), 1, "tempo is not configured: {headers:?}");
+        eprintln!("WWW-Authenticate: {}", headers[0]);
+        let challenge = mpp::parse_www_authenticate(&headers[0]).expect("parses back");
+        assert_eq!(challenge.realm, "paperchain.example");
+        assert_eq!(challenge.method.as_str(), "evm");
+        assert_eq!(challenge.intent.as_str(), "charge");
+        assert_eq!(challenge.expires.as_deref(), Some("2026-01-01T00:05:00Z"));
+        assert_eq!(challenge.digest.as_deref(), binding().digest());
+        assert!(binding().digest().is_some_and(|d| d.starts_with("sha-256=:")));
+        let opaque = challenge.opaque.as_ref().expect("opaque").decode_value().expect("json");
+        assert_eq!(opaque, json!({"method": "POST", "path": "/v1/docs/rotate"}));
+        let request = challenge.request.decode_value().expect("request");
+        assert_eq!(
+            request,
+            json!({
+                "amount": "1234",
+                "currency": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+                "recipient": "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
+                "methodDetails": {
+                    "chainId": 8453,
+                    "credentialTypes": ["authorization"],
+                    "decimals": 6,
+                    "permit2Address": "0x000000000022D473030F116dDEE9F6B43aC78BA3",
+                },
+            })
+        );
+        // JCS: keys sorted, no spaces, so every implementation computes the same HMAC.
+        let raw = mpp::base64url_decode(challenge.request.raw()).expect("raw");
+        assert!(raw.starts_with(br#"{"amount":"1234","currency":"#), "{}", String::from_utf8_lossy(&raw));
+        // The id is the draft's HMAC over the seven slots, under the hex of the secret.
+        let id = mpp::compute_challenge_id(
+            &hex::encode([7u8; 32]),
+            "paperchain.example",
+            "evm",
+            "charge",
+            challenge.request.raw(),
+            challenge.expires.as_deref(),
+            challenge.digest.as_deref(),
+            challenge.opaque.as_ref().map(Base64UrlJson::raw),
+        );
+        assert_eq!(challenge.id, id);
+        assert!(challenge.verify(&hex::encode([7u8; 32])));
+    }
+
+    #[test]
+    fn the_same_request_gets_the_same_id_and_another_request_another() {
+        let config = config();
+        let a = config.challenges_at(QUOTE, &binding(), NOW);
+        assert_eq!(a, config.challenges_at(QUOTE, &binding(), NOW));
+        let other_body = RequestBinding::new("POST", "/v1/docs/rotate", b"{}");
+        assert_ne!(a, config.challenges_at(QUOTE, &other_body, NOW));
+        assert_ne!(a, config.challenges_at(QUOTE + 1, &binding(), NOW));
+        assert_ne!(a, config.challenges_at(QUOTE, &binding(), NOW + 1));
+        let empty = RequestBinding::new("get", "/v1/x", b"");
+        assert_eq!(empty.digest(), None);
+        let header = &config.challenges_at(QUOTE, &empty, NOW)[0];
+        assert!(!header.contains("digest="), "{header}");
+    }
+
+    #[test]
+    fn tempo_is_offered_only_when_configured() {
+        let headers = config().challenges_at(QUOTE, &binding(), NOW);
+        assert!(headers.iter().all(|h| !h.contains(r#"method="tempo""#)));
+        let headers = with_tempo().challenges_at(QUOTE, &binding(), NOW);
+        assert_eq!(headers.len(), 2);
+        eprintln!("WWW-Authenticate: {}", headers[1]);
+        let tempo = mpp::parse_www_authenticate(&headers[1]).expect("tempo parses");
+        assert_eq!(tempo.method.as_str(), "tempo");
+        let request = tempo.request.decode_value().expect("request");
+        assert_eq!(request["amount"], "1234");
+        assert_eq!(request["methodDetails"]["chainId"], 4217);
+        assert!(tempo.verify(&hex::encode([7u8; 32])));
+        let only_tempo = MppConfig { evm: None, ..with_tempo() };
+        let headers = only_tempo.challenges_at(QUOTE, &binding(), NOW);
+        assert_eq!(headers.len(), 1);
+        assert!(headers[0].contains(r#"method="tempo""#));
+    }
+
+    #[test]
+    fn a_signed_evm_credential_is_accepted() {
+        let config = config();
+        let authorization = pay(&config);
+        eprintln!("Authorization: {authorization}");
+        let credential = MppConfig::parse_credential(&authorization).expect("parses");
+        assert_eq!(credential.method(), "evm");
+        let auth = config.check(&credential, &binding(), QUOTE, NOW + 10).expect("accepted");
+        assert_eq!(auth.from, signer().address());
+        assert_eq!(auth.to, evm().recipient);
+        assert_eq!(auth.value, U256::from(QUOTE));
+        assert_eq!(auth.valid_after, 0);
+        assert_eq!(auth.valid_before, NOW + 300);
+        assert_eq!(auth.nonce, challenge_hash(credential.challenge_id(), "paperchain.example"));
+        assert_eq!(auth.challenge_id, credential.challenge_id());
+        let did = format!("did:pkh:eip155:8453:{}", signer().address());
+        assert_eq!(auth.source.as_deref(), Some(did.as_str()));
+        // The signature is the EIP-712 one the facilitator recomputes for USDC on Base.
+        let message = TransferWithAuthorization {
+            from: auth.from,
+            to: auth.to,
+            value: auth.value,
+            validAfter: U256::from(auth.valid_after),
+            validBefore: U256::from(auth.valid_before),
+            nonce: auth.nonce,
+        };
+        let domain = Eip712Domain::new(
+            Some("USD Coin".into()),
+            Some("2".into()),
+            Some(U256::from(8453)),
+            Some(evm().asset),
+            None,
+        );
+        let signature = Signature::from_raw(&auth.signature).expect("65-byte signature");
+        let signer_address =
+            signature.recover_address_from_prehash(&message.eip712_signing_hash(&domain)).expect("recovers");
+        assert_eq!(signer_address, signer().address());
+    }
+
+    #[test]
+    fn the_x402_payload_is_what_the_exact_facilitator_reads() {
+        let config = config();
+        let auth = check(&config, &pay(&config)).expect("accepted");
+        let payload = config.to_x402_payload(&auth);
+        eprintln!("x402 payload: {payload}");
+        assert_eq!(payload["x402Version"], 2);
+        assert_eq!(payload["accepted"]["network"], "eip155:8453");
+        assert_eq!(payload["accepted"]["amount"], "1234");
+        let request = config.to_x402_verify_request(&auth);
+        let parsed: FacilitatorVerifyRequest =
+            serde_json::from_value(request).expect("the facilitator's own request type parses it");
+        let FacilitatorVerifyRequest::Eip3009 { payment_payload, payment_requirements, .. } = parsed else {
+            panic!("not read as an EIP-3009 payment");
+        };
+        assert_eq!(payment_payload.accepted, payment_requirements);
+        assert_eq!(payment_requirements.pay_to.0, evm().recipient);
+        assert_eq!(payment_requirements.asset.0, evm().asset);
+        assert_eq!(payment_requirements.amount, U256::from(QUOTE));
+        assert_eq!(payment_requirements.extra.name, "USD Coin");
+        assert_eq!(payment_requirements.extra.version, "2");
+        let authorization = payment_payload.payload.authorization;
+        assert_eq!(authorization.from, auth.from);
+        assert_eq!(authorization.to, auth.to);
+        assert_eq!(authorization.value, auth.value);
+        assert_eq!(authorization.nonce, auth.nonce);
+        assert_eq!(authorization.valid_before.as_secs(), auth.valid_before);
+        assert_eq!(payment_payload.payload.signature, auth.signature);
+    }
+
+    #[test]
+    fn a_tampered_id_is_an_unknown_challenge() {
+        let config = config();
+        let forged = tamper(&pay(&config), |json| {
+            json["challenge"]["id"] = "x7Tg2pLqR9mKvNwY3hBcZa".into();
+        });
+        assert!(matches!(check(&config, &forged), Err(MppError::UnknownChallenge(_))));
+        // Lowering the price in the echoed request breaks the HMAC too.
+        let cheaper = tamper(&pay(&config), |json| {
+            let request = Base64UrlJson::from_value(&json!({"amount": "1"})).expect("b64");
+            json["challenge"]["request"] = request.raw().into();
+        });
+        assert!(matches!(check(&config, &cheaper), Err(MppError::UnknownChallenge(_))));
+        // So does another server's secret.
+        let other = MppConfig { secret: [8; 32], ..config.clone() };
+        let error = check(&other, &pay(&config)).expect_err("refused");
+        assert_eq!(error.code(), "unknown_challenge");
+        assert!(error.problem_type().ends_with("/invalid-challenge"));
+    }
+
+    #[test]
+    fn a_credential_for_another_request_is_refused() {
+        let config = config();
+        let credential = MppConfig::parse_credential(&pay(&config)).expect("parses");
+        for other in [
+            RequestBinding::new("POST", "/v1/docs/rotate", br#"{"pages":"1-30","angle":90}"#),
+            RequestBinding::new("POST", "/v1/docs/merge", br#"{"pages":"1-3","angle":90}"#),
+            RequestBinding::new("PUT", "/v1/docs/rotate", br#"{"pages":"1-3","angle":90}"#),
+            RequestBinding::new("POST", "/v1/docs/rotate", b""),
+        ] {
+            let error = config.check(&credential, &other, QUOTE, NOW + 10).expect_err("refused");
+            assert!(matches!(error, MppError::WrongRequest(_)), "{other:?}: {error:?}");
+        }
+        // The method is case-insensitive.
+        let lower = RequestBinding::new("post", "/v1/docs/rotate", br#"{"pages":"1-3","angle":90}"#);
+        assert!(config.check(&credential, &lower, QUOTE, NOW + 10).is_ok());
+    }
+
+    #[test]
+    fn a_credential_for_another_amount_is_refused() {
+        let config = config();
+        let credential = MppConfig::parse_credential(&pay(&config)).expect("parses");
+        let error = config.check(&credential, &binding(), QUOTE + 1, NOW + 10).expect_err("refused");
+        assert_eq!(error.code(), "wrong_amount");
+        assert_eq!(error.to_string(), "the challenge quoted 1234, this request costs 1235");
+        // An authorization for less than the challenge's amount.
+        let short = tamper(&pay(&config), |json| json["payload"]["value"] = "1233".into());
+        assert!(matches!(check(&config, &short), Err(MppError::WrongAmount(_))));
+    }
+
+    #[test]
+    fn an_expired_challenge_is_refused() {
+        let config = config();
+        let credential = MppConfig::parse_credential(&pay(&config)).expect("parses");
+        let at_expiry = config.check(&credential, &binding(), QUOTE, NOW + 300);
+        assert!(matches!(at_expiry, Err(MppError::Expired(_))), "{at_expiry:?}");
+        let late = config.check(&credential, &binding(), QUOTE, NOW + 3_600);
+        assert!(matches!(late, Err(MppError::Expired(_))));
+        assert!(config.check(&credential, &binding(), QUOTE, NOW + 299).is_ok());
+    }
+
+    #[test]
+    fn garbage_is_malformed() {
+        for header in [
+            "Payment !!!not-base64!!!",
+            "Payment ",
+            "Bearer abc.def",
+            "",
+            &format!("Payment {}", mpp::base64url_encode(b"not json")),
+            &format!("Payment {}", mpp::base64url_encode(br#"{"challenge":{},"payload":{}}"#)),
+        ] {
+            let error = MppConfig::parse_credential(header).expect_err(header);
+            assert_eq!(error.code(), "malformed", "{header}: {error}");
+            assert!(error.problem_type().ends_with("/malformed-credential"));
+        }
+        let config = config();
+        let no_signature = tamper(&pay(&config), |json| {
+            if let Some(payload) = json["payload"].as_object_mut() {
+                payload.remove("signature");
+            }
+        });
+        assert!(matches!(check(&config, &no_signature), Err(MppError::Malformed(_))));
+        let bad_nonce = tamper(&pay(&config), |json| json["payload"]["nonce"] = "0x12".into());
+        assert!(matches!(check(&config, &bad_nonce), Err(MppError::Malformed(_))));
+        let bad_from = tamper(&pay(&config), |json| json["payload"]["from"] = "alice".into());
+        assert!(matches!(check(&config, &bad_from), Err(MppError::Malformed(_))));
+        let no_type = tamper(&pay(&config), |json| json["payload"] = json!({}));
+        assert!(matches!(check(&config, &no_type), Err(MppError::Malformed(_))));
+    }
+
+    #[test]
+    fn other_methods_and_credential_types_are_unsupported() {
+        // A genuine tempo challenge, answered with a Tempo transaction.
+        let config = with_tempo();
+        let headers = config.challenges_at(QUOTE, &binding(), NOW);
+        let tempo = mpp::parse_www_authenticate(&headers[1]).expect("tempo");
+        let credential = PaymentCredential::new(tempo.to_echo(), json!({"type": "transaction", "signature": "0x76f8"}));
+        let header = mpp::format_authorization(&credential).expect("formats");
+        let credential = MppConfig::parse_credential(&header).expect("parses");
+        assert!(config.check_challenge(&credential, &binding(), QUOTE, NOW + 10).is_ok());
+        let error = config.check(&credential, &binding(), QUOTE, NOW + 10).expect_err("refused");
+        assert_eq!(error.code(), "unsupported_method");
+        assert!(error.to_string().contains("use `evm`"), "{error}");
+        // A method never offered.
+        let stripe = tamper(&pay(&config), |json| json["challenge"]["method"] = "stripe".into());
+        assert!(matches!(check(&config, &stripe), Err(MppError::UnsupportedMethod(_))));
+        // Tempo credentials when tempo is not configured.
+        assert!(matches!(
+            MppConfig { tempo: None, ..config.clone() }.check(&credential, &binding(), QUOTE, NOW + 10),
+            Err(MppError::UnsupportedMethod(_))
+        ));
+        // The evm method with another credential type than the EIP-3009 authorization.
+        let hash = tamper(&pay(&config), |json| {
+            json["payload"] = json!({"type": "hash", "hash": format!("0x{}", "ab".repeat(32))});
+        });
+        let error = check(&config, &hash).expect_err("refused");
+        assert_eq!(error.code(), "unsupported_method");
+        assert!(error.to_string().contains("`hash`"), "{error}");
+    }
+
+    #[test]
+    fn the_authorization_must_match_the_challenge() {
+        let config = config();
+        let elsewhere = tamper(&pay(&config), |json| {
+            json["payload"]["to"] = "0x000000000000000000000000000000000000dEaD".into();
+        });
+        assert!(matches!(check(&config, &elsewhere), Err(MppError::VerificationFailed(_))));
+        let unbound = tamper(&pay(&config), |json| {
+            json["payload"]["nonce"] = format!("0x{}", "11".repeat(32)).into();
+        });
+        assert!(matches!(check(&config, &unbound), Err(MppError::VerificationFailed(_))));
+        let stale = tamper(&pay(&config), |json| json["payload"]["validBefore"] = NOW.to_string().into());
+        assert!(matches!(check(&config, &stale), Err(MppError::Expired(_))));
+        let early = tamper(&pay(&config), |json| {
+            json["payload"]["validAfter"] = (NOW + 60).to_string().into();
+        });
+        assert!(matches!(check(&config, &early), Err(MppError::VerificationFailed(_))));
+        // A challenge issued before the recipient changed (same secret) is not honoured.
+        let moved = MppConfig {
+            evm: Some(EvmCharge { recipient: address("0x000000000000000000000000000000000000dEaD"), ..evm() }),
+            ..config.clone()
+        };
+        assert!(matches!(check(&moved, &pay(&config)), Err(MppError::UnknownChallenge(_))));
+    }
+
+    #[test]
+    fn one_payment_per_challenge() {
+        let config = config();
+        let first = check(&config, &pay(&config)).expect("accepted");
+        let again = check(&config, &pay(&config)).expect("the same challenge, signed again");
+        // Stateless check: refusing the second is the replay guard's job, and the key matches.
+        assert_eq!(first.replay_key(), again.replay_key());
+        let other = RequestBinding::new("POST", "/v1/docs/rotate", b"{}");
+        let header = &config.challenges_at(QUOTE, &other, NOW)[0];
+        let credential = sign_evm_credential(header, &signer(), "USD Coin", "2").expect("signs");
+        let credential = MppConfig::parse_credential(&credential).expect("parses");
+        let second = config.check(&credential, &other, QUOTE, NOW + 10).expect("accepted");
+        assert_ne!(first.replay_key(), second.replay_key());
+        assert!(first.replay_key().starts_with("mpp:evm:8453:0x"));
+    }
+
+    #[test]
+    fn the_receipt_follows_the_draft() {
+        let config = config();
+        let tx = format!("0x{}", "ab".repeat(32));
+        let header = config.receipt("challenge-1", &tx, NOW + 12);
+        eprintln!("Payment-Receipt: {header}");
+        let receipt = mpp::parse_receipt(&header).expect("mpp reads it");
+        assert!(receipt.is_success());
+        assert_eq!(receipt.method.as_str(), "evm");
+        assert_eq!(receipt.reference, tx);
+        assert_eq!(receipt.timestamp, "2026-01-01T00:00:12Z");
+        let json: Value = serde_json::from_slice(&mpp::base64url_decode(&header).expect("b64")).expect("json");
+        assert_eq!(json["challengeId"], "challenge-1");
+        assert_eq!(json["chainId"], 8453);
+        assert_eq!(json["status"], "success");
+    }
+
+    #[test]
+    fn secrets_stay_out_of_debug_output() {
+        let config = config();
+        let authorization = pay(&config);
+        let credential = MppConfig::parse_credential(&authorization).expect("parses");
+        let auth = config.check(&credential, &binding(), QUOTE, NOW + 10).expect("accepted");
+        let signature = auth.signature.to_string();
+        assert!(!format!("{credential:?}").contains(&signature[2..20]));
+        assert!(!format!("{auth:?}").contains(&signature[2..20]));
+        assert!(!format!("{config:?}").contains(&hex::encode([7u8; 32])));
+    }
+
+    #[test]
+    fn validate_refuses_what_cannot_be_sent() {
+        assert!(config().validate().is_ok());
+        assert!(MppConfig { realm: "a\"b".into(), ..config() }.validate().is_err());
+        assert!(MppConfig { evm: None, ..config() }.validate().is_err());
+        assert!(MppConfig::new("x").validate().is_err());
+        assert_ne!(MppConfig::new("x").secret, MppConfig::new("x").secret);
+    }
+}

@@ -1,0 +1,827 @@
+//! The paywall: what a hosted call costs, whether it may run, and when it is paid.
+//!
+//! It knows routes only through the catalog (`quote`, `run`) and front doors only
+//! through [`Call`] and [`Answer`]: the HTTP layer ([`super::http`]) and the MCP bridge
+//! both hand it a call and encode what it answers, so the payment rules exist once.
+//!
+//! The order of a call (spec, Authentication; design, "Payment flow"):
+//! 1. quote the input: a valid input costs its exact price, a missing or invalid one the
+//!    route's base price (and the 402 says what is wrong);
+//! 2. unpaid: the free pool when asked for (`X-Svc-Free: 1`, or always over MCP) and not
+//!    used up, else 402; nothing is consumed by a 402;
+//! 3. paid: invalid input is refused with its own status and the payment is not used;
+//!    a payment for another amount is a fresh 402 `price_mismatch`; a payload already
+//!    used is refused; else verify, run, and settle only when the operation succeeded;
+//!    the result is delivered only when settlement succeeded.
+//!
+//! A payment payload is claimed in the store before it is verified, so two copies at
+//! the same moment cannot both run; the claim is released when the call fails before
+//! settlement (nothing ran to completion, nothing was charged: the same signed payload may
+//! be sent again) and made permanent once settlement was attempted.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use paperchain_engine::catalog::{PreparedCall, Produces, RouteEntry};
+use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, Price, Reply};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+use tokio::sync::RwLock;
+use x402_types::proto;
+
+use super::config::{HostedConfig, PayTo};
+use super::facilitator::{FacilitatorFailure, PaymentFacilitator, Settled};
+use super::mpp::{MppConfig, MppError, RequestBinding, now_unix};
+use super::store::{Claim, Decision, FreeTake, Outcome, PaymentOutcome, Store};
+use crate::error::ApiError;
+
+/// The time, injectable so tests can cross a UTC day.
+pub trait Clock: Send + Sync {
+    /// Now, in UTC.
+    fn now(&self) -> OffsetDateTime;
+}
+
+/// The system clock.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> OffsetDateTime {
+        OffsetDateTime::now_utc()
+    }
+}
+
+/// The body as the front door received it.
+pub enum Body<'a> {
+    /// A JSON body.
+    Json(&'a [u8]),
+    /// A body declared as something else (the Content-Type given, possibly empty).
+    NotJson(String),
+    /// A body over the size limit (bytes).
+    TooLarge(usize),
+}
+
+/// A payment attached to a call.
+pub enum Payment {
+    /// The `PAYMENT-SIGNATURE` header value (base64 JSON PaymentPayload).
+    X402(String),
+    /// The `Authorization: Payment` credential (MPP).
+    Mpp(String),
+}
+
+/// Whether the caller asks for the free pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FreeAsk {
+    /// No: an unpaid call gets the 402.
+    No,
+    /// `X-Svc-Free: 1` over HTTP, or any call over MCP.
+    Yes,
+}
+
+/// One call to a paid route.
+pub struct Call<'a> {
+    /// The route.
+    pub route: &'a RouteEntry,
+    /// The body.
+    pub body: Body<'a>,
+    /// The payment, if any.
+    pub payment: Option<Payment>,
+    /// Free pool asked for.
+    pub free: FreeAsk,
+    /// The client's address (free pools are per IP).
+    pub client: Option<IpAddr>,
+    /// What an MPP challenge is bound to (HTTP method, path, body); `None` where MPP does
+    /// not apply (MCP).
+    pub binding: Option<RequestBinding>,
+}
+
+/// A settlement to report with the result.
+#[derive(Clone, Debug)]
+pub struct Receipt {
+    /// The facilitator's answer.
+    pub settled: Settled,
+    /// Where it goes: [`PAYMENT_RESPONSE`] (x402) or [`PAYMENT_RECEIPT`] (MPP).
+    pub header: &'static str,
+    /// Its value: base64 of the x402 SettlementResponse, or the MPP receipt.
+    pub value: String,
+}
+
+/// The x402 header of a paid result: base64 SettlementResponse.
+pub const PAYMENT_RESPONSE: &str = "payment-response";
+/// The MPP header of a paid result.
+pub const PAYMENT_RECEIPT: &str = "payment-receipt";
+
+/// A 402.
+pub struct Required {
+    /// The PaymentRequired object (the body, and base64 in `PAYMENT-REQUIRED`).
+    pub body: Value,
+    /// `WWW-Authenticate: Payment` challenges (MPP), one per offered method.
+    pub challenges: Vec<String>,
+}
+
+/// What the front door answers.
+pub enum Answer {
+    /// The operation ran; deliver its result.
+    Delivered {
+        /// The result.
+        reply: Reply<Value>,
+        /// The settlement, for paid calls.
+        receipt: Option<Receipt>,
+        /// Free calls left today in the pool used, for free calls.
+        free_left: Option<u32>,
+    },
+    /// 402.
+    PaymentRequired(Box<Required>),
+    /// Any other refusal or failure (422, 413, 415, 404, 429, 5xx).
+    Failed(ApiError),
+}
+
+/// The paywall of one server.
+pub struct Paywall {
+    config: HostedConfig,
+    facilitator: Arc<dyn PaymentFacilitator>,
+    store: Store,
+    clock: Arc<dyn Clock>,
+    /// Per route path: the `bazaar` discovery extension.
+    bazaar: HashMap<&'static str, Value>,
+    /// Per network: the `extra` of its requirements (Solana's fee payer comes from the facilitator).
+    extras: RwLock<HashMap<&'static str, Value>>,
+    facilitator_timeout: Duration,
+    run_timeout: Duration,
+    mpp: Option<MppConfig>,
+}
+
+/// How long a facilitator call may take before the call is answered 503.
+pub const FACILITATOR_TIMEOUT: Duration = Duration::from_secs(20);
+/// What a 503 for an unavailable facilitator suggests.
+const FACILITATOR_RETRY_AFTER: Duration = Duration::from_secs(10);
+
+impl Paywall {
+    /// A paywall for `catalog` with `config`'s networks, paid through `facilitator`.
+    pub fn new(
+        config: HostedConfig,
+        catalog: &Catalog,
+        ctx: &Context,
+        facilitator: Arc<dyn PaymentFacilitator>,
+        store: Store,
+        clock: Arc<dyn Clock>,
+    ) -> Paywall {
+        let bazaar = catalog.routes().map(|r| (r.info().path, super::bazaar::extension(r, ctx))).collect();
+        let extras = config
+            .pay_to
+            .iter()
+            .filter_map(|p| p.network.eip712.map(|(name, version)| (p.network.caip2, json!({"name": name, "version": version}))))
+            .collect();
+        Paywall {
+            config,
+            facilitator,
+            store,
+            clock,
+            bazaar,
+            extras: RwLock::new(extras),
+            facilitator_timeout: FACILITATOR_TIMEOUT,
+            run_timeout: Duration::from_secs(120),
+            mpp: None,
+        }
+    }
+
+    /// Offers and accepts MPP payments as configured.
+    pub fn with_mpp(mut self, mpp: MppConfig) -> Paywall {
+        self.mpp = Some(mpp);
+        self
+    }
+
+    /// Limits each operation to `timeout` (the verify and settle calls around it are
+    /// limited separately, so a slow operation can never cut a settlement short).
+    pub fn with_run_timeout(mut self, timeout: Duration) -> Paywall {
+        self.run_timeout = timeout;
+        self
+    }
+
+    /// Limits each facilitator call to `timeout`.
+    pub fn with_facilitator_timeout(mut self, timeout: Duration) -> Paywall {
+        self.facilitator_timeout = timeout;
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &HostedConfig {
+        &self.config
+    }
+
+    /// The store (ledger, pools, replay guard).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Asks the facilitator what it supports and learns Solana's fee payer; a network the
+    /// facilitator cannot pay out on (no fee payer for Solana) is not offered.
+    pub async fn learn_supported(&self) -> Result<(), String> {
+        let supported = tokio::time::timeout(self.facilitator_timeout, self.facilitator.supported())
+            .await
+            .map_err(|_| "the facilitator did not answer /supported in time".to_string())?
+            .map_err(|e| format!("the facilitator's /supported failed: {e:?}"))?;
+        let supported = serde_json::to_value(&supported).unwrap_or(Value::Null);
+        let mut extras = self.extras.write().await;
+        for pay_to in &self.config.pay_to {
+            if pay_to.network.eip712.is_some() {
+                continue;
+            }
+            let fee_payer = supported["kinds"].as_array().into_iter().flatten().find_map(|kind| {
+                (kind["network"] == pay_to.network.caip2 && kind["x402Version"] == 2)
+                    .then(|| kind["extra"]["feePayer"].as_str().map(str::to_string))
+                    .flatten()
+            });
+            match fee_payer {
+                Some(fee_payer) => {
+                    extras.insert(pay_to.network.caip2, json!({ "feePayer": fee_payer }));
+                }
+                None => tracing::warn!(
+                    network = pay_to.network.caip2,
+                    "the facilitator names no fee payer for this network; it is not offered"
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    /// The requirements for `price`, one per network this server is paid on, primary first.
+    pub async fn requirements(&self, price: Price) -> Vec<Value> {
+        let extras = self.extras.read().await;
+        self.config
+            .pay_to
+            .iter()
+            .filter_map(|pay_to| {
+                let extra = extras.get(pay_to.network.caip2)?;
+                Some(requirement(pay_to, price, self.config.max_timeout_seconds, extra.clone()))
+            })
+            .collect()
+    }
+
+    /// The PaymentRequired object for `route` at `price`, with `error` if any.
+    pub async fn payment_required(&self, route: &RouteEntry, price: Price, error: Option<String>) -> Value {
+        let info = route.info();
+        let mut resource = json!({
+            "url": format!("{}{}", self.config.public_url.as_str().trim_end_matches('/'), info.path),
+            "description": info.summary,
+            "mimeType": mime_type(info.produces),
+            "serviceName": self.config.service_name,
+            "tags": tags(route),
+        });
+        if let Some(icon) = &self.config.icon_url {
+            resource["iconUrl"] = json!(icon);
+        }
+        let mut body = json!({ "x402Version": 2 });
+        if let Some(error) = error {
+            body["error"] = json!(error);
+        }
+        body["resource"] = resource;
+        body["accepts"] = Value::Array(self.requirements(price).await);
+        if let Some(bazaar) = self.bazaar.get(info.path) {
+            body["extensions"] = json!({ "bazaar": bazaar });
+        }
+        body
+    }
+
+    /// Decides and, where allowed, runs one call.
+    pub async fn handle(&self, call: Call<'_>, ctx: &Context) -> Answer {
+        let mut decision = Decision::new(call.route.info().path, call.route.info().operation, Outcome::PaymentRequired);
+        decision.at = self.clock.now();
+        decision.client = call.client.map(client_key);
+        let answer = match call.payment {
+            None => self.unpaid(&call, ctx, &mut decision).await,
+            Some(Payment::X402(ref header)) => self.paid_x402(&call, header, ctx, &mut decision).await,
+            Some(Payment::Mpp(ref header)) => self.paid_mpp(&call, header, ctx, &mut decision).await,
+        };
+        if let Err(e) = self.store.record(&decision).await {
+            // The ledger is the record of money; failing to write it is loud, but the
+            // answer (and any settlement already made) stands.
+            tracing::error!(error = %e, path = decision.route, "writing the ledger failed");
+        }
+        answer
+    }
+
+    async fn unpaid(&self, call: &Call<'_>, ctx: &Context, decision: &mut Decision) -> Answer {
+        let route = call.route;
+        let base = route.info().base_price;
+        let bytes = match call.body {
+            Body::TooLarge(limit) => {
+                decision.outcome = Outcome::InvalidInput;
+                decision.quote = Some(base.units());
+                return Answer::Failed(too_large(limit));
+            }
+            Body::NotJson(ref content_type) => {
+                decision.outcome = Outcome::PaymentRequired;
+                decision.quote = Some(base.units());
+                decision.error_code = Some("unsupported_media_type".into());
+                let error = format!(
+                    "unsupported_media_type: the body must be JSON with Content-Type: application/json (got {})",
+                    if content_type.is_empty() { "none" } else { content_type }
+                );
+                return self.required(call, base, Some(error)).await;
+            }
+            Body::Json(bytes) => bytes,
+        };
+        let (price, prepared) = route.quote(bytes, ctx).await;
+        decision.quote = Some(price.units());
+        let prepared = match prepared {
+            Ok(prepared) => prepared,
+            Err(error) => {
+                decision.outcome = Outcome::PaymentRequired;
+                decision.error_code = Some(error.code.to_string());
+                return self.required(call, base, Some(describe(&error))).await;
+            }
+        };
+        if call.free == FreeAsk::No {
+            decision.outcome = Outcome::PaymentRequired;
+            return self.required(call, price, None).await;
+        }
+        let pool = route.info().free_pool;
+        let limit = self.config.free_calls(pool);
+        let day = self.clock.now().date();
+        let client = decision.client.clone().unwrap_or_else(|| "unknown".into());
+        let left = match self.store.take_free(pool.id(), &client, day, limit).await {
+            Ok(FreeTake::Taken { remaining }) => remaining,
+            Ok(FreeTake::Exhausted) => {
+                decision.outcome = Outcome::FreeExhausted;
+                decision.error_code = Some("free_pool_exhausted".into());
+                return self.required(call, price, Some("free_pool_exhausted".into())).await;
+            }
+            Err(e) => return Answer::Failed(store_failure(e)),
+        };
+        match self.run(prepared, ctx).await {
+            Ok(reply) => {
+                decision.outcome = Outcome::Free;
+                Answer::Delivered { reply, receipt: None, free_left: Some(left) }
+            }
+            Err(error) => {
+                // No failure is charged, and a free call is a charge on the pool.
+                if let Err(e) = self.store.refund_free(pool.id(), &client, day).await {
+                    tracing::error!(error = %e, "refunding a free call failed");
+                }
+                decision.outcome = Outcome::OperationFailed;
+                decision.error_code = Some(error.code.to_string());
+                Answer::Failed(error.into())
+            }
+        }
+    }
+
+    /// The input of a paid call, checked before the payment is looked at: bad input is
+    /// refused with its own status and the payment is not used.
+    async fn paid_input(
+        &self,
+        call: &Call<'_>,
+        ctx: &Context,
+        decision: &mut Decision,
+    ) -> Result<(Price, PreparedCall), Answer> {
+        let bytes = match call.body {
+            Body::TooLarge(limit) => {
+                decision.outcome = Outcome::InvalidInput;
+                return Err(Answer::Failed(too_large(limit)));
+            }
+            Body::NotJson(ref content_type) => {
+                decision.outcome = Outcome::InvalidInput;
+                decision.error_code = Some("unsupported_media_type".into());
+                return Err(Answer::Failed(crate::routes::unsupported_media_type(content_type)));
+            }
+            Body::Json(bytes) => bytes,
+        };
+        let (price, prepared) = call.route.quote(bytes, ctx).await;
+        decision.quote = Some(price.units());
+        match prepared {
+            Ok(prepared) => Ok((price, prepared)),
+            Err(error) => {
+                decision.outcome = Outcome::InvalidInput;
+                decision.error_code = Some(error.code.to_string());
+                Err(Answer::Failed(error.into()))
+            }
+        }
+    }
+
+    async fn paid_x402(&self, call: &Call<'_>, header: &str, ctx: &Context, decision: &mut Decision) -> Answer {
+        let (price, prepared) = match self.paid_input(call, ctx, decision).await {
+            Ok(checked) => checked,
+            Err(answer) => return answer,
+        };
+        let refuse = |decision: &mut Decision, outcome: Outcome, code: &str, error: String| {
+            decision.outcome = outcome;
+            decision.error_code = Some(code.into());
+            error
+        };
+        let payload = match decode_payment(header) {
+            Ok(payload) => payload,
+            Err(why) => {
+                let error = refuse(decision, Outcome::InvalidPayment, "invalid_payment", format!("invalid_payment: {why}"));
+                return self.required(call, price, Some(error)).await;
+            }
+        };
+        let accepted = &payload["accepted"];
+        decision.network = accepted["network"].as_str().map(str::to_string);
+        let offered = self.requirements(price).await;
+        let Some(ours) = offered.iter().find(|r| r["network"] == accepted["network"]) else {
+            let networks: Vec<&str> = offered.iter().filter_map(|r| r["network"].as_str()).collect();
+            let error = format!(
+                "network_not_accepted: payment on {} is not accepted here (accepted: {})",
+                accepted["network"].as_str().unwrap_or("an unnamed network"),
+                networks.join(", ")
+            );
+            let error = refuse(decision, Outcome::InvalidPayment, "network_not_accepted", error);
+            return self.required(call, price, Some(error)).await;
+        };
+        if accepted["amount"] != ours["amount"] {
+            let error = refuse(decision, Outcome::PriceMismatch, "price_mismatch", "price_mismatch".into());
+            return self.required(call, price, Some(error)).await;
+        }
+        if !same_requirements(accepted, ours) {
+            let error = "requirements_mismatch: the payment's accepted requirements differ from the ones offered \
+                         (scheme, asset, payTo, maxTimeoutSeconds or extra)";
+            let error = refuse(decision, Outcome::InvalidPayment, "requirements_mismatch", error.into());
+            return self.required(call, price, Some(error)).await;
+        }
+        let request = json!({ "x402Version": 2, "paymentPayload": payload, "paymentRequirements": ours });
+        let key = payment_key(&payload);
+        let (reply, settled) = match self.verify_run_settle(call, price, prepared, key, &request, ctx, decision).await {
+            Ok(done) => done,
+            Err(answer) => return answer,
+        };
+        decision.outcome = Outcome::Paid;
+        let header = B64.encode(
+            json!({
+                "success": true,
+                "transaction": settled.transaction,
+                "network": settled.network,
+                "payer": decision.payer,
+            })
+            .to_string(),
+        );
+        Answer::Delivered { reply, receipt: Some(Receipt { settled, header: PAYMENT_RESPONSE, value: header }), free_left: None }
+    }
+
+    async fn paid_mpp(&self, call: &Call<'_>, header: &str, ctx: &Context, decision: &mut Decision) -> Answer {
+        let (price, prepared) = match self.paid_input(call, ctx, decision).await {
+            Ok(checked) => checked,
+            Err(answer) => return answer,
+        };
+        let (Some(mpp), Some(binding)) = (&self.mpp, &call.binding) else {
+            decision.outcome = Outcome::InvalidPayment;
+            decision.error_code = Some("unsupported_method".into());
+            let error = "unsupported_method: MPP payments are not accepted here; pay with x402 (PAYMENT-SIGNATURE)";
+            return self.required(call, price, Some(error.into())).await;
+        };
+        let checked = MppConfig::parse_credential(header)
+            .and_then(|credential| mpp.check(&credential, binding, price.units(), now_unix()));
+        let auth = match checked {
+            Ok(auth) => auth,
+            Err(error) => {
+                let (outcome, code) = match error {
+                    MppError::WrongAmount(_) => (Outcome::PriceMismatch, "price_mismatch"),
+                    _ => (Outcome::InvalidPayment, error.code()),
+                };
+                decision.outcome = outcome;
+                decision.error_code = Some(code.into());
+                let message = if code == "price_mismatch" { code.to_string() } else { format!("{code}: {error}") };
+                return self.required(call, price, Some(message)).await;
+            }
+        };
+        decision.network = Some(format!("eip155:{}", auth.chain_id));
+        let request = mpp.to_x402_verify_request(&auth);
+        let key: [u8; 32] = Sha256::digest(auth.replay_key().as_bytes()).into();
+        let (reply, settled) = match self.verify_run_settle(call, price, prepared, key, &request, ctx, decision).await {
+            Ok(done) => done,
+            Err(answer) => return answer,
+        };
+        decision.outcome = Outcome::MppPaid;
+        let value = mpp.receipt(&auth.challenge_id, &settled.transaction, now_unix());
+        Answer::Delivered { reply, receipt: Some(Receipt { settled, header: PAYMENT_RECEIPT, value }), free_left: None }
+    }
+
+    /// Claims the payment `key`, verifies `request` with the facilitator, runs the
+    /// operation and settles; the claim is released when the call fails before settlement.
+    #[allow(clippy::too_many_arguments)]
+    async fn verify_run_settle(
+        &self,
+        call: &Call<'_>,
+        price: Price,
+        prepared: PreparedCall,
+        key: [u8; 32],
+        request: &Value,
+        ctx: &Context,
+        decision: &mut Decision,
+    ) -> Result<(Reply<Value>, Settled), Answer> {
+        decision.payment_key = Some(key);
+        match self.store.claim_payment(&key, call.route.info().path, decision.network.as_deref().unwrap_or("")).await {
+            Ok(Claim::Claimed) => {}
+            Ok(Claim::AlreadyUsed { .. }) => {
+                decision.outcome = Outcome::Replay;
+                decision.error_code = Some("payment_already_used".into());
+                let error = "payment_already_used: this payment has already been used; sign a new one";
+                return Err(self.required(call, price, Some(error.into())).await);
+            }
+            Err(e) => return Err(Answer::Failed(store_failure(e))),
+        }
+        let Some(request) = raw_request(request) else {
+            self.release(key).await;
+            return Err(Answer::Failed(EngineError::internal("encoding the verify request").into()));
+        };
+        let verified = match self.facilitate(self.facilitator.verify(request.clone())).await {
+            Ok(verified) => verified,
+            Err(failure) => {
+                self.release(key).await;
+                return Err(self.facilitator_refusal(call, price, failure, decision, Outcome::VerifyFailed).await);
+            }
+        };
+        decision.payer = verified.payer;
+
+        let reply = match self.run(prepared, ctx).await {
+            Ok(reply) => reply,
+            Err(error) => {
+                self.release(key).await;
+                decision.outcome = Outcome::OperationFailed;
+                decision.error_code = Some(error.code.to_string());
+                return Err(Answer::Failed(error.into()));
+            }
+        };
+
+        // From here the claim is never released: a settlement that failed or timed out
+        // may still land on chain.
+        let settled = self.facilitate(self.facilitator.settle(request)).await;
+        let end = match &settled {
+            Ok(s) => PaymentOutcome::Settled { tx_hash: s.transaction.clone() },
+            Err(failure) => PaymentOutcome::SettleFailed { reason: failure_reason(failure) },
+        };
+        if let Err(e) = self.store.finish_payment(&key, &end).await {
+            tracing::error!(error = %e, "recording a settlement failed");
+        }
+        match settled {
+            Ok(settled) => {
+                if settled.payer.is_some() {
+                    decision.payer = settled.payer.clone();
+                }
+                decision.tx_hash = Some(settled.transaction.clone());
+                Ok((reply, settled))
+            }
+            Err(failure) => Err(self.facilitator_refusal(call, price, failure, decision, Outcome::SettleFailed).await),
+        }
+    }
+
+    async fn run(&self, prepared: PreparedCall, ctx: &Context) -> Result<Reply<Value>, EngineError> {
+        match tokio::time::timeout(self.run_timeout, prepared.run(ctx.clone())).await {
+            Ok(result) => result,
+            Err(_) => Err(EngineError::new(
+                ErrorKind::Timeout,
+                "timeout",
+                format!("the operation took longer than {} s", self.run_timeout.as_secs()),
+            )),
+        }
+    }
+
+    async fn facilitate<T>(
+        &self,
+        future: impl Future<Output = Result<T, FacilitatorFailure>>,
+    ) -> Result<T, FacilitatorFailure> {
+        let started = Instant::now();
+        match tokio::time::timeout(self.facilitator_timeout, future).await {
+            Ok(result) => result,
+            Err(_) => Err(FacilitatorFailure::Unavailable(format!(
+                "no answer within {} ms",
+                started.elapsed().as_millis()
+            ))),
+        }
+    }
+
+    async fn facilitator_refusal(
+        &self,
+        call: &Call<'_>,
+        price: Price,
+        failure: FacilitatorFailure,
+        decision: &mut Decision,
+        rejected: Outcome,
+    ) -> Answer {
+        match failure {
+            FacilitatorFailure::Unavailable(why) => {
+                tracing::warn!(reason = %why, "payment facilitator unavailable");
+                decision.outcome = Outcome::FacilitatorUnavailable;
+                decision.error_code = Some("facilitator_unavailable".into());
+                Answer::Failed(ApiError::from(EngineError::new(
+                    ErrorKind::Unavailable { retry_after: FACILITATOR_RETRY_AFTER },
+                    "unavailable",
+                    "the payment facilitator is unavailable; nothing was charged, try again shortly",
+                )))
+            }
+            FacilitatorFailure::Rejected { reason, details } => {
+                decision.outcome = rejected;
+                decision.error_code = Some(reason.clone());
+                let error = if details.is_empty() { reason } else { format!("{reason}: {details}") };
+                self.required(call, price, Some(error)).await
+            }
+        }
+    }
+
+    async fn required(&self, call: &Call<'_>, price: Price, error: Option<String>) -> Answer {
+        let body = self.payment_required(call.route, price, error).await;
+        // MPP is an HTTP authentication scheme: challenges only where the request can be bound.
+        let challenges = match (&self.mpp, &call.binding) {
+            (Some(mpp), Some(binding)) => mpp.challenges(price.units(), binding),
+            _ => Vec::new(),
+        };
+        Answer::PaymentRequired(Box::new(Required { body, challenges }))
+    }
+
+    async fn release(&self, key: [u8; 32]) {
+        if let Err(e) = self.store.release_payment(&key).await {
+            tracing::error!(error = %e, "releasing a payment claim failed");
+        }
+    }
+}
+
+fn requirement(pay_to: &PayTo, price: Price, max_timeout_seconds: u64, extra: Value) -> Value {
+    json!({
+        "scheme": "exact",
+        "network": pay_to.network.caip2,
+        "amount": price.atomic_string(),
+        "asset": pay_to.network.asset,
+        "payTo": pay_to.address,
+        "maxTimeoutSeconds": max_timeout_seconds,
+        "extra": extra,
+    })
+}
+
+/// Equal requirements, comparing EVM addresses without regard to case (clients may
+/// re-checksum them).
+fn same_requirements(accepted: &Value, ours: &Value) -> bool {
+    let fold = |v: &Value| -> Value {
+        let mut v = v.clone();
+        for key in ["asset", "payTo"] {
+            if let Some(text) = v[key].as_str().filter(|t| t.starts_with("0x")) {
+                v[key] = json!(text.to_ascii_lowercase());
+            }
+        }
+        v
+    };
+    let (a, b) = (fold(accepted), fold(ours));
+    ["scheme", "network", "amount", "asset", "payTo", "maxTimeoutSeconds", "extra"].iter().all(|k| a[k] == b[k])
+}
+
+/// The payload from `PAYMENT-SIGNATURE`: base64 JSON, x402 version 2, with `accepted`
+/// and `payload` objects.
+fn decode_payment(header: &str) -> Result<Value, String> {
+    let bytes = B64
+        .decode(header.trim())
+        .or_else(|_| base64::engine::general_purpose::URL_SAFE.decode(header.trim()))
+        .map_err(|_| "PAYMENT-SIGNATURE is not base64".to_string())?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|_| "PAYMENT-SIGNATURE is not base64 of JSON".to_string())?;
+    if value["x402Version"] != 2 {
+        return Err("x402Version must be 2".into());
+    }
+    if !value["accepted"].is_object() {
+        return Err("the payment has no `accepted` requirements".into());
+    }
+    if !value["payload"].is_object() {
+        return Err("the payment has no `payload`".into());
+    }
+    Ok(value)
+}
+
+/// The replay key: a hash of the signed part of the payment (the network and the
+/// scheme's payload), so re-encoding the same signature differently is the same payment.
+fn payment_key(payload: &Value) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(payload["accepted"]["network"].as_str().unwrap_or("").as_bytes());
+    hasher.update([0]);
+    hasher.update(canonical(&payload["payload"]).as_bytes());
+    hasher.finalize().into()
+}
+
+/// JSON with object keys sorted and hex strings lower-cased, so equal payloads hash alike.
+fn canonical(value: &Value) -> String {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let parts: Vec<String> =
+                keys.iter().map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&map[k.as_str()]))).collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
+        Value::String(text) if text.starts_with("0x") => Value::String(text.to_ascii_lowercase()).to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn raw_request(value: &Value) -> Option<proto::VerifyRequest> {
+    let raw = serde_json::value::to_raw_value(value).ok()?;
+    Some(proto::VerifyRequest::from(raw))
+}
+
+/// Free pools count per IPv4 address and per IPv6 /64 (one subscriber's network).
+pub fn client_key(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
+    }
+}
+
+fn describe(error: &EngineError) -> String {
+    match &error.field {
+        Some(field) if !field.is_empty() && !error.message.starts_with(field.as_str()) => {
+            format!("{}: {field}: {}", error.code, error.message)
+        }
+        _ => format!("{}: {}", error.code, error.message),
+    }
+}
+
+fn failure_reason(failure: &FacilitatorFailure) -> String {
+    match failure {
+        FacilitatorFailure::Rejected { reason, .. } => reason.clone(),
+        FacilitatorFailure::Unavailable(_) => "facilitator_unavailable".into(),
+    }
+}
+
+fn too_large(limit: usize) -> ApiError {
+    ApiError::from(EngineError::too_large(
+        "body_too_large",
+        None,
+        format!("the request body is larger than {} MiB", limit / (1024 * 1024)),
+    ))
+}
+
+fn store_failure(error: super::store::StoreError) -> ApiError {
+    tracing::error!(error = %error, "the hosted store failed");
+    ApiError::from(EngineError::new(
+        ErrorKind::Unavailable { retry_after: Duration::from_secs(5) },
+        "unavailable",
+        "the service cannot record payments right now; nothing was charged",
+    ))
+}
+
+fn mime_type(produces: Produces) -> &'static str {
+    match produces {
+        Produces::File => "application/pdf",
+        Produces::Files => "application/zip",
+        Produces::Json | Produces::JsonOrFile | Produces::JsonOrFiles => "application/json",
+    }
+}
+
+fn tags(route: &RouteEntry) -> Vec<String> {
+    let info = route.info();
+    let mut tags = vec![info.family.as_str().to_string()];
+    if let Some(group) = info.path.split('/').nth(2).filter(|g| *g != info.family.as_str()) {
+        tags.push(group.to_string());
+    }
+    tags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_keys_group_ipv6_by_64() {
+        assert_eq!(client_key("203.0.113.9".parse().unwrap()), "203.0.113.9");
+        assert_eq!(client_key("2001:db8:1:2:3:4:5:6".parse().unwrap()), "2001:db8:1:2::/64");
+        assert_eq!(client_key("2001:db8:1:2:ffff::1".parse().unwrap()), "2001:db8:1:2::/64");
+        assert_eq!(client_key("::ffff:198.51.100.4".parse().unwrap()), "198.51.100.4");
+    }
+
+    #[test]
+    fn payment_key_ignores_encoding_differences() {
+        let a = json!({"accepted": {"network": "eip155:8453"}, "payload": {"signature": "0xABcd", "authorization": {"from": "0x1", "value": "2"}}});
+        let b = json!({"payload": {"authorization": {"value": "2", "from": "0x1"}, "signature": "0xabcd"}, "accepted": {"network": "eip155:8453"}});
+        assert_eq!(payment_key(&a), payment_key(&b));
+        let c = json!({"accepted": {"network": "eip155:137"}, "payload": {"signature": "0xabcd", "authorization": {"from": "0x1", "value": "2"}}});
+        assert_ne!(payment_key(&a), payment_key(&c));
+    }
+
+    #[test]
+    fn malformed_payment_headers_are_named() {
+        assert!(decode_payment("%%%").unwrap_err().contains("base64"));
+        assert!(decode_payment(&B64.encode("nope")).unwrap_err().contains("JSON"));
+        assert!(decode_payment(&B64.encode(r#"{"x402Version":1}"#)).unwrap_err().contains("x402Version"));
+        assert!(decode_payment(&B64.encode(r#"{"x402Version":2,"payload":{}}"#)).unwrap_err().contains("accepted"));
+        assert!(decode_payment(&B64.encode(r#"{"x402Version":2,"accepted":{}}"#)).unwrap_err().contains("payload"));
+    }
+
+    #[test]
+    fn requirements_compare_addresses_in_any_case() {
+        let ours = json!({"scheme": "exact", "network": "eip155:8453", "amount": "1", "asset": "0xAbC", "payTo": "0xDeF", "maxTimeoutSeconds": 300, "extra": {"name": "USD Coin", "version": "2"}});
+        let mut theirs = ours.clone();
+        theirs["asset"] = json!("0xabc");
+        assert!(same_requirements(&theirs, &ours));
+        theirs["payTo"] = json!("0x999");
+        assert!(!same_requirements(&theirs, &ours));
+        let mut theirs = ours.clone();
+        theirs["extra"]["version"] = json!("1");
+        assert!(!same_requirements(&theirs, &ours));
+    }
+}
