@@ -13,8 +13,8 @@ use paperchain_engine::{Catalog, Context};
 use tokio::net::TcpListener;
 
 use crate::files::{FileStore, LINK_TTL};
-use crate::hosted::paywall::Paywall;
 use crate::host::{HostPolicy, require_allowed_host};
+use crate::hosted::paywall::Paywall;
 use crate::routes::{AppState, BODY_LIMIT, router};
 use crate::service_docs::ServiceDocs;
 

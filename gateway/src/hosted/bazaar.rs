@@ -86,8 +86,13 @@ mod tests {
         let ext = extension(route, &Context::new());
         let validator = jsonschema::validator_for(&ext["schema"]).unwrap();
         let info = |body: Value| json!({"input": {"type": "http", "method": "POST", "bodyType": "json", "body": body}});
-        assert!(validator.is_valid(&info(json!({"chain": "base", "address": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"}))));
+        assert!(
+            validator
+                .is_valid(&info(json!({"chain": "base", "address": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"})))
+        );
         assert!(!validator.is_valid(&info(json!({"chain": "base", "address": "nope"}))));
-        assert!(!validator.is_valid(&info(json!({"chain": "base", "address": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "extra": 1}))));
+        assert!(!validator.is_valid(&info(
+            json!({"chain": "base", "address": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "extra": 1})
+        )));
     }
 }

@@ -156,7 +156,10 @@ impl HostedConfig {
     }
 
     /// Reads the file and `env` (tests pass a map).
-    pub fn load_with(sources: &ConfigSources<'_>, env: impl Fn(&str) -> Option<String>) -> Result<HostedConfig, ConfigError> {
+    pub fn load_with(
+        sources: &ConfigSources<'_>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<HostedConfig, ConfigError> {
         let file = match sources.file {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
@@ -236,9 +239,10 @@ impl HostedConfig {
         }
 
         let client_ip_header = match env("PAPERCHAIN_CLIENT_IP_HEADER").or(file.client_ip_header) {
-            Some(name) => Some(HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes()).map_err(|_| {
-                ConfigError(format!("client IP header `{name}` is not a valid HTTP header name"))
-            })?),
+            Some(name) => Some(
+                HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
+                    .map_err(|_| ConfigError(format!("client IP header `{name}` is not a valid HTTP header name")))?,
+            ),
             None => None,
         };
         let max_timeout_seconds = file.max_timeout_seconds.unwrap_or(300);
@@ -401,8 +405,12 @@ mod tests {
 
     #[test]
     fn sandbox_needs_no_facilitator_or_payee() {
-        let sources =
-            ConfigSources { file: None, data_dir: Path::new("/d"), public_url: Some("http://127.0.0.1:1"), sandbox: true };
+        let sources = ConfigSources {
+            file: None,
+            data_dir: Path::new("/d"),
+            public_url: Some("http://127.0.0.1:1"),
+            sandbox: true,
+        };
         let config = HostedConfig::load_with(&sources, |_| None).unwrap();
         assert!(config.facilitator_url.is_none());
         assert!(config.pay_to.is_empty());

@@ -131,10 +131,9 @@ fn local_failure(error: x402_facilitator_local::FacilitatorLocalError) -> Facili
     match inner {
         // The token refused the transfer in simulation: a spent nonce, a forged or
         // mismatched signature. That is the payment's fault, not an outage.
-        S::OnchainFailure(message) if message.contains("execution reverted") => FacilitatorFailure::Rejected {
-            reason: "transaction_simulation".into(),
-            details: truncate(message, 300),
-        },
+        S::OnchainFailure(message) if message.contains("execution reverted") => {
+            FacilitatorFailure::Rejected { reason: "transaction_simulation".into(), details: truncate(message, 300) }
+        }
         // The node behind the facilitator failed: nobody can tell whether the payment is good.
         S::OnchainFailure(message) if matches!(error, E::Verification(_)) => {
             FacilitatorFailure::Unavailable(message.clone())
@@ -218,8 +217,11 @@ mod tests {
     fn settle_answers_are_sorted() {
         let ok = settled(json!({"success": true, "transaction": "0x1", "network": "eip155:8453", "payer": "0xab"}));
         assert_eq!(ok.unwrap().transaction, "0x1");
-        let refused = settled(json!({"success": false, "errorReason": "invalid_payment_expired", "network": "eip155:8453"}));
-        assert!(matches!(refused, Err(FacilitatorFailure::Rejected { reason, .. }) if reason == "invalid_payment_expired"));
+        let refused =
+            settled(json!({"success": false, "errorReason": "invalid_payment_expired", "network": "eip155:8453"}));
+        assert!(
+            matches!(refused, Err(FacilitatorFailure::Rejected { reason, .. }) if reason == "invalid_payment_expired")
+        );
         assert!(matches!(
             settled(json!({"success": true, "transaction": "", "network": "x"})),
             Err(FacilitatorFailure::Unavailable(_))

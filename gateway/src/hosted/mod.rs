@@ -6,5 +6,5 @@ pub mod facilitator;
 pub mod http;
 pub mod mpp;
 pub mod paywall;
-pub mod store;
 pub mod sandbox;
+pub mod store;

@@ -20,9 +20,9 @@
 //! be sent again) and made permanent once settlement was attempted.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -175,7 +175,9 @@ impl Paywall {
         let extras = config
             .pay_to
             .iter()
-            .filter_map(|p| p.network.eip712.map(|(name, version)| (p.network.caip2, json!({"name": name, "version": version}))))
+            .filter_map(|p| {
+                p.network.eip712.map(|(name, version)| (p.network.caip2, json!({"name": name, "version": version})))
+            })
             .collect();
         Paywall {
             config,
@@ -416,7 +418,8 @@ impl Paywall {
         let payload = match decode_payment(header) {
             Ok(payload) => payload,
             Err(why) => {
-                let error = refuse(decision, Outcome::InvalidPayment, "invalid_payment", format!("invalid_payment: {why}"));
+                let error =
+                    refuse(decision, Outcome::InvalidPayment, "invalid_payment", format!("invalid_payment: {why}"));
                 return self.required(call, price, Some(error)).await;
             }
         };
@@ -459,7 +462,11 @@ impl Paywall {
             })
             .to_string(),
         );
-        Answer::Delivered { reply, receipt: Some(Receipt { settled, header: PAYMENT_RESPONSE, value: header }), free_left: None }
+        Answer::Delivered {
+            reply,
+            receipt: Some(Receipt { settled, header: PAYMENT_RESPONSE, value: header }),
+            free_left: None,
+        }
     }
 
     async fn paid_mpp(&self, call: &Call<'_>, header: &str, ctx: &Context, decision: &mut Decision) -> Answer {
@@ -587,10 +594,9 @@ impl Paywall {
         let started = Instant::now();
         match tokio::time::timeout(self.facilitator_timeout, future).await {
             Ok(result) => result,
-            Err(_) => Err(FacilitatorFailure::Unavailable(format!(
-                "no answer within {} ms",
-                started.elapsed().as_millis()
-            ))),
+            Err(_) => {
+                Err(FacilitatorFailure::Unavailable(format!("no answer within {} ms", started.elapsed().as_millis())))
+            }
         }
     }
 
@@ -674,7 +680,8 @@ fn decode_payment(header: &str) -> Result<Value, String> {
         .decode(header.trim())
         .or_else(|_| base64::engine::general_purpose::URL_SAFE.decode(header.trim()))
         .map_err(|_| "PAYMENT-SIGNATURE is not base64".to_string())?;
-    let value: Value = serde_json::from_slice(&bytes).map_err(|_| "PAYMENT-SIGNATURE is not base64 of JSON".to_string())?;
+    let value: Value =
+        serde_json::from_slice(&bytes).map_err(|_| "PAYMENT-SIGNATURE is not base64 of JSON".to_string())?;
     if value["x402Version"] != 2 {
         return Err("x402Version must be 2".into());
     }
@@ -703,8 +710,10 @@ fn canonical(value: &Value) -> String {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            let parts: Vec<String> =
-                keys.iter().map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&map[k.as_str()]))).collect();
+            let parts: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&map[k.as_str()])))
+                .collect();
             format!("{{{}}}", parts.join(","))
         }
         Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
