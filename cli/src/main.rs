@@ -13,6 +13,9 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use paperchain_engine::{Catalog, Context, Family};
 use paperchain_gateway::ServerConfig;
+use paperchain_gateway::hosted::config::{ConfigSources, HostedConfig};
+use paperchain_gateway::hosted::sandbox::SandboxOptions;
+use paperchain_gateway::hosted::{Hosted, HostedOptions};
 
 const ABOUT: &str = "Chain reads and document operations on your own machine.";
 
@@ -77,6 +80,19 @@ struct ServeArgs {
     /// Seconds a call may take before it is answered with 504.
     #[arg(long, default_value_t = 120, env = "PAPERCHAIN_REQUEST_TIMEOUT")]
     request_timeout: u64,
+    /// Run as the hosted service: x402 v2 paywall with exact quotes, free pools, MPP.
+    /// Needs a public URL, a facilitator and an address to be paid to (--config or
+    /// PAPERCHAIN_* variables; see README "Hosted mode").
+    #[arg(long)]
+    hosted: bool,
+    /// With --hosted: a local anvil chain (chain id 8453) with a test USDC, a funded test
+    /// payer and the facilitator in process; prints the details as its first line on
+    /// stdout. Everything listens on 127.0.0.1.
+    #[arg(long, requires = "hosted")]
+    sandbox: bool,
+    /// Hosted configuration file (TOML, a [hosted] table).
+    #[arg(long, value_name = "FILE", env = "PAPERCHAIN_CONFIG")]
+    config: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -136,17 +152,84 @@ fn default_data_dir() -> PathBuf {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let mut config = ServerConfig::local(args.data_dir.unwrap_or_else(default_data_dir));
+    let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
+    let mut config = ServerConfig::local(data_dir.clone());
     config.listen = args.listen;
     config.public_url = args.public_url;
     config.request_timeout = Duration::from_secs(args.request_timeout.max(1));
     config.allowed_hosts = args.allow_hosts;
+    if args.sandbox && !config.listen.ip().is_loopback() {
+        anyhow::bail!(
+            "the sandbox listens on 127.0.0.1 only (its test payer's key is printed); drop --listen {}",
+            config.listen
+        );
+    }
     if !config.listen.ip().is_loopback() {
         tracing::warn!(listen = %config.listen, "listening beyond loopback: anyone who can reach this address can use it");
     }
     // A configuration the server would not follow (a malformed PAPERCHAIN_CHAINS) stops it here.
     let ctx = Context::try_new()?;
-    paperchain_gateway::serve(config.clone(), ctx).await.with_context(|| format!("serving on {}", config.listen))
+    if !args.hosted {
+        if args.config.is_some() {
+            anyhow::bail!("--config configures hosted mode; add --hosted");
+        }
+        return paperchain_gateway::serve(config.clone(), ctx)
+            .await
+            .with_context(|| format!("serving on {}", config.listen));
+    }
+    let listener =
+        paperchain_gateway::server::bind(&config).await.with_context(|| format!("binding {}", config.listen))?;
+    let local_addr = listener.local_addr()?;
+    let base_url = config.public_url.clone().unwrap_or_else(|| format!("http://{local_addr}"));
+    let sources = ConfigSources {
+        file: args.config.as_deref(),
+        data_dir: &data_dir,
+        public_url: Some(&base_url).filter(|_| config.public_url.is_some() || args.sandbox).map(String::as_str),
+        sandbox: args.sandbox,
+    };
+    let hosted_config = HostedConfig::load(&sources)?;
+    let catalog = Catalog::standard();
+    let options = HostedOptions { run_timeout: config.request_timeout, ..HostedOptions::default() };
+    let hosted = if args.sandbox {
+        Hosted::start_sandbox(hosted_config, &catalog, ctx, options, SandboxOptions::default()).await?
+    } else {
+        Hosted::start(hosted_config, &catalog, ctx, options).await?
+    };
+    if let Some(line) = hosted.sandbox_line(&base_url) {
+        print_sandbox(&line, &base_url);
+    }
+    let Hosted { paywall, sandbox, ctx } = hosted;
+    let served = paperchain_gateway::server::serve_on(listener, config.clone(), ctx, Some(paywall))
+        .await
+        .with_context(|| format!("serving on {}", config.listen));
+    drop(sandbox);
+    served
+}
+
+/// The sandbox's first stdout line (one JSON object, for scripts), then how to try it.
+fn print_sandbox(line: &serde_json::Value, base_url: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let key = line["sandbox"]["payer_private_key"].as_str().unwrap_or_default();
+    let _ = writeln!(out, "{line}");
+    let _ = writeln!(
+        out,
+        "\nSandbox: test USDC on a local chain; nothing here is real money.\n\
+         \nAn unpaid call answers 402 with the exact quote:\n\
+         \n  curl -i -X POST {base_url}/v1/chain/gas -H 'content-type: application/json' -d '{{\"chain\": \"base\"}}'\n\
+         \nOne free call a day from the pool:\n\
+         \n  curl -X POST {base_url}/v1/chain/gas -H 'content-type: application/json' -H 'X-Svc-Free: 1' -d '{{\"chain\": \"base\"}}'\n\
+         \nA paying client (the official x402 TypeScript client, npm @x402/fetch @x402/evm viem):\n\
+         \n  import {{ wrapFetchWithPaymentFromConfig }} from \"@x402/fetch\";\n\
+         \x20 import {{ ExactEvmScheme }} from \"@x402/evm\";\n\
+         \x20 import {{ privateKeyToAccount }} from \"viem/accounts\";\n\
+         \x20 const pay = wrapFetchWithPaymentFromConfig(fetch, {{\n\
+         \x20   schemes: [{{ network: \"eip155:8453\", client: new ExactEvmScheme(privateKeyToAccount(\"{key}\")) }}],\n\
+         \x20 }});\n\
+         \x20 const res = await pay(\"{base_url}/v1/chain/gas\", {{ method: \"POST\",\n\
+         \x20   headers: {{ \"content-type\": \"application/json\" }}, body: JSON.stringify({{ chain: \"base\" }}) }});\n"
+    );
+    let _ = out.flush();
 }
 
 fn routes(args: RoutesArgs) -> anyhow::Result<()> {

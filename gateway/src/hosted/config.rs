@@ -11,6 +11,7 @@
 //! client_ip_header = "x-forwarded-for"          # optional: only behind a proxy you run
 //! database = "/var/lib/paperchain/hosted.sqlite" # default: <data dir>/hosted.sqlite
 //! max_timeout_seconds = 300
+//! mpp_secret = "<64 hex digits>"                 # shared by every server behind one name
 //!
 //! [hosted.pay_to]                                 # at least one network
 //! base = "0x…"
@@ -27,7 +28,7 @@
 //! `PAPERCHAIN_SERVICE_NAME`, `PAPERCHAIN_ICON_URL`, `PAPERCHAIN_CLIENT_IP_HEADER`,
 //! `PAPERCHAIN_HOSTED_DB`, `PAPERCHAIN_PAY_TO_BASE`, `PAPERCHAIN_PAY_TO_POLYGON`,
 //! `PAPERCHAIN_PAY_TO_SOLANA`, `PAPERCHAIN_FREE_CHAIN_READS`, `PAPERCHAIN_FREE_ADDRESS_CHECK`,
-//! `PAPERCHAIN_FREE_DOCS`.
+//! `PAPERCHAIN_FREE_DOCS`, `PAPERCHAIN_MPP_SECRET`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -105,6 +106,9 @@ pub struct HostedConfig {
     pub pay_to: Vec<PayTo>,
     /// Daily free calls per client IP, by pool.
     pub free_pools: BTreeMap<&'static str, u32>,
+    /// Key of MPP challenge ids; servers behind one name must share it. Random per start
+    /// when unset (challenges then die with the process, which their 5-minute life allows).
+    pub mpp_secret: Option<[u8; 32]>,
 }
 
 /// Why the hosted configuration cannot be used.
@@ -132,6 +136,7 @@ struct FileHosted {
     pay_to: BTreeMap<String, String>,
     #[serde(default)]
     free_pools: BTreeMap<String, u32>,
+    mpp_secret: Option<String>,
 }
 
 /// What the caller already knows: the file (if any), the data folder and the public URL
@@ -255,7 +260,18 @@ impl HostedConfig {
             Some(url) => Some(http_url(&url, "icon URL")?.to_string()),
             None => None,
         };
+        let mpp_secret = match env("PAPERCHAIN_MPP_SECRET").or(file.mpp_secret) {
+            Some(text) => {
+                let bytes = hex::decode(text.trim_start_matches("0x")).ok().and_then(|b| <[u8; 32]>::try_from(b).ok());
+                Some(bytes.ok_or_else(|| {
+                    ConfigError("PAPERCHAIN_MPP_SECRET (hosted.mpp_secret) must be 64 hex digits (32 bytes)".into())
+                })?)
+            }
+            None => None,
+        };
+        let default_database = if sources.sandbox { "sandbox.sqlite" } else { "hosted.sqlite" };
         Ok(HostedConfig {
+            mpp_secret,
             public_url,
             facilitator_url,
             service_name: env("PAPERCHAIN_SERVICE_NAME").or(file.service_name).unwrap_or_else(|| "Paperchain".into()),
@@ -264,7 +280,7 @@ impl HostedConfig {
             database: env("PAPERCHAIN_HOSTED_DB")
                 .map(PathBuf::from)
                 .or(file.database)
-                .unwrap_or_else(|| sources.data_dir.join("hosted.sqlite")),
+                .unwrap_or_else(|| sources.data_dir.join(default_database)),
             max_timeout_seconds,
             pay_to,
             free_pools,
@@ -395,6 +411,7 @@ mod tests {
         assert!(with("PAPERCHAIN_FACILITATOR_URL", "not a url").contains("facilitator URL"));
         assert!(with("PAPERCHAIN_FREE_CHAIN_READS", "ten").contains("PAPERCHAIN_FREE_CHAIN_READS"));
         assert!(with("PAPERCHAIN_CLIENT_IP_HEADER", "bad header").contains("client IP header"));
+        assert!(with("PAPERCHAIN_MPP_SECRET", "abcd").contains("PAPERCHAIN_MPP_SECRET"));
         let error = load(&minimal(), Some("[hosted]\nunknown_key = 1\n")).unwrap_err().0;
         assert!(error.contains("unknown_key"), "{error}");
         let error = load(&minimal(), Some("[hosted.pay_to]\nethereum = \"0x0\"\n")).unwrap_err().0;
@@ -414,5 +431,6 @@ mod tests {
         let config = HostedConfig::load_with(&sources, |_| None).unwrap();
         assert!(config.facilitator_url.is_none());
         assert!(config.pay_to.is_empty());
+        assert_eq!(config.database, Path::new("/d/sandbox.sqlite"));
     }
 }

@@ -1,4 +1,8 @@
 //! Hosted mode: the x402 v2 paywall, free pools, MPP and the sandbox.
+//!
+//! [`Hosted::start`] wires a [`HostedConfig`] to a remote facilitator;
+//! [`Hosted::start_sandbox`] starts a local chain with a test dollar token and runs the
+//! facilitator in process, so the whole paid flow can be tried without money.
 
 pub mod bazaar;
 pub mod config;
@@ -8,3 +12,169 @@ pub mod mpp;
 pub mod paywall;
 pub mod sandbox;
 pub mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy::primitives::Address;
+use paperchain_engine::{Catalog, Context};
+use serde_json::{Value, json};
+
+use config::{HostedConfig, NETWORKS, PayTo};
+use facilitator::{Local, PaymentFacilitator, Remote};
+use mpp::{EvmCharge, MppConfig};
+use paywall::{Clock, FACILITATOR_TIMEOUT, Paywall, SystemClock};
+use sandbox::{SandboxChain, SandboxOptions};
+use store::Store;
+
+/// A hosted server's payment side, ready to serve.
+pub struct Hosted {
+    /// The paywall every paid route goes through.
+    pub paywall: Arc<Paywall>,
+    /// The sandbox chain (kept alive as long as the server runs).
+    pub sandbox: Option<SandboxChain>,
+    /// The engine context, in the sandbox with `base` read from the sandbox chain.
+    pub ctx: Context,
+}
+
+/// How the paywall runs, beyond its configuration.
+#[derive(Clone)]
+pub struct HostedOptions {
+    /// Longest an operation may take (answered 504 past it).
+    pub run_timeout: Duration,
+    /// Longest one facilitator call may take (answered 503 past it, nothing settled).
+    pub facilitator_timeout: Duration,
+    /// The clock of free pools' UTC days.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for HostedOptions {
+    fn default() -> Self {
+        HostedOptions {
+            run_timeout: Duration::from_secs(120),
+            facilitator_timeout: FACILITATOR_TIMEOUT,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+/// Why hosted mode cannot start.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct HostedError(pub String);
+
+impl Hosted {
+    /// Hosted mode paid through the configured remote facilitator.
+    pub async fn start(
+        config: HostedConfig,
+        catalog: &Catalog,
+        ctx: Context,
+        options: HostedOptions,
+    ) -> Result<Hosted, HostedError> {
+        let url = config
+            .facilitator_url
+            .clone()
+            .ok_or_else(|| HostedError("hosted mode needs a facilitator URL (PAPERCHAIN_FACILITATOR_URL)".into()))?;
+        let facilitator = Remote::new(&url, options.facilitator_timeout).map_err(HostedError)?;
+        let paywall = build(config, catalog, &ctx, Arc::new(facilitator), options).await?;
+        if let Err(e) = paywall.learn_supported().await {
+            // Only Solana needs it (its fee payer); the EVM networks are offered regardless.
+            tracing::warn!(error = %e, "the facilitator's supported networks are unknown; Solana is not offered");
+        }
+        Ok(Hosted { paywall: Arc::new(paywall), sandbox: None, ctx })
+    }
+
+    /// The sandbox: anvil at chain id 8453 with the test USDC at the Base USDC address, a
+    /// funded payer, the facilitator in process, payments to a fresh address on Base only.
+    /// The `base` chain of chain routes reads the sandbox chain.
+    pub async fn start_sandbox(
+        mut config: HostedConfig,
+        catalog: &Catalog,
+        ctx: Context,
+        options: HostedOptions,
+        sandbox: SandboxOptions,
+    ) -> Result<Hosted, HostedError> {
+        let chain = SandboxChain::start(sandbox).await.map_err(|e| HostedError(e.to_string()))?;
+        let facilitator = chain.facilitator().await.map_err(|e| HostedError(e.to_string()))?;
+        config.pay_to = vec![PayTo { network: NETWORKS[0].clone(), address: chain.pay_to().to_checksum(None) }];
+        config.facilitator_url = None;
+        let rpc = chain.rpc_url().to_string();
+        let chains = paperchain_engine::chain::evm::Chains::try_from_vars(|key| {
+            if key == "PAPERCHAIN_RPC_BASE" { Some(rpc.clone()) } else { std::env::var(key).ok() }
+        })
+        .map_err(|e| HostedError(e.to_string()))?;
+        let ctx = Context { chains: Arc::new(chains), ..ctx };
+        let paywall = build(config, catalog, &ctx, Arc::new(Local(facilitator)), options).await?;
+        Ok(Hosted { paywall: Arc::new(paywall), sandbox: Some(chain), ctx })
+    }
+
+    /// The sandbox's first line on stdout: where everything is, including the test payer's
+    /// key (test money on a throwaway chain, printed on purpose).
+    pub fn sandbox_line(&self, base_url: &str) -> Option<Value> {
+        let chain = self.sandbox.as_ref()?;
+        Some(json!({
+            "sandbox": {
+                "base_url": base_url,
+                "rpc_url": chain.rpc_url().as_str().trim_end_matches('/'),
+                "chain_id": chain.chain_id(),
+                "token": chain.token().to_checksum(None),
+                "payer": chain.payer().to_checksum(None),
+                "payer_private_key": chain.payer_private_key(),
+                "pay_to": chain.pay_to().to_checksum(None),
+            }
+        }))
+    }
+}
+
+async fn build(
+    config: HostedConfig,
+    catalog: &Catalog,
+    ctx: &Context,
+    facilitator: Arc<dyn PaymentFacilitator>,
+    options: HostedOptions,
+) -> Result<Paywall, HostedError> {
+    if let Some(dir) = config.database.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| HostedError(format!("creating {}: {e}", dir.display())))?;
+    }
+    let store = Store::open(&config.database).await.map_err(|e| HostedError(e.to_string()))?;
+    let mpp = mpp_config(&config)?;
+    let mut paywall = Paywall::new(config, catalog, ctx, facilitator, store, options.clock)
+        .with_run_timeout(options.run_timeout)
+        .with_facilitator_timeout(options.facilitator_timeout);
+    if let Some(mpp) = mpp {
+        paywall = paywall.with_mpp(mpp);
+    }
+    Ok(paywall)
+}
+
+/// MPP's `evm` charge on the primary EVM network this server is paid on; none when the
+/// server is paid on Solana only.
+fn mpp_config(config: &HostedConfig) -> Result<Option<MppConfig>, HostedError> {
+    let Some(pay_to) = config.pay_to.iter().find(|p| p.network.eip712.is_some()) else {
+        return Ok(None);
+    };
+    let (name, version) = pay_to.network.eip712.unwrap_or_default();
+    let chain_id = pay_to
+        .network
+        .caip2
+        .trim_start_matches("eip155:")
+        .parse::<u64>()
+        .map_err(|_| HostedError(format!("network {} has no numeric chain id", pay_to.network.caip2)))?;
+    let address = |text: &str, what: &str| {
+        text.parse::<Address>().map_err(|_| HostedError(format!("{what} `{text}` is not an address")))
+    };
+    let mut mpp = MppConfig::new(config.public_url.host_str().unwrap_or("paperchain"));
+    if let Some(secret) = config.mpp_secret {
+        mpp.secret = secret;
+    }
+    mpp.evm = Some(EvmCharge {
+        chain_id,
+        asset: address(pay_to.network.asset, "asset")?,
+        recipient: address(&pay_to.address, "pay_to")?,
+        token_name: name.into(),
+        token_version: version.into(),
+        decimals: 6,
+    });
+    mpp.validate().map_err(HostedError)?;
+    Ok(Some(mpp))
+}

@@ -1,0 +1,72 @@
+//! The paid flow end to end on the sandbox: the Rust x402 client (x402-reqwest) pays for a
+//! document route and a chain route, the result arrives with a PAYMENT-RESPONSE that
+//! decodes to a settlement, and the token balances on the chain moved by exactly the quote.
+
+mod common;
+
+use alloy::primitives::U256;
+use base64::Engine as _;
+use common::hosted::{self, HostedServer, Setup};
+use serde_json::{Value, json};
+use x402_chain_eip155::V2Eip155ExactClient;
+use x402_reqwest::{ReqwestWithPayments as _, ReqwestWithPaymentsBuild as _, X402Client};
+
+/// A reqwest client that pays 402s with the sandbox payer's key.
+fn paying_client(server: &HostedServer) -> reqwest_middleware::ClientWithMiddleware {
+    let signer = server.chain.payer_signer();
+    let x402 = X402Client::new().register(V2Eip155ExactClient::new(signer));
+    reqwest13::Client::builder().no_proxy().build().unwrap().with_payments(x402).build()
+}
+
+/// The quote the server asks for `body` at `path`.
+async fn quote(server: &HostedServer, path: &str, body: &Value) -> U256 {
+    let response = server.post(path, body, &[]).await;
+    assert_eq!(response.status(), 402);
+    let required: Value = response.json().await.unwrap();
+    assert!(required.get("error").is_none(), "a valid input is quoted without an error: {required}");
+    U256::from_str_radix(required["accepts"][0]["amount"].as_str().unwrap(), 10).unwrap()
+}
+
+fn settlement(response: &reqwest13::Response) -> Value {
+    let header = response.headers().get("payment-response").expect("a PAYMENT-RESPONSE header");
+    let bytes = base64::engine::general_purpose::STANDARD.decode(header.as_bytes()).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+#[tokio::test]
+async fn the_rust_client_pays_a_document_route_and_a_chain_route() {
+    let server = hosted::start(Setup::default()).await;
+    let client = paying_client(&server);
+
+    let calls = [
+        (
+            "/v1/pdf/rotate",
+            json!({"file": common::file_input("sample-files/pdflatex-4-pages.pdf"), "degrees": 90, "output": "base64"}),
+        ),
+        ("/v1/chain/balance", json!({"chain": "base", "address": server.chain.payer().to_string()})),
+    ];
+    for (path, body) in calls {
+        let price = quote(&server, path, &body).await;
+        let (payer_before, payee_before) = server.balances().await;
+        let response = client
+            .post(format!("{}{path}", server.base))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        let settled = settlement(&response);
+        assert_eq!(settled["success"], true, "{settled}");
+        assert_eq!(settled["network"], "eip155:8453");
+        assert_eq!(settled["payer"].as_str().unwrap().to_lowercase(), server.chain.payer().to_string().to_lowercase());
+        assert!(settled["transaction"].as_str().unwrap().starts_with("0x"));
+        let answer: Value = response.json().await.unwrap();
+        assert!(answer.is_object(), "{path}: {answer}");
+        let (payer_after, payee_after) = server.balances().await;
+        assert_eq!(payer_before - payer_after, price, "{path}: the payer paid the quote");
+        assert_eq!(payee_after - payee_before, price, "{path}: the payee got the quote");
+    }
+    let totals = server.paywall.store().totals().await.unwrap();
+    assert_eq!(totals.paid_calls, 2);
+}
