@@ -110,6 +110,9 @@ pub async fn serve_on(
 ) -> std::io::Result<()> {
     let local_addr = listener.local_addr()?;
     let mode = if paywall.is_some() { "hosted" } else { "local" };
+    if let Some(paywall) = &paywall {
+        tokio::spawn(paywall.clone().maintain());
+    }
     let app = app_with(&config, local_addr, ctx, paywall)?;
     tracing::info!(%local_addr, mode, "serving http://{local_addr} (OpenAPI at /openapi.json); Ctrl-C stops");
     // The peer address is the client IP of free pools unless a proxy header is configured.

@@ -221,6 +221,27 @@ impl Paywall {
         &self.store
     }
 
+    /// Housekeeping, hourly while the server runs: free-pool counts of past days are
+    /// deleted, and claims left by a call that never finished (a crash in another process
+    /// sharing the database) are marked abandoned, which keeps them refused.
+    pub async fn maintain(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(Duration::from_secs(3600));
+        loop {
+            tick.tick().await;
+            let yesterday = self.clock.now().date().previous_day().unwrap_or(time::Date::MIN);
+            if let Err(e) = self.store.prune_free_before(yesterday).await {
+                tracing::warn!(error = %e, "pruning old free-pool counts failed");
+            }
+            // Longer than any call can hold a claim: the operation plus verify and settle.
+            let stale = self.run_timeout + self.facilitator_timeout * 2 + Duration::from_secs(600);
+            match self.store.abandon_stale(stale).await {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(claims = n, "payment claims left unfinished were marked abandoned"),
+                Err(e) => tracing::warn!(error = %e, "checking for unfinished payment claims failed"),
+            }
+        }
+    }
+
     /// Asks the facilitator what it supports and learns Solana's fee payer; a network the
     /// facilitator cannot pay out on (no fee payer for Solana) is not offered.
     pub async fn learn_supported(&self) -> Result<(), String> {
