@@ -70,6 +70,8 @@ pub enum Body<'a> {
 pub enum Payment {
     /// The `PAYMENT-SIGNATURE` header value (base64 JSON PaymentPayload).
     X402(String),
+    /// A PaymentPayload as JSON (MCP's `_meta["x402/payment"]`).
+    X402Json(Value),
     /// The `Authorization: Payment` credential (MPP).
     Mpp(String),
 }
@@ -109,6 +111,8 @@ pub struct Receipt {
     pub header: &'static str,
     /// Its value: base64 of the x402 SettlementResponse, or the MPP receipt.
     pub value: String,
+    /// The x402 SettlementResponse as JSON (MCP's `_meta["x402/payment-response"]`).
+    pub response: Value,
 }
 
 /// The x402 header of a paid result: base64 SettlementResponse.
@@ -318,7 +322,14 @@ impl Paywall {
         decision.client = call.client.map(client_key);
         let answer = match call.payment {
             None => self.unpaid(&call, ctx, &mut decision).await,
-            Some(Payment::X402(ref header)) => self.paid_x402(&call, header, ctx, &mut decision).await,
+            Some(Payment::X402(ref header)) => {
+                let payload = decode_payment(header);
+                self.paid_x402(&call, payload, ctx, &mut decision).await
+            }
+            Some(Payment::X402Json(ref value)) => {
+                let payload = check_payment(value.clone());
+                self.paid_x402(&call, payload, ctx, &mut decision).await
+            }
             Some(Payment::Mpp(ref header)) => self.paid_mpp(&call, header, ctx, &mut decision).await,
         };
         if let Err(e) = self.store.record(&decision).await {
@@ -426,7 +437,13 @@ impl Paywall {
         }
     }
 
-    async fn paid_x402(&self, call: &Call<'_>, header: &str, ctx: &Context, decision: &mut Decision) -> Answer {
+    async fn paid_x402(
+        &self,
+        call: &Call<'_>,
+        payload: Result<Value, String>,
+        ctx: &Context,
+        decision: &mut Decision,
+    ) -> Answer {
         let (price, prepared) = match self.paid_input(call, ctx, decision).await {
             Ok(checked) => checked,
             Err(answer) => return answer,
@@ -436,7 +453,7 @@ impl Paywall {
             decision.error_code = Some(code.into());
             error
         };
-        let payload = match decode_payment(header) {
+        let payload = match payload {
             Ok(payload) => payload,
             Err(why) => {
                 let error =
@@ -474,18 +491,11 @@ impl Paywall {
             Err(answer) => return answer,
         };
         decision.outcome = Outcome::Paid;
-        let header = B64.encode(
-            json!({
-                "success": true,
-                "transaction": settled.transaction,
-                "network": settled.network,
-                "payer": decision.payer,
-            })
-            .to_string(),
-        );
+        let response = settlement_response(&settled, &decision.payer);
+        let value = B64.encode(response.to_string());
         Answer::Delivered {
             reply,
-            receipt: Some(Receipt { settled, header: PAYMENT_RESPONSE, value: header }),
+            receipt: Some(Receipt { settled, header: PAYMENT_RESPONSE, value, response }),
             free_left: None,
         }
     }
@@ -525,7 +535,12 @@ impl Paywall {
         };
         decision.outcome = Outcome::MppPaid;
         let value = mpp.receipt(&auth.challenge_id, &settled.transaction, now_unix());
-        Answer::Delivered { reply, receipt: Some(Receipt { settled, header: PAYMENT_RECEIPT, value }), free_left: None }
+        let response = settlement_response(&settled, &decision.payer);
+        Answer::Delivered {
+            reply,
+            receipt: Some(Receipt { settled, header: PAYMENT_RECEIPT, value, response }),
+            free_left: None,
+        }
     }
 
     /// Claims the payment `key`, verifies `request` with the facilitator, runs the
@@ -666,6 +681,16 @@ impl Paywall {
     }
 }
 
+/// The x402 SettlementResponse of a successful settlement.
+fn settlement_response(settled: &Settled, payer: &Option<String>) -> Value {
+    json!({
+        "success": true,
+        "transaction": settled.transaction,
+        "network": settled.network,
+        "payer": settled.payer.clone().or_else(|| payer.clone()),
+    })
+}
+
 fn requirement(pay_to: &PayTo, price: Price, max_timeout_seconds: u64, extra: Value) -> Value {
     json!({
         "scheme": "exact",
@@ -703,6 +728,11 @@ fn decode_payment(header: &str) -> Result<Value, String> {
         .map_err(|_| "PAYMENT-SIGNATURE is not base64".to_string())?;
     let value: Value =
         serde_json::from_slice(&bytes).map_err(|_| "PAYMENT-SIGNATURE is not base64 of JSON".to_string())?;
+    check_payment(value)
+}
+
+/// A PaymentPayload has x402 version 2 and `accepted` and `payload` objects.
+fn check_payment(value: Value) -> Result<Value, String> {
     if value["x402Version"] != 2 {
         return Err("x402Version must be 2".into());
     }
