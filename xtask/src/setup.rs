@@ -3,8 +3,9 @@
 //!
 //! What the project needs is listed once, in the constants at the top; adding a tool is
 //! adding a line there. Native libraries come out of PyPI wheels (libpdfium from
-//! `pypdfium2`); anvil, cast and solcjs come from npm into `$PAPERCHAIN_TOOLS/npm`. Later work
-//! adds LibreOffice, tesseract and Chromium (Debian) the same way.
+//! `pypdfium2`); anvil, cast, solcjs and the x402 TypeScript client come from npm into
+//! `$PAPERCHAIN_TOOLS/npm`. Later work adds LibreOffice, tesseract and Chromium (Debian) the
+//! same way.
 
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
@@ -43,12 +44,13 @@ pub const WHEEL_LIBRARIES: &[WheelLibrary] = &[WheelLibrary {
 
 /// npm packages installed into `$PAPERCHAIN_TOOLS/npm` (their programs are in
 /// `node_modules/.bin` there). Tests find anvil at `$PAPERCHAIN_TOOLS/npm/node_modules/.bin/anvil`;
-/// the chain bench finds cast beside it.
+/// the chain bench finds cast beside it; tests/interop/*.mjs load the x402 client from
+/// `$PAPERCHAIN_TOOLS/npm/node_modules`.
 pub const NPM_TOOLS: &[NpmTool] = &[
     NpmTool {
         package: "@foundry-rs/anvil-linux-amd64",
         version: "1.7.1",
-        program: "anvil",
+        program: Some("anvil"),
         why: "anvil, the local EVM chain the chain-route tests start",
     },
     NpmTool {
@@ -56,14 +58,35 @@ pub const NPM_TOOLS: &[NpmTool] = &[
         // postinstall script, which would fetch the binary on its own.
         package: "@foundry-rs/cast-linux-amd64",
         version: "1.7.1",
-        program: "cast",
+        program: Some("cast"),
         why: "cast, the reference client of the chain bench (same Foundry release as anvil)",
     },
     NpmTool {
         package: "solc",
         version: "0.8.37",
-        program: "solcjs",
+        program: Some("solcjs"),
         why: "solcjs, which built the fixture contracts (engine/tests/fixtures/contracts/build.js)",
+    },
+    NpmTool {
+        package: "@x402/fetch",
+        version: "2.27.0",
+        program: None,
+        why: "the official x402 TypeScript client, which pays the sandbox in tests/tests/interop_x402_fetch.rs",
+    },
+    NpmTool {
+        // Same release as @x402/fetch: both require @x402/core ~2.27.0.
+        package: "@x402/evm",
+        version: "2.27.0",
+        program: None,
+        why: "the EVM exact scheme (EIP-3009 signing) of the x402 TypeScript client",
+    },
+    NpmTool {
+        // @x402/evm asks for viem ^2.48.11; pinned so every setup signs with the same code,
+        // and at a version whose dependencies the registry mirrors we use carry.
+        package: "viem",
+        version: "2.56.0",
+        program: None,
+        why: "the payer's key (viem/accounts) for the x402 TypeScript client",
     },
 ];
 
@@ -93,7 +116,8 @@ pub struct NpmTool {
     /// Its pinned version.
     pub version: &'static str,
     /// The program it puts in `node_modules/.bin`; `<program> --version` must print the version.
-    pub program: &'static str,
+    /// `None` for a library, whose `package.json` must carry the version.
+    pub program: Option<&'static str>,
     pub why: &'static str,
 }
 
@@ -103,11 +127,26 @@ impl NpmTool {
     }
 
     fn installed(&self, prefix: &Path) -> bool {
-        Cmd::new(prefix.join("node_modules/.bin").join(self.program))
-            .arg("--version")
-            .quiet()
-            .read()
-            .is_ok_and(|out| out.contains(self.version))
+        let probe = match self.program {
+            Some(program) => Cmd::new(prefix.join("node_modules/.bin").join(program)).arg("--version"),
+            // node rather than a text search, so the top-level "version" is the one read; the
+            // path is absolute because packages' `exports` often hide package.json.
+            None => Cmd::new("node")
+                .args(["-p", "require(process.argv[1]).version"])
+                .arg(prefix.join("node_modules").join(self.package).join("package.json")),
+        };
+        probe.quiet().read().is_ok_and(|out| match self.program {
+            Some(_) => out.contains(self.version),
+            None => out.trim() == self.version,
+        })
+    }
+
+    /// What is wrong when [`NpmTool::installed`] says no after an install.
+    fn mismatch(&self) -> String {
+        match self.program {
+            Some(program) => format!("`{program} --version` does not print {}", self.version),
+            None => format!("its package.json does not say version {}", self.version),
+        }
     }
 }
 
@@ -364,7 +403,7 @@ fn ensure_npm_tools(tools: &Path, verbosity: Verbosity) -> anyhow::Result<()> {
         .run()
         .with_context(|| format!("npm could not install {}", specs(&missing)))?;
     if let Some(broken) = missing.iter().find(|tool| !tool.installed(&prefix)) {
-        bail!("{} was installed but `{} --version` does not print {}", broken.spec(), broken.program, broken.version);
+        bail!("{} was installed but {}", broken.spec(), broken.mismatch());
     }
     println!("setup: installed into {}: {}", prefix.display(), specs(&missing));
     Ok(())

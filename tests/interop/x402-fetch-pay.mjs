@@ -1,0 +1,103 @@
+// Pays one Paperchain route with the official x402 TypeScript client (@x402/fetch with
+// @x402/evm and viem, as `cargo xtask setup` installs them) and prints one JSON line:
+//   {"status": 200, "paymentResponse": {...decoded PAYMENT-RESPONSE...} | null, "body": ...}
+//
+//   PAPERCHAIN_PAYER_KEY=0x... node tests/interop/x402-fetch-pay.mjs BASE_URL PATH JSON_BODY|-
+//
+// The body is read from stdin when it is `-` (document inputs outgrow an argument). The key
+// comes from the environment, not argv, so it does not show in process lists. Only loopback
+// addresses may be fetched: this is a test against a local sandbox, and nothing here may
+// reach the internet. Exit 0 once an answer is printed, whatever its status; 2 on a usage or
+// setup mistake; 1 when the client fails.
+
+import { createRequire } from "node:module";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { readFileSync } from "node:fs";
+
+function fail(code, message) {
+  process.stderr.write(`x402-fetch-pay: ${message}\n`);
+  process.exit(code);
+}
+
+const [baseUrl, path, bodyArg] = process.argv.slice(2);
+if (!baseUrl || !path || bodyArg === undefined) {
+  fail(2, "usage: PAPERCHAIN_PAYER_KEY=0x... node x402-fetch-pay.mjs BASE_URL PATH JSON_BODY|-");
+}
+const key = process.env.PAPERCHAIN_PAYER_KEY ?? "";
+if (!/^0x[0-9a-fA-F]{64}$/.test(key)) {
+  fail(2, "PAPERCHAIN_PAYER_KEY must be the payer's private key, 0x and 64 hex digits");
+}
+let body;
+try {
+  body = JSON.parse(bodyArg === "-" ? readFileSync(0, "utf8") : bodyArg);
+} catch (error) {
+  fail(2, `the request body is not JSON: ${error.message}`);
+}
+
+const LOOPBACK = new Set(["127.0.0.1", "[::1]", "localhost"]);
+function assertLoopback(url) {
+  const { hostname } = new URL(url);
+  if (!LOOPBACK.has(hostname)) {
+    throw new Error(`refusing to fetch ${url}: only loopback addresses are allowed here`);
+  }
+}
+try {
+  assertLoopback(baseUrl);
+} catch (error) {
+  fail(2, error.message);
+}
+// Every fetch in this process goes through the guard, the client's and any library's.
+const realFetch = globalThis.fetch;
+globalThis.fetch = (input, init) => {
+  assertLoopback(input instanceof Request ? input.url : String(input));
+  return realFetch(input, init);
+};
+
+// The packages live in setup's tools folder, not beside this script. createRequire resolves
+// from there (node 20 keeps import.meta.resolve's parent argument behind a flag), so these are
+// the packages' published CommonJS builds, built from the same sources as their ESM builds.
+const tools = process.env.PAPERCHAIN_TOOLS || join(homedir(), ".cache/paperchain/tools");
+const require = createRequire(join(tools, "npm", "package.json"));
+let x402Fetch, x402Evm, viemAccounts;
+try {
+  x402Fetch = require("@x402/fetch");
+  x402Evm = require("@x402/evm");
+  viemAccounts = require("viem/accounts");
+} catch (error) {
+  const where = join(tools, "npm");
+  fail(2, `the x402 TypeScript client is not installed in ${where}; run \`cargo xtask setup\` (${error.message})`);
+}
+const { wrapFetchWithPaymentFromConfig, decodePaymentResponseHeader } = x402Fetch;
+const { ExactEvmScheme } = x402Evm;
+const { privateKeyToAccount } = viemAccounts;
+
+// The client as @x402/fetch's README and `paperchain serve --hosted --sandbox` show it.
+const pay = wrapFetchWithPaymentFromConfig(globalThis.fetch, {
+  schemes: [{ network: "eip155:8453", client: new ExactEvmScheme(privateKeyToAccount(key)) }],
+});
+
+let response;
+try {
+  response = await pay(new URL(path, baseUrl), {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+} catch (error) {
+  fail(1, `the x402 client failed: ${error.message}`);
+}
+const header = response.headers.get("PAYMENT-RESPONSE");
+const text = await response.text();
+let answer;
+try {
+  answer = JSON.parse(text);
+} catch {
+  answer = { text };
+}
+const line = {
+  status: response.status,
+  paymentResponse: header ? decodePaymentResponseHeader(header) : null,
+  body: answer,
+};
+process.stdout.write(`${JSON.stringify(line)}\n`);
