@@ -474,7 +474,10 @@ impl Paywall {
             let error = refuse(decision, Outcome::InvalidPayment, "network_not_accepted", error);
             return self.required(call, price, Some(error)).await;
         };
-        if accepted["amount"] != ours["amount"] {
+        // Both the amount the client says it accepted and the amount its signature moves
+        // must be the quote: facilitators only refuse too little, and settle what is signed.
+        if accepted["amount"] != ours["amount"] || signed_amount(&payload).is_some_and(|signed| signed != price.units())
+        {
             let error = refuse(decision, Outcome::PriceMismatch, "price_mismatch", "price_mismatch".into());
             return self.required(call, price, Some(error)).await;
         }
@@ -681,6 +684,19 @@ impl Paywall {
     }
 }
 
+/// The amount an EVM exact payment's signature authorises: the EIP-3009 `value` or the
+/// Permit2 `permitted.amount`. `Some(u64::MAX)` for an amount that is not a whole number
+/// within range (it cannot be any quote); `None` for a scheme whose payload carries no
+/// amount here (Solana's is inside the signed transaction, which the facilitator checks).
+fn signed_amount(payload: &Value) -> Option<u64> {
+    let inner = &payload["payload"];
+    let amount = inner
+        .get("authorization")
+        .map(|a| &a["value"])
+        .or_else(|| inner.get("permit2Authorization").map(|p| &p["permitted"]["amount"]))?;
+    Some(amount.as_str().and_then(|text| text.parse::<u64>().ok()).unwrap_or(u64::MAX))
+}
+
 /// The x402 SettlementResponse of a successful settlement.
 fn settlement_response(settled: &Settled, payer: &Option<String>) -> Value {
     json!({
@@ -870,6 +886,19 @@ mod tests {
         assert!(decode_payment(&B64.encode(r#"{"x402Version":1}"#)).unwrap_err().contains("x402Version"));
         assert!(decode_payment(&B64.encode(r#"{"x402Version":2,"payload":{}}"#)).unwrap_err().contains("accepted"));
         assert!(decode_payment(&B64.encode(r#"{"x402Version":2,"accepted":{}}"#)).unwrap_err().contains("payload"));
+    }
+
+    #[test]
+    fn the_signed_amount_is_read_from_either_evm_payload() {
+        let eip3009 = json!({"payload": {"authorization": {"value": "2000"}}});
+        assert_eq!(signed_amount(&eip3009), Some(2000));
+        let permit2 = json!({"payload": {"permit2Authorization": {"permitted": {"amount": "2001"}}}});
+        assert_eq!(signed_amount(&permit2), Some(2001));
+        let odd = json!({"payload": {"authorization": {"value": 2000}}});
+        assert_eq!(signed_amount(&odd), Some(u64::MAX));
+        let huge = json!({"payload": {"authorization": {"value": "99999999999999999999999"}}});
+        assert_eq!(signed_amount(&huge), Some(u64::MAX));
+        assert_eq!(signed_amount(&json!({"payload": {"transaction": "AQID"}})), None);
     }
 
     #[test]
