@@ -38,7 +38,7 @@ use x402_types::proto;
 use super::config::{HostedConfig, PayTo};
 use super::facilitator::{FacilitatorFailure, PaymentFacilitator, Settled};
 use super::mpp::{MppConfig, MppError, RequestBinding, now_unix};
-use super::store::{Claim, Decision, FreeTake, Outcome, PaymentOutcome, Store};
+use super::store::{Claim, Decision, FreeTake, Outcome, PaymentOutcome, PaymentState, Store};
 use crate::error::ApiError;
 
 /// The time, injectable so tests can cross a UTC day.
@@ -562,10 +562,15 @@ impl Paywall {
         decision.payment_key = Some(key);
         match self.store.claim_payment(&key, call.route.info().path, decision.network.as_deref().unwrap_or("")).await {
             Ok(Claim::Claimed) => {}
-            Ok(Claim::AlreadyUsed { .. }) => {
+            Ok(Claim::AlreadyUsed { state }) => {
                 decision.outcome = Outcome::Replay;
                 decision.error_code = Some("payment_already_used".into());
-                let error = "payment_already_used: this payment has already been used; sign a new one";
+                let error = if state == PaymentState::Claimed {
+                    // Another call holds it; it comes back if that call fails before settling.
+                    "payment_already_used: this payment is being used by another call right now; sign a new one"
+                } else {
+                    "payment_already_used: this payment has already been used; sign a new one"
+                };
                 return Err(self.required(call, price, Some(error.into())).await);
             }
             Err(e) => return Err(Answer::Failed(store_failure(e))),
