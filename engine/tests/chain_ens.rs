@@ -1,20 +1,27 @@
 //! `/v1/chain/ens` against anvil serving chain id 1, with a registry mock at the mainnet
-//! ENS registry address and a resolver mock answering `addr` and `name` from mappings.
+//! ENS registry address, a resolver mock answering `addr` and `name` from mappings, an
+//! onchain wildcard resolver (ENSIP-10) and an offchain one (CCIP-read, EIP-3668) whose
+//! gateways are loopback servers the tests run.
 //!
 //! Every answer is checked against the route's published output schema.
 
 mod common;
 
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
-use alloy::primitives::{Address, B256, keccak256};
+use alloy::primitives::{Address, B256, Bytes, keccak256};
 use alloy::sol_types::SolValue;
 use common::anvil::{Anvil, Artifact};
-use paperchain_engine::chain::ens::{ENS_REGISTRY, namehash};
+use paperchain_engine::chain::ens::{ENS_REGISTRY, MAX_NAME, dns_encode, namehash, normalize};
 use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
+use paperchain_engine::fetch::AddressPolicy;
 use paperchain_engine::{Context, EngineError, ErrorKind};
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 const PATH: &str = "/v1/chain/ens";
@@ -23,8 +30,17 @@ const BOB: &str = "0x0000000000000000000000000000000000000b0b";
 const CAROL: &str = "0x00000000000000000000000000000000000ca201";
 const NOBODY: &str = "0x000000000000000000000000000000000000dead";
 
+/// The production context (public-only fetching) reading anvil at `url`.
 fn context(url: &str) -> Context {
-    let mut ctx = Context::new();
+    with_chain(Context::new(), url)
+}
+
+/// A context whose fetcher may also reach loopback gateways, reading anvil at `url`.
+fn loopback_context(url: &str) -> Context {
+    with_chain(Context::with_policy(AddressPolicy::allowing([IpAddr::V4(Ipv4Addr::LOCALHOST)])), url)
+}
+
+fn with_chain(mut ctx: Context, url: &str) -> Context {
     ctx.chains = Arc::new(Chains::new(
         vec![ChainConfig::new("ethereum", 1, vec![url.parse().unwrap()])],
         ChainTimeouts::default(),
@@ -69,12 +85,17 @@ impl Ens {
         let registry = format!("{ENS_REGISTRY:#x}");
         anvil.set_code(&registry, &Artifact::load("EnsRegistryMock").deployed_bytecode).await;
         let resolver = anvil.deploy(&Artifact::load("EnsResolverMock").init_code(&[])).await;
-        let ctx = context(&anvil.url);
+        let ctx = loopback_context(&anvil.url);
         Ens { anvil, ctx, registry, resolver }
     }
 
     async fn set_resolver(&self, node: B256) {
-        let resolver: Address = self.resolver.parse().unwrap();
+        self.set_resolver_to(node, &self.resolver).await;
+    }
+
+    /// The registry's resolver of `node` set to `resolver`.
+    async fn set_resolver_to(&self, node: B256, resolver: &str) {
+        let resolver: Address = resolver.parse().unwrap();
         self.anvil
             .send(Some(&self.registry), &calldata("setResolver(bytes32,address)", (node, resolver).abi_encode_params()))
             .await;
@@ -241,4 +262,396 @@ async fn fake_node(answer: impl Fn(&Value) -> String + Send + Sync + 'static) ->
         }
     });
     url
+}
+
+// ---------------------------------------------------------------------------------------
+// ENSIP-15 normalisation
+
+#[tokio::test]
+async fn emoji_and_mixed_case_names_resolve() {
+    let ens = Ens::new().await;
+    ens.set_addr("\u{2764}.eth", ALICE).await;
+    ens.set_addr("\u{1f4a9}.eth", BOB).await;
+    ens.set_addr("vitalik.eth", CAROL).await;
+    // The emoji presentation selector is dropped, upper case and full-width letters mapped.
+    for (asked, normal, address) in [
+        ("\u{2764}\u{fe0f}.ETH", "\u{2764}.eth", ALICE),
+        ("\u{2764}.eth", "\u{2764}.eth", ALICE),
+        ("\u{1f4a9}.Eth", "\u{1f4a9}.eth", BOB),
+        ("VitaLik.ETH", "vitalik.eth", CAROL),
+        ("\u{ff36}italik.eth", "vitalik.eth", CAROL),
+    ] {
+        let answer = ok(&ens.ctx, json!({"name": asked})).await;
+        assert_eq!(
+            answer,
+            json!({"name": normal, "address": address, "resolved": true, "primary_name": null}),
+            "{asked:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn names_ensip15_refuses_are_422_on_name_saying_why() {
+    let ctx = context("http://127.0.0.1:1/");
+    for (name, why) in [
+        ("p\u{430}ypal.eth", "mixed scripts"),
+        ("\u{430}\u{440}\u{440}\u{4cf}\u{435}.eth", "confusable"),
+        ("bad!name.eth", "disallowed character: \"!\" U+21"),
+        ("a_b.eth", "underscore allowed only at start"),
+        ("ab--cd.eth", "invalid label extension"),
+        ("alice..eth", "empty label"),
+    ] {
+        let e = err(&ctx, json!({"name": name})).await;
+        assert_eq!((e.kind, e.field.as_deref()), (ErrorKind::InvalidInput, Some("/name")), "{name:?}: {e:?}");
+        assert!(e.message.contains("ENSIP-15") && e.message.contains(why), "{name:?}: {}", e.message);
+    }
+}
+
+/// A vendored subset of the official ENSIP-15 validation vectors (engine/data/ensip15).
+#[test]
+fn ensip15_validation_vectors_pass() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/ensip15/tests-subset.json");
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let (mut run, mut skipped) = (0, 0);
+    for case in file["vectors"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        // The route refuses what ENSIP-15 allows but it does not take: the empty (root)
+        // name and names longer than it answers.
+        if name.is_empty() || name.chars().count() > MAX_NAME {
+            skipped += 1;
+            continue;
+        }
+        let got = normalize(name);
+        if case["error"] == json!(true) {
+            assert!(got.is_err(), "{case}: normalised to {got:?}");
+        } else {
+            let want = case["norm"].as_str().unwrap_or(name);
+            if want.chars().count() > MAX_NAME {
+                skipped += 1;
+                continue;
+            }
+            assert_eq!(got.as_deref(), Ok(want), "{case}");
+        }
+        run += 1;
+    }
+    assert!(run >= 400 && skipped < 40, "{run} run, {skipped} skipped");
+}
+
+// ---------------------------------------------------------------------------------------
+// ENSIP-10 wildcard resolution
+
+#[tokio::test]
+async fn wildcard_resolver_answers_for_subnames() {
+    let ens = Ens::new().await;
+    let wildcard = ens.anvil.deploy(&Artifact::load("EnsWildcardResolverMock").init_code(&[])).await;
+    ens.set_resolver_to(namehash("wild.eth"), &wildcard).await;
+    let set = |name: &'static str, address: &'static str| {
+        let (anvil, wildcard) = (&ens.anvil, wildcard.clone());
+        async move {
+            let args = (Bytes::from(dns_encode(name)), namehash(name), address.parse::<Address>().unwrap());
+            let data = calldata("setAddr(bytes,bytes32,address)", args.abi_encode_params());
+            anvil.send(Some(&wildcard), &data).await;
+        }
+    };
+    set("sub.wild.eth", BOB).await;
+    set("\u{1f600}.wild.eth", CAROL).await;
+    // DNS wire form as ENSIP-10 writes it.
+    assert_eq!(dns_encode("sub.wild.eth"), b"\x03sub\x04wild\x03eth\x00");
+
+    for (asked, normal, address) in
+        [("Sub.Wild.ETH", "sub.wild.eth", BOB), ("\u{1f600}.wild.eth", "\u{1f600}.wild.eth", CAROL)]
+    {
+        let answer = ok(&ens.ctx, json!({"name": asked})).await;
+        assert_eq!(answer, json!({"name": normal, "address": address, "resolved": true, "primary_name": null}));
+    }
+    // Subnames the wildcard resolver has no address for, and the parent itself.
+    for name in ["other.wild.eth", "deep.sub.wild.eth", "wild.eth"] {
+        let answer = ok(&ens.ctx, json!({"name": name})).await;
+        assert_eq!(answer["resolved"], json!(false), "{name}: {answer}");
+    }
+
+    // A parent whose resolver does not support wildcards answers only for itself.
+    ens.set_addr("plain.eth", ALICE).await;
+    assert_eq!(ok(&ens.ctx, json!({"name": "plain.eth"})).await["address"], json!(ALICE));
+    let answer = ok(&ens.ctx, json!({"name": "sub.plain.eth"})).await;
+    assert_eq!(answer, json!({"name": "sub.plain.eth", "address": null, "resolved": false, "primary_name": null}));
+
+    // A primary name under the wildcard parent is verified through it.
+    ens.set_primary(BOB, "sub.wild.eth").await;
+    let answer = ok(&ens.ctx, json!({"address": BOB})).await;
+    assert_eq!(
+        answer,
+        json!({"name": null, "address": BOB, "resolved": true, "primary_name": "sub.wild.eth", "verified": true})
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// CCIP-read (EIP-3668)
+
+/// What a test gateway does with one request.
+#[derive(Clone)]
+enum Gateway {
+    /// Answers with this status and body.
+    Reply(u16, Vec<u8>),
+    /// Never answers.
+    Hang,
+}
+
+/// A loopback HTTP server handing each request's path to `handle`; answers its base URL
+/// (`http://127.0.0.1:<port>`) and a count of the requests it got.
+async fn gateway(handle: impl Fn(&str) -> Gateway + Send + Sync + 'static) -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let hits = Arc::new(AtomicUsize::new(0));
+    let (handle, counter) = (Arc::new(handle), hits.clone());
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let (handle, counter) = (handle.clone(), counter.clone());
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                counter.fetch_add(1, Ordering::SeqCst);
+                let head = String::from_utf8_lossy(&head);
+                let path = head.split(' ').nth(1).unwrap_or("/").to_string();
+                match handle(&path) {
+                    Gateway::Hang => tokio::time::sleep(Duration::from_secs(60)).await,
+                    Gateway::Reply(status, body) => {
+                        let head = format!(
+                            "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                            body.len()
+                        );
+                        let _ = socket.write_all(head.as_bytes()).await;
+                        let _ = socket.write_all(&body).await;
+                        let _ = socket.shutdown().await;
+                    }
+                }
+            });
+        }
+    });
+    (base, hits)
+}
+
+/// The EIP-3668 GET template of a gateway at `base`.
+fn template(base: &str) -> String {
+    format!("{base}/lookup/{{sender}}/{{data}}.json")
+}
+
+/// The `(sender, callData)` of a request path made from [`template`].
+fn lookup_of(path: &str) -> Option<(String, Vec<u8>)> {
+    let rest = path.strip_prefix("/lookup/")?;
+    let (sender, data) = rest.split_once('/')?;
+    let data = hex::decode(data.strip_suffix(".json")?.strip_prefix("0x")?).ok()?;
+    Some((sender.to_string(), data))
+}
+
+/// The answer the offchain resolver mock's callback takes: `result`, tagged with the hash
+/// of the lookup's callData.
+fn tagged(result: Vec<u8>, call_data: &[u8]) -> Gateway {
+    let response = (Bytes::from(result), keccak256(call_data)).abi_encode_params();
+    Gateway::Reply(200, json!({"data": format!("0x{}", hex::encode(response))}).to_string().into_bytes())
+}
+
+/// A gateway answering `addr` lookups for `names` (404 for others), checking that the
+/// sender is `resolver`.
+fn honest(resolver: String, names: HashMap<String, Address>) -> impl Fn(&str) -> Gateway + Send + Sync + 'static {
+    move |path| {
+        let Some((sender, call_data)) = lookup_of(path) else { return Gateway::Reply(400, b"bad path".to_vec()) };
+        if sender != resolver {
+            return Gateway::Reply(400, b"wrong sender".to_vec());
+        }
+        // resolve(bytes name, bytes data), as the resolver sent it.
+        let Ok((dns, record)) = <(Bytes, Bytes)>::abi_decode_params(&call_data[4..]) else {
+            return Gateway::Reply(400, b"bad call".to_vec());
+        };
+        let name = names.iter().find(|(name, _)| dns_encode(name) == dns.as_ref());
+        match name {
+            Some((name, address)) if record[..4] == keccak256("addr(bytes32)")[..4] => {
+                assert_eq!(record[4..], namehash(name)[..], "the record asked is for the name's node");
+                tagged(address.abi_encode(), &call_data)
+            }
+            _ => Gateway::Reply(404, b"{\"message\":\"not found\"}".to_vec()),
+        }
+    }
+}
+
+/// An offchain resolver mock for `cb.id` (ENSIP-10 + EIP-3668).
+struct Offchain {
+    ens: Ens,
+    resolver: String,
+}
+
+impl Offchain {
+    async fn new() -> Offchain {
+        let ens = Ens::new().await;
+        let resolver = ens.anvil.deploy(&Artifact::load("EnsOffchainResolverMock").init_code(&[])).await;
+        ens.set_resolver_to(namehash("cb.id"), &resolver).await;
+        Offchain { ens, resolver }
+    }
+
+    async fn set_urls(&self, urls: &[String]) {
+        let urls: Vec<String> = urls.to_vec();
+        self.ens.anvil.send(Some(&self.resolver), &calldata("setUrls(string[])", (urls,).abi_encode_params())).await;
+    }
+
+    /// A gateway answering for alice.cb.id and 😀.cb.id.
+    async fn honest_gateway(&self) -> (String, Arc<AtomicUsize>) {
+        let names = HashMap::from([
+            ("alice.cb.id".to_string(), ALICE.parse().unwrap()),
+            ("\u{1f600}.cb.id".to_string(), CAROL.parse().unwrap()),
+        ]);
+        gateway(honest(self.resolver.clone(), names)).await
+    }
+}
+
+/// A loopback URL nothing listens on.
+async fn closed_port() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    base
+}
+
+#[tokio::test]
+async fn offchain_names_resolve_through_the_gateway() {
+    let off = Offchain::new().await;
+    let (base, hits) = off.honest_gateway().await;
+    off.set_urls(&[template(&base)]).await;
+    let ctx = &off.ens.ctx;
+
+    let answer = ok(ctx, json!({"name": "Alice.CB.ID"})).await;
+    assert_eq!(answer, json!({"name": "alice.cb.id", "address": ALICE, "resolved": true, "primary_name": null}));
+    let answer = ok(ctx, json!({"name": "\u{1f600}.cb.id"})).await;
+    assert_eq!(answer["address"], json!(CAROL));
+    assert_eq!(hits.load(Ordering::SeqCst), 2);
+
+    // The gateway does not know the name (404): not resolved.
+    let answer = ok(ctx, json!({"name": "nobody.cb.id"})).await;
+    assert_eq!(answer, json!({"name": "nobody.cb.id", "address": null, "resolved": false, "primary_name": null}));
+
+    // A primary name served offchain is verified through the gateway.
+    off.ens.set_primary(ALICE, "alice.cb.id").await;
+    let answer = ok(ctx, json!({"address": ALICE})).await;
+    assert_eq!(
+        answer,
+        json!({"name": null, "address": ALICE, "resolved": true, "primary_name": "alice.cb.id", "verified": true})
+    );
+
+    // A gateway that is down or failing is skipped for the next; a POST-only one too.
+    let down = closed_port().await;
+    let (failing, _) = gateway(|_| Gateway::Reply(503, b"busy".to_vec())).await;
+    off.set_urls(&[
+        template(&down),
+        format!("{failing}/lookup/{{sender}}/{{data}}"),
+        format!("{down}/post"),
+        template(&base),
+    ])
+    .await;
+    assert_eq!(ok(ctx, json!({"name": "alice.cb.id"})).await["address"], json!(ALICE));
+}
+
+#[tokio::test]
+async fn misbehaving_offchain_resolvers() {
+    let off = Offchain::new().await;
+    let ctx = &off.ens.ctx;
+    let (base, hits) = off.honest_gateway().await;
+    off.set_urls(&[template(&base)]).await;
+
+    // A lookup on behalf of another contract is not followed: not resolved, no fetch.
+    off.ens.anvil.send(Some(&off.resolver), &calldata("setLieAboutSender(bool)", true.abi_encode())).await;
+    let answer = ok(ctx, json!({"name": "alice.cb.id"})).await;
+    assert_eq!(answer["resolved"], json!(false));
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+    off.ens.anvil.send(Some(&off.resolver), &calldata("setLieAboutSender(bool)", false.abi_encode())).await;
+
+    // A resolver that keeps asking for more lookups: stopped after 4.
+    let (again, again_hits) = gateway(|path| match lookup_of(path) {
+        Some((_, call_data)) => tagged(b"again".to_vec(), &call_data),
+        None => Gateway::Reply(400, Vec::new()),
+    })
+    .await;
+    off.set_urls(&[template(&again)]).await;
+    let e = err(ctx, json!({"name": "alice.cb.id"})).await;
+    assert_eq!(e.kind, ErrorKind::BadUpstream, "{e:?}");
+    assert!(e.message.contains("more than 4 offchain lookups"), "{}", e.message);
+    assert_eq!(again_hits.load(Ordering::SeqCst), 4);
+
+    // Gateways that all want POST (no {data} in the URL): not supported, a 502 saying so.
+    off.set_urls(&[format!("{base}/post")]).await;
+    let e = err(ctx, json!({"name": "alice.cb.id"})).await;
+    assert_eq!(e.kind, ErrorKind::BadUpstream, "{e:?}");
+    assert!(e.message.contains("POST"), "{}", e.message);
+}
+
+#[tokio::test]
+async fn gateway_failures_map_to_the_spec_statuses() {
+    let off = Offchain::new().await;
+    let ctx = &off.ens.ctx;
+    let cases: Vec<(&str, Gateway, ErrorKind)> = vec![
+        ("not JSON", Gateway::Reply(200, b"<html>hello</html>".to_vec()), ErrorKind::BadUpstream),
+        ("data not hex", Gateway::Reply(200, br#"{"data":"0xnothex"}"#.to_vec()), ErrorKind::BadUpstream),
+        ("no data", Gateway::Reply(200, br#"{"result":"0x"}"#.to_vec()), ErrorKind::BadUpstream),
+        // Well-formed, but the resolver's callback refuses it (a forged answer).
+        ("forged", tagged(ALICE.parse::<Address>().unwrap().abi_encode(), b"other"), ErrorKind::BadUpstream),
+        ("too large", Gateway::Reply(200, vec![b' '; 300 * 1024]), ErrorKind::BadUpstream),
+        ("forbidden", Gateway::Reply(403, b"no".to_vec()), ErrorKind::BadUpstream),
+        (
+            "failing",
+            Gateway::Reply(500, b"oops".to_vec()),
+            ErrorKind::Unavailable { retry_after: Duration::from_secs(5) },
+        ),
+        (
+            "rate",
+            Gateway::Reply(429, b"slow down".to_vec()),
+            ErrorKind::RateLimited { retry_after: Duration::from_secs(5) },
+        ),
+        ("slow", Gateway::Hang, ErrorKind::Timeout),
+    ];
+    for (what, reply, kind) in cases {
+        let (base, _) = gateway(move |_| reply.clone()).await;
+        off.set_urls(&[template(&base)]).await;
+        let e = err(ctx, json!({"name": "alice.cb.id"})).await;
+        assert_eq!(e.kind, kind, "{what}: {e:?}");
+        assert!(e.message.contains("127.0.0.1") || e.message.contains("resolver"), "{what}: {}", e.message);
+    }
+    // Down: nothing listens.
+    off.set_urls(&[template(&closed_port().await)]).await;
+    let e = err(ctx, json!({"name": "alice.cb.id"})).await;
+    assert!(matches!(e.kind, ErrorKind::Unavailable { .. }), "{e:?}");
+    // No URL at all: the resolver's fault, no answer.
+    off.set_urls(&[]).await;
+    assert_eq!(ok(ctx, json!({"name": "alice.cb.id"})).await["resolved"], json!(false));
+}
+
+#[tokio::test]
+async fn gateways_at_private_addresses_are_refused() {
+    let off = Offchain::new().await;
+    let (base, hits) = off.honest_gateway().await;
+    // The production policy: a loopback gateway (which would answer) is never contacted.
+    let production = context(&off.ens.anvil.url);
+    off.set_urls(&[template(&base)]).await;
+    let e = err(&production, json!({"name": "alice.cb.id"})).await;
+    assert_eq!(e.kind, ErrorKind::BadUpstream, "{e:?}");
+    assert!(e.message.contains("refused target") && e.message.contains("loopback"), "{}", e.message);
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+
+    // Private, link-local and local names are refused before any connection, whatever the policy.
+    for url in [
+        "http://10.0.0.1/{sender}/{data}",
+        "http://169.254.169.254/latest/{data}",
+        "http://localhost:1/{sender}/{data}",
+        "file:///etc/passwd?{data}",
+    ] {
+        off.set_urls(&[url.to_string()]).await;
+        for ctx in [&production, &off.ens.ctx] {
+            let e = err(ctx, json!({"name": "alice.cb.id"})).await;
+            assert_eq!(e.kind, ErrorKind::BadUpstream, "{url}: {e:?}");
+            assert!(e.message.contains("was not fetched"), "{url}: {}", e.message);
+        }
+    }
 }
