@@ -58,6 +58,19 @@ enum Command {
     Routes(RoutesArgs),
     /// Run one operation in-process and print or save its result.
     Call(call::CallArgs),
+    /// Serve every route as an MCP tool over stdio, for desktop agents (Claude Desktop…).
+    Mcp(McpArgs),
+}
+
+#[derive(clap::Args)]
+struct McpArgs {
+    /// Speak MCP on standard input and output (the only transport here; over HTTP the
+    /// tools are at /mcp/chain and /mcp/docs of `paperchain serve`). Logs go to stderr.
+    #[arg(long, required = true)]
+    stdio: bool,
+    /// Which tools: the chain reads, the document operations, or all.
+    #[arg(long, default_value = "all", value_parser = ["chain", "docs", "all"])]
+    family: String,
 }
 
 #[derive(clap::Args)]
@@ -130,6 +143,7 @@ fn main() -> std::process::ExitCode {
             Command::Serve(args) => serve(args).await.map(|()| std::process::ExitCode::SUCCESS),
             Command::Routes(args) => routes(args).map(|()| std::process::ExitCode::SUCCESS),
             Command::Call(args) => call::run(args).await,
+            Command::Mcp(args) => mcp(args).await.map(|()| std::process::ExitCode::SUCCESS),
         }
     });
     match result {
@@ -173,7 +187,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         if args.config.is_some() {
             anyhow::bail!("--config configures hosted mode; add --hosted");
         }
-        return paperchain_gateway::serve(config.clone(), ctx)
+        let listener =
+            paperchain_gateway::server::bind(&config).await.with_context(|| format!("binding {}", config.listen))?;
+        let mcp = mcp_router(&config, listener.local_addr()?, &ctx, None)?;
+        return paperchain_gateway::server::serve_on_with(listener, config.clone(), ctx, None, Some(mcp))
             .await
             .with_context(|| format!("serving on {}", config.listen));
     }
@@ -199,11 +216,44 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         print_sandbox(&line, &base_url);
     }
     let Hosted { paywall, sandbox, ctx } = hosted;
-    let served = paperchain_gateway::server::serve_on(listener, config.clone(), ctx, Some(paywall))
+    let mcp = mcp_router(&config, local_addr, &ctx, Some(paywall.clone()))?;
+    let served = paperchain_gateway::server::serve_on_with(listener, config.clone(), ctx, Some(paywall), Some(mcp))
         .await
         .with_context(|| format!("serving on {}", config.listen));
     drop(sandbox);
     served
+}
+
+/// The MCP endpoints (`/mcp/chain`, `/mcp/docs`) of the server at `local_addr`.
+fn mcp_router(
+    config: &ServerConfig,
+    local_addr: SocketAddr,
+    ctx: &Context,
+    paywall: Option<std::sync::Arc<paperchain_gateway::hosted::paywall::Paywall>>,
+) -> anyhow::Result<axum::Router> {
+    let links = paperchain_mcp::Links {
+        files: paperchain_gateway::server::file_store(config)
+            .with_context(|| format!("opening the file-link folder in {}", config.data_dir.display()))?,
+        base_url: paperchain_gateway::server::base_url(config, local_addr),
+    };
+    Ok(paperchain_mcp::http::router(paperchain_mcp::http::HttpOptions {
+        ctx: ctx.clone(),
+        paywall,
+        links,
+        request_timeout: config.request_timeout,
+    }))
+}
+
+/// `paperchain mcp --stdio`: standard output carries only the protocol.
+async fn mcp(args: McpArgs) -> anyhow::Result<()> {
+    debug_assert!(args.stdio);
+    let families = match args.family.as_str() {
+        "chain" => vec![Family::Chain],
+        "docs" => vec![Family::Docs],
+        _ => vec![Family::Chain, Family::Docs],
+    };
+    let ctx = Context::try_new()?;
+    paperchain_mcp::stdio::serve_stdio(families, ctx).await.context("serving MCP on stdio")
 }
 
 /// The sandbox's first stdout line (one JSON object, for scripts), then how to try it.

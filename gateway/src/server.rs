@@ -58,10 +58,21 @@ pub fn app_with(
     ctx: Context,
     paywall: Option<Arc<Paywall>>,
 ) -> std::io::Result<Router> {
+    app_with_routes(config, local_addr, ctx, paywall, None)
+}
+
+/// The application with `extra` routes (the MCP endpoints) behind the same layers: Host
+/// check and request tracing apply to them as to the HTTP API.
+pub fn app_with_routes(
+    config: &ServerConfig,
+    local_addr: SocketAddr,
+    ctx: Context,
+    paywall: Option<Arc<Paywall>>,
+    extra: Option<Router>,
+) -> std::io::Result<Router> {
     let catalog = Arc::new(Catalog::standard());
-    let base_url =
-        config.public_url.clone().unwrap_or_else(|| format!("http://{local_addr}")).trim_end_matches('/').to_string();
-    let files = FileStore::open(config.data_dir.join("files"), LINK_TTL)?;
+    let base_url = base_url(config, local_addr);
+    let files = file_store(config)?;
     let docs = ServiceDocs::build(&catalog, &base_url, &ctx);
     let state = Arc::new(AppState {
         catalog,
@@ -75,9 +86,22 @@ pub fn app_with(
     });
     tokio::spawn(sweep_files(files));
     let hosts = Arc::new(HostPolicy::new(local_addr, config.public_url.as_deref(), &config.allowed_hosts));
-    Ok(router(state)
-        .layer(middleware::from_fn_with_state(hosts, require_allowed_host))
-        .layer(middleware::from_fn(trace_request)))
+    let mut app = router(state);
+    if let Some(extra) = extra {
+        app = extra.merge(app);
+    }
+    Ok(app.layer(middleware::from_fn_with_state(hosts, require_allowed_host)).layer(middleware::from_fn(trace_request)))
+}
+
+/// Absolute base URL of the server, without a trailing slash: the public URL, else
+/// `http://{local_addr}`.
+pub fn base_url(config: &ServerConfig, local_addr: SocketAddr) -> String {
+    config.public_url.clone().unwrap_or_else(|| format!("http://{local_addr}")).trim_end_matches('/').to_string()
+}
+
+/// The store of 24-hour file links (`output: "url"`), served at `/v1/files/{id}`.
+pub fn file_store(config: &ServerConfig) -> std::io::Result<FileStore> {
+    FileStore::open(config.data_dir.join("files"), LINK_TTL)
 }
 
 /// Serves until SIGINT or SIGTERM, then finishes the calls in flight.
@@ -108,12 +132,23 @@ pub async fn serve_on(
     ctx: Context,
     paywall: Option<Arc<Paywall>>,
 ) -> std::io::Result<()> {
+    serve_on_with(listener, config, ctx, paywall, None).await
+}
+
+/// [`serve_on`] with `extra` routes behind the same layers (see [`app_with_routes`]).
+pub async fn serve_on_with(
+    listener: TcpListener,
+    config: ServerConfig,
+    ctx: Context,
+    paywall: Option<Arc<Paywall>>,
+    extra: Option<Router>,
+) -> std::io::Result<()> {
     let local_addr = listener.local_addr()?;
     let mode = if paywall.is_some() { "hosted" } else { "local" };
     if let Some(paywall) = &paywall {
         tokio::spawn(paywall.clone().maintain());
     }
-    let app = app_with(&config, local_addr, ctx, paywall)?;
+    let app = app_with_routes(&config, local_addr, ctx, paywall, extra)?;
     tracing::info!(%local_addr, mode, "serving http://{local_addr} (OpenAPI at /openapi.json); Ctrl-C stops");
     // The peer address is the client IP of free pools unless a proxy header is configured.
     axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())

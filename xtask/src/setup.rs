@@ -88,6 +88,14 @@ pub const NPM_TOOLS: &[NpmTool] = &[
         program: None,
         why: "the payer's key (viem/accounts) for the x402 TypeScript client",
     },
+    NpmTool {
+        // 1.x: 2.x needs Node.js 22.19, newer than Debian 12's. Its CLI mode
+        // (`mcp-inspector --cli`) runs under Node.js 20; the web UI is not used.
+        package: "@modelcontextprotocol/inspector",
+        version: "1.0.3",
+        program: None,
+        why: "the official MCP Inspector, whose CLI lists and calls the MCP tools in cli/tests/mcp.rs",
+    },
 ];
 
 /// Debian's package for npm, installed only when no `npm` is on the PATH (a Node.js from

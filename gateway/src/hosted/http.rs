@@ -131,10 +131,19 @@ pub fn payment_required(required: &Required) -> Response {
 /// The client's address: the configured proxy header's last entry (the address the
 /// proxy itself saw; earlier entries are the client's own claims), else the peer.
 fn client_ip(request: &Request, proxy_header: Option<&HeaderName>) -> Option<IpAddr> {
+    client_ip_of(request.headers(), request.extensions(), proxy_header)
+}
+
+/// [`client_ip`] from a request's headers and extensions (the MCP bridge has only those).
+pub fn client_ip_of(
+    headers: &HeaderMap,
+    extensions: &axum::http::Extensions,
+    proxy_header: Option<&HeaderName>,
+) -> Option<IpAddr> {
     if let Some(name) = proxy_header {
-        return forwarded_ip(request.headers(), name);
+        return forwarded_ip(headers, name);
     }
-    request.extensions().get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(addr)| addr.ip())
+    extensions.get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(addr)| addr.ip())
 }
 
 fn forwarded_ip(headers: &HeaderMap, name: &HeaderName) -> Option<IpAddr> {

@@ -1,0 +1,267 @@
+//! `paperchain mcp --stdio` driven as a desktop agent drives it (the binary as a child
+//! process, rmcp's client), and the official MCP Inspector CLI (npm
+//! `@modelcontextprotocol/inspector`, installed by `cargo xtask setup`) listing and calling
+//! tools over stdio and over the streamable HTTP endpoint of `paperchain serve`.
+
+use std::io::Read as _;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use paperchain_engine::{Catalog, Family};
+use paperchain_gateway::hosted::sandbox::{SandboxChain, SandboxOptions};
+use rmcp::ServiceExt as _;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+
+type Client = RunningService<RoleClient, ()>;
+
+fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_paperchain")
+}
+
+async fn anvil() -> SandboxChain {
+    SandboxChain::start(SandboxOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("starting anvil ({e}); run `cargo xtask setup`"))
+}
+
+/// The binary as an MCP server over stdio, `base` read from `rpc` when given.
+async fn stdio_client(args: &[&str], rpc: Option<&str>) -> Client {
+    let mut command = tokio::process::Command::new(binary());
+    command.args(["mcp", "--stdio"]).args(args).env_remove("PAPERCHAIN_CHAINS");
+    if let Some(rpc) = rpc {
+        command.env("PAPERCHAIN_RPC_BASE", rpc);
+    }
+    let transport = TokioChildProcess::new(command).expect("spawning paperchain mcp --stdio");
+    ().serve(transport).await.unwrap_or_else(|e| panic!("the MCP handshake over stdio: {e}"))
+}
+
+async fn call(client: &Client, name: &str, arguments: Value) -> CallToolResult {
+    let params = CallToolRequestParams::new(name.to_string()).with_arguments(arguments.as_object().cloned().unwrap());
+    client.call_tool(params).await.unwrap_or_else(|e| panic!("calling {name}: {e}"))
+}
+
+fn corpus_file(relative: &str) -> Vec<u8> {
+    let dir = std::env::var_os("PAPERCHAIN_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"));
+    std::fs::read(dir.join("pdf").join(relative))
+        .unwrap_or_else(|e| panic!("the test corpus at {} ({e}); set PAPERCHAIN_CORPUS", dir.display()))
+}
+
+fn qpdf_pages(bytes: &[u8]) -> u32 {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.pdf");
+    std::fs::write(&path, bytes).unwrap();
+    let check = Command::new("qpdf").arg("--check").arg(&path).output().expect("qpdf (run `cargo xtask setup`)");
+    assert!(check.status.success(), "qpdf --check: {}", String::from_utf8_lossy(&check.stdout));
+    let out = Command::new("qpdf").arg("--show-npages").arg(&path).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+fn operations(families: &[Family]) -> Vec<String> {
+    Catalog::standard()
+        .routes()
+        .filter(|r| families.contains(&r.info().family))
+        .map(|r| r.info().operation.to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn stdio_lists_every_tool_and_runs_them_in_process() {
+    let chain = anvil().await;
+    let client = stdio_client(&[], Some(chain.rpc_url().as_str())).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    assert_eq!(names, operations(&[Family::Chain, Family::Docs]));
+    assert!(tools.iter().all(|t| t.output_schema.is_some() && t.input_schema.get("properties").is_some()));
+
+    // A document tool: the result is an embedded PDF.
+    let data = base64::engine::general_purpose::STANDARD.encode(corpus_file("sample-files/pdflatex-4-pages.pdf"));
+    let result =
+        call(&client, "rotate_pdf_pages", json!({ "file": { "data": data, "filename": "a.pdf" }, "degrees": 180 }))
+            .await;
+    assert_ne!(result.is_error, Some(true), "{:?}", result.content);
+    let pdf = result
+        .content
+        .iter()
+        .find_map(|block| match block {
+            ContentBlock::Resource(embedded) => match &embedded.resource {
+                ResourceContents::BlobResourceContents { blob, mime_type, .. } => {
+                    assert_eq!(mime_type.as_deref(), Some("application/pdf"));
+                    Some(base64::engine::general_purpose::STANDARD.decode(blob).unwrap())
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .expect("an embedded PDF");
+    assert_eq!(qpdf_pages(&pdf), 4);
+    assert_eq!(result.structured_content.as_ref().unwrap()["files"][0]["filename"], "a-rotated.pdf");
+
+    // A chain tool reads anvil.
+    let result = call(&client, "get_gas_price", json!({ "chain": "base" })).await;
+    assert_ne!(result.is_error, Some(true), "{:?}", result.content);
+    assert_eq!(result.structured_content.as_ref().unwrap()["chain"], "base");
+
+    // Invalid input: a tool error naming the field.
+    for (name, arguments, field) in [
+        ("rotate_pdf_pages", json!({ "file": { "data": data }, "degrees": 45 }), "/degrees"),
+        ("get_gas_price", json!({ "chain": "nowhere" }), "/chain"),
+        // Links need the HTTP server: refused before anything runs.
+        ("rotate_pdf_pages", json!({ "file": { "data": data }, "degrees": 90, "output": "url" }), "/output"),
+    ] {
+        let result = call(&client, name, arguments).await;
+        assert_eq!(result.is_error, Some(true), "{name}");
+        let error: Value = serde_json::from_str(&result.content[0].as_text().unwrap().text).unwrap();
+        assert_eq!(error["error"]["field"], field, "{error}");
+    }
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn stdio_serves_one_family_when_asked() {
+    let client = stdio_client(&["--family", "docs"], None).await;
+    let names: Vec<String> = client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert_eq!(names, operations(&[Family::Docs]));
+    client.cancel().await.unwrap();
+}
+
+// ---- The MCP Inspector CLI ----
+
+/// The Inspector's launcher, as `cargo xtask setup` installs it.
+fn inspector() -> PathBuf {
+    let tools = std::env::var_os("PAPERCHAIN_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/paperchain/tools"));
+    let launcher = tools.join("npm/node_modules/.bin/mcp-inspector");
+    assert!(launcher.exists(), "the MCP Inspector is missing at {}; run `cargo xtask setup`", launcher.display());
+    launcher
+}
+
+/// Runs the Inspector CLI with `args`; its stdout as JSON.
+fn run_inspector(args: &[&str]) -> Value {
+    let output = Command::new(inspector())
+        .arg("--cli")
+        .args(args)
+        .env_remove("PAPERCHAIN_CHAINS")
+        .output()
+        .expect("running the MCP Inspector (node is installed by `cargo xtask setup`)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the Inspector failed on {args:?}: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("the Inspector's answer is not JSON ({e}): {stdout}"))
+}
+
+/// `paperchain serve` on a free loopback port, killed on drop.
+struct Served {
+    child: std::process::Child,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(rpc: &str) -> Served {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(binary())
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .arg(dir.path())
+        .env("PAPERCHAIN_RPC_BASE", rpc)
+        .env_remove("PAPERCHAIN_CHAINS")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning paperchain serve");
+    let base = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut stderr = String::new();
+            let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+            panic!("paperchain serve exited ({status}): {stderr}");
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "paperchain serve did not listen within 30 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Served { child, base, _dir: dir }
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["tools"].as_array().expect("tools").iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test]
+async fn the_mcp_inspector_lists_and_calls_tools_over_stdio_and_http() {
+    let chain = anvil().await;
+    let rpc = chain.rpc_url().as_str().to_string();
+    let env = format!("PAPERCHAIN_RPC_BASE={rpc}");
+
+    // stdio: the Inspector starts the binary itself.
+    let list = run_inspector(&["-e", &env, binary(), "mcp", "--stdio", "--method", "tools/list"]);
+    assert_eq!(names(&list), operations(&[Family::Chain, Family::Docs]));
+    let gas = run_inspector(&[
+        "-e",
+        &env,
+        binary(),
+        "mcp",
+        "--stdio",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "get_gas_price",
+        "--tool-arg",
+        "chain=base",
+    ]);
+    assert_ne!(gas["isError"], true, "{gas}");
+    assert_eq!(gas["structuredContent"]["chain"], "base", "{gas}");
+
+    // Streamable HTTP: the endpoints of `paperchain serve`.
+    let served = serve(&rpc);
+    let chain_url = format!("{}/mcp/chain", served.base);
+    let docs_url = format!("{}/mcp/docs", served.base);
+    let list = run_inspector(&[&docs_url, "--transport", "http", "--method", "tools/list"]);
+    assert_eq!(names(&list), operations(&[Family::Docs]));
+    let list = run_inspector(&[&chain_url, "--transport", "http", "--method", "tools/list"]);
+    assert_eq!(names(&list), operations(&[Family::Chain]));
+    let block = run_inspector(&[
+        &chain_url,
+        "--transport",
+        "http",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "get_latest_block",
+        "--tool-arg",
+        "chain=base",
+    ]);
+    assert_ne!(block["isError"], true, "{block}");
+    assert!(block["structuredContent"].is_object(), "{block}");
+    let bad = run_inspector(&[
+        &chain_url,
+        "--transport",
+        "http",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "get_gas_price",
+        "--tool-arg",
+        "chain=nowhere",
+    ]);
+    assert_eq!(bad["isError"], true, "{bad}");
+    assert!(bad["content"][0]["text"].as_str().unwrap().contains("\"field\":\"/chain\""), "{bad}");
+}

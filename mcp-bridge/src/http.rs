@@ -1,0 +1,63 @@
+//! The MCP endpoints of the HTTP server: `/mcp/chain` and `/mcp/docs`, streamable HTTP,
+//! one family each. The gateway mounts this router behind its own layers, so the Host
+//! check and request tracing are the HTTP API's.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use paperchain_engine::{Context, Family};
+use paperchain_gateway::hosted::paywall::Paywall;
+use paperchain_gateway::routes::BODY_LIMIT;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use crate::results::Links;
+use crate::server::{McpServer, ServerOptions};
+
+/// The path of a family's MCP endpoint.
+pub fn endpoint(family: Family) -> &'static str {
+    match family {
+        Family::Chain => "/mcp/chain",
+        Family::Docs => "/mcp/docs",
+    }
+}
+
+/// What the endpoints need from the HTTP server.
+#[derive(Clone)]
+pub struct HttpOptions {
+    /// The engine context the HTTP API runs with.
+    pub ctx: Context,
+    /// The hosted paywall, in hosted mode.
+    pub paywall: Option<Arc<Paywall>>,
+    /// The HTTP server's file-link store and base URL (`output: "url"`).
+    pub links: Links,
+    /// Longest a local call may take.
+    pub request_timeout: Duration,
+}
+
+/// `/mcp/chain` and `/mcp/docs`.
+pub fn router(options: HttpOptions) -> Router {
+    let mut router = Router::new();
+    for family in [Family::Chain, Family::Docs] {
+        let server = McpServer::new(ServerOptions {
+            families: vec![family],
+            ctx: options.ctx.clone(),
+            paywall: options.paywall.clone(),
+            links: Some(options.links.clone()),
+            request_timeout: options.request_timeout,
+        });
+        // Stateless, JSON answers: every tool call stands alone, so any server behind a
+        // name can answer any request and nothing is kept between them.
+        let config = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(false)
+            .with_json_response(true)
+            .with_max_request_body_bytes(BODY_LIMIT)
+            // The gateway's Host check (loopback, the public URL, --allow-host) runs in front.
+            .disable_allowed_hosts();
+        let service =
+            StreamableHttpService::new(move || Ok(server.clone()), Arc::new(NeverSessionManager::default()), config);
+        router = router.route_service(endpoint(family), service);
+    }
+    router
+}

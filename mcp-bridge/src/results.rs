@@ -1,0 +1,175 @@
+//! Replies as MCP tool results: JSON as `structuredContent` and the same JSON as text;
+//! files as embedded resources, or as resource links for `output: "url"` (stored and
+//! described by the gateway's own link code); errors as tool errors naming the field.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use paperchain_engine::context::blocking;
+use paperchain_engine::output::OutputMode;
+use paperchain_engine::{EngineError, FileSet, Reply};
+use paperchain_gateway::error::ApiError;
+use paperchain_gateway::files::FileStore;
+use paperchain_gateway::routes::store_links;
+use rmcp::model::{CallToolResult, ContentBlock, EmbeddedResource, MetaObject, Resource, ResourceContents};
+use serde_json::{Value, json};
+
+use crate::tools::{FileItem, FilesResult, WRAPPED_RESULT};
+
+/// Where `output: "url"` results are stored and linked from (the HTTP server's own store).
+#[derive(Clone, Debug)]
+pub struct Links {
+    /// The gateway's file-link store.
+    pub files: FileStore,
+    /// Absolute base URL of the server, without a trailing slash.
+    pub base_url: String,
+}
+
+/// The tool result of a successful call; `wrap` puts a JSON answer that is not an object
+/// under [`WRAPPED_RESULT`].
+pub async fn success(reply: Reply<Value>, wrap: bool, links: Option<&Links>) -> Result<CallToolResult, ApiError> {
+    match reply {
+        Reply::Json(value) => {
+            let value = if wrap { json!({ WRAPPED_RESULT: value }) } else { value };
+            Ok(CallToolResult::structured(value))
+        }
+        Reply::Files(set) => files(set, links).await,
+    }
+}
+
+async fn files(set: FileSet, links: Option<&Links>) -> Result<CallToolResult, ApiError> {
+    let mut blocks = Vec::with_capacity(set.files.len() + 1);
+    let described = match (set.mode, links) {
+        (OutputMode::Url, Some(links)) => {
+            let stored = store_links(&links.files, &links.base_url, set).await?;
+            let report = match stored.as_slice() {
+                [one] => one.report.clone(),
+                _ => None,
+            };
+            let mut items = Vec::with_capacity(stored.len());
+            for link in stored {
+                blocks.push(ContentBlock::resource_link(
+                    Resource::new(link.url.clone(), link.filename.clone())
+                        .with_mime_type(link.media_type.clone())
+                        .with_size(link.bytes)
+                        .with_description(format!("Download link, valid until {}", link.expires_at)),
+                ));
+                items.push(FileItem {
+                    filename: link.filename,
+                    media_type: link.media_type,
+                    bytes: link.bytes,
+                    sha256: link.sha256,
+                    uri: link.url,
+                    expires_at: Some(link.expires_at),
+                });
+            }
+            FilesResult { files: items, report }
+        }
+        (OutputMode::Url, None) => {
+            return Err(EngineError::invalid(
+                "/output",
+                "/output: \"url\" needs the HTTP server (paperchain serve, MCP at /mcp/…); over stdio files \
+                 come embedded in the result",
+            )
+            .into());
+        }
+        // Several files are several resources: MCP carries them without a ZIP.
+        (OutputMode::File | OutputMode::Base64, _) => {
+            let report = if set.bundle.is_some() { None } else { set.report };
+            // Base64 and hashing of large files is CPU work: off the async threads.
+            let encoded = blocking(move || {
+                Ok(set
+                    .files
+                    .into_iter()
+                    .map(|file| {
+                        let sha256 = file.sha256();
+                        let data = B64.encode(&file.bytes);
+                        (file.filename, file.media_type, file.bytes.len() as u64, sha256, data)
+                    })
+                    .collect::<Vec<_>>())
+            })
+            .await?;
+            let mut items = Vec::with_capacity(encoded.len());
+            for (filename, media_type, bytes, sha256, data) in encoded {
+                let uri = format!("paperchain://files/{sha256}/{}", encode_segment(&filename));
+                let mut meta = MetaObject::default();
+                meta.0.insert("filename".into(), json!(filename));
+                let resource = ResourceContents::BlobResourceContents {
+                    uri: uri.clone(),
+                    mime_type: Some(media_type.clone()),
+                    blob: data,
+                    meta: Some(meta),
+                };
+                blocks.push(ContentBlock::Resource(EmbeddedResource::new(resource)));
+                items.push(FileItem { filename, media_type, bytes, sha256, uri, expires_at: None });
+            }
+            FilesResult { files: items, report }
+        }
+    };
+    let value = serde_json::to_value(&described)
+        .map_err(|e| ApiError::from(EngineError::internal(format!("describing the files: {e}"))))?;
+    let mut result = CallToolResult::structured(value);
+    result.content.extend(blocks);
+    Ok(result)
+}
+
+/// A failed call as a tool error: `{"error": {"code", "message", "field"}}` as text, the
+/// same body the HTTP API answers. An internal error's details are logged, not sent.
+pub fn failure(error: ApiError) -> CallToolResult {
+    let message = if error.status.is_server_error() && error.status.as_u16() == 500 {
+        tracing::error!(code = %error.error.code, message = %error.error.message, "internal error");
+        "the operation failed on our side; it has been logged".to_string()
+    } else {
+        error.error.message.clone()
+    };
+    let mut body = json!({ "error": { "code": error.error.code, "message": message, "field": error.error.field } });
+    if let Some(after) = error.retry_after {
+        body["error"]["retry_after_seconds"] = json!(after.as_secs().max(1));
+    }
+    // Text only: a structured error would have to match the tool's output schema.
+    CallToolResult::error(vec![ContentBlock::text(body.to_string())])
+}
+
+/// A file name as one URI path segment (RFC 3986 unreserved characters kept).
+fn encode_segment(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for byte in name.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use paperchain_engine::OutFile;
+
+    #[test]
+    fn file_names_become_safe_segments() {
+        assert_eq!(encode_segment("a b/c.pdf"), "a%20b%2Fc.pdf");
+        assert_eq!(encode_segment("Über.pdf"), "%C3%9Cber.pdf");
+    }
+
+    #[tokio::test]
+    async fn files_are_embedded_and_described() {
+        let set = FileSet::single(OutFile::pdf("x.pdf", b"%PDF-1.7".to_vec()), OutputMode::File)
+            .with_report(json!({"ok": true}));
+        let result = success(Reply::Files(set), false, None).await.unwrap();
+        let structured = result.structured_content.clone().unwrap();
+        assert_eq!(structured["files"][0]["filename"], "x.pdf");
+        assert_eq!(structured["report"]["ok"], true);
+        assert_eq!(result.content[0].as_text().unwrap().text, structured.to_string());
+        let ContentBlock::Resource(embedded) = &result.content[1] else { panic!("an embedded resource") };
+        let ResourceContents::BlobResourceContents { blob, mime_type, .. } = &embedded.resource else {
+            panic!("a blob")
+        };
+        assert_eq!(B64.decode(blob).unwrap(), b"%PDF-1.7");
+        assert_eq!(mime_type.as_deref(), Some("application/pdf"));
+        let set = FileSet::single(OutFile::pdf("x.pdf", b"%PDF".to_vec()), OutputMode::Url);
+        let error = success(Reply::Files(set), false, None).await.unwrap_err();
+        assert_eq!(error.error.field.as_deref(), Some("/output"));
+    }
+}

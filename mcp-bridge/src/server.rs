@@ -1,0 +1,242 @@
+//! The MCP server: lists the tools of its families and runs a call through the engine
+//! (local mode) or through the hosted paywall, free pool first (hosted mode).
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use paperchain_engine::catalog::RouteEntry;
+use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, Family};
+use paperchain_gateway::error::ApiError;
+use paperchain_gateway::hosted::http::client_ip_of;
+use paperchain_gateway::hosted::paywall::{Answer, Body, Call, FreeAsk, Payment, Paywall};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, Implementation, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler};
+use serde_json::{Value, json};
+
+use crate::results::{self, Links};
+use crate::tools;
+
+/// Where a payment travels in a tool call (x402 MCP transport).
+pub const PAYMENT_META: &str = "x402/payment";
+/// Where the settlement travels in a paid result (x402 MCP transport).
+pub const PAYMENT_RESPONSE_META: &str = "x402/payment-response";
+/// Free calls left today in the pool a free call used (hosted mode).
+pub const FREE_REMAINING_META: &str = "paperchain/free-remaining";
+
+/// How a server is set up.
+#[derive(Clone)]
+pub struct ServerOptions {
+    /// The route families served as tools.
+    pub families: Vec<Family>,
+    /// The engine context (configured chains, fetcher, limits).
+    pub ctx: Context,
+    /// The hosted paywall; `None` runs every call locally and free.
+    pub paywall: Option<Arc<Paywall>>,
+    /// Where `output: "url"` files are stored; `None` (stdio) refuses that output.
+    pub links: Option<Links>,
+    /// Longest a local call may take (hosted calls are limited by the paywall).
+    pub request_timeout: Duration,
+}
+
+impl ServerOptions {
+    /// A local server of `families`: no paywall, no links, 120 s per call.
+    pub fn local(families: Vec<Family>, ctx: Context) -> ServerOptions {
+        ServerOptions { families, ctx, paywall: None, links: None, request_timeout: Duration::from_secs(120) }
+    }
+}
+
+/// One MCP server (cheap to clone: the streamable HTTP transport makes one per session).
+#[derive(Clone)]
+pub struct McpServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    catalog: Arc<Catalog>,
+    options: ServerOptions,
+    tools: Vec<Tool>,
+    /// Per operation: whether its JSON answer is wrapped to be an object.
+    wraps: HashMap<&'static str, bool>,
+}
+
+impl McpServer {
+    /// A server with `options`; the tools are generated once, here.
+    pub fn new(options: ServerOptions) -> McpServer {
+        let catalog = Arc::new(Catalog::standard());
+        let tools = tools::tools(&catalog, &options.families, &options.ctx);
+        let wraps = catalog
+            .routes()
+            .filter(|r| options.families.contains(&r.info().family))
+            .map(|r| (r.info().operation, tools::wraps_json(r, &options.ctx)))
+            .collect();
+        McpServer { inner: Arc::new(Inner { catalog, options, tools, wraps }) }
+    }
+
+    /// The tools this server lists.
+    pub fn tools(&self) -> &[Tool] {
+        &self.inner.tools
+    }
+
+    fn route(&self, name: &str) -> Option<&RouteEntry> {
+        self.inner.catalog.by_operation(name).filter(|r| self.inner.options.families.contains(&r.info().family))
+    }
+
+    /// Runs one tool call; `payment` is `_meta["x402/payment"]`, `client` the caller's address.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        payment: Option<Value>,
+        client: Option<IpAddr>,
+    ) -> CallToolResult {
+        let Some(route) = self.route(name) else {
+            return results::failure(ApiError::not_found(format!("no tool {name}")));
+        };
+        let operation = route.info().operation;
+        let wrap = self.inner.wraps.get(operation).copied().unwrap_or(false);
+        let links = self.inner.options.links.clone();
+        if links.is_none() && arguments.get("output") == Some(&json!("url")) {
+            // Known before anything runs or is paid for.
+            return results::failure(
+                EngineError::invalid(
+                    "/output",
+                    "/output: \"url\" needs the HTTP server (paperchain serve, MCP at /mcp/…); over stdio files \
+                     come embedded in the result",
+                )
+                .into(),
+            );
+        }
+        let body = match serde_json::to_vec(&arguments) {
+            Ok(body) => body,
+            Err(e) => return results::failure(EngineError::internal(format!("encoding the arguments: {e}")).into()),
+        };
+        match self.inner.options.paywall.clone() {
+            None => self.call_local(route, &body, wrap, links.as_ref()).await,
+            Some(paywall) => {
+                // Its own task, as over HTTP: a client that goes away cannot cut a
+                // settlement (or its ledger entry) short.
+                let inner = self.inner.clone();
+                let task = tokio::spawn(async move {
+                    let Some(route) = inner.catalog.by_operation(operation) else {
+                        return results::failure(ApiError::not_found(format!("no tool {operation}")));
+                    };
+                    let payment = payment.map(Payment::X402Json);
+                    let call =
+                        Call { route, body: Body::Json(&body), payment, free: FreeAsk::Yes, client, binding: None };
+                    let answer = paywall.handle(call, &inner.options.ctx).await;
+                    answer_result(answer, wrap, links.as_ref()).await
+                });
+                match task.await {
+                    Ok(result) => result,
+                    Err(e) => {
+                        tracing::error!(error = %e, "a hosted MCP call's task failed");
+                        results::failure(EngineError::internal("the call's task failed").into())
+                    }
+                }
+            }
+        }
+    }
+
+    async fn call_local(&self, route: &RouteEntry, body: &[u8], wrap: bool, links: Option<&Links>) -> CallToolResult {
+        let timeout = self.inner.options.request_timeout;
+        let outcome = match tokio::time::timeout(timeout, route.call(body, &self.inner.options.ctx)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(EngineError::new(
+                ErrorKind::Timeout,
+                "timeout",
+                format!("the operation took longer than {} s", timeout.as_secs()),
+            )),
+        };
+        match outcome {
+            Ok(reply) => results::success(reply, wrap, links).await.unwrap_or_else(results::failure),
+            Err(error) => results::failure(error.into()),
+        }
+    }
+}
+
+/// The paywall's answer as a tool result (x402 MCP transport: a 402 is a tool error whose
+/// structured content, and first text, is the PaymentRequired object).
+async fn answer_result(answer: Answer, wrap: bool, links: Option<&Links>) -> CallToolResult {
+    match answer {
+        Answer::Delivered { reply, receipt, free_left } => {
+            let mut result = results::success(reply, wrap, links).await.unwrap_or_else(results::failure);
+            let mut meta = MetaObject::default();
+            if let Some(receipt) = receipt {
+                meta.0.insert(PAYMENT_RESPONSE_META.into(), receipt.response);
+            }
+            if let Some(left) = free_left {
+                meta.0.insert(FREE_REMAINING_META.into(), json!(left));
+            }
+            if !meta.0.is_empty() {
+                result.meta = Some(meta);
+            }
+            result
+        }
+        Answer::PaymentRequired(required) => CallToolResult::structured_error(required.body),
+        Answer::Failed(error) => results::failure(error),
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let families: Vec<&str> = self.inner.options.families.iter().map(|f| f.as_str()).collect();
+        let mut instructions = format!(
+            "Paperchain {} tools: every route of the catalog, with its input and output schema. {}",
+            families.join(" and "),
+            tools::UNTRUSTED
+        );
+        if self.inner.options.paywall.is_some() {
+            instructions.push_str(
+                " Calls use the caller's free pool first; past it a call answers isError with the x402 \
+                 PaymentRequired object: pay by repeating the call with the signed PaymentPayload in \
+                 _meta[\"x402/payment\"]; the settlement comes back in _meta[\"x402/payment-response\"].",
+            );
+        }
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("paperchain", env!("CARGO_PKG_VERSION")).with_title("Paperchain"))
+            .with_instructions(instructions)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.inner.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        if self.route(&request.name).is_none() {
+            return Err(ErrorData::invalid_params(format!("unknown tool: {}", request.name), None));
+        }
+        let payment = context
+            .meta
+            .0
+            .0
+            .get(PAYMENT_META)
+            .or_else(|| request.meta.as_ref().and_then(|m| m.0.0.get(PAYMENT_META)))
+            .cloned();
+        let client = match (&self.inner.options.paywall, context.extensions.get::<http::request::Parts>()) {
+            (Some(paywall), Some(parts)) => {
+                client_ip_of(&parts.headers, &parts.extensions, paywall.config().client_ip_header.as_ref())
+            }
+            _ => None,
+        };
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        Ok(self.call(&request.name, arguments, payment, client).await.into())
+    }
+}
