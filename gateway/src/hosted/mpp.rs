@@ -228,9 +228,19 @@ impl RequestBinding {
         self.digest.as_deref()
     }
 
-    /// The `opaque` auth-param: JCS JSON {method, path}, base64url.
-    fn opaque(&self) -> Option<Base64UrlJson> {
-        Base64UrlJson::from_value(&json!({ "method": self.method, "path": self.path })).ok()
+    /// The `opaque` auth-param: JCS JSON {method, path, nonce}, base64url. The random
+    /// nonce makes every challenge new, so two 402s for the same request in the same second
+    /// (two payers, or the 402 answering a replay) never share an id and its EIP-3009 nonce.
+    fn opaque(&self, nonce: &str) -> Option<Base64UrlJson> {
+        Base64UrlJson::from_value(&json!({ "method": self.method, "path": self.path, "nonce": nonce })).ok()
+    }
+
+    /// Whether an echoed `opaque` names this request's method and path.
+    fn matches_opaque(&self, echoed: Option<&Base64UrlJson>) -> bool {
+        let Some(value) = echoed.and_then(|o| o.decode_value().ok()) else {
+            return false;
+        };
+        value["method"] == self.method.as_str() && value["path"] == self.path.as_str()
     }
 }
 
@@ -492,10 +502,7 @@ impl MppConfig {
         if expires <= i64::try_from(now).unwrap_or(i64::MAX) {
             return Err(MppError::Expired("the challenge has expired; use the new one".into()));
         }
-        let opaque = binding.opaque();
-        if echo.opaque.as_ref().map(Base64UrlJson::raw) != opaque.as_ref().map(Base64UrlJson::raw)
-            || echo.digest.as_deref() != binding.digest()
-        {
+        if !binding.matches_opaque(echo.opaque.as_ref()) || echo.digest.as_deref() != binding.digest() {
             return Err(MppError::WrongRequest(
                 "the challenge was issued for another request (method, path or body)".into(),
             ));
@@ -586,7 +593,7 @@ impl MppConfig {
         binding: &RequestBinding,
     ) -> Option<PaymentChallenge> {
         let request = Base64UrlJson::from_value(request).ok()?;
-        let opaque = binding.opaque();
+        let opaque = binding.opaque(&hex::encode(rand::random::<[u8; 16]>()));
         Some(PaymentChallenge::with_secret_key_full(
             &self.hmac_key(),
             self.realm.clone(),
@@ -915,7 +922,8 @@ mod tests {
         assert_eq!(challenge.digest.as_deref(), binding().digest());
         assert!(binding().digest().is_some_and(|d| d.starts_with("sha-256=:")));
         let opaque = challenge.opaque.as_ref().expect("opaque").decode_value().expect("json");
-        assert_eq!(opaque, json!({"method": "POST", "path": "/v1/docs/rotate"}));
+        assert_eq!((&opaque["method"], &opaque["path"]), (&json!("POST"), &json!("/v1/docs/rotate")));
+        assert_eq!(opaque["nonce"].as_str().map(str::len), Some(32), "{opaque}");
         let request = challenge.request.decode_value().expect("request");
         assert_eq!(
             request,
@@ -950,14 +958,13 @@ mod tests {
     }
 
     #[test]
-    fn the_same_request_gets_the_same_id_and_another_request_another() {
+    fn every_challenge_is_new_even_for_the_same_request_and_moment() {
         let config = config();
-        let a = config.challenges_at(QUOTE, &binding(), NOW);
-        assert_eq!(a, config.challenges_at(QUOTE, &binding(), NOW));
+        let id = |headers: Vec<String>| mpp::parse_www_authenticate(&headers[0]).expect("parses").id;
+        let a = id(config.challenges_at(QUOTE, &binding(), NOW));
+        assert_ne!(a, id(config.challenges_at(QUOTE, &binding(), NOW)));
         let other_body = RequestBinding::new("POST", "/v1/docs/rotate", b"{}");
-        assert_ne!(a, config.challenges_at(QUOTE, &other_body, NOW));
-        assert_ne!(a, config.challenges_at(QUOTE + 1, &binding(), NOW));
-        assert_ne!(a, config.challenges_at(QUOTE, &binding(), NOW + 1));
+        assert_ne!(a, id(config.challenges_at(QUOTE, &other_body, NOW)));
         let empty = RequestBinding::new("get", "/v1/x", b"");
         assert_eq!(empty.digest(), None);
         let header = &config.challenges_at(QUOTE, &empty, NOW)[0];
@@ -1200,10 +1207,14 @@ mod tests {
     #[test]
     fn one_payment_per_challenge() {
         let config = config();
-        let first = check(&config, &pay(&config)).expect("accepted");
-        let again = check(&config, &pay(&config)).expect("the same challenge, signed again");
+        let header = &config.challenges_at(QUOTE, &binding(), NOW)[0];
+        let sign = || sign_evm_credential(header, &signer(), "USD Coin", "2").expect("client signs");
+        let first = check(&config, &sign()).expect("accepted");
+        let again = check(&config, &sign()).expect("the same challenge, signed again");
         // Stateless check: refusing the second is the replay guard's job, and the key matches.
         assert_eq!(first.replay_key(), again.replay_key());
+        let fresh = check(&config, &pay(&config)).expect("a new challenge for the same request");
+        assert_ne!(first.replay_key(), fresh.replay_key());
         let other = RequestBinding::new("POST", "/v1/docs/rotate", b"{}");
         let header = &config.challenges_at(QUOTE, &other, NOW)[0];
         let credential = sign_evm_credential(header, &signer(), "USD Coin", "2").expect("signs");

@@ -616,6 +616,20 @@ impl Paywall {
                 decision.tx_hash = Some(settled.transaction.clone());
                 Ok((reply, settled))
             }
+            Err(FacilitatorFailure::Unavailable(why)) => {
+                // The settlement was sent and not confirmed: it may have landed, so the
+                // payment stays spent and nobody is told "nothing was charged".
+                tracing::warn!(reason = %why, "settlement not confirmed by the facilitator");
+                decision.outcome = Outcome::SettleFailed;
+                decision.error_code = Some("settlement_unconfirmed".into());
+                Err(Answer::Failed(ApiError::from(EngineError::new(
+                    ErrorKind::Unavailable { retry_after: FACILITATOR_RETRY_AFTER },
+                    "unavailable",
+                    "settlement_unconfirmed: the payment facilitator did not confirm the settlement, so the result \
+                     is not delivered; the payment may still be charged on chain (look up its authorization nonce); \
+                     sign a new payment to call again",
+                ))))
+            }
             Err(failure) => Err(self.facilitator_refusal(call, price, failure, decision, Outcome::SettleFailed).await),
         }
     }
