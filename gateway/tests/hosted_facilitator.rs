@@ -31,7 +31,9 @@ type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 const BALANCE: &str = "/v1/chain/balance";
 /// The paywall's limit on one facilitator call where the test waits on it (a silent
 /// facilitator, a settlement answered late).
-const SHORT: Duration = Duration::from_secs(1);
+/// Long enough for the working facilitator that replaces it to verify and settle on a
+/// loaded machine (the same limit then applies to it).
+const SHORT: Duration = Duration::from_secs(4);
 /// The paywall's limit elsewhere: generous, so the working facilitator is never cut short
 /// on a loaded machine (the broken ones fail at once).
 const PATIENT: Duration = Duration::from_secs(15);
@@ -250,7 +252,8 @@ async fn unavailable_then_recovers(first: Arc<dyn PaymentFacilitator>, timeout: 
     assert!(response.headers().get("payment-response").is_none(), "{what}");
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "unavailable", "{what}: {body}");
-    let limit = timeout.min(CLIENT_TIMEOUT) + Duration::from_secs(3);
+    // Never later than the paywall's own limit, plus room for a loaded machine.
+    let limit = timeout + Duration::from_secs(3);
     assert!(took < limit, "{what}: answered after {took:?}, the facilitator timeout is {timeout:?}");
     assert_eq!(server.balances().await, balances, "{what}: nothing settled");
     let row = latest(&server).await;

@@ -1,12 +1,16 @@
 //! The hosted mode's persistent state, one SQLite file: the replay guard for payment
 //! payloads, the free-pool counters and the ledger of paywall decisions.
 //!
-//! Durability: the file runs in WAL journal mode (readers never block the writer) with
-//! `synchronous=FULL`. In WAL mode `NORMAL` may lose the last committed transactions on
-//! power loss (not on a process crash); here a lost commit is a lost claim or a lost
-//! settlement record, so every commit pays one fsync of the WAL instead, a cost paid
-//! traffic (a few writes per call) easily bears. A busy timeout (5 s by default) makes
-//! concurrent writers wait for the lock instead of failing.
+//! Durability: the file runs in WAL journal mode (readers never block the writer). In WAL
+//! mode `synchronous=NORMAL` may lose the last committed transactions on power loss (not
+//! on a process crash). Payment claims and the ledger rows of decisions that moved money
+//! (paid, settle failed) are committed on `synchronous=FULL` connections: a lost commit
+//! there is a lost claim or settlement record, worth one fsync of the WAL per commit. The
+//! ledger rows of every other decision (402s, refusals) and the free-pool counters go
+//! through `synchronous=NORMAL` connections: an unpaid caller must not be able to make the
+//! server flush the disk on every request (measured with `cargo xtask bench paywall`:
+//! one flush per 402 capped them near 1,400 a second on this machine's disk). A busy
+//! timeout (5 s by default) makes concurrent writers wait for the lock instead of failing.
 //!
 //! Every mutation is a single SQL statement (an upsert or a guarded `UPDATE`), so each is
 //! atomic without explicit transactions and no reader ever has to upgrade to a writer
@@ -334,6 +338,11 @@ impl Outcome {
         Outcome::ALL.into_iter().find(|o| o.as_str() == name)
     }
 
+    /// Whether money moved or may have moved (the row is committed with a full flush).
+    pub fn moves_money(self) -> bool {
+        matches!(self, Outcome::Paid | Outcome::MppPaid | Outcome::SettleFailed)
+    }
+
     /// Whether money was collected (the quote counts in [`Totals`]).
     pub fn is_paid(self) -> bool {
         matches!(self, Outcome::Paid | Outcome::MppPaid)
@@ -417,7 +426,12 @@ pub struct Store {
 
 #[derive(Debug)]
 struct Inner {
+    /// `synchronous=FULL`: payment claims and money decisions survive a power loss.
     pool: SqlitePool,
+    /// `synchronous=NORMAL` (WAL: durable across a crash, flushed at checkpoints): the
+    /// ledger rows of decisions that move no money and the free-pool counters. Unpaid
+    /// callers must not be able to make the server flush the disk on every request.
+    relaxed: SqlitePool,
     path: Option<PathBuf>,
 }
 
@@ -449,11 +463,19 @@ impl Store {
         let open_error = |source| StoreError::Open { path: path.clone(), source };
         let pool = SqlitePoolOptions::new()
             .max_connections(options.max_connections.max(1))
-            .connect_with(connect)
+            .connect_with(connect.clone())
             .await
             .map_err(open_error)?;
-        let store = Store { inner: Arc::new(Inner { pool, path: Some(path.clone()) }) };
+        let store = Store { inner: Arc::new(Inner { relaxed: pool.clone(), pool, path: Some(path.clone()) }) };
         store.migrate(&path).await?;
+        // Opened after migration, so it never races it on a new file.
+        let relaxed = SqlitePoolOptions::new()
+            .max_connections(options.max_connections.max(1))
+            .connect_with(connect.synchronous(SqliteSynchronous::Normal))
+            .await
+            .map_err(open_error)?;
+        let store =
+            Store { inner: Arc::new(Inner { relaxed, pool: store.inner.pool.clone(), path: Some(path.clone()) }) };
         let mode = sqlx::query_scalar::<_, String>("PRAGMA journal_mode")
             .fetch_one(&store.inner.pool)
             .await
@@ -480,7 +502,7 @@ impl Store {
             .max_lifetime(None)
             .connect_with(connect)
             .await?;
-        let store = Store { inner: Arc::new(Inner { pool, path: None }) };
+        let store = Store { inner: Arc::new(Inner { relaxed: pool.clone(), pool, path: None }) };
         store.migrate(Path::new(":memory:")).await?;
         Ok(store)
     }
@@ -504,6 +526,7 @@ impl Store {
 
     /// Closes every connection (checkpointing the WAL); clones of the store stop working.
     pub async fn close(&self) {
+        self.inner.relaxed.close().await;
         self.inner.pool.close().await;
     }
 
@@ -677,7 +700,7 @@ impl Store {
         .bind(clip(client, MAX_TEXT))
         .bind(day_key(day))
         .bind(i64::from(limit))
-        .fetch_optional(&self.inner.pool)
+        .fetch_optional(&self.inner.relaxed)
         .await?;
         Ok(match used {
             Some(used) => FreeTake::Taken { remaining: remaining(limit, used) },
@@ -694,7 +717,7 @@ impl Store {
         .bind(clip(pool, MAX_TEXT))
         .bind(clip(client, MAX_TEXT))
         .bind(day_key(day))
-        .execute(&self.inner.pool)
+        .execute(&self.inner.relaxed)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -706,7 +729,7 @@ impl Store {
                 .bind(clip(pool, MAX_TEXT))
                 .bind(clip(client, MAX_TEXT))
                 .bind(day_key(day))
-                .fetch_optional(&self.inner.pool)
+                .fetch_optional(&self.inner.relaxed)
                 .await?;
         Ok(remaining(limit, used.unwrap_or(0)))
     }
@@ -744,7 +767,7 @@ impl Store {
         .bind(clip_opt(&decision.error_code))
         .bind(clip_opt(&decision.client))
         .bind(decision.payment_key.map(hex::encode))
-        .fetch_one(&self.inner.pool)
+        .fetch_one(if decision.outcome.moves_money() { &self.inner.pool } else { &self.inner.relaxed })
         .await?;
         Ok(id)
     }
@@ -1140,6 +1163,11 @@ mod tests {
             let busy: i64 = sqlx::query_scalar("PRAGMA busy_timeout").fetch_one(&mut **conn).await.unwrap();
             assert_eq!(busy, 5000);
         }
+        drop(conns);
+        // The relaxed pool (free counters, ledger rows that move no money) flushes at checkpoints.
+        let mut relaxed = store.inner.relaxed.acquire().await.unwrap();
+        let sync: i64 = sqlx::query_scalar("PRAGMA synchronous").fetch_one(&mut *relaxed).await.unwrap();
+        assert_eq!(sync, 1, "synchronous=NORMAL");
         assert!(dir.path().join("hosted.sqlite-wal").exists());
         assert_eq!(store.path(), Some(dir.path().join("hosted.sqlite").as_path()));
     }
