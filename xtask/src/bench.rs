@@ -13,6 +13,7 @@
 mod chain;
 mod docs;
 mod pages;
+mod paywall;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -51,6 +52,8 @@ enum Group {
     Docs,
     /// Chain reads of a warm `paperchain serve` against Foundry's `cast`, on a local anvil.
     Chain,
+    /// Hosted mode's paywall: unpaid 402s a second under 64 connections, and its own cost on a paid call.
+    Paywall,
 }
 
 impl Group {
@@ -89,12 +92,20 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    let paywall = if args.group.includes(Group::Paywall) {
+        Some(paywall::measure(&paperchain, &installed.tools, &work.path.join("paywall"))?)
+    } else {
+        None
+    };
 
     if documents {
         print_documents(&rows, args.runs, memory);
     }
     if let Some(chain) = &chain {
         chain.print();
+    }
+    if let Some(paywall) = &paywall {
+        paywall.print();
     }
     let mut failures: Vec<(bool, String)> = rows
         .iter()
@@ -108,6 +119,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     failures.extend(chain.iter().flat_map(chain::Report::failures));
+    failures.extend(paywall.iter().flat_map(paywall::Report::failures));
     if failures.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }

@@ -13,7 +13,7 @@ mod setup;
 mod test;
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -72,8 +72,14 @@ fn serve(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
 
 /// The workspace root: xtask lives one folder below it.
 fn project_root() -> PathBuf {
-    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+    // `cargo run` says where the manifest is now. The path baked in at compile time can be
+    // another checkout's: cargo reuses an xtask built from a clone elsewhere that shares the
+    // target folder, and its folder may be gone (every child then fails to start).
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.join("Cargo.toml").is_file())
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    manifest_dir.parent().unwrap_or(&manifest_dir).to_path_buf()
 }
 
 /// The shared document corpus: `$PAPERCHAIN_CORPUS`, else `../shared/corpus` beside the clone.

@@ -1,0 +1,307 @@
+//! The paywall's own cost on a paid call, the facilitator excluded: the same route and
+//! input served in process (a) in local mode, no paywall, and (b) in hosted mode paid with
+//! x402, through a facilitator that answers verify and settle at once. The difference is
+//! what the paywall adds: header decoding, requirement matching, the SQLite claim, finish
+//! and ledger row (each a committed transaction), the task of a paid call, the receipt.
+//!
+//! Run by `cargo xtask bench paywall`, or alone with
+//! `cargo bench -p paperchain-gateway --bench paywall [-- --calls N] [--dir FOLDER]`; the
+//! SQLite store goes in a new folder inside FOLDER (default: the system's temporary folder),
+//! whose disk decides what its commits cost.
+//!
+//! A timed loop rather than criterion: the figures asked for are the median and the 99th
+//! percentile of single calls, and criterion times batches of calls (their means), which
+//! hides the tail that the SQLite commits make. Each call goes through the whole axum
+//! router (`tower::ServiceExt::oneshot`, no socket), so both sides pay the same HTTP
+//! layer and differ only by the paywall. The sides alternate in blocks, so drift (page
+//! cache, CPU frequency, the ledger growing) falls on both.
+//!
+//! Output: one `result route=… mode=… calls=… p50_us=… p99_us=… max_us=… mean_us=…` line
+//! per route and side on stdout (xtask reads them), progress on stderr.
+//! Without `--bench` (`cargo test --all-targets`, nextest) it makes a few calls of each
+//! kind as a smoke test and prints no timings.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use http_body_util::BodyExt as _;
+use paperchain_engine::{Catalog, Context};
+use paperchain_gateway::ServerConfig;
+use paperchain_gateway::hosted::config::{ConfigSources, HostedConfig, NETWORKS, PayTo};
+use paperchain_gateway::hosted::facilitator::{FacilitatorFailure, PaymentFacilitator, Settled, Verified};
+use paperchain_gateway::hosted::http::{PAYMENT_REQUIRED, PAYMENT_SIGNATURE};
+use paperchain_gateway::hosted::paywall::{PAYMENT_RESPONSE, Paywall, SystemClock};
+use paperchain_gateway::hosted::store::Store;
+use paperchain_gateway::server::app_with;
+use serde_json::{Value, json};
+use tower::ServiceExt as _;
+use x402_types::proto;
+
+/// Where the in-process server says it listens (only the Host check reads it).
+const ADDR: &str = "127.0.0.1:8402";
+const PAY_TO: &str = "0x00000000000000000000000000000000000b0b02";
+const PAYER: &str = "0x00000000000000000000000000000000000a11ce";
+/// Timed calls of each side of each route, unless `--calls` says otherwise.
+const DEFAULT_CALLS: usize = 3000;
+/// Calls of one side before the other side's turn.
+const BLOCK: usize = 50;
+
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Accepts every payment at once: bench-only, it checks no signature and moves no money,
+/// so what is timed is the paywall around it.
+struct InstantFacilitator;
+
+impl PaymentFacilitator for InstantFacilitator {
+    fn verify(&self, _: proto::VerifyRequest) -> BoxFuture<'_, Result<Verified, FacilitatorFailure>> {
+        Box::pin(async { Ok(Verified { payer: Some(PAYER.into()) }) })
+    }
+
+    fn settle(&self, _: proto::SettleRequest) -> BoxFuture<'_, Result<Settled, FacilitatorFailure>> {
+        Box::pin(async {
+            Ok(Settled {
+                payer: Some(PAYER.into()),
+                transaction: format!("0x{}", "ab".repeat(32)),
+                network: NETWORKS[0].caip2.into(),
+            })
+        })
+    }
+
+    fn supported(&self) -> BoxFuture<'_, Result<proto::SupportedResponse, FacilitatorFailure>> {
+        Box::pin(async { Err(FacilitatorFailure::Unavailable("not asked in the bench".into())) })
+    }
+}
+
+/// A route and the input both sides are given.
+struct Case {
+    path: &'static str,
+    body: Vec<u8>,
+}
+
+fn cases() -> Vec<Case> {
+    // transfer(address,uint256): decoded offline from the bundled selector table.
+    let calldata = format!("0xa9059cbb{:0>64}{:064x}", &PAY_TO[2..], 1_000_000u64);
+    let pdf = B64.encode(tiny_pdf());
+    vec![
+        Case { path: "/v1/chain/calldata", body: json!({ "calldata": calldata }).to_string().into_bytes() },
+        Case { path: "/v1/pdf/inspect", body: json!({ "file": { "data": pdf } }).to_string().into_bytes() },
+    ]
+}
+
+/// A one-page PDF with a line of text, written by hand so the bench needs no file.
+fn tiny_pdf() -> Vec<u8> {
+    let content = "BT /F1 24 Tf 72 720 Td (Paperchain paywall bench) Tj ET";
+    let objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".into(),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> \
+         /Contents 5 0 R >>"
+            .into(),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".into(),
+        format!("<< /Length {} >>\nstream\n{content}\nendstream", content.len()),
+    ];
+    let mut pdf = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, object) in objects.iter().enumerate() {
+        offsets.push(pdf.len());
+        pdf.extend_from_slice(format!("{} 0 obj\n{object}\nendobj\n", i + 1).as_bytes());
+    }
+    let xref = pdf.len();
+    pdf.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+    for offset in offsets {
+        pdf.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
+    }
+    let trailer = format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1);
+    pdf.extend_from_slice(trailer.as_bytes());
+    pdf
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--list") {
+        // nextest asks what to run: one smoke test, nothing ignored.
+        if !args.iter().any(|a| a == "--ignored") {
+            println!("paywall: test");
+        }
+        return;
+    }
+    let bench = args.iter().any(|a| a == "--bench");
+    let calls = match args.iter().position(|a| a == "--calls") {
+        Some(i) => args.get(i + 1).and_then(|n| n.parse().ok()).filter(|&n: &usize| n > 0).unwrap_or_else(|| {
+            eprintln!("error: --calls takes a positive number");
+            std::process::exit(2)
+        }),
+        None if bench => DEFAULT_CALLS,
+        None => 3,
+    };
+    let parent = match args.iter().position(|a| a == "--dir") {
+        Some(i) => args.get(i + 1).map(std::path::PathBuf::from).unwrap_or_else(|| {
+            eprintln!("error: --dir takes a folder");
+            std::process::exit(2)
+        }),
+        None => std::env::temp_dir(),
+    };
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    runtime.block_on(run(calls, bench, &parent));
+}
+
+async fn run(calls: usize, bench: bool, parent: &Path) {
+    let dir = tempfile::tempdir_in(parent).expect("a temporary folder");
+    let addr: SocketAddr = ADDR.parse().expect("a socket address");
+    let ctx = Context::new();
+    let local = app_with(&ServerConfig::local(dir.path().join("local")), addr, ctx.clone(), None)
+        .expect("the local-mode router");
+    let paywall = paywall(dir.path(), &ctx).await;
+    let hosted = app_with(&ServerConfig::local(dir.path().join("hosted")), addr, ctx, Some(paywall.clone()))
+        .expect("the hosted-mode router");
+    if bench {
+        eprintln!(
+            "paywall bench: {calls} timed calls of each side of each route, in blocks of {BLOCK}, after {} warm-up \
+             calls; SQLite store at {} (synchronous=FULL)",
+            warm_up(calls),
+            dir.path().display()
+        );
+    }
+    for case in cases() {
+        let required = quote(&hosted, &case).await;
+        let mut next = 0u64;
+        let mut payment = || {
+            next += 1;
+            signature(&required, next)
+        };
+        for _ in 0..warm_up(calls) {
+            call(&local, &case, None).await;
+            call(&hosted, &case, Some(payment())).await;
+        }
+        let (mut ours, mut paid) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+        let mut round = 0;
+        while ours.len() < calls {
+            let n = BLOCK.min(calls - ours.len());
+            // Which side starts a round alternates too: neither always follows the other.
+            for side in if round % 2 == 0 { [false, true] } else { [true, false] } {
+                for _ in 0..n {
+                    if side {
+                        let header = payment();
+                        paid.push(call(&hosted, &case, Some(header)).await);
+                    } else {
+                        ours.push(call(&local, &case, None).await);
+                    }
+                }
+            }
+            round += 1;
+        }
+        if bench {
+            report(case.path, "local", &mut ours);
+            report(case.path, "hosted", &mut paid);
+        }
+    }
+    let totals = paywall.store().totals().await.expect("the ledger's totals");
+    if bench {
+        eprintln!("paywall bench: ledger {totals:?}");
+    }
+}
+
+fn warm_up(calls: usize) -> usize {
+    (calls / 10).clamp(1, 200)
+}
+
+/// The hosted side: the sandbox's configuration (no facilitator URL needed) paid on Base,
+/// its store in `dir`, the instant facilitator.
+async fn paywall(dir: &Path, ctx: &Context) -> Arc<Paywall> {
+    let sources = ConfigSources { file: None, data_dir: dir, public_url: Some("http://127.0.0.1:8402"), sandbox: true };
+    let mut config = HostedConfig::load_with(&sources, |_| None).expect("the hosted configuration");
+    config.pay_to = vec![PayTo { network: NETWORKS[0].clone(), address: PAY_TO.into() }];
+    let store = Store::open(&config.database).await.expect("the SQLite store");
+    let catalog = Catalog::standard();
+    Arc::new(Paywall::new(config, &catalog, ctx, Arc::new(InstantFacilitator), store, Arc::new(SystemClock)))
+}
+
+/// The 402 of an unpaid call: the PaymentRequired that payments are built from.
+async fn quote(hosted: &Router, case: &Case) -> Value {
+    let response = hosted.clone().oneshot(request(case, None)).await.expect("the router answers");
+    assert_eq!(response.status(), StatusCode::PAYMENT_REQUIRED, "{}: an unpaid call is quoted", case.path);
+    let header = response.headers().get(PAYMENT_REQUIRED).expect("a PAYMENT-REQUIRED header").as_bytes();
+    let required: Value = serde_json::from_slice(&B64.decode(header).expect("base64")).expect("JSON");
+    assert!(required["accepts"][0]["amount"].is_string(), "{}: the 402 has a price: {required}", case.path);
+    required
+}
+
+/// A PAYMENT-SIGNATURE shaped like an EIP-3009 exact payment for the first requirement,
+/// with its own nonce and signature so the replay guard sees a new payment every time.
+fn signature(required: &Value, n: u64) -> String {
+    let accepted = &required["accepts"][0];
+    let payload = json!({
+        "x402Version": 2,
+        "resource": required["resource"],
+        "accepted": accepted,
+        "payload": {
+            "signature": format!("0x{n:0>130x}"),
+            "authorization": {
+                "from": PAYER,
+                "to": accepted["payTo"],
+                "value": accepted["amount"],
+                "validAfter": "0",
+                "validBefore": "4102444800",
+                "nonce": format!("0x{n:064x}"),
+            },
+        },
+    });
+    B64.encode(payload.to_string())
+}
+
+fn request(case: &Case, payment: Option<String>) -> Request<Body> {
+    let mut request = Request::post(case.path)
+        .header(header::HOST, ADDR)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::CONTENT_LENGTH, case.body.len());
+    if let Some(payment) = payment {
+        request = request.header(PAYMENT_SIGNATURE, payment);
+    }
+    request.body(Body::from(case.body.clone())).expect("a request")
+}
+
+/// One call, answer read whole; its time. Any answer but a delivered (and, when paid,
+/// settled) result stops the bench: a refusal would be timed as if it were the work.
+async fn call(router: &Router, case: &Case, payment: Option<String>) -> Duration {
+    let paid = payment.is_some();
+    let request = request(case, payment);
+    let started = Instant::now();
+    let response = router.clone().oneshot(request).await.expect("the router answers");
+    let (parts, body) = response.into_parts();
+    let body = body.collect().await.expect("the answer's body").to_bytes();
+    let elapsed = started.elapsed();
+    assert_eq!(
+        parts.status,
+        StatusCode::OK,
+        "{} ({}): {}",
+        case.path,
+        if paid { "paid" } else { "local" },
+        String::from_utf8_lossy(&body)
+    );
+    assert!(!paid || parts.headers.contains_key(PAYMENT_RESPONSE), "{}: a paid answer has its receipt", case.path);
+    elapsed
+}
+
+fn report(path: &str, mode: &str, times: &mut [Duration]) {
+    times.sort();
+    let at = |q: f64| times[((times.len() as f64 * q).ceil() as usize).clamp(1, times.len()) - 1];
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let mean = times.iter().sum::<Duration>() / times.len() as u32;
+    println!(
+        "result route={path} mode={mode} calls={} p50_us={:.1} p99_us={:.1} max_us={:.1} mean_us={:.1}",
+        times.len(),
+        us(at(0.5)),
+        us(at(0.99)),
+        us(times[times.len() - 1]),
+        us(mean)
+    );
+}
