@@ -10,7 +10,7 @@ use paperchain_engine::{EngineError, FileSet, Reply};
 use paperchain_gateway::error::ApiError;
 use paperchain_gateway::files::FileStore;
 use paperchain_gateway::routes::store_links;
-use rmcp::model::{CallToolResult, ContentBlock, EmbeddedResource, MetaObject, Resource, ResourceContents};
+use rmcp::model::{CallToolResult, ContentBlock, EmbeddedResource, MetaObject, Resource, ResourceContents, Tool};
 use serde_json::{Value, json};
 
 use crate::tools::{FileItem, FilesResult, WRAPPED_RESULT};
@@ -127,6 +127,65 @@ pub fn failure(error: ApiError) -> CallToolResult {
     }
     // Text only: a structured error would have to match the tool's output schema.
     CallToolResult::error(vec![ContentBlock::text(body.to_string())])
+}
+
+/// The paywall's PaymentRequired as the x402 MCP transport carries it: a tool error whose
+/// `structuredContent` and `content[0].text` are the object. The paywall names the HTTP
+/// route; over MCP the resource is the tool: `resource.url` becomes `mcp://tool/<name>` (the
+/// transport's and the x402 MCP libraries' convention), and a `bazaar` discovery extension
+/// describes the tool (`input.type: "mcp"`) instead of an HTTP POST to a URL it no longer
+/// names. Nothing the payment is checked against changes: a PaymentPayload's `resource` is
+/// neither signed nor compared, only its `accepted` requirement is.
+pub fn payment_required(mut body: Value, tool: &Tool) -> CallToolResult {
+    if let Some(resource) = body.get_mut("resource").and_then(Value::as_object_mut) {
+        resource.insert("url".into(), json!(format!("mcp://tool/{}", tool.name)));
+    }
+    if let Some(bazaar) = body.get_mut("extensions").and_then(|e| e.get_mut("bazaar")) {
+        *bazaar = mcp_bazaar(tool);
+    }
+    CallToolResult::structured_error(body)
+}
+
+/// The `bazaar` extension of a tool (x402 extensions/bazaar.md, "MCP Tools"): `info` says how
+/// it is called, `schema` validates `info`.
+fn mcp_bazaar(tool: &Tool) -> Value {
+    let mut input = json!({
+        "type": "mcp",
+        "toolName": tool.name,
+        "transport": "streamable-http",
+        "inputSchema": tool.input_schema.as_ref(),
+    });
+    if let Some(title) = &tool.title {
+        input["description"] = json!(title);
+    }
+    json!({
+        "info": { "input": input, "output": { "type": "json" } },
+        "schema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "input": {
+                    "type": "object",
+                    "properties": {
+                        "type": { "type": "string", "const": "mcp" },
+                        "toolName": { "type": "string" },
+                        "description": { "type": "string" },
+                        "transport": { "type": "string", "enum": ["streamable-http", "sse"] },
+                        "inputSchema": { "type": "object" },
+                        "example": { "type": "object" },
+                    },
+                    "required": ["type", "toolName", "inputSchema"],
+                    "additionalProperties": false,
+                },
+                "output": {
+                    "type": "object",
+                    "properties": { "type": { "type": "string" }, "example": { "type": "object" } },
+                    "required": ["type"],
+                },
+            },
+            "required": ["input"],
+        },
+    })
 }
 
 /// A file name as one URI path segment (RFC 3986 unreserved characters kept).

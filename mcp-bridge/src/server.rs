@@ -69,7 +69,10 @@ impl McpServer {
     /// A server with `options`; the tools are generated once, here.
     pub fn new(options: ServerOptions) -> McpServer {
         let catalog = Arc::new(Catalog::standard());
-        let tools = tools::tools(&catalog, &options.families, &options.ctx);
+        let tools = match options.paywall {
+            None => tools::tools(&catalog, &options.families, &options.ctx),
+            Some(_) => tools::hosted_tools(&catalog, &options.families, &options.ctx),
+        };
         let wraps = catalog
             .routes()
             .filter(|r| options.families.contains(&r.info().family))
@@ -130,7 +133,8 @@ impl McpServer {
                     let call =
                         Call { route, body: Body::Json(&body), payment, free: FreeAsk::Yes, client, binding: None };
                     let answer = paywall.handle(call, &inner.options.ctx).await;
-                    answer_result(answer, wrap, links.as_ref()).await
+                    let tool = inner.tools.iter().find(|t| t.name == operation);
+                    answer_result(answer, tool, wrap, links.as_ref()).await
                 });
                 match task.await {
                     Ok(result) => result,
@@ -161,8 +165,8 @@ impl McpServer {
 }
 
 /// The paywall's answer as a tool result (x402 MCP transport: a 402 is a tool error whose
-/// structured content, and first text, is the PaymentRequired object).
-async fn answer_result(answer: Answer, wrap: bool, links: Option<&Links>) -> CallToolResult {
+/// structured content, and first text, is the PaymentRequired object, naming `tool`).
+async fn answer_result(answer: Answer, tool: Option<&Tool>, wrap: bool, links: Option<&Links>) -> CallToolResult {
     match answer {
         Answer::Delivered { reply, receipt, free_left } => {
             let mut result = results::success(reply, wrap, links).await.unwrap_or_else(results::failure);
@@ -178,7 +182,11 @@ async fn answer_result(answer: Answer, wrap: bool, links: Option<&Links>) -> Cal
             }
             result
         }
-        Answer::PaymentRequired(required) => CallToolResult::structured_error(required.body),
+        Answer::PaymentRequired(required) => match tool {
+            Some(tool) => results::payment_required(required.body, tool),
+            // Every route of a served family is one of its tools; unreachable in practice.
+            None => CallToolResult::structured_error(required.body),
+        },
         Answer::Failed(error) => results::failure(error),
     }
 }

@@ -53,6 +53,94 @@ pub fn tools(catalog: &Catalog, families: &[Family], ctx: &Context) -> Vec<Tool>
     catalog.routes().filter(|r| families.contains(&r.info().family)).map(|r| tool(r, ctx)).collect()
 }
 
+/// The tools of `families` as a hosted server lists them: each output schema also admits the
+/// PaymentRequired a call past the free pool answers (see [`admit_payment_required`]).
+pub fn hosted_tools(catalog: &Catalog, families: &[Family], ctx: &Context) -> Vec<Tool> {
+    let mut tools = tools(catalog, families, ctx);
+    for tool in &mut tools {
+        if let Some(output) = &tool.output_schema {
+            tool.output_schema = Some(Arc::new(admit_payment_required(output)));
+        }
+    }
+    tools
+}
+
+/// `output` widened to `{"type": "object", "anyOf": [output, PaymentRequired]}`. MCP clients
+/// (the TypeScript SDK among them) validate `structuredContent` against the output schema
+/// even on an `isError` result, and the x402 MCP transport puts the PaymentRequired there.
+/// The definitions stay at the root, where the answer's `#/$defs/…` references point.
+pub fn admit_payment_required(output: &JsonObject) -> JsonObject {
+    let mut answer = output.clone();
+    let definitions = answer.remove("$defs");
+    let mut root = Map::from_iter([
+        ("type".to_string(), json!("object")),
+        ("anyOf".to_string(), json!([answer, payment_required_schema()])),
+    ]);
+    if let Some(definitions) = definitions {
+        root.insert("$defs".into(), definitions);
+    }
+    root
+}
+
+/// The JSON Schema of the x402 v2 PaymentRequired object, from the 402 body's field table of
+/// the API reference (Authentication). Open to fields it does not name: a later x402 release
+/// adding one must not turn a payment request into a client-side validation error.
+pub fn payment_required_schema() -> Value {
+    let string = |description: &str| json!({ "type": "string", "description": description });
+    json!({
+        "title": "PaymentRequired",
+        "description": "x402 v2: this call must be paid (the free pool is used up, or a payment sent was refused). \
+            Pay by repeating the call with a PaymentPayload signed for one entry of `accepts` in \
+            _meta[\"x402/payment\"].",
+        "type": "object",
+        "properties": {
+            "x402Version": { "type": "integer", "const": 2, "description": "x402 protocol version." },
+            "error": string("Why the call must be paid, or why the payment sent was refused \
+                (e.g. `free_pool_exhausted`, `price_mismatch`, an input error before paying)."),
+            "resource": {
+                "type": "object",
+                "description": "What is paid for.",
+                "properties": {
+                    "url": string("The resource: `mcp://tool/<tool name>` over MCP."),
+                    "description": string("What the tool does."),
+                    "mimeType": string("Media type of the result."),
+                    "serviceName": string("Name of the service."),
+                    "tags": { "type": "array", "items": { "type": "string" }, "description": "Discovery tags." },
+                    "iconUrl": string("Icon of the service."),
+                },
+                "required": ["url"],
+            },
+            "accepts": {
+                "type": "array",
+                "description": "The payment requirements, one per network, the primary network first; sign one.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "scheme": string("Payment scheme, e.g. `exact`."),
+                        "network": string("CAIP-2 network, e.g. `eip155:8453`."),
+                        "amount": {
+                            "type": "string",
+                            "pattern": "^[0-9]+$",
+                            "description": "The price of this input in the asset's atomic units (6 decimals).",
+                        },
+                        "asset": string("The token paid with."),
+                        "payTo": string("The address paid."),
+                        "maxTimeoutSeconds": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "description": "How long a signed payment stays valid, in seconds.",
+                        },
+                        "extra": { "type": "object", "description": "Scheme-specific data (token name and version…)." },
+                    },
+                    "required": ["scheme", "network", "amount", "asset", "payTo", "maxTimeoutSeconds"],
+                },
+            },
+            "extensions": { "type": "object", "description": "x402 extensions (discovery metadata under `bazaar`)." },
+        },
+        "required": ["x402Version", "resource", "accepts"],
+    })
+}
+
 /// The tool of one route.
 pub fn tool(entry: &RouteEntry, ctx: &Context) -> Tool {
     let info = entry.info();

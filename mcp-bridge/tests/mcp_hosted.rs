@@ -3,6 +3,7 @@
 //! content[0].text); a retry carrying `_meta["x402/payment"]` is verified, run and settled
 //! by the same paywall as over HTTP, the balances move by exactly the quote, the result
 //! carries `_meta["x402/payment-response"]`, and the same payment sent again is refused.
+//! Every hosted tool's output schema admits its PaymentRequired and the tool's own answers.
 
 mod common;
 
@@ -95,4 +96,70 @@ async fn a_chain_tool_is_paid_over_mcp_once_its_pool_is_empty() {
     let after = hosted.balances().await;
     assert_eq!(after.1 - before.1, quote);
     client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn every_hosted_output_schema_admits_the_payment_required_and_a_delivered_answer() {
+    // One free call in each pool the successes below use, none in the address check's: every
+    // other call answers a PaymentRequired and runs nothing.
+    let env =
+        [("PAPERCHAIN_FREE_CHAIN_READS", "1"), ("PAPERCHAIN_FREE_DOCS", "1"), ("PAPERCHAIN_FREE_ADDRESS_CHECK", "0")];
+    let hosted = start(&env).await;
+    for (family, answered) in [
+        ("chain", ("get_gas_price", json!({ "chain": "base" }))),
+        (
+            "docs",
+            (
+                "rotate_pdf_pages",
+                json!({ "file": common::file_input("sample-files/pdflatex-4-pages.pdf"), "degrees": 90 }),
+            ),
+        ),
+    ] {
+        let client = http_client(&format!("{}/mcp/{family}", hosted.server.base)).await;
+        let tools = client.list_all_tools().await.unwrap();
+        let validators: std::collections::HashMap<String, jsonschema::Validator> = tools
+            .iter()
+            .map(|tool| {
+                let schema = Value::Object(tool.output_schema.as_deref().expect("an output schema").clone());
+                assert_eq!(schema["type"], "object", "{}: MCP wants an object at the root", tool.name);
+                let validator = jsonschema::validator_for(&schema)
+                    .unwrap_or_else(|e| panic!("{}: the output schema does not compile: {e}", tool.name));
+                (tool.name.to_string(), validator)
+            })
+            .collect();
+        let check = |name: &str, instance: &Value| {
+            let errors: Vec<String> = validators[name].iter_errors(instance).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{name}: {instance} does not match the output schema: {errors:?}");
+        };
+
+        // A delivered answer (the free call), then its PaymentRequired (the pool is empty).
+        let (name, arguments) = answered;
+        let answer = structured(&call(&client, name, arguments.clone(), None).await);
+        check(name, &answer);
+        let required = payment_required(&call(&client, name, arguments, None).await);
+        assert_eq!(required["error"], "free_pool_exhausted");
+        check(name, &required);
+
+        // Every tool: an empty call is a PaymentRequired (quoting the base price, with the input
+        // error, or past the empty pool), admitted by the tool's own schema.
+        for tool in &tools {
+            let required = payment_required(&call(&client, &tool.name, json!({}), None).await);
+            assert_eq!(required["resource"]["url"], format!("mcp://tool/{}", tool.name), "{required}");
+            check(&tool.name, &required);
+            let bazaar = &required["extensions"]["bazaar"];
+            if !bazaar.is_null() {
+                assert_eq!(bazaar["info"]["input"]["toolName"], tool.name.as_ref(), "{bazaar}");
+                let schema = jsonschema::validator_for(&bazaar["schema"]).expect("the bazaar schema compiles");
+                assert!(schema.is_valid(&bazaar["info"]), "{}: bazaar info does not match its schema", tool.name);
+            }
+        }
+
+        // Not a vacuous schema: neither an answer of another shape nor another x402 version.
+        let validator = &validators[name];
+        assert!(!validator.is_valid(&json!({ "unexpected": true })), "{name} admits anything");
+        let mut other_version = required.clone();
+        other_version["x402Version"] = json!(1);
+        assert!(!validator.is_valid(&other_version), "{name} admits x402Version 1");
+        client.cancel().await.unwrap();
+    }
 }

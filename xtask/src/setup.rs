@@ -96,6 +96,14 @@ pub const NPM_TOOLS: &[NpmTool] = &[
         program: None,
         why: "the official MCP Inspector, whose CLI lists and calls the MCP tools in cli/tests/mcp.rs",
     },
+    NpmTool {
+        // Pinned, not left to the Inspector's ^1.25.2: the interop test depends on how 1.x's
+        // client validates structured content. The release the Inspector 1.0.3 install brought.
+        package: "@modelcontextprotocol/sdk",
+        version: "1.32.2",
+        program: None,
+        why: "the official MCP TypeScript SDK client, which calls the hosted sandbox in mcp-bridge/tests/mcp_ts_sdk.rs",
+    },
 ];
 
 /// Debian's package for npm, installed only when no `npm` is on the PATH (a Node.js from
