@@ -907,6 +907,99 @@ mod tests {
         assert!(decode_payment(&B64.encode(r#"{"x402Version":2,"accepted":{}}"#)).unwrap_err().contains("payload"));
     }
 
+    /// A facilitator that only answers `/supported`, with `kinds`.
+    struct Supports(Value);
+
+    impl PaymentFacilitator for Supports {
+        fn verify(
+            &self,
+            _: proto::VerifyRequest,
+        ) -> std::pin::Pin<
+            Box<dyn Future<Output = Result<super::super::facilitator::Verified, FacilitatorFailure>> + Send + '_>,
+        > {
+            Box::pin(async { Err(FacilitatorFailure::Unavailable("not in this test".into())) })
+        }
+
+        fn settle(
+            &self,
+            _: proto::SettleRequest,
+        ) -> std::pin::Pin<Box<dyn Future<Output = Result<Settled, FacilitatorFailure>> + Send + '_>> {
+            Box::pin(async { Err(FacilitatorFailure::Unavailable("not in this test".into())) })
+        }
+
+        fn supported(
+            &self,
+        ) -> std::pin::Pin<Box<dyn Future<Output = Result<proto::SupportedResponse, FacilitatorFailure>> + Send + '_>>
+        {
+            let value = self.0.clone();
+            Box::pin(async move {
+                serde_json::from_value(value).map_err(|e| FacilitatorFailure::Unavailable(e.to_string()))
+            })
+        }
+    }
+
+    async fn paywall_paid_on_all_three(supported: Value) -> Paywall {
+        let env = [
+            ("PAPERCHAIN_PUBLIC_URL", "https://api.example.com"),
+            ("PAPERCHAIN_FACILITATOR_URL", "https://facilitator.example.com"),
+            ("PAPERCHAIN_PAY_TO_BASE", "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"),
+            ("PAPERCHAIN_PAY_TO_POLYGON", "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"),
+            ("PAPERCHAIN_PAY_TO_SOLANA", "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM"),
+        ];
+        let sources = super::super::config::ConfigSources {
+            file: None,
+            data_dir: std::path::Path::new("/unused"),
+            public_url: None,
+            sandbox: false,
+        };
+        let config =
+            HostedConfig::load_with(&sources, |k| env.iter().find(|(key, _)| *key == k).map(|(_, v)| v.to_string()))
+                .unwrap();
+        let store = Store::open_in_memory().await.unwrap();
+        Paywall::new(
+            config,
+            &Catalog::standard(),
+            &Context::new(),
+            Arc::new(Supports(supported)),
+            store,
+            Arc::new(SystemClock),
+        )
+    }
+
+    #[tokio::test]
+    async fn solana_is_offered_with_the_facilitators_fee_payer_and_base_comes_first() {
+        let solana = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
+        let paywall = paywall_paid_on_all_three(json!({"kinds": [
+            {"x402Version": 2, "scheme": "exact", "network": "eip155:8453"},
+            {"x402Version": 2, "scheme": "exact", "network": solana, "extra": {"feePayer": "FeePayer1111111111111111111111111111111111"}},
+        ]}))
+        .await;
+        // Before the facilitator is asked, Solana has no fee payer and is not offered.
+        let networks =
+            |reqs: &[Value]| reqs.iter().map(|r| r["network"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+        assert_eq!(networks(&paywall.requirements(Price::atomic(2000)).await), ["eip155:8453", "eip155:137"]);
+        paywall.learn_supported().await.unwrap();
+        let offered = paywall.requirements(Price::atomic(2000)).await;
+        assert_eq!(networks(&offered), ["eip155:8453", "eip155:137", solana]);
+        assert_eq!(offered[2]["extra"], json!({"feePayer": "FeePayer1111111111111111111111111111111111"}));
+        assert_eq!(offered[2]["asset"], "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v");
+        assert_eq!(offered[0]["extra"], json!({"name": "USD Coin", "version": "2"}));
+        assert!(
+            offered.iter().all(|r| r["amount"] == "2000" && r["scheme"] == "exact" && r["maxTimeoutSeconds"] == 300)
+        );
+    }
+
+    #[tokio::test]
+    async fn solana_without_a_fee_payer_is_not_offered() {
+        let paywall = paywall_paid_on_all_three(json!({"kinds": [
+            {"x402Version": 2, "scheme": "exact", "network": "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"},
+            {"x402Version": 1, "scheme": "exact", "network": "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "extra": {"feePayer": "x"}},
+        ]}))
+        .await;
+        paywall.learn_supported().await.unwrap();
+        assert_eq!(paywall.requirements(Price::atomic(1)).await.len(), 2);
+    }
+
     #[test]
     fn the_signed_amount_is_read_from_either_evm_payload() {
         let eip3009 = json!({"payload": {"authorization": {"value": "2000"}}});
