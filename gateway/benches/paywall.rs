@@ -166,7 +166,7 @@ async fn run(calls: usize, bench: bool, parent: &Path) {
     if bench {
         eprintln!(
             "paywall bench: {calls} timed calls of each side of each route, in blocks of {BLOCK}, after {} warm-up \
-             calls; SQLite store at {} (synchronous=FULL)",
+             calls; SQLite store at {} (payments synchronous=FULL)",
             warm_up(calls),
             dir.path().display()
         );

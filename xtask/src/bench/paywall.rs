@@ -111,8 +111,9 @@ struct Percentiles {
 pub(super) fn measure(paperchain: &Path, tools: &Path, dir: &Path) -> anyhow::Result<Report> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    // Every call, a 402 too, commits a ledger row with synchronous=FULL: the disk's flushes
-    // bound the figures. A memory file system, where a flush costs nothing, shows the rest.
+    // Every call commits a ledger row; a 402's without a flush (synchronous=NORMAL), a paid
+    // call's claim, finish and row with one each (FULL). A memory file system, where a flush
+    // costs nothing, shows what the disk adds.
     let mut stores = vec![(store_label(dir), dir.to_path_buf())];
     let memory = Path::new(MEMORY_FOLDER).join(format!("paperchain-bench-{}", std::process::id()));
     let _memory = Removed(memory.clone());
@@ -514,8 +515,8 @@ impl Report {
         println!(
             "Latency: from writing a request to reading its whole answer, every answer of the window; each answer's \
              status and header checked, and on each connection's first answer the header decoded and compared with \
-             the body. Every call, a 402 too, commits a ledger row (synchronous=FULL): on a disk, its flush \
-             bounds the answers/s; the memory file system shows the rest of the cost."
+             the body. Every call, a 402 too, commits a ledger row, a 402's without a flush (synchronous=NORMAL, \
+             WAL); the memory file system shows what the disk adds."
         );
         let mut said = Vec::new();
         for row in &self.load {
