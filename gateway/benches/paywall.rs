@@ -90,39 +90,11 @@ struct Case {
 fn cases() -> Vec<Case> {
     // transfer(address,uint256): decoded offline from the bundled selector table.
     let calldata = format!("0xa9059cbb{:0>64}{:064x}", &PAY_TO[2..], 1_000_000u64);
-    let pdf = B64.encode(tiny_pdf());
+    let pdf = B64.encode(include_bytes!("one-page.pdf"));
     vec![
         Case { path: "/v1/chain/calldata", body: json!({ "calldata": calldata }).to_string().into_bytes() },
         Case { path: "/v1/pdf/inspect", body: json!({ "file": { "data": pdf } }).to_string().into_bytes() },
     ]
-}
-
-/// A one-page PDF with a line of text, written by hand so the bench needs no file.
-fn tiny_pdf() -> Vec<u8> {
-    let content = "BT /F1 24 Tf 72 720 Td (Paperchain paywall bench) Tj ET";
-    let objects = [
-        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".into(),
-        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> \
-         /Contents 5 0 R >>"
-            .into(),
-        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".into(),
-        format!("<< /Length {} >>\nstream\n{content}\nendstream", content.len()),
-    ];
-    let mut pdf = b"%PDF-1.4\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, object) in objects.iter().enumerate() {
-        offsets.push(pdf.len());
-        pdf.extend_from_slice(format!("{} 0 obj\n{object}\nendobj\n", i + 1).as_bytes());
-    }
-    let xref = pdf.len();
-    pdf.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
-    for offset in offsets {
-        pdf.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
-    }
-    let trailer = format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1);
-    pdf.extend_from_slice(trailer.as_bytes());
-    pdf
 }
 
 fn main() {

@@ -71,7 +71,7 @@ fn serve(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
 }
 
 /// The workspace root: xtask lives one folder below it.
-fn project_root() -> PathBuf {
+pub(crate) fn project_root() -> PathBuf {
     // `cargo run` says where the manifest is now. The path baked in at compile time can be
     // another checkout's: cargo reuses an xtask built from a clone elsewhere that shares the
     // target folder, and its folder may be gone (every child then fails to start).

@@ -46,15 +46,20 @@ struct Case {
     quote: &'static str,
 }
 
-fn cases() -> Vec<Case> {
-    vec![
+/// The one-page PDF the document case sends; the in-process bench sends the same file.
+const ONE_PAGE_PDF: &str = "gateway/benches/one-page.pdf";
+
+fn cases() -> anyhow::Result<Vec<Case>> {
+    let path = crate::project_root().join(ONE_PAGE_PDF);
+    let pdf = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(vec![
         Case { path: "/v1/chain/gas", body: r#"{"chain":"base"}"#.into(), quote: "chain name looked up, no RPC" },
         Case {
             path: "/v1/pdf/inspect",
-            body: format!(r#"{{"file":{{"data":"{}"}}}}"#, base64(&tiny_pdf())),
+            body: format!(r#"{{"file":{{"data":"{}"}}}}"#, base64(&pdf)),
             quote: "base64 decoded, 1-page PDF parsed",
         },
-    ]
+    ])
 }
 
 /// What the group measured, printed after the other groups' tables.
@@ -125,7 +130,7 @@ pub(super) fn measure(paperchain: &Path, tools: &Path, dir: &Path) -> anyhow::Re
     for (store, folder) in &stores {
         let server = Server::start(paperchain, tools, dir, &folder.join("data"))?;
         println!("bench: paywall: hosted sandbox at http://{}, store on {store}", server.addr);
-        for case in cases() {
+        for case in cases()? {
             println!("bench: paywall: unpaid {}, {CONNECTIONS} connections, store on {store}", case.path);
             let request = request_bytes(&server.addr, &case);
             let outcome = drive_case(&server, &request).map_err(|e| {
@@ -654,34 +659,6 @@ fn busy_ticks() -> Option<u64> {
 /// Clock ticks a second of `/proc` times.
 fn clock_ticks() -> f64 {
     Cmd::new("getconf").arg("CLK_TCK").quiet().read().ok().and_then(|t| t.trim().parse().ok()).unwrap_or(100.0)
-}
-
-/// A one-page PDF with a line of text, written by hand (xtask has no PDF library).
-fn tiny_pdf() -> Vec<u8> {
-    let content = "BT /F1 24 Tf 72 720 Td (Paperchain paywall bench) Tj ET";
-    let objects = [
-        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".into(),
-        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> \
-         /Contents 5 0 R >>"
-            .into(),
-        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".into(),
-        format!("<< /Length {} >>\nstream\n{content}\nendstream", content.len()),
-    ];
-    let mut pdf = b"%PDF-1.4\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, object) in objects.iter().enumerate() {
-        offsets.push(pdf.len());
-        pdf.extend_from_slice(format!("{} 0 obj\n{object}\nendobj\n", i + 1).as_bytes());
-    }
-    let xref = pdf.len();
-    pdf.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
-    for offset in offsets {
-        pdf.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
-    }
-    let trailer = format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1);
-    pdf.extend_from_slice(trailer.as_bytes());
-    pdf
 }
 
 const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
