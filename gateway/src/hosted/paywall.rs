@@ -226,12 +226,18 @@ impl Paywall {
     }
 
     /// Housekeeping, hourly while the server runs: free-pool counts of past days are
-    /// deleted, and claims left by a call that never finished (a crash in another process
-    /// sharing the database) are marked abandoned, which keeps them refused.
+    /// deleted, claims left by a call that never finished (a crash in another process
+    /// sharing the database) are marked abandoned, which keeps them refused, and a network
+    /// still waiting for its fee payer (the facilitator was down at start) asks again.
     pub async fn maintain(self: Arc<Self>) {
         let mut tick = tokio::time::interval(Duration::from_secs(3600));
         loop {
             tick.tick().await;
+            if self.waiting_for_fee_payer().await
+                && let Err(e) = self.learn_supported().await
+            {
+                tracing::warn!(error = %e, "the facilitator's supported networks are still unknown");
+            }
             let yesterday = self.clock.now().date().previous_day().unwrap_or(time::Date::MIN);
             if let Err(e) = self.store.prune_free_before(yesterday).await {
                 tracing::warn!(error = %e, "pruning old free-pool counts failed");
@@ -244,6 +250,12 @@ impl Paywall {
                 Err(e) => tracing::warn!(error = %e, "checking for unfinished payment claims failed"),
             }
         }
+    }
+
+    /// Whether a configured network is not offered yet for want of the facilitator's answer.
+    async fn waiting_for_fee_payer(&self) -> bool {
+        let extras = self.extras.read().await;
+        self.config.pay_to.iter().any(|p| !extras.contains_key(p.network.caip2))
     }
 
     /// Asks the facilitator what it supports and learns Solana's fee payer; a network the
@@ -978,7 +990,9 @@ mod tests {
         let networks =
             |reqs: &[Value]| reqs.iter().map(|r| r["network"].as_str().unwrap().to_string()).collect::<Vec<_>>();
         assert_eq!(networks(&paywall.requirements(Price::atomic(2000)).await), ["eip155:8453", "eip155:137"]);
+        assert!(paywall.waiting_for_fee_payer().await, "housekeeping will ask again");
         paywall.learn_supported().await.unwrap();
+        assert!(!paywall.waiting_for_fee_payer().await);
         let offered = paywall.requirements(Price::atomic(2000)).await;
         assert_eq!(networks(&offered), ["eip155:8453", "eip155:137", solana]);
         assert_eq!(offered[2]["extra"], json!({"feePayer": "FeePayer1111111111111111111111111111111111"}));
@@ -998,6 +1012,7 @@ mod tests {
         .await;
         paywall.learn_supported().await.unwrap();
         assert_eq!(paywall.requirements(Price::atomic(1)).await.len(), 2);
+        assert!(paywall.waiting_for_fee_payer().await);
     }
 
     #[test]
