@@ -3,7 +3,7 @@
 //! client validates every `structuredContent` against the tool's `outputSchema` once it has
 //! listed the tools, even on an `isError` result; so a paid tool's PaymentRequired (x402 MCP
 //! transport) reaches it only if the hosted output schemas admit it. Node runs
-//! tests/interop/mcp-sdk-call.mjs, which may fetch loopback addresses only.
+//! tests/interop/mcp-sdk-call.mjs (at the workspace root, beside the x402 client script), which may fetch loopback addresses only.
 
 mod common;
 
@@ -47,7 +47,7 @@ fn check_node_sdk(tools: &Path) {
 
 /// Runs the SDK client once: list the tools at `url`, call `tool` with `arguments`; its JSON line.
 async fn call_with_sdk(tools: &Path, url: &str, tool: &str, arguments: &Value) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/mcp-sdk-call.mjs");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/interop/mcp-sdk-call.mjs");
     let mut child = tokio::process::Command::new("node")
         .arg(&script)
         .arg(url)

@@ -10,10 +10,9 @@
 // reach the internet. Exit 0 once an answer is printed, whatever its status; 2 on a usage or
 // setup mistake; 1 when the client fails.
 
-import { createRequire } from "node:module";
-import { homedir } from "node:os";
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
+import { guardFetch, toolsRequire } from "./common.mjs";
 
 function fail(code, message) {
   process.stderr.write(`x402-fetch-pay: ${message}\n`);
@@ -35,30 +34,12 @@ try {
   fail(2, `the request body is not JSON: ${error.message}`);
 }
 
-const LOOPBACK = new Set(["127.0.0.1", "[::1]", "localhost"]);
-function assertLoopback(url) {
-  const { hostname } = new URL(url);
-  if (!LOOPBACK.has(hostname)) {
-    throw new Error(`refusing to fetch ${url}: only loopback addresses are allowed here`);
-  }
-}
 try {
-  assertLoopback(baseUrl);
+  guardFetch(baseUrl);
 } catch (error) {
   fail(2, error.message);
 }
-// Every fetch in this process goes through the guard, the client's and any library's.
-const realFetch = globalThis.fetch;
-globalThis.fetch = (input, init) => {
-  assertLoopback(input instanceof Request ? input.url : String(input));
-  return realFetch(input, init);
-};
-
-// The packages live in setup's tools folder, not beside this script. createRequire resolves
-// from there (node 20 keeps import.meta.resolve's parent argument behind a flag), so these are
-// the packages' published CommonJS builds, built from the same sources as their ESM builds.
-const tools = process.env.PAPERCHAIN_TOOLS || join(homedir(), ".cache/paperchain/tools");
-const require = createRequire(join(tools, "npm", "package.json"));
+const { tools, require } = toolsRequire();
 let x402Fetch, x402Evm, viemAccounts;
 try {
   x402Fetch = require("@x402/fetch");

@@ -12,10 +12,9 @@
 // here may reach the internet. Exit 0 once a line is printed; 2 on a usage or setup mistake;
 // 1 when connecting or listing fails.
 
-import { createRequire } from "node:module";
-import { homedir } from "node:os";
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
+import { guardFetch, toolsRequire } from "./common.mjs";
 
 function fail(code, message) {
   process.stderr.write(`mcp-sdk-call: ${message}\n`);
@@ -33,29 +32,12 @@ try {
   fail(2, `the arguments are not JSON: ${error.message}`);
 }
 
-const LOOPBACK = new Set(["127.0.0.1", "[::1]", "localhost"]);
-function assertLoopback(target) {
-  const { hostname } = new URL(target);
-  if (!LOOPBACK.has(hostname)) {
-    throw new Error(`refusing to fetch ${target}: only loopback addresses are allowed here`);
-  }
-}
 try {
-  assertLoopback(url);
+  guardFetch(url);
 } catch (error) {
   fail(2, error.message);
 }
-// Every fetch in this process goes through the guard, the SDK's and any library's.
-const realFetch = globalThis.fetch;
-globalThis.fetch = (input, init) => {
-  assertLoopback(input instanceof Request ? input.url : String(input));
-  return realFetch(input, init);
-};
-
-// The SDK lives in setup's tools folder, not beside this script; createRequire resolves from
-// there (as tests/interop/x402-fetch-pay.mjs does), so this is the SDK's CommonJS build.
-const tools = process.env.PAPERCHAIN_TOOLS || join(homedir(), ".cache/paperchain/tools");
-const require = createRequire(join(tools, "npm", "package.json"));
+const { tools, require } = toolsRequire();
 let Client, StreamableHTTPClientTransport, sdk;
 try {
   ({ Client } = require("@modelcontextprotocol/sdk/client/index.js"));

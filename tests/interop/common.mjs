@@ -1,0 +1,36 @@
+// What the interop scripts share: the loopback-only fetch guard (these are tests against a
+// local sandbox; nothing here may reach the internet) and a `require` that resolves the npm
+// packages `cargo xtask setup` installs into its tools folder.
+
+import { createRequire } from "node:module";
+import { homedir } from "node:os";
+import { join } from "node:path";
+
+const LOOPBACK = new Set(["127.0.0.1", "[::1]", "localhost"]);
+
+function assertLoopback(target) {
+  const { hostname } = new URL(target);
+  if (!LOOPBACK.has(hostname)) {
+    throw new Error(`refusing to fetch ${target}: only loopback addresses are allowed here`);
+  }
+}
+
+/// Checks `target`, then routes every fetch of this process (the client's and any library's)
+/// through the same check. Throws when `target` is not a loopback address.
+export function guardFetch(target) {
+  assertLoopback(target);
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = (input, init) => {
+    assertLoopback(input instanceof Request ? input.url : String(input));
+    return realFetch(input, init);
+  };
+}
+
+/// The tools folder and a `require` resolving from its npm packages. The packages live there,
+/// not beside the scripts; createRequire resolves from that folder (node 20 keeps
+/// import.meta.resolve's parent argument behind a flag), so these are the packages' published
+/// CommonJS builds, built from the same sources as their ESM builds.
+export function toolsRequire() {
+  const tools = process.env.PAPERCHAIN_TOOLS || join(homedir(), ".cache/paperchain/tools");
+  return { tools, require: createRequire(join(tools, "npm", "package.json")) };
+}
