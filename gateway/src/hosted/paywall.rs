@@ -105,8 +105,6 @@ pub struct Call<'a> {
 /// A settlement to report with the result.
 #[derive(Clone, Debug)]
 pub struct Receipt {
-    /// The facilitator's answer.
-    pub settled: Settled,
     /// Where it goes: [`PAYMENT_RESPONSE`] (x402) or [`PAYMENT_RECEIPT`] (MPP).
     pub header: &'static str,
     /// Its value: base64 of the x402 SettlementResponse, or the MPP receipt.
@@ -510,7 +508,7 @@ impl Paywall {
         let value = B64.encode(response.to_string());
         Answer::Delivered {
             reply,
-            receipt: Some(Receipt { settled, header: PAYMENT_RESPONSE, value, response }),
+            receipt: Some(Receipt { header: PAYMENT_RESPONSE, value, response }),
             free_left: None,
         }
     }
@@ -553,7 +551,7 @@ impl Paywall {
         let response = settlement_response(&settled, &decision.payer);
         Answer::Delivered {
             reply,
-            receipt: Some(Receipt { settled, header: PAYMENT_RECEIPT, value, response }),
+            receipt: Some(Receipt { header: PAYMENT_RECEIPT, value, response }),
             free_left: None,
         }
     }
