@@ -1,0 +1,41 @@
+//! Test support for Paperchain: what more than one test suite (or `cargo xtask bench`)
+//! needs, written once. Test-only: no product crate depends on it outside
+//! `[dev-dependencies]`, and nothing here is careful about anything but tests.
+//!
+//! - [`tools`]: where `cargo xtask setup` put anvil, cast and the npm packages.
+//! - [`corpus`]: the shared document corpus (`$PAPERCHAIN_CORPUS`, else `../shared/corpus`).
+//! - [`anvil`]: a local anvil chain; with the `suite` feature, its JSON-RPC helpers and the
+//!   compiled fixture contracts of `engine/tests/fixtures/contracts/`.
+//! - [`b64`] and [`b64_decode`]: standard base64.
+//! - `suite` feature (default): [`loopback`] (stand-in HTTP servers: request reader,
+//!   closed ports, silent servers), [`fake_node`] (a scripted JSON-RPC node), [`pdf`]
+//!   (page counts through qpdf), [`node`] (the interop scripts run by node).
+//! - `x402` feature: [`x402`], payments signed as an x402 client signs them.
+//! - `gateway` feature: [`server`], the gateway on a random loopback port. It depends on
+//!   `paperchain-gateway`, so the engine's tests never turn it (or `hosted`) on.
+//! - `hosted` feature: [`sandbox`], the gateway in hosted mode on the sandbox chain.
+//!
+//! `cargo xtask bench` uses the core only (`default-features = false`): no async runtime,
+//! no JSON crate.
+
+pub mod anvil;
+mod b64;
+pub mod corpus;
+pub mod tools;
+
+#[cfg(feature = "suite")]
+pub mod fake_node;
+#[cfg(feature = "suite")]
+pub mod loopback;
+#[cfg(feature = "suite")]
+pub mod node;
+#[cfg(feature = "suite")]
+pub mod pdf;
+#[cfg(feature = "hosted")]
+pub mod sandbox;
+#[cfg(feature = "gateway")]
+pub mod server;
+#[cfg(feature = "x402")]
+pub mod x402;
+
+pub use b64::{b64, b64_decode};

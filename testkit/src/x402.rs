@@ -1,0 +1,96 @@
+//! x402 v2 payments made as a paying client makes them, through x402's own client
+//! (`x402-chain-eip155`'s exact scheme on EVM chains), and edited by hand for the tests of
+//! what a server must refuse.
+//!
+//! A `PAYMENT-SIGNATURE` header is the base64 of the PaymentPayload's JSON; MCP carries the
+//! JSON itself in `_meta["x402/payment"]`.
+
+use alloy::signers::local::PrivateKeySigner;
+use serde_json::Value;
+
+alloy::sol! {
+    /// EIP-3009's signed message, as the x402 `exact` scheme signs it on EVM chains.
+    struct TransferWithAuthorization {
+        address from;
+        address to;
+        uint256 value;
+        uint256 validAfter;
+        uint256 validBefore;
+        bytes32 nonce;
+    }
+}
+
+/// The `PAYMENT-SIGNATURE` value `signer` makes for one x402 v2 requirement (an entry of a
+/// 402's `accepts`), through x402's own client.
+pub async fn sign_x402(signer: &PrivateKeySigner, requirement: &Value) -> String {
+    use x402_types::proto::{self, OriginalJson, v2};
+    use x402_types::scheme::client::X402SchemeClient as _;
+    let accepts = serde_json::value::RawValue::from_string(requirement.to_string()).unwrap();
+    let required = proto::PaymentRequired::V2(v2::PaymentRequired {
+        x402_version: v2::X402Version2,
+        error: None,
+        resource: None,
+        accepts: vec![OriginalJson(accepts)],
+        extensions: Default::default(),
+    });
+    let candidates = x402_chain_eip155::V2Eip155ExactClient::new(signer.clone()).accept(&required);
+    assert_eq!(candidates.len(), 1, "the x402 client takes {requirement}");
+    candidates[0].sign().await.unwrap_or_else(|e| panic!("signing an x402 payment: {e}"))
+}
+
+/// The x402 v2 PaymentPayload (JSON, as `_meta["x402/payment"]` carries it) that `signer`
+/// makes for one requirement: [`sign_x402`]'s header, decoded.
+pub async fn sign_x402_payload(signer: &PrivateKeySigner, requirement: &Value) -> Value {
+    decode_x402(&sign_x402(signer, requirement).await)
+}
+
+/// The JSON in an x402 header value (`PAYMENT-SIGNATURE`, `PAYMENT-REQUIRED`,
+/// `PAYMENT-RESPONSE`: base64 JSON).
+pub fn decode_x402(header: &str) -> Value {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(header).expect("the payment header is base64");
+    serde_json::from_slice(&bytes).expect("the payment header is JSON")
+}
+
+/// The header value of `payment` (base64 of its JSON).
+pub fn encode_x402(payment: &Value) -> String {
+    crate::b64(payment.to_string().as_bytes())
+}
+
+/// `header` after `change` edited its PaymentPayload (`accepted` and the EIP-3009
+/// `payload.authorization`), re-signed by `signer` over the edited authorization, as a
+/// client signing other terms would have: the signature is valid, only the terms differ.
+pub async fn tamper_x402(signer: &PrivateKeySigner, header: &str, change: impl FnOnce(&mut Value)) -> String {
+    use alloy::primitives::{Address, B256, U256};
+    use alloy::signers::Signer as _;
+    use alloy::sol_types::SolStruct as _;
+    let mut payment = decode_x402(header);
+    change(&mut payment);
+    let chain_id: u64 = payment["accepted"]["network"]
+        .as_str()
+        .and_then(|n| n.strip_prefix("eip155:"))
+        .and_then(|id| id.parse().ok())
+        .expect("an eip155 network");
+    let token: Address = payment["accepted"]["asset"].as_str().and_then(|a| a.parse().ok()).expect("asset");
+    let (name, version) = (
+        payment["accepted"]["extra"]["name"].as_str().expect("extra.name").to_string(),
+        payment["accepted"]["extra"]["version"].as_str().expect("extra.version").to_string(),
+    );
+    let authorization = &payment["payload"]["authorization"];
+    let field = |key: &str| authorization[key].as_str().unwrap_or_else(|| panic!("{key} in {authorization}"));
+    let number = |key: &str| field(key).parse::<U256>().unwrap_or_else(|e| panic!("{key}: {e}"));
+    let message = TransferWithAuthorization {
+        from: field("from").parse().expect("from"),
+        to: field("to").parse().expect("to"),
+        value: number("value"),
+        validAfter: number("validAfter"),
+        validBefore: number("validBefore"),
+        nonce: field("nonce").parse::<B256>().expect("nonce"),
+    };
+    let domain = alloy::sol_types::eip712_domain! {
+        name: name, version: version, chain_id: chain_id, verifying_contract: token,
+    };
+    let signature = signer.sign_hash(&message.eip712_signing_hash(&domain)).await.expect("signing");
+    payment["payload"]["signature"] = serde_json::json!(format!("0x{}", hex::encode(signature.as_bytes())));
+    encode_x402(&payment)
+}
