@@ -14,13 +14,13 @@ use std::time::Duration;
 
 use alloy::primitives::{Address, U256};
 use alloy::sol_types::{SolCall, SolValue};
-use common::anvil::{Anvil, Artifact};
 use common::route::call;
 use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::{Context, EngineError, ErrorKind};
+use paperchain_testkit::anvil::{Anvil, Artifact};
+use paperchain_testkit::fake_node::FakeNode;
+use paperchain_testkit::loopback::{closed_port_url, silent_server};
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpListener;
 
 const PATH: &str = "/v1/check/address";
 const EOA: &str = "0x00000000000000000000000000000000000b0b00";
@@ -234,17 +234,8 @@ async fn bad_inputs_name_their_fields() {
 
 #[tokio::test]
 async fn a_dead_or_silent_node_is_unavailable() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let closed = format!("http://{}/", listener.local_addr().unwrap());
-    drop(listener);
-    let silent = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let silent_url = format!("http://{}/", silent.local_addr().unwrap());
-    let holder = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = silent.accept().await {
-            held.push(socket);
-        }
-    });
+    let closed = closed_port_url().await;
+    let (silent_url, holder) = silent_server().await;
     let timeouts = ChainTimeouts { total: Duration::from_secs(2), attempt: Duration::from_secs(1) };
     for url in [closed.as_str(), silent_url.as_str()] {
         let ctx = context("ethereum", 1, url, timeouts);
@@ -593,50 +584,24 @@ async fn the_simulation_runs_on_base() {
 /// A node in front of anvil that answers the simulation's `eth_call` (the one with a
 /// state override) itself, with `answer`, and passes everything else on; with
 /// `everything`, it answers every request itself.
-struct Interceptor {
-    url: String,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Interceptor {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl Interceptor {
-    async fn start(upstream: &str, everything: bool, answer: fn(&Value) -> (u16, String)) -> Interceptor {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/", listener.local_addr().unwrap());
-        let upstream = upstream.to_string();
-        let client = reqwest::Client::builder().no_proxy().build().unwrap();
-        let task = tokio::spawn(async move {
-            while let Ok((mut socket, _)) = listener.accept().await {
-                let (upstream, client) = (upstream.clone(), client.clone());
-                tokio::spawn(async move {
-                    let Some(body) = common::http::read_request_body(&mut socket).await else { return };
-                    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let simulation =
-                        request["method"] == "eth_call" && request["params"].as_array().is_some_and(|p| p.len() == 3);
-                    let (status, text) = if everything || simulation {
-                        answer(&request)
-                    } else {
-                        let response = client.post(&upstream).header("content-type", "application/json").body(body);
-                        (200, response.send().await.unwrap().text().await.unwrap())
-                    };
-                    let head = format!(
-                        "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nContent-Type: application/json\r\n\
-                         Retry-After: 7\r\nConnection: close\r\n\r\n",
-                        text.len()
-                    );
-                    let _ = socket.write_all(head.as_bytes()).await;
-                    let _ = socket.write_all(text.as_bytes()).await;
-                    let _ = socket.shutdown().await;
-                });
-            }
-        });
-        Interceptor { url, task }
-    }
+async fn interceptor(upstream: &str, everything: bool, answer: fn(&Value) -> (u16, String)) -> FakeNode {
+    let upstream = upstream.to_string();
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    FakeNode::serve(move |request, body| {
+        let (upstream, client) = (upstream.clone(), client.clone());
+        async move {
+            let simulation =
+                request["method"] == "eth_call" && request["params"].as_array().is_some_and(|p| p.len() == 3);
+            let (status, text) = if everything || simulation {
+                answer(&request)
+            } else {
+                let response = client.post(&upstream).header("content-type", "application/json").body(body);
+                (200, response.send().await.unwrap().text().await.unwrap())
+            };
+            (status, vec![("Content-Type", "application/json".to_string()), ("Retry-After", "7".to_string())], text)
+        }
+    })
+    .await
 }
 
 fn rpc_error(request: &Value, code: i64, message: &str) -> (u16, String) {
@@ -650,20 +615,20 @@ async fn simulation_failures_follow_the_route_rules() {
     let body = json!({"chain": "ethereum", "address": token});
 
     // The node's rate limit on the simulation: 429 with its Retry-After.
-    let limited = Interceptor::start(&m.anvil.url, false, |_| (429, "slow down".into())).await;
+    let limited = interceptor(&m.anvil.url, false, |_| (429, "slow down".into())).await;
     let ctx = context("ethereum", 1, &limited.url, ChainTimeouts::default());
     let e = err(&ctx, body.clone()).await;
     assert_eq!(e.kind, ErrorKind::RateLimited { retry_after: Duration::from_secs(7) }, "{e:?}");
 
     // The node failing the simulation: 503, like any other read of the check.
-    let failing = Interceptor::start(&m.anvil.url, false, |r| rpc_error(r, -32603, "internal error")).await;
+    let failing = interceptor(&m.anvil.url, false, |r| rpc_error(r, -32603, "internal error")).await;
     let ctx = context("ethereum", 1, &failing.url, ChainTimeouts::default());
     let e = err(&ctx, body.clone()).await;
     assert!(matches!(e.kind, ErrorKind::Unavailable { .. }), "{e:?}");
     assert_eq!(e.code, "unavailable");
 
     // The simulation reverting as a whole: an answer, the simulation skipped with why.
-    let reverting = Interceptor::start(&m.anvil.url, false, |r| rpc_error(r, 3, "execution reverted")).await;
+    let reverting = interceptor(&m.anvil.url, false, |r| rpc_error(r, 3, "execution reverted")).await;
     let ctx = context("ethereum", 1, &reverting.url, ChainTimeouts::default());
     let answer = ok(&ctx, body.clone()).await;
     assert_eq!(
@@ -681,7 +646,7 @@ async fn simulation_failures_follow_the_route_rules() {
 #[tokio::test]
 async fn a_rate_limiting_node_is_429() {
     let m = Market::new("ethereum").await;
-    let limited = Interceptor::start(&m.anvil.url, true, |_| (429, "too many requests".into())).await;
+    let limited = interceptor(&m.anvil.url, true, |_| (429, "too many requests".into())).await;
     let ctx = context("ethereum", 1, &limited.url, ChainTimeouts::default());
     let e = err(&ctx, json!({"chain": "ethereum", "address": EOA})).await;
     assert_eq!(e.kind, ErrorKind::RateLimited { retry_after: Duration::from_secs(7) }, "{e:?}");

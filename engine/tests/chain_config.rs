@@ -6,10 +6,10 @@ mod common;
 
 use std::sync::Arc;
 
-use common::anvil::Anvil;
 use paperchain_engine::catalog::published_settings;
 use paperchain_engine::chain::evm::Chains;
 use paperchain_engine::{Catalog, Context, ErrorKind};
+use paperchain_testkit::anvil::Anvil;
 use schemars::generate::SchemaSettings;
 use serde_json::{Value, json};
 

@@ -15,13 +15,14 @@ use std::time::Duration;
 
 use alloy::primitives::{Address, B256, Bytes, keccak256};
 use alloy::sol_types::SolValue;
-use common::anvil::{Anvil, Artifact};
 use paperchain_engine::chain::ens::{ENS_REGISTRY, MAX_NAME, dns_encode, namehash, normalize};
 use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::fetch::AddressPolicy;
 use paperchain_engine::{Context, EngineError, ErrorKind};
+use paperchain_testkit::anvil::{Anvil, Artifact};
+use paperchain_testkit::fake_node::FakeNode;
+use paperchain_testkit::loopback::{closed_port, read_request, write_response};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 const PATH: &str = "/v1/chain/ens";
@@ -231,37 +232,19 @@ async fn garbage_is_bad_upstream() {
         json!({"jsonrpc": "2.0", "id": request["id"], "result": result}).to_string()
     })
     .await;
-    let ctx = context(&node);
+    let ctx = context(&node.url);
     let e = err(&ctx, json!({"name": "alice.eth"})).await;
     assert_eq!(e.kind, ErrorKind::BadUpstream, "{e:?}");
 
     // And one that is not a JSON-RPC node at all.
     let node = fake_node(|_| "<html>hello</html>".to_string()).await;
-    let e = err(&context(&node), json!({"address": ALICE})).await;
+    let e = err(&context(&node.url), json!({"address": ALICE})).await;
     assert_eq!(e.kind, ErrorKind::BadUpstream, "{e:?}");
 }
 
-/// A loopback HTTP server answering every JSON-RPC request with `answer(request)`; it lives
-/// as long as the test's runtime.
-async fn fake_node(answer: impl Fn(&Value) -> String + Send + Sync + 'static) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    let answer = Arc::new(answer);
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let answer = answer.clone();
-            tokio::spawn(async move {
-                let Some(body) = common::http::read_request_body(&mut socket).await else { return };
-                let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                let body = answer(&request);
-                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
-                let _ = socket.write_all(head.as_bytes()).await;
-                let _ = socket.write_all(body.as_bytes()).await;
-                let _ = socket.shutdown().await;
-            });
-        }
-    });
-    url
+/// A loopback HTTP server answering every JSON-RPC request with `answer(request)`.
+async fn fake_node(answer: impl Fn(&Value) -> String + Send + Sync + 'static) -> FakeNode {
+    FakeNode::start(move |request| (200, vec![], answer(request))).await
 }
 
 // ---------------------------------------------------------------------------------------
@@ -408,27 +391,13 @@ async fn gateway(handle: impl Fn(&str) -> Gateway + Send + Sync + 'static) -> (S
         while let Ok((mut socket, _)) = listener.accept().await {
             let (handle, counter) = (handle.clone(), counter.clone());
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match socket.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
-                }
+                let Some(request) = read_request(&mut socket).await else { return };
                 counter.fetch_add(1, Ordering::SeqCst);
-                let head = String::from_utf8_lossy(&head);
-                let path = head.split(' ').nth(1).unwrap_or("/").to_string();
-                match handle(&path) {
+                match handle(request.path()) {
                     Gateway::Hang => tokio::time::sleep(Duration::from_secs(60)).await,
                     Gateway::Reply(status, body) => {
-                        let head = format!(
-                            "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                            body.len()
-                        );
-                        let _ = socket.write_all(head.as_bytes()).await;
-                        let _ = socket.write_all(&body).await;
-                        let _ = socket.shutdown().await;
+                        let json = [("Content-Type", "application/json".to_string())];
+                        write_response(&mut socket, status, &json, &body).await;
                     }
                 }
             });
@@ -510,11 +479,8 @@ impl Offchain {
 }
 
 /// A loopback URL nothing listens on.
-async fn closed_port() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    drop(listener);
-    base
+async fn closed_base() -> String {
+    format!("http://{}", closed_port().await)
 }
 
 #[tokio::test]
@@ -543,7 +509,7 @@ async fn offchain_names_resolve_through_the_gateway() {
     );
 
     // A gateway that is down or failing is skipped for the next; a POST-only one too.
-    let down = closed_port().await;
+    let down = closed_base().await;
     let (failing, _) = gateway(|_| Gateway::Reply(503, b"busy".to_vec())).await;
     off.set_urls(&[
         template(&down),
@@ -620,7 +586,7 @@ async fn gateway_failures_map_to_the_spec_statuses() {
         assert!(e.message.contains("127.0.0.1") || e.message.contains("resolver"), "{what}: {}", e.message);
     }
     // Down: nothing listens.
-    off.set_urls(&[template(&closed_port().await)]).await;
+    off.set_urls(&[template(&closed_base().await)]).await;
     let e = err(ctx, json!({"name": "alice.cb.id"})).await;
     assert!(matches!(e.kind, ErrorKind::Unavailable { .. }), "{e:?}");
     // No URL at all: the resolver's fault, no answer.

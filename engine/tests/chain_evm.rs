@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use alloy::primitives::{Address, B256, U256};
 use alloy::sol_types::SolValue;
-use common::anvil::{Anvil, AnvilOptions, Artifact};
 use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
+use paperchain_testkit::anvil::{Anvil, AnvilOptions, Artifact};
+use paperchain_testkit::fake_node::{FakeNode, Reply as Answer, rpc_result};
+use paperchain_testkit::loopback::{closed_port_url, silent_server};
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpListener;
 
 const EOA: &str = "0x00000000000000000000000000000000000b0b00";
 
@@ -271,63 +271,6 @@ async fn input_schemas_list_the_chains_and_the_address_pattern() {
 
 // --- Failing nodes -----------------------------------------------------------------
 
-/// What a fake node answers to one JSON-RPC request: status, extra headers, body.
-type Answer = (u16, Vec<(&'static str, String)>, String);
-
-/// A loopback HTTP server answering every request with `handler`; counts the requests per method.
-struct FakeNode {
-    url: String,
-    calls: Arc<std::sync::Mutex<Vec<String>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for FakeNode {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl FakeNode {
-    async fn start(handler: impl Fn(&Value) -> Answer + Send + Sync + 'static) -> FakeNode {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/", listener.local_addr().unwrap());
-        let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let handler = Arc::new(handler);
-        let seen = calls.clone();
-        let task = tokio::spawn(async move {
-            while let Ok((mut socket, _)) = listener.accept().await {
-                let handler = handler.clone();
-                let seen = seen.clone();
-                tokio::spawn(async move {
-                    let Some(body) = common::http::read_request_body(&mut socket).await else { return };
-                    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let method = request["method"].as_str().unwrap_or("batch").to_string();
-                    seen.lock().unwrap().push(method);
-                    let (status, headers, body) = handler(&request);
-                    let mut head =
-                        format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
-                    for (name, value) in headers {
-                        head.push_str(&format!("{name}: {value}\r\n"));
-                    }
-                    head.push_str("\r\n");
-                    let _ = socket.write_all(head.as_bytes()).await;
-                    let _ = socket.write_all(body.as_bytes()).await;
-                    let _ = socket.shutdown().await;
-                });
-            }
-        });
-        FakeNode { url, calls, task }
-    }
-
-    fn count(&self, method: &str) -> usize {
-        self.calls.lock().unwrap().iter().filter(|m| *m == method).count()
-    }
-}
-
-fn rpc_result(request: &Value, result: Value) -> Answer {
-    (200, vec![], json!({"jsonrpc": "2.0", "id": request["id"], "result": result}).to_string())
-}
-
 /// A node of chain `chain_id` that answers eth_chainId and gives `rest` for anything else.
 async fn node_of_chain(chain_id: u64, rest: impl Fn(&Value) -> Answer + Send + Sync + 'static) -> FakeNode {
     FakeNode::start(move |request| {
@@ -338,27 +281,6 @@ async fn node_of_chain(chain_id: u64, rest: impl Fn(&Value) -> Answer + Send + S
         }
     })
     .await
-}
-
-/// A loopback port with nothing listening.
-async fn closed_port_url() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    drop(listener);
-    url
-}
-
-/// A loopback server that accepts connections and never answers.
-async fn silent_server() -> (String, tokio::task::JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    let task = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            held.push(socket);
-        }
-    });
-    (url, task)
 }
 
 async fn gas_error(urls: &[&str]) -> EngineError {

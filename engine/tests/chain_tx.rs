@@ -11,12 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alloy::primitives::U256;
-use common::anvil::{Anvil, AnvilOptions, Artifact};
 use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
+use paperchain_testkit::anvil::{Anvil, AnvilOptions, Artifact};
+use paperchain_testkit::fake_node::FakeNode;
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpListener;
 
 const PATH: &str = "/v1/chain/tx";
 const EOA: &str = "0x00000000000000000000000000000000000b0b00";
@@ -321,56 +320,28 @@ type Table = Arc<dyn Fn(&str) -> Value + Send + Sync>;
 
 /// A loopback chain-1 node answering single requests and batches from `table`
 /// (`Value::Null` results are sent as null; a `{"__raw": text}` result as that text instead of the whole answer).
-struct FakeNode {
-    url: String,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for FakeNode {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+async fn table_node(table: impl Fn(&str) -> Value + Send + Sync + 'static) -> FakeNode {
+    let table: Table = Arc::new(table);
+    FakeNode::start(move |request| {
+        let raw = match request {
+            Value::Array(items) => items
+                .iter()
+                .find_map(|r| table(r["method"].as_str().unwrap_or_default())["__raw"].as_str().map(str::to_string)),
+            _ => None,
+        };
+        let body = raw.unwrap_or_else(|| match request {
+            Value::Array(items) => Value::Array(items.iter().map(|r| answer_one(&table, r)).collect()).to_string(),
+            single => answer_one(&table, single).to_string(),
+        });
+        (200, vec![], body)
+    })
+    .await
 }
 
 fn answer_one(table: &Table, request: &Value) -> Value {
     let method = request["method"].as_str().unwrap_or_default();
     let result = if method == "eth_chainId" { json!("0x1") } else { table(method) };
     json!({"jsonrpc": "2.0", "id": request["id"], "result": result})
-}
-
-impl FakeNode {
-    async fn start(table: impl Fn(&str) -> Value + Send + Sync + 'static) -> FakeNode {
-        let table: Table = Arc::new(table);
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/", listener.local_addr().unwrap());
-        let task = tokio::spawn(async move {
-            while let Ok((mut socket, _)) = listener.accept().await {
-                let table = table.clone();
-                tokio::spawn(async move {
-                    let Some(body) = common::http::read_request_body(&mut socket).await else { return };
-                    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let raw = match &request {
-                        Value::Array(items) => items.iter().find_map(|r| {
-                            table(r["method"].as_str().unwrap_or_default())["__raw"].as_str().map(str::to_string)
-                        }),
-                        _ => None,
-                    };
-                    let body = raw.unwrap_or_else(|| match &request {
-                        Value::Array(items) => {
-                            Value::Array(items.iter().map(|r| answer_one(&table, r)).collect()).to_string()
-                        }
-                        single => answer_one(&table, single).to_string(),
-                    });
-                    let head =
-                        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
-                    let _ = socket.write_all(head.as_bytes()).await;
-                    let _ = socket.write_all(body.as_bytes()).await;
-                    let _ = socket.shutdown().await;
-                });
-            }
-        });
-        FakeNode { url, task }
-    }
 }
 
 /// A mined legacy transaction of block 0x10, without `blockTimestamp` (so the block is read).
@@ -390,7 +361,7 @@ fn node_block() -> Value {
 
 /// A node that gives `tx`, `receipt` and `block`, with the head at block 0x14.
 async fn node(tx: Value, receipt: Value, block: Value) -> FakeNode {
-    FakeNode::start(move |method| match method {
+    table_node(move |method| match method {
         "eth_getTransactionByHash" => tx.clone(),
         "eth_getTransactionReceipt" => receipt.clone(),
         "eth_getBlockByHash" => block.clone(),
@@ -483,10 +454,10 @@ async fn malformed_and_inconsistent_answers_are_bad_upstream() {
         assert!(e.message.contains(HASH), "{what}: {}", e.message);
     }
 
-    let garbage = FakeNode::start(|_| json!({"__raw": "<html>hello</html>"})).await;
+    let garbage = table_node(|_| json!({"__raw": "<html>hello</html>"})).await;
     let e = fake_err(&garbage).await;
     assert_eq!(e.kind, ErrorKind::BadUpstream, "{e:?}");
-    let single = FakeNode::start(|_| json!({"__raw": r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#})).await;
+    let single = table_node(|_| json!({"__raw": r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#})).await;
     let e = fake_err(&single).await;
     assert_eq!(e.kind, ErrorKind::BadUpstream, "{e:?}");
 }

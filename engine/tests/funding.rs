@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use paperchain_engine::chain::funding::{CACHE_TTL, FundingClient, FundingConfig};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
+use paperchain_testkit::loopback::{closed_port, read_request, write_response};
 use schemars::generate::SchemaSettings;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 const PATH: &str = "/v1/defi/funding";
@@ -101,28 +101,10 @@ fn fixture(name: &str) -> Option<Vec<u8>> {
 
 /// Reads one HTTP/1.1 request (head and Content-Length body) and answers it.
 async fn handle(mut stream: TcpStream, state: Arc<State>) {
-    let mut data = Vec::new();
-    let mut buf = [0u8; 4096];
-    let head_end = loop {
-        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => data.extend_from_slice(&buf[..n]),
-        }
-    };
-    let head = String::from_utf8_lossy(&data[..head_end]).to_ascii_lowercase();
-    let length: usize =
-        head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
-    while data.len() < head_end + length {
-        match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => data.extend_from_slice(&buf[..n]),
-        }
-    }
+    let Some(request) = read_request(&mut stream).await else { return };
+    let head = request.head.to_ascii_lowercase();
     assert!(head.starts_with("post /info "), "unexpected request: {head}");
-    let request: Value = serde_json::from_slice(&data[head_end..head_end + length]).unwrap();
+    let request: Value = serde_json::from_slice(&request.body).unwrap();
     let kind = request["type"].as_str().unwrap_or("").to_string();
     let (mode, replay) = {
         let mut counts = state.counts.lock().unwrap();
@@ -140,26 +122,22 @@ async fn handle(mut stream: TcpStream, state: Arc<State>) {
         }
     };
     let (status, extra, body) = match mode {
-        Mode::Replay => (200, "", replay.unwrap_or_default()),
+        Mode::Replay => (200, None, replay.unwrap_or_default()),
         Mode::Delayed(pause) => {
             tokio::time::sleep(pause).await;
-            (200, "", replay.unwrap_or_default())
+            (200, None, replay.unwrap_or_default())
         }
-        Mode::Status(code) => (code, "", br#"{"error":"internal"}"#.to_vec()),
-        Mode::Garbage => (200, "", b"<html>maintenance</html>".to_vec()),
-        Mode::RateLimited => (429, "Retry-After: 7\r\n", b"null".to_vec()),
+        Mode::Status(code) => (code, None, br#"{"error":"internal"}"#.to_vec()),
+        Mode::Garbage => (200, None, b"<html>maintenance</html>".to_vec()),
+        Mode::RateLimited => (429, Some(("Retry-After", "7".to_string())), b"null".to_vec()),
         Mode::Hang => {
             tokio::time::sleep(Duration::from_secs(60)).await;
             return;
         }
     };
-    let response = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n{extra}\r\n",
-        body.len()
-    );
-    let _ = stream.write_all(response.as_bytes()).await;
-    let _ = stream.write_all(&body).await;
-    let _ = stream.shutdown().await;
+    let headers: Vec<(&str, String)> =
+        [("Content-Type", "application/json".to_string())].into_iter().chain(extra).collect();
+    write_response(&mut stream, status, &headers, &body).await;
 }
 
 async fn call(ctx: &Context, body: Value) -> Result<Value, EngineError> {
@@ -323,10 +301,7 @@ async fn field_checks_come_before_the_upstream() {
 
 /// A loopback URL nothing listens on.
 async fn down_url() -> String {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    drop(listener);
-    format!("http://{addr}")
+    format!("http://{}", closed_port().await)
 }
 
 #[tokio::test]

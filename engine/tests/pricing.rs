@@ -1,18 +1,13 @@
 //! Quotes: the exact price of a valid input, the base price of an invalid one
 //! (route book §4: page edits cost $0.002 for up to 50 pages, + $0.00002 a page beyond).
 
-use std::path::{Path, PathBuf};
-
-use base64::Engine as _;
 use paperchain_engine::{Catalog, Context, Family, Price};
+use paperchain_testkit::b64;
 use serde_json::{Value, json};
 
+/// A file input (data only) of corpus file `relative`.
 fn corpus_file(relative: &str) -> Value {
-    let dir = std::env::var_os("PAPERCHAIN_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"));
-    let bytes = std::fs::read(dir.join("pdf").join(relative)).expect("the shared corpus is beside the repository");
-    json!({ "data": base64::engine::general_purpose::STANDARD.encode(bytes) })
+    json!({ "data": b64(&paperchain_testkit::corpus::corpus_file(relative)) })
 }
 
 async fn quote(operation: &str, body: Value) -> (u64, bool) {

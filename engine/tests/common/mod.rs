@@ -1,7 +1,6 @@
-//! Helpers shared by the engine's integration tests.
+//! What only the engine's integration tests share: calling a route as the front doors do.
+//! Everything else (anvil, fake nodes, loopback servers) is in `paperchain-testkit`.
 
 #![allow(dead_code)]
 
-pub mod anvil;
-pub mod http;
 pub mod route;
