@@ -31,17 +31,17 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as B64;
 use http_body_util::BodyExt as _;
 use paperchain_engine::{Catalog, Context};
 use paperchain_gateway::ServerConfig;
-use paperchain_gateway::hosted::config::{ConfigSources, HostedConfig, NETWORKS, PayTo};
+use paperchain_gateway::hosted::config::{NETWORKS, PayTo};
 use paperchain_gateway::hosted::facilitator::{FacilitatorFailure, PaymentFacilitator, Settled, Verified};
 use paperchain_gateway::hosted::http::{PAYMENT_REQUIRED, PAYMENT_SIGNATURE};
 use paperchain_gateway::hosted::paywall::{PAYMENT_RESPONSE, Paywall, SystemClock};
 use paperchain_gateway::hosted::store::Store;
 use paperchain_gateway::server::app_with;
+use paperchain_testkit::sandbox::sandbox_config;
+use paperchain_testkit::x402::{decode_x402, encode_x402};
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
 use x402_types::proto;
@@ -90,7 +90,7 @@ struct Case {
 fn cases() -> Vec<Case> {
     // transfer(address,uint256): decoded offline from the bundled selector table.
     let calldata = format!("0xa9059cbb{:0>64}{:064x}", &PAY_TO[2..], 1_000_000u64);
-    let pdf = B64.encode(include_bytes!("one-page.pdf"));
+    let pdf = paperchain_testkit::b64(include_bytes!("one-page.pdf"));
     vec![
         Case { path: "/v1/chain/calldata", body: json!({ "calldata": calldata }).to_string().into_bytes() },
         Case { path: "/v1/pdf/inspect", body: json!({ "file": { "data": pdf } }).to_string().into_bytes() },
@@ -189,8 +189,7 @@ fn warm_up(calls: usize) -> usize {
 /// The hosted side: the sandbox's configuration (no facilitator URL needed) paid on Base,
 /// its store in `dir`, the instant facilitator.
 async fn paywall(dir: &Path, ctx: &Context) -> Arc<Paywall> {
-    let sources = ConfigSources { file: None, data_dir: dir, public_url: Some("http://127.0.0.1:8402"), sandbox: true };
-    let mut config = HostedConfig::load_with(&sources, |_| None).expect("the hosted configuration");
+    let mut config = sandbox_config(dir, "http://127.0.0.1:8402", &[]);
     config.pay_to = vec![PayTo { network: NETWORKS[0].clone(), address: PAY_TO.into() }];
     let store = Store::open(&config.database).await.expect("the SQLite store");
     let catalog = Catalog::standard();
@@ -201,8 +200,8 @@ async fn paywall(dir: &Path, ctx: &Context) -> Arc<Paywall> {
 async fn quote(hosted: &Router, case: &Case) -> Value {
     let response = hosted.clone().oneshot(request(case, None)).await.expect("the router answers");
     assert_eq!(response.status(), StatusCode::PAYMENT_REQUIRED, "{}: an unpaid call is quoted", case.path);
-    let header = response.headers().get(PAYMENT_REQUIRED).expect("a PAYMENT-REQUIRED header").as_bytes();
-    let required: Value = serde_json::from_slice(&B64.decode(header).expect("base64")).expect("JSON");
+    let header = response.headers().get(PAYMENT_REQUIRED).expect("a PAYMENT-REQUIRED header");
+    let required = decode_x402(header.to_str().expect("an ASCII header"));
     assert!(required["accepts"][0]["amount"].is_string(), "{}: the 402 has a price: {required}", case.path);
     required
 }
@@ -227,7 +226,7 @@ fn signature(required: &Value, n: u64) -> String {
             },
         },
     });
-    B64.encode(payload.to_string())
+    encode_x402(&payload)
 }
 
 fn request(case: &Case, payment: Option<String>) -> Request<Body> {

@@ -4,6 +4,8 @@
 mod common;
 
 use common::*;
+use paperchain_testkit::b64;
+use paperchain_testkit::corpus::file_input;
 use serde_json::{Value, json};
 
 /// A route under test: its path, a valid body around a file, where the file sits, and

@@ -7,9 +7,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,9 +14,10 @@ use common::*;
 use paperchain_engine::Context;
 use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::chain::funding::{CACHE_TTL, FundingClient, FundingConfig};
+use paperchain_testkit::anvil::{Anvil, Artifact};
+use paperchain_testkit::fake_node::{FakeNode, rpc_result};
+use paperchain_testkit::loopback::{closed_port_url, silent_server};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 const EOA: &str = "0x00000000000000000000000000000000000b0b00";
 const HASH: &str = "0x1111111111111111111111111111111111111111111111111111111111111111";
@@ -402,234 +400,12 @@ async fn funding_upstream_failures_map_to_their_statuses() {
     assert!(server_error.count("request") >= 1, "the funding upstream was never asked");
 }
 
-// --- Fake upstreams -----------------------------------------------------------------
-
-/// What a fake upstream answers to one request: status, extra headers, body.
-type Reply = (u16, Vec<(&'static str, String)>, String);
-
-/// A loopback HTTP server answering every request with `handler` (given the request's
-/// JSON body, Null when it is not JSON); remembers the JSON-RPC method of each request.
-struct FakeNode {
-    url: String,
-    calls: Arc<std::sync::Mutex<Vec<String>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for FakeNode {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl FakeNode {
-    async fn start(handler: impl Fn(&Value) -> Reply + Send + Sync + 'static) -> FakeNode {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/", listener.local_addr().unwrap());
-        let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let handler = Arc::new(handler);
-        let seen = calls.clone();
-        let task = tokio::spawn(async move {
-            while let Ok((mut socket, _)) = listener.accept().await {
-                let handler = handler.clone();
-                let seen = seen.clone();
-                tokio::spawn(async move {
-                    let Some(body) = read_request(&mut socket).await else { return };
-                    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let method = match &request["method"] {
-                        Value::String(m) => m.clone(),
-                        _ if request.is_array() => "batch".to_string(),
-                        _ => "request".to_string(),
-                    };
-                    seen.lock().unwrap().push(method);
-                    let (status, headers, body) = handler(&request);
-                    let mut head =
-                        format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
-                    for (name, value) in headers {
-                        head.push_str(&format!("{name}: {value}\r\n"));
-                    }
-                    head.push_str("\r\n");
-                    let _ = socket.write_all(head.as_bytes()).await;
-                    let _ = socket.write_all(body.as_bytes()).await;
-                    let _ = socket.shutdown().await;
-                });
-            }
-        });
-        FakeNode { url, calls, task }
-    }
-
-    fn count(&self, method: &str) -> usize {
-        self.calls.lock().unwrap().iter().filter(|m| *m == method).count()
-    }
-}
-
-/// Reads one HTTP/1.1 request and returns its body.
-async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
-    let mut data = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        let n = socket.read(&mut buf).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        data.extend_from_slice(&buf[..n]);
-        if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
-            let length: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            while data.len() < end + 4 + length {
-                let n = socket.read(&mut buf).await.ok()?;
-                if n == 0 {
-                    return None;
-                }
-                data.extend_from_slice(&buf[..n]);
-            }
-            return Some(data[end + 4..end + 4 + length].to_vec());
-        }
-    }
-}
-
-fn rpc_result(request: &Value, result: Value) -> Reply {
-    (200, vec![], json!({"jsonrpc": "2.0", "id": request["id"], "result": result}).to_string())
-}
-
-/// A loopback URL with nothing listening.
-async fn closed_port_url() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    drop(listener);
-    url
-}
-
-/// A loopback server that accepts connections and never answers.
-async fn silent_server() -> (String, tokio::task::JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    let task = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            held.push(socket);
-        }
-    });
-    (url, task)
-}
-
 // --- 3. Happy paths against anvil ---------------------------------------------------
 
-/// A running anvil, killed when dropped (a trimmed copy of engine/tests/common/anvil.rs,
-/// which gateway tests cannot import).
-struct Anvil {
-    child: Child,
-    url: String,
-    client: reqwest::Client,
-}
-
-impl Drop for Anvil {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Where anvil is: `$PAPERCHAIN_ANVIL`, else `npm/node_modules/.bin/anvil` under
-/// `$PAPERCHAIN_TOOLS` or `$HOME/.cache/paperchain/tools` (as `cargo xtask setup` puts it).
-fn anvil_binary() -> PathBuf {
-    let set = |key: &str| std::env::var_os(key).filter(|v| !v.is_empty()).map(PathBuf::from);
-    if let Some(path) = set("PAPERCHAIN_ANVIL") {
-        return path;
-    }
-    let tools = set("PAPERCHAIN_TOOLS").or_else(|| set("HOME").map(|h| h.join(".cache/paperchain/tools")));
-    let candidates: Vec<PathBuf> = tools.iter().map(|t| t.join("npm/node_modules/.bin/anvil")).collect();
-    candidates.iter().find(|p| p.is_file()).cloned().unwrap_or_else(|| {
-        panic!("anvil is not installed (looked at {candidates:?}); run `cargo xtask setup`, or set PAPERCHAIN_ANVIL")
-    })
-}
-
-impl Anvil {
-    /// anvil serving chain id 1 on a free loopback port; waits until it answers.
-    async fn start() -> Anvil {
-        let binary = anvil_binary();
-        let mut child = Command::new(&binary)
-            .args(["--host", "127.0.0.1", "--port", "0", "--chain-id", "1"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {}: {e}", binary.display()));
-        let stdout = child.stdout.take().unwrap();
-        // The reader keeps draining stdout, or anvil would block on a full pipe.
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut tx = Some(tx);
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(address) = line.trim().strip_prefix("Listening on ")
-                    && let Some(tx) = tx.take()
-                {
-                    let _ = tx.send(address.to_string());
-                }
-            }
-        });
-        let Ok(address) = rx.recv_timeout(Duration::from_secs(60)) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("anvil did not say where it listens within 60 s");
-        };
-        let port: u16 = address.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap();
-        let anvil = Anvil {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-            client: reqwest::Client::builder().no_proxy().build().unwrap(),
-        };
-        let mut tries = 0;
-        while anvil.try_rpc("eth_chainId", json!([])).await.is_err() {
-            tries += 1;
-            assert!(tries < 100, "anvil at {} does not answer", anvil.url);
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        anvil
-    }
-
-    async fn try_rpc(&self, method: &str, params: Value) -> Result<Value, String> {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let response = self.client.post(&self.url).json(&body).send().await.map_err(|e| e.to_string())?;
-        let answer: Value = response.json().await.map_err(|e| e.to_string())?;
-        match &answer["error"] {
-            Value::Null => Ok(answer["result"].clone()),
-            error => Err(error.to_string()),
-        }
-    }
-
-    async fn rpc(&self, method: &str, params: Value) -> Value {
-        self.try_rpc(method, params.clone()).await.unwrap_or_else(|e| panic!("{method} {params}: {e}"))
-    }
-
-    /// Sends a transaction from the first dev account; returns its hash once mined.
-    async fn send(&self, to: Option<&str>, data: &str, value: u128) -> String {
-        let accounts = self.rpc("eth_accounts", json!([])).await;
-        let mut tx = json!({"from": accounts[0], "data": data, "gas": "0x1c9c380", "value": format!("{value:#x}")});
-        if let Some(to) = to {
-            tx["to"] = json!(to);
-        }
-        let hash = self.rpc("eth_sendTransaction", json!([tx])).await;
-        for _ in 0..100 {
-            let receipt = self.rpc("eth_getTransactionReceipt", json!([hash])).await;
-            if !receipt.is_null() {
-                assert_eq!(receipt["status"], json!("0x1"), "{receipt}");
-                return hash.as_str().unwrap().to_string();
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("transaction {hash} was not mined");
-    }
-
-    /// The 4-byte selector of `signature`, as hex without 0x (anvil does the keccak).
-    async fn selector(&self, signature: &str) -> String {
-        let hash = self.rpc("web3_sha3", json!([format!("0x{}", hex_of(signature.as_bytes()))])).await;
-        hash.as_str().unwrap()[2..10].to_string()
-    }
+/// The 4-byte selector of `signature`, as hex without 0x (anvil does the keccak).
+async fn selector(anvil: &Anvil, signature: &str) -> String {
+    let hash = anvil.rpc("web3_sha3", json!([format!("0x{}", hex_of(signature.as_bytes()))])).await;
+    hash.as_str().unwrap()[2..10].to_string()
 }
 
 fn hex_of(bytes: &[u8]) -> String {
@@ -644,14 +420,6 @@ fn word(value: u128) -> String {
 /// A short string (at most 32 bytes) as its ABI tail: length word, then the padded bytes.
 fn abi_string(text: &str) -> String {
     format!("{}{:0<64}", word(text.len() as u128), hex_of(text.as_bytes()))
-}
-
-/// A fixture contract compiled for the engine's tests.
-fn artifact(name: &str) -> Value {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/fixtures/contracts").join(format!("{name}.json"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
 }
 
 /// Checks `value` against the published output schema of `path`.
@@ -681,7 +449,7 @@ async fn ok(server: &Server, path: &str, body: Value, members: &[&str]) -> Value
 
 #[tokio::test]
 async fn every_evm_route_answers_anvil() {
-    let anvil = Anvil::start().await;
+    let anvil = Anvil::start(1).await;
     let down = closed_port_url().await;
     let timeouts = ChainTimeouts { total: Duration::from_secs(20), attempt: Duration::from_secs(10) };
     let (server, _dir) = serve(context(&[&anvil.url], timeouts, &down)).await;
@@ -708,7 +476,8 @@ async fn every_evm_route_answers_anvil() {
     assert!(block["hash"].as_str().unwrap().starts_with("0x"), "{block}");
 
     // Native balance, after sending value to a fresh address.
-    let hash = anvil.send(Some(EOA), "0x", 1_500_000_000_000_000_000).await;
+    let sent = anvil.send_value(Some(EOA), "0x", 1_500_000_000_000_000_000).await;
+    let hash = sent["transactionHash"].as_str().unwrap().to_string();
     let balance =
         ok(&server, "/v1/chain/balance", json!({"chain": "ethereum", "address": EOA}), &["chain", "address", "asset"])
             .await;
@@ -725,10 +494,8 @@ async fn every_evm_route_answers_anvil() {
         abi_string("Fixture Dollar"),
         abi_string("FIX")
     );
-    let init = format!("{}{args}", artifact("FixtureToken")["bytecode"].as_str().unwrap());
-    let deployed = anvil.send(None, &init, 0).await;
-    let receipt = anvil.rpc("eth_getTransactionReceipt", json!([deployed])).await;
-    let token = receipt["contractAddress"].as_str().unwrap().to_ascii_lowercase();
+    let init = format!("{}{args}", Artifact::load("FixtureToken").bytecode);
+    let token = anvil.deploy(&init).await;
     let info = ok(
         &server,
         "/v1/chain/token",
@@ -762,11 +529,11 @@ async fn every_evm_route_answers_anvil() {
 
     // A price feed: the mock aggregator's code at the ETH/USD proxy's address.
     let feed = "0x5f4ec3df9cbd43714fe2740f5e3616155c5b8419";
-    anvil.rpc("anvil_setCode", json!([feed, artifact("MockAggregator")["deployedBytecode"]])).await;
+    anvil.set_code(feed, &Artifact::load("MockAggregator").deployed_bytecode).await;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let set = anvil.selector("set(uint80,int256,uint256,uint8)").await;
+    let set = selector(&anvil, "set(uint80,int256,uint256,uint8)").await;
     let data = format!("0x{set}{}{}{}{}", word(42), word(345_678_901_234), word(u128::from(now - 60)), word(8));
-    anvil.send(Some(feed), &data, 0).await;
+    anvil.send(Some(feed), &data).await;
     let price = ok(
         &server,
         "/v1/chain/price",
@@ -791,7 +558,7 @@ async fn every_evm_route_answers_anvil() {
 
     // ENS: the registry mock at the registry's address, with no resolver set for the name.
     let registry = "0x00000000000c2e074ec69a0dfb2997ba6c7d2e1e";
-    anvil.rpc("anvil_setCode", json!([registry, artifact("EnsRegistryMock")["deployedBytecode"]])).await;
+    anvil.set_code(registry, &Artifact::load("EnsRegistryMock").deployed_bytecode).await;
     let ens =
         ok(&server, "/v1/chain/ens", json!({"name": "nobody.eth"}), &["name", "address", "resolved", "primary_name"])
             .await;
@@ -800,7 +567,7 @@ async fn every_evm_route_answers_anvil() {
     assert_eq!(reverse["primary_name"], Value::Null, "{reverse}");
 
     // Calldata needs no node.
-    let transfer = anvil.selector("transfer(address,uint256)").await;
+    let transfer = selector(&anvil, "transfer(address,uint256)").await;
     let data = format!("0x{transfer}{:0>64}{}", &EOA[2..], word(5));
     let decoded = ok(
         &server,

@@ -5,8 +5,6 @@
 //! works again. A facilitator that verifies but fails to settle gets nothing delivered and
 //! the payment is spent for good (it may have landed on chain).
 
-mod common;
-
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, RwLock};
@@ -18,11 +16,12 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use common::hosted::{self, HostedServer, Setup};
 use paperchain_gateway::hosted::HostedOptions;
 use paperchain_gateway::hosted::facilitator::{FacilitatorFailure, PaymentFacilitator, Remote, Settled, Verified};
 use paperchain_gateway::hosted::mpp::sign_evm_credential;
 use paperchain_gateway::hosted::store::{Decision, Outcome, PaymentState};
+use paperchain_testkit::sandbox::{self, HostedServer, Setup};
+use paperchain_testkit::{loopback, x402};
 use serde_json::{Value, json};
 use x402_types::proto::{self, SupportedResponse};
 
@@ -167,23 +166,12 @@ async fn loopback_facilitator(misbehaviour: Misbehaviour, real: Option<Arc<dyn P
 
 /// A loopback port where nothing listens.
 async fn dead_port() -> url::Url {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = url::Url::parse(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
-    drop(listener);
-    url
+    loopback::closed_port_url().await.parse().unwrap()
 }
 
-/// A loopback server that accepts connections and never says a word.
+/// A loopback server that accepts connections and never says a word (for the test's lifetime).
 async fn silent_server() -> url::Url {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = url::Url::parse(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            held.push(socket);
-        }
-    });
-    url
+    loopback::silent_server().await.0.parse().unwrap()
 }
 
 /// How long the paywall waits for a settlement that lands late: long enough for the
@@ -207,7 +195,7 @@ async fn server_with(first: Arc<dyn PaymentFacilitator>, timeout: Duration) -> (
     let swappable = Swappable::new(first);
     let handle = swappable.clone();
     let server =
-        hosted::start_with_facilitator(setup(timeout), |_local| async move { handle as Arc<dyn PaymentFacilitator> })
+        sandbox::start_with_facilitator(setup(timeout), |_local| async move { handle as Arc<dyn PaymentFacilitator> })
             .await;
     (server, swappable)
 }
@@ -223,7 +211,7 @@ async fn x402_payment(server: &HostedServer) -> (U256, String) {
     let required: Value = response.json().await.unwrap();
     let requirement = &required["accepts"][0];
     let quote = U256::from_str_radix(requirement["amount"].as_str().unwrap(), 10).unwrap();
-    (quote, hosted::sign_x402(&server.chain.payer_signer(), requirement).await)
+    (quote, x402::sign_x402(&server.chain.payer_signer(), requirement).await)
 }
 
 async fn latest(server: &HostedServer) -> Decision {
@@ -263,7 +251,7 @@ async fn unavailable_then_recovers(first: Arc<dyn PaymentFacilitator>, timeout: 
 
     // The facilitator is back: the very same signed payment goes through (retried on 503
     // as Retry-After invites: with the short limit a loaded machine may need it).
-    swappable.set(hosted::local_facilitator(&server.chain).await);
+    swappable.set(sandbox::local_facilitator(&server.chain).await);
     let mut response = server.post(BALANCE, &balance_body(&server), &[("payment-signature", &payment)]).await;
     for _ in 0..4 {
         if response.status() != 503 {
@@ -347,7 +335,7 @@ async fn an_mpp_credential_through_a_dead_facilitator_is_503_and_pays_later() {
     assert_eq!(row.outcome, Outcome::FacilitatorUnavailable);
     assert_eq!(payment_state(&server, &row).await, Some(PaymentState::Released));
 
-    swappable.set(hosted::local_facilitator(&server.chain).await);
+    swappable.set(sandbox::local_facilitator(&server.chain).await);
     let response = send(vec![("authorization", credential)]).await.unwrap();
     assert_eq!(response.status(), 200);
     assert!(response.headers().contains_key("payment-receipt"));
@@ -361,7 +349,7 @@ async fn server_wrapping(
 ) -> (HostedServer, Arc<Swappable>) {
     let swappable = Swappable::new(remote(&dead_port().await));
     let handle = swappable.clone();
-    let server = hosted::start_with_facilitator(setup(timeout), |local| async move {
+    let server = sandbox::start_with_facilitator(setup(timeout), |local| async move {
         handle.set(wrap(local).await);
         handle as Arc<dyn PaymentFacilitator>
     })
@@ -395,7 +383,7 @@ async fn settle_fails(
     assert_eq!(balances.0 - server.balances().await.0, moved, "{what}");
 
     // Replaying it is refused, even through a working facilitator.
-    swappable.set(hosted::local_facilitator(&server.chain).await);
+    swappable.set(sandbox::local_facilitator(&server.chain).await);
     let replay = server.post(BALANCE, &balance_body(&server), &[("payment-signature", &payment)]).await;
     assert_eq!(replay.status(), 402, "{what}: a replay after a settlement attempt");
     let refused: Value = replay.json().await.unwrap();

@@ -9,15 +9,14 @@
 //! server honours (another amount, an expiry in the past) the way a second server behind the
 //! same name would.
 
-mod common;
-
 use alloy::primitives::{Address, U256};
 use alloy::signers::local::PrivateKeySigner;
 use base64::Engine as _;
-use common::hosted::{self, HostedServer, Setup};
 use mpp::PaymentChallenge;
 use paperchain_gateway::hosted::mpp::{RequestBinding, now_unix, sign_evm_credential};
 use paperchain_gateway::hosted::store::Outcome;
+use paperchain_testkit::sandbox::{self, HostedServer, Setup};
+use paperchain_testkit::x402::sign_x402;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
@@ -26,7 +25,7 @@ const SECRET: [u8; 32] = [0x5a; 32];
 const BALANCE: &str = "/v1/chain/balance";
 
 async fn server() -> HostedServer {
-    hosted::start(Setup { env: vec![("PAPERCHAIN_MPP_SECRET", hex::encode(SECRET))], ..Setup::default() }).await
+    sandbox::start(Setup { env: vec![("PAPERCHAIN_MPP_SECRET", hex::encode(SECRET))], ..Setup::default() }).await
 }
 
 /// A chain read of `who`'s balance: cheap, and the body differs per address.
@@ -169,7 +168,7 @@ async fn an_evm_credential_settles_once_and_is_answered_with_a_receipt() {
     assert_eq!(receipt["challengeId"], challenge.id.as_str());
     assert_eq!(receipt["chainId"], 8453);
     let tx = receipt["reference"].as_str().expect("reference");
-    assert_eq!(hosted::tx_succeeded(&server.chain, tx).await, Some(true), "the reference is a mined, successful tx");
+    assert_eq!(sandbox::tx_succeeded(&server.chain, tx).await, Some(true), "the reference is a mined, successful tx");
     let answer: Value = response.json().await.unwrap();
     assert!(answer.is_object(), "{answer}");
 
@@ -273,7 +272,7 @@ async fn credentials_that_cannot_pay_get_a_fresh_challenge_and_the_reason() {
     let gas = br#"{"chain":"base"}"#;
     let for_other_path = pay(&refusal(post(&server, "/v1/chain/gas", gas, &[]).await).await.challenges[0], &signer);
     // A genuine challenge (the server's secret) for this very request at another price.
-    let twin = hosted::sandbox_mpp(&server.chain, SECRET);
+    let twin = sandbox::sandbox_mpp(&server.chain, SECRET);
     let binding = RequestBinding::new("POST", BALANCE, &body);
     let cheaper = twin.challenges_at(quote.parse::<u64>().unwrap() - 1, &binding, now_unix());
     let for_other_amount = pay(&cheaper[0], &signer);
@@ -373,7 +372,7 @@ async fn an_expired_challenge_is_refused() {
     let body = balance_body(server.chain.payer());
     let quote = refusal(post(&server, BALANCE, &body, &[]).await).await.quote();
     // Issued ten minutes ago with the server's secret: its 5-minute life is over.
-    let twin = hosted::sandbox_mpp(&server.chain, SECRET);
+    let twin = sandbox::sandbox_mpp(&server.chain, SECRET);
     let binding = RequestBinding::new("POST", BALANCE, &body);
     let old = twin.challenges_at(quote.parse().unwrap(), &binding, now_unix() - 600);
     let credential = pay(&old[0], &server.chain.payer_signer());
@@ -399,7 +398,7 @@ async fn x402_and_mpp_both_pay_the_same_call_but_one_payment_is_taken() {
     let quote = units(&unpaid.quote());
     let (_, payee_start) = server.balances().await;
 
-    let x402 = hosted::sign_x402(&signer, &unpaid.body["accepts"][0]).await;
+    let x402 = sign_x402(&signer, &unpaid.body["accepts"][0]).await;
     let response = post(&server, BALANCE, &body, &[("payment-signature", &x402)]).await;
     assert_eq!(response.status(), 200);
     assert!(response.headers().contains_key("payment-response"));
@@ -419,7 +418,7 @@ async fn x402_and_mpp_both_pay_the_same_call_but_one_payment_is_taken() {
     // so that the challenge is not the one just paid: two_payers_quoted_in_the_same_second….)
     next_second().await;
     let unpaid = refusal(post(&server, BALANCE, &body, &[]).await).await;
-    let x402 = hosted::sign_x402(&signer, &unpaid.body["accepts"][0]).await;
+    let x402 = sign_x402(&signer, &unpaid.body["accepts"][0]).await;
     let credential = pay(&unpaid.challenges[0], &signer);
     let response = post(&server, BALANCE, &body, &[("payment-signature", &x402), ("authorization", &credential)]).await;
     assert_eq!(response.status(), 200);

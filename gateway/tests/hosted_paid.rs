@@ -2,11 +2,9 @@
 //! document route and a chain route, the result arrives with a PAYMENT-RESPONSE that
 //! decodes to a settlement, and the token balances on the chain moved by exactly the quote.
 
-mod common;
-
 use alloy::primitives::U256;
 use base64::Engine as _;
-use common::hosted::{self, HostedServer, Setup};
+use paperchain_testkit::sandbox::{self, HostedServer, Setup};
 use serde_json::{Value, json};
 use x402_chain_eip155::V2Eip155ExactClient;
 use x402_reqwest::{ReqwestWithPayments as _, ReqwestWithPaymentsBuild as _, X402Client};
@@ -35,13 +33,13 @@ fn settlement(response: &reqwest13::Response) -> Value {
 
 #[tokio::test]
 async fn the_rust_client_pays_a_document_route_and_a_chain_route() {
-    let server = hosted::start(Setup::default()).await;
+    let server = sandbox::start(Setup::default()).await;
     let client = paying_client(&server);
 
     let calls = [
         (
             "/v1/pdf/rotate",
-            json!({"file": common::file_input("sample-files/pdflatex-4-pages.pdf"), "degrees": 90, "output": "base64"}),
+            json!({"file": paperchain_testkit::corpus::file_input("sample-files/pdflatex-4-pages.pdf"), "degrees": 90, "output": "base64"}),
         ),
         ("/v1/chain/balance", json!({"chain": "base", "address": server.chain.payer().to_string()})),
     ];

@@ -4,21 +4,20 @@
 //! stays usable, a used one never works twice (also concurrently and after a restart);
 //! free pools count per pool, client and UTC day and survive a restart.
 //!
-//! Payments are signed with x402's own v2 client (`hosted::sign_x402`) and tampered with by
-//! editing the payload and re-signing it (`hosted::tamper_x402`), so each refusal is the
+//! Payments are signed with x402's own v2 client (`x402::sign_x402`) and tampered with by
+//! editing the payload and re-signing it (`x402::tamper_x402`), so each refusal is the
 //! server's judgement of a well-formed, validly signed payment.
-
-mod common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use alloy::primitives::U256;
 use alloy::signers::local::PrivateKeySigner;
 use base64::Engine as _;
-use common::hosted::{self, HostedServer, Setup, TestClock};
 use lopdf::{Document, Object, dictionary};
 use paperchain_gateway::hosted::HostedOptions;
 use paperchain_gateway::hosted::store::{Decision, Outcome, PaymentState};
+use paperchain_testkit::sandbox::{self, HostedServer, Setup, TestClock};
+use paperchain_testkit::x402;
 use serde_json::{Value, json};
 use time::macros::datetime;
 
@@ -58,7 +57,7 @@ fn pdf_with_pages(pages: usize) -> Vec<u8> {
 
 fn rotate_body(pages: usize) -> Value {
     json!({
-        "file": {"data": common::b64(&pdf_with_pages(pages)), "filename": format!("{pages}-pages.pdf")},
+        "file": {"data": paperchain_testkit::b64(&pdf_with_pages(pages)), "filename": format!("{pages}-pages.pdf")},
         "degrees": 90,
         "output": "base64",
     })
@@ -88,7 +87,7 @@ fn amount(required: &Value) -> u64 {
 
 /// A fresh payment by the sandbox payer for the first requirement of `required`.
 async fn sign(server: &HostedServer, required: &Value) -> String {
-    hosted::sign_x402(&server.chain.payer_signer(), &required["accepts"][0]).await
+    x402::sign_x402(&server.chain.payer_signer(), &required["accepts"][0]).await
 }
 
 async fn paid(server: &HostedServer, path: &str, body: &Value, header: &str) -> reqwest::Response {
@@ -168,7 +167,7 @@ fn now() -> u64 {
 
 #[tokio::test]
 async fn a_payment_for_another_amount_than_the_quote_is_a_price_mismatch() {
-    let server = hosted::start(Setup::default()).await;
+    let server = sandbox::start(Setup::default()).await;
     // 60 pages: page edits cover 50 pages at 0.002, then 0.00002 a page.
     let large = rotate_body(60);
     let quote = amount(&required(&server, ROTATE, &large).await);
@@ -192,7 +191,7 @@ async fn a_payment_for_another_amount_than_the_quote_is_a_price_mismatch() {
 
     // Signed for the quote, then edited to another amount and re-signed: validly signed, still refused.
     let right = sign(&server, &refused).await;
-    let edited = hosted::tamper_x402(&server.chain.payer_signer(), &right, |p| {
+    let edited = x402::tamper_x402(&server.chain.payer_signer(), &right, |p| {
         p["accepted"]["amount"] = json!("2100");
         p["payload"]["authorization"]["value"] = json!("2100");
     })
@@ -212,7 +211,7 @@ async fn a_payment_for_another_amount_than_the_quote_is_a_price_mismatch() {
 
 #[tokio::test]
 async fn invalid_input_with_a_payment_is_refused_and_the_payment_stays_usable() {
-    let server = hosted::start(Setup::default()).await;
+    let server = sandbox::start(Setup::default()).await;
     let body = balance_body(&server);
     let header = sign(&server, &required(&server, BALANCE, &body).await).await;
     let before = server.balances().await;
@@ -268,8 +267,8 @@ async fn invalid_input_with_a_payment_is_refused_and_the_payment_stays_usable() 
 async fn an_operation_failing_after_verify_settles_nothing_and_releases_the_payment() {
     // No document input was found that passes `prepare` and then fails in `run` on demand
     // (prepare loads and checks everything), so the failing operation is a chain read whose node is down.
-    let dead = hosted::dead_rpc_url().await;
-    let server = hosted::start(Setup { env: vec![("PAPERCHAIN_RPC_ETHEREUM", dead)], ..Setup::default() }).await;
+    let dead = paperchain_testkit::loopback::closed_port_url().await;
+    let server = sandbox::start(Setup { env: vec![("PAPERCHAIN_RPC_ETHEREUM", dead)], ..Setup::default() }).await;
     let on_ethereum = json!({"chain": "ethereum", "address": server.chain.payer().to_string()});
     let quote = required(&server, BALANCE, &on_ethereum).await;
     assert_eq!(amount(&quote), TWO_MILLI);
@@ -311,7 +310,7 @@ async fn an_operation_failing_after_verify_settles_nothing_and_releases_the_paym
 
 #[tokio::test]
 async fn a_used_payment_is_refused_again_and_after_a_restart() {
-    let mut server = hosted::start(Setup::default()).await;
+    let mut server = sandbox::start(Setup::default()).await;
     let body = balance_body(&server);
     let header = sign(&server, &required(&server, BALANCE, &body).await).await;
     let before = server.balances().await;
@@ -341,7 +340,7 @@ async fn a_used_payment_is_refused_again_and_after_a_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_copies_of_one_payment_are_served_once() {
-    let server = hosted::start(Setup::default()).await;
+    let server = sandbox::start(Setup::default()).await;
     let body = balance_body(&server);
     let header = sign(&server, &required(&server, BALANCE, &body).await).await;
     let before = server.balances().await;
@@ -374,11 +373,11 @@ async fn concurrent_copies_of_one_payment_are_served_once() {
 
 #[tokio::test]
 async fn an_expired_authorization_is_refused() {
-    let server = hosted::start(Setup::default()).await;
+    let server = sandbox::start(Setup::default()).await;
     let body = balance_body(&server);
     let header = sign(&server, &required(&server, BALANCE, &body).await).await;
     let past = (now() - 60).to_string();
-    let expired = hosted::tamper_x402(&server.chain.payer_signer(), &header, |p| {
+    let expired = x402::tamper_x402(&server.chain.payer_signer(), &header, |p| {
         p["payload"]["authorization"]["validBefore"] = json!(past);
     })
     .await;
@@ -394,12 +393,12 @@ async fn an_expired_authorization_is_refused() {
 
 #[tokio::test]
 async fn a_payer_without_enough_funds_is_refused() {
-    let server = hosted::start(Setup::default()).await;
+    let server = sandbox::start(Setup::default()).await;
     let body = balance_body(&server);
     let quote = required(&server, BALANCE, &body).await;
     let poor = PrivateKeySigner::random();
     server.chain.mint(poor.address(), U256::from(TWO_MILLI - 1)).await.unwrap();
-    let header = hosted::sign_x402(&poor, &quote["accepts"][0]).await;
+    let header = x402::sign_x402(&poor, &quote["accepts"][0]).await;
     let payee_before = server.balance(server.chain.pay_to()).await;
     let refused = expect_402(paid(&server, BALANCE, &body, &header).await).await;
     assert!(error_text(&refused).contains("insufficient_funds"), "{refused}");
@@ -412,11 +411,11 @@ async fn a_payer_without_enough_funds_is_refused() {
 
 #[tokio::test]
 async fn a_payment_on_another_network_is_refused() {
-    let server = hosted::start(Setup::default()).await;
+    let server = sandbox::start(Setup::default()).await;
     let body = balance_body(&server);
     let mut requirement = required(&server, BALANCE, &body).await["accepts"][0].clone();
     requirement["network"] = json!("eip155:137");
-    let header = hosted::sign_x402(&server.chain.payer_signer(), &requirement).await;
+    let header = x402::sign_x402(&server.chain.payer_signer(), &requirement).await;
     let before = server.balances().await;
     let refused = expect_402(paid(&server, BALANCE, &body, &header).await).await;
     assert!(error_text(&refused).starts_with("network_not_accepted"), "{refused}");
@@ -430,7 +429,7 @@ async fn a_payment_on_another_network_is_refused() {
 
 #[tokio::test]
 async fn a_payment_to_someone_else_is_refused() {
-    let server = hosted::start(Setup::default()).await;
+    let server = sandbox::start(Setup::default()).await;
     let body = balance_body(&server);
     let header = sign(&server, &required(&server, BALANCE, &body).await).await;
     let signer = server.chain.payer_signer();
@@ -438,7 +437,7 @@ async fn a_payment_to_someone_else_is_refused() {
     let before = server.balances().await;
 
     // Paid to another address, the requirements saying so.
-    let elsewhere = hosted::tamper_x402(&signer, &header, |p| {
+    let elsewhere = x402::tamper_x402(&signer, &header, |p| {
         p["accepted"]["payTo"] = json!(stranger.to_checksum(None));
         p["payload"]["authorization"]["to"] = json!(stranger.to_checksum(None));
     })
@@ -450,7 +449,7 @@ async fn a_payment_to_someone_else_is_refused() {
     assert_eq!(decision.error_code.as_deref(), Some("requirements_mismatch"));
 
     // Our requirements in `accepted`, the transfer authorized to someone else.
-    let diverted = hosted::tamper_x402(&signer, &header, |p| {
+    let diverted = x402::tamper_x402(&signer, &header, |p| {
         p["payload"]["authorization"]["to"] = json!(stranger.to_checksum(None));
     })
     .await;
@@ -468,14 +467,14 @@ async fn a_payment_to_someone_else_is_refused() {
 /// authorizes, whatever its `accepted` copy of the requirements says.
 #[tokio::test]
 async fn a_payment_authorizing_another_amount_than_it_claims_is_a_price_mismatch() {
-    let server = hosted::start(Setup::default()).await;
+    let server = sandbox::start(Setup::default()).await;
     let body = balance_body(&server);
     let header = sign(&server, &required(&server, BALANCE, &body).await).await;
     let signer = server.chain.payer_signer();
     let before = server.balances().await;
 
     for value in [TWO_MILLI + 1, 1_000_000, TWO_MILLI - 1] {
-        let other = hosted::tamper_x402(&signer, &header, |p| {
+        let other = x402::tamper_x402(&signer, &header, |p| {
             p["payload"]["authorization"]["value"] = json!(value.to_string());
         })
         .await;
@@ -493,7 +492,7 @@ async fn a_payment_authorizing_another_amount_than_it_claims_is_a_price_mismatch
 
 #[tokio::test]
 async fn an_unpaid_call_that_is_not_json_gets_a_402_and_consumes_nothing() {
-    let server = hosted::start(Setup::default()).await;
+    let server = sandbox::start(Setup::default()).await;
     let before = server.balances().await;
     for headers in [&[][..], &[("x-svc-free", "1")][..]] {
         let refused = expect_402(post_raw(&server, BALANCE, "text/plain", headers).await).await;
@@ -509,7 +508,7 @@ async fn an_unpaid_call_that_is_not_json_gets_a_402_and_consumes_nothing() {
 
 #[tokio::test]
 async fn the_free_pool_serves_valid_unpaid_calls_that_ask_for_it() {
-    let server = hosted::start(Setup::default()).await;
+    let server = sandbox::start(Setup::default()).await;
     let body = balance_body(&server);
     let before = server.balances().await;
     let free = [("x-svc-free", "1")];
@@ -554,7 +553,7 @@ async fn the_free_pool_serves_valid_unpaid_calls_that_ask_for_it() {
 #[tokio::test]
 async fn a_used_up_pool_answers_free_pool_exhausted_and_the_address_check_has_its_own() {
     let server =
-        hosted::start(Setup { env: vec![("PAPERCHAIN_FREE_CHAIN_READS", "2".into())], ..Setup::default() }).await;
+        sandbox::start(Setup { env: vec![("PAPERCHAIN_FREE_CHAIN_READS", "2".into())], ..Setup::default() }).await;
     let before = server.balances().await;
     let free = [("x-svc-free", "1")];
     let chain = json!({"chain": "base"});
@@ -586,7 +585,7 @@ async fn a_used_up_pool_answers_free_pool_exhausted_and_the_address_check_has_it
 async fn free_pools_start_again_at_the_utc_day_boundary() {
     let clock = TestClock::at(datetime!(2026-03-14 23:59:59 UTC));
     let options = HostedOptions { clock: clock.clone(), ..Setup::default().options };
-    let server = hosted::start(Setup { env: vec![("PAPERCHAIN_FREE_CHAIN_READS", "1".into())], options }).await;
+    let server = sandbox::start(Setup { env: vec![("PAPERCHAIN_FREE_CHAIN_READS", "1".into())], options }).await;
     let body = balance_body(&server);
     let free = [("x-svc-free", "1")];
 
@@ -610,7 +609,8 @@ async fn free_pool_counts_survive_a_restart() {
     let clock = TestClock::at(datetime!(2026-06-01 12:00:00 UTC));
     let options = HostedOptions { clock: clock.clone(), ..Setup::default().options };
     let mut server =
-        hosted::start(Setup { env: vec![("PAPERCHAIN_FREE_CHAIN_READS", "3".into())], options: options.clone() }).await;
+        sandbox::start(Setup { env: vec![("PAPERCHAIN_FREE_CHAIN_READS", "3".into())], options: options.clone() })
+            .await;
     let body = balance_body(&server);
     let free = [("x-svc-free", "1")];
     for left in ["2", "1"] {
@@ -630,7 +630,7 @@ async fn the_402_has_the_fields_of_the_spec() {
     let icon = "https://icons.example.com/paperchain.png";
     let env =
         vec![("PAPERCHAIN_SERVICE_NAME", "Paperchain Test".to_string()), ("PAPERCHAIN_ICON_URL", icon.to_string())];
-    let server = hosted::start(Setup { env, ..Setup::default() }).await;
+    let server = sandbox::start(Setup { env, ..Setup::default() }).await;
     let body = balance_body(&server);
     let response = server.post(BALANCE, &body, &[]).await;
     assert!(

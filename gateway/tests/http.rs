@@ -4,6 +4,9 @@
 mod common;
 
 use common::*;
+use paperchain_testkit::b64;
+use paperchain_testkit::corpus::{corpus_file, file_input};
+use paperchain_testkit::pdf::qpdf_pages;
 use serde_json::{Value, json};
 
 #[tokio::test]

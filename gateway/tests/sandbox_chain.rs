@@ -16,7 +16,9 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::sol;
 use alloy::sol_types::{SolStruct as _, eip712_domain};
 use base64::Engine as _;
-use paperchain_gateway::hosted::sandbox::{SandboxChain, SandboxFacilitator, SandboxOptions};
+use paperchain_gateway::hosted::sandbox::{SandboxChain, SandboxFacilitator};
+use paperchain_testkit::sandbox::sandbox_chain;
+use paperchain_testkit::x402::TransferWithAuthorization;
 use serde_json::{Value, json};
 use x402_chain_eip155::V2Eip155ExactClient;
 use x402_facilitator_local::FacilitatorLocalError;
@@ -52,15 +54,6 @@ sol! {
         function permit(address holder, address spender, uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s) external;
     }
 
-    struct TransferWithAuthorization {
-        address from;
-        address to;
-        uint256 value;
-        uint256 validAfter;
-        uint256 validBefore;
-        bytes32 nonce;
-    }
-
     struct ReceiveWithAuthorization {
         address from;
         address to;
@@ -82,10 +75,6 @@ sol! {
         uint256 nonce;
         uint256 deadline;
     }
-}
-
-async fn sandbox() -> SandboxChain {
-    SandboxChain::start(SandboxOptions::default()).await.unwrap_or_else(|e| panic!("{e}"))
 }
 
 async fn facilitator(sandbox: &SandboxChain) -> SandboxFacilitator {
@@ -187,7 +176,7 @@ fn reverted(error: &FacilitatorLocalError, reason: &str) -> bool {
 
 #[tokio::test]
 async fn a_payment_verifies_settles_once_and_moves_exactly_the_quote() {
-    let sandbox = sandbox().await;
+    let sandbox = sandbox_chain().await;
     let facilitator = facilitator(&sandbox).await;
     let requirements = requirements(&sandbox, "eip155:8453");
     let payment = client_payment(&sandbox.payer_signer(), &requirements).await;
@@ -233,7 +222,7 @@ async fn a_payment_verifies_settles_once_and_moves_exactly_the_quote() {
 
 #[tokio::test]
 async fn an_expired_authorization_is_refused() {
-    let sandbox = sandbox().await;
+    let sandbox = sandbox_chain().await;
     let facilitator = facilitator(&sandbox).await;
     let requirements = requirements(&sandbox, "eip155:8453");
     let signer = sandbox.payer_signer();
@@ -256,7 +245,7 @@ async fn an_expired_authorization_is_refused() {
 
 #[tokio::test]
 async fn a_payer_without_enough_funds_is_refused() {
-    let sandbox = sandbox().await;
+    let sandbox = sandbox_chain().await;
     let facilitator = facilitator(&sandbox).await;
     let requirements = requirements(&sandbox, "eip155:8453");
     let poor = PrivateKeySigner::random();
@@ -273,7 +262,7 @@ async fn a_payer_without_enough_funds_is_refused() {
 
 #[tokio::test]
 async fn another_network_is_refused() {
-    let sandbox = sandbox().await;
+    let sandbox = sandbox_chain().await;
     let facilitator = facilitator(&sandbox).await;
     // Requirements for Polygon: the client signs for chain 137, the facilitator knows 8453 only.
     let polygon = requirements(&sandbox, "eip155:137");
@@ -293,7 +282,7 @@ async fn another_network_is_refused() {
 
 #[tokio::test]
 async fn a_signature_by_someone_else_is_refused() {
-    let sandbox = sandbox().await;
+    let sandbox = sandbox_chain().await;
     let facilitator = facilitator(&sandbox).await;
     let requirements = requirements(&sandbox, "eip155:8453");
     let mut payment = client_payment(&sandbox.payer_signer(), &requirements).await;
@@ -311,7 +300,7 @@ async fn a_signature_by_someone_else_is_refused() {
 
 #[tokio::test]
 async fn the_sandbox_chain_is_base_with_usdc() {
-    let sandbox = sandbox().await;
+    let sandbox = sandbox_chain().await;
     let reader = ProviderBuilder::new().connect_http(sandbox.rpc_url().clone());
     assert_eq!(reader.get_chain_id().await.expect("eth_chainId"), 8453);
     assert_eq!(sandbox.chain_id(), 8453);
@@ -380,7 +369,7 @@ async fn funded_wallet(sandbox: &SandboxChain) -> impl Provider + use<> {
 /// The token's own EIP-3009 and EIP-2612 functions, beyond what x402 calls.
 #[tokio::test]
 async fn the_token_implements_eip3009_and_permit() {
-    let sandbox = sandbox().await;
+    let sandbox = sandbox_chain().await;
     let payer = sandbox.payer_signer();
     let relayer = funded_wallet(&sandbox).await;
     let usdc = ITestUsdc::new(sandbox.token(), &relayer);

@@ -8,6 +8,8 @@ use std::net::IpAddr;
 use common::*;
 use paperchain_engine::Context;
 use paperchain_engine::fetch::AddressPolicy;
+use paperchain_testkit::corpus::corpus_file;
+use paperchain_testkit::pdf::qpdf_pages;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -1,17 +1,16 @@
-//! A gateway on a random loopback port, and corpus files, for the HTTP tests.
+//! A gateway in local mode on a random loopback port, for the HTTP tests (corpus files,
+//! page counts and the hosted sandbox come from `paperchain-testkit`).
 
 #![allow(dead_code)]
-
-pub mod hosted;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use base64::Engine as _;
 use paperchain_engine::Context;
 use paperchain_gateway::ServerConfig;
 use paperchain_gateway::server::app;
+use paperchain_testkit::server::spawn_router;
 use serde_json::{Value, json};
 
 pub struct Server {
@@ -44,9 +43,7 @@ pub async fn start_full(data_dir: &Path, public_url: Option<&str>, ctx: Context)
     config.public_url = public_url.map(str::to_string);
     config.request_timeout = Duration::from_secs(60);
     let router = app(&config, addr, ctx).unwrap();
-    let task = tokio::spawn(async move {
-        axum::serve(listener, router).await.unwrap();
-    });
+    let task = spawn_router(listener, router);
     Server {
         addr,
         base: format!("http://{addr}"),
@@ -74,38 +71,4 @@ impl Server {
         let value = serde_json::from_slice(&bytes).unwrap_or_else(|_| json!({ "raw_bytes": bytes.len() }));
         (status, value)
     }
-}
-
-pub fn corpus() -> PathBuf {
-    let dir = std::env::var_os("PAPERCHAIN_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"));
-    assert!(dir.join("pdf").is_dir(), "the test corpus is missing at {}; set PAPERCHAIN_CORPUS", dir.display());
-    dir
-}
-
-pub fn corpus_file(relative: &str) -> Vec<u8> {
-    std::fs::read(corpus().join("pdf").join(relative)).unwrap()
-}
-
-pub fn file_input(relative: &str) -> Value {
-    json!({ "data": base64::engine::general_purpose::STANDARD.encode(corpus_file(relative)), "filename": Path::new(relative).file_name().unwrap().to_string_lossy() })
-}
-
-pub fn b64(bytes: &[u8]) -> String {
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-pub fn qpdf_pages(bytes: &[u8]) -> u32 {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("x.pdf");
-    std::fs::write(&path, bytes).unwrap();
-    let check = std::process::Command::new("qpdf")
-        .arg("--check")
-        .arg(&path)
-        .output()
-        .expect("qpdf is installed (cargo xtask setup)");
-    assert!(check.status.success(), "qpdf --check failed: {}", String::from_utf8_lossy(&check.stdout));
-    let out = std::process::Command::new("qpdf").arg("--show-npages").arg(&path).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }
