@@ -8,8 +8,11 @@
 mod common;
 
 use alloy::primitives::U256;
-use common::hosted::{sign_x402, start};
-use common::{call, embedded, http_client, qpdf_pages, structured};
+use common::hosted::start;
+use common::{call, embedded, http_client, structured};
+use paperchain_testkit::corpus::file_input;
+use paperchain_testkit::pdf::qpdf_pages;
+use paperchain_testkit::x402::sign_x402_payload;
 use serde_json::{Value, json};
 
 /// The PaymentRequired of a tool result, checked to be the x402 MCP transport's shape.
@@ -27,7 +30,7 @@ fn payment_required(result: &rmcp::model::CallToolResult) -> Value {
 async fn free_pool_then_payment_required_then_a_paid_retry_settles_once() {
     let hosted = start(&[("PAPERCHAIN_FREE_DOCS", "2")]).await;
     let client = http_client(&format!("{}/mcp/docs", hosted.server.base)).await;
-    let arguments = json!({ "file": common::file_input("sample-files/pdflatex-4-pages.pdf"), "degrees": 90 });
+    let arguments = json!({ "file": file_input("sample-files/pdflatex-4-pages.pdf"), "degrees": 90 });
 
     // The free pool is used without being asked for.
     for left in [1, 0] {
@@ -48,7 +51,7 @@ async fn free_pool_then_payment_required_then_a_paid_retry_settles_once() {
 
     // A paid retry settles on the sandbox chain and moves exactly the quote.
     let before = hosted.balances().await;
-    let payment = sign_x402(&hosted.chain.payer_signer(), &requirement).await;
+    let payment = sign_x402_payload(&hosted.chain.payer_signer(), &requirement).await;
     let meta = json!({ "x402/payment": payment });
     let result = call(&client, "rotate_pdf_pages", arguments.clone(), Some(meta.clone())).await;
     structured(&result);
@@ -67,7 +70,7 @@ async fn free_pool_then_payment_required_then_a_paid_retry_settles_once() {
     assert_eq!(hosted.balances().await, after);
 
     // Invalid input with a payment is a tool error naming the field; the payment is not used.
-    let payment = sign_x402(&hosted.chain.payer_signer(), &requirement).await;
+    let payment = sign_x402_payload(&hosted.chain.payer_signer(), &requirement).await;
     let bad = json!({ "file": arguments["file"], "degrees": 45 });
     let result = call(&client, "rotate_pdf_pages", bad, Some(json!({ "x402/payment": payment }))).await;
     assert_eq!(common::tool_error(&result)["field"], "/degrees");
@@ -89,7 +92,7 @@ async fn a_chain_tool_is_paid_over_mcp_once_its_pool_is_empty() {
     let requirement = required["accepts"][0].clone();
     let quote: U256 = requirement["amount"].as_str().unwrap().parse().unwrap();
     let before = hosted.balances().await;
-    let payment = sign_x402(&hosted.chain.payer_signer(), &requirement).await;
+    let payment = sign_x402_payload(&hosted.chain.payer_signer(), &requirement).await;
     let result = call(&client, "get_gas_price", arguments, Some(json!({ "x402/payment": payment }))).await;
     assert_eq!(structured(&result)["chain"], "base");
     assert_eq!(result.meta.as_ref().unwrap().0["x402/payment-response"]["success"], true);
@@ -109,10 +112,7 @@ async fn every_hosted_output_schema_admits_the_payment_required_and_a_delivered_
         ("chain", ("get_gas_price", json!({ "chain": "base" }))),
         (
             "docs",
-            (
-                "rotate_pdf_pages",
-                json!({ "file": common::file_input("sample-files/pdflatex-4-pages.pdf"), "degrees": 90 }),
-            ),
+            ("rotate_pdf_pages", json!({ "file": file_input("sample-files/pdflatex-4-pages.pdf"), "degrees": 90 })),
         ),
     ] {
         let client = http_client(&format!("{}/mcp/{family}", hosted.server.base)).await;

@@ -5,8 +5,12 @@
 
 mod common;
 
-use common::{anvil, call, ctx_on, embedded, http_client, qpdf_pages, serve, structured, tool_error};
+use common::{call, embedded, http_client, serve, structured, tool_error};
 use paperchain_engine::{Catalog, Context, Family};
+use paperchain_testkit::anvil::Anvil;
+use paperchain_testkit::corpus::file_input;
+use paperchain_testkit::pdf::qpdf_pages;
+use paperchain_testkit::sandbox::base_context;
 use serde_json::{Value, json};
 
 fn operations(family: Family) -> Vec<String> {
@@ -37,7 +41,7 @@ async fn each_endpoint_lists_its_family_with_schemas() {
 async fn a_document_tool_answers_an_embedded_pdf_or_a_link() {
     let server = serve(Context::new(), None).await;
     let client = http_client(&format!("{}/mcp/docs", server.base)).await;
-    let file = common::file_input("sample-files/pdflatex-4-pages.pdf");
+    let file = file_input("sample-files/pdflatex-4-pages.pdf");
     let result = call(&client, "rotate_pdf_pages", json!({ "file": file, "degrees": 90 }), None).await;
     let described = structured(&result);
     let files = embedded(&result);
@@ -74,7 +78,7 @@ async fn a_document_tool_answers_an_embedded_pdf_or_a_link() {
 async fn invalid_input_is_a_tool_error_naming_the_field() {
     let server = serve(Context::new(), None).await;
     let client = http_client(&format!("{}/mcp/docs", server.base)).await;
-    let file = common::file_input("sample-files/pdflatex-4-pages.pdf");
+    let file = file_input("sample-files/pdflatex-4-pages.pdf");
     let error = tool_error(&call(&client, "rotate_pdf_pages", json!({ "file": file, "degrees": 45 }), None).await);
     assert_eq!(error["field"], "/degrees", "{error}");
     assert_eq!(error["code"], "invalid_input");
@@ -95,8 +99,9 @@ async fn invalid_input_is_a_tool_error_naming_the_field() {
 
 #[tokio::test]
 async fn a_chain_tool_reads_anvil() {
-    let chain = anvil().await;
-    let server = serve(ctx_on(chain.rpc_url().as_str()), None).await;
+    // Chain id 8453: Base's.
+    let anvil = Anvil::start(8453).await;
+    let server = serve(base_context(&anvil.url), None).await;
     let client = http_client(&format!("{}/mcp/chain", server.base)).await;
     let block = structured(&call(&client, "get_latest_block", json!({ "chain": "base" }), None).await);
     assert!(block.as_object().is_some_and(|o| !o.is_empty()), "{block}");

@@ -7,13 +7,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::Path;
 use std::time::Duration;
 
 use common::hosted::start;
+use paperchain_testkit::corpus::file_input;
+use paperchain_testkit::node::{NodeRun, interop_script};
+use paperchain_testkit::tools::{require_node_packages, tools_dir};
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt as _;
 
 /// The npm package the script loads.
 const SDK: &str = "@modelcontextprotocol/sdk";
@@ -21,61 +22,20 @@ const SDK: &str = "@modelcontextprotocol/sdk";
 /// Longest one node run may take (node start-up, the handshake, a list and a call).
 const NODE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// `$PAPERCHAIN_TOOLS`, else `$HOME/.cache/paperchain/tools`, as setup and the script read it.
-fn tools_dir() -> PathBuf {
-    let set = |key: &str| std::env::var_os(key).filter(|v| !v.is_empty());
-    set("PAPERCHAIN_TOOLS")
-        .map(PathBuf::from)
-        .or_else(|| set("HOME").map(|home| PathBuf::from(home).join(".cache/paperchain/tools")))
-        .expect("neither PAPERCHAIN_TOOLS nor HOME is set")
-}
-
-/// Fails, never skips, when node or the SDK is missing: CI must run this test.
-fn check_node_sdk(tools: &Path) {
-    let version = match std::process::Command::new("node").arg("--version").output() {
-        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_string(),
-        Ok(out) => panic!("`node --version` failed ({}); run `cargo xtask setup`", out.status),
-        Err(e) => panic!("node is not on the PATH ({e}); run `cargo xtask setup`"),
-    };
-    let manifest = tools.join("npm/node_modules").join(SDK).join("package.json");
-    assert!(
-        manifest.is_file(),
-        "the MCP TypeScript SDK is not installed: {} is missing (node {version}); run `cargo xtask setup`",
-        manifest.display()
-    );
-}
-
 /// Runs the SDK client once: list the tools at `url`, call `tool` with `arguments`; its JSON line.
 async fn call_with_sdk(tools: &Path, url: &str, tool: &str, arguments: &Value) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/interop/mcp-sdk-call.mjs");
-    let mut child = tokio::process::Command::new("node")
-        .arg(&script)
-        .arg(url)
-        .arg(tool)
+    let stdin = arguments.to_string();
+    let line = NodeRun {
+        script: interop_script("mcp-sdk-call.mjs"),
         // On stdin: a document's base64 outgrows a command-line argument.
-        .arg("-")
-        .env("PAPERCHAIN_TOOLS", tools)
-        // Nothing preloaded that could get round the script's loopback-only fetch.
-        .env_remove("NODE_OPTIONS")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting node: {e}; run `cargo xtask setup`"));
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(arguments.to_string().as_bytes()).await.unwrap();
-    drop(stdin);
-    let out = tokio::time::timeout(NODE_TIMEOUT, child.wait_with_output())
-        .await
-        .unwrap_or_else(|_| panic!("{tool}: node did not finish within {NODE_TIMEOUT:?}"))
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{tool}: node failed ({}):\n{stderr}{stdout}", out.status);
-    let line = stdout.lines().last().unwrap_or_else(|| panic!("{tool}: node printed nothing; stderr:\n{stderr}"));
-    let line: Value =
-        serde_json::from_str(line).unwrap_or_else(|e| panic!("{tool}: node's line is not JSON ({e}): {line}"));
+        args: vec![url, tool, "-"],
+        stdin: Some(stdin.as_bytes()),
+        env: Vec::new(),
+        timeout: NODE_TIMEOUT,
+        label: tool,
+    }
+    .last_json_line(tools)
+    .await;
     let sdk = line["sdk"].as_str().unwrap_or_default();
     assert!(sdk.starts_with("1."), "the SDK is 1.x (its client validates structured content): {sdk}");
     assert!(
@@ -89,7 +49,7 @@ async fn call_with_sdk(tools: &Path, url: &str, tool: &str, arguments: &Value) -
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_typescript_sdk_client_receives_the_payment_required_of_a_paid_tool() {
     let tools = tools_dir();
-    check_node_sdk(&tools);
+    require_node_packages(&tools, "the MCP TypeScript SDK", &[SDK]);
     let hosted = start(&[("PAPERCHAIN_FREE_CHAIN_READS", "0")]).await;
 
     // The free chain-read pool is empty: the call answers the x402 PaymentRequired, and the
@@ -107,7 +67,7 @@ async fn the_typescript_sdk_client_receives_the_payment_required_of_a_paid_tool(
 
     // The same hosted schemas still take a delivered result: a free document call (files).
     let url = format!("{}/mcp/docs", hosted.server.base);
-    let arguments = json!({ "file": common::file_input("sample-files/pdflatex-4-pages.pdf"), "degrees": 90 });
+    let arguments = json!({ "file": file_input("sample-files/pdflatex-4-pages.pdf"), "degrees": 90 });
     let result = call_with_sdk(&tools, &url, "rotate_pdf_pages", &arguments).await;
     assert_ne!(result["isError"], true, "{}", result["content"][0]);
     assert_eq!(result["structuredContent"]["files"][0]["media_type"], "application/pdf", "{}", result["content"][0]);

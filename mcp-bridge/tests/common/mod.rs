@@ -1,29 +1,26 @@
-//! The gateway with its MCP endpoints on a random loopback port, rmcp clients, corpus
-//! files and checks of what tools answer, for the MCP tests.
+//! The gateway with its MCP endpoints on a random loopback port, rmcp clients and checks of
+//! what tools answer, for the MCP tests (corpus files, page counts, anvil and the hosted
+//! sandbox come from `paperchain-testkit`).
 
 #![allow(dead_code)]
 
 pub mod hosted;
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
 use paperchain_engine::Context;
-use paperchain_engine::chain::evm::Chains;
-use paperchain_gateway::ServerConfig;
 use paperchain_gateway::hosted::paywall::Paywall;
-use paperchain_gateway::hosted::sandbox::SandboxChain;
 use paperchain_gateway::server::{app_with_routes, base_url, file_store};
 use paperchain_mcp::Links;
 use paperchain_mcp::http::{HttpOptions, router};
+use paperchain_testkit::server::{loopback_listener, server_config, spawn_router};
 use rmcp::ServiceExt as _;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// An rmcp client connection.
 pub type Client = RunningService<RoleClient, ()>;
@@ -43,11 +40,8 @@ impl Drop for Server {
 /// The gateway (HTTP API and `/mcp/*`) on a random loopback port, hosted when `paywall` is given.
 pub async fn serve(ctx: Context, paywall: Option<Arc<Paywall>>) -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let mut config = ServerConfig::local(dir.path().to_path_buf());
-    config.listen = addr;
-    config.public_url = Some(format!("http://{addr}"));
+    let (listener, addr, base) = loopback_listener().await;
+    let mut config = server_config(dir.path(), addr, &base);
     config.request_timeout = Duration::from_secs(60);
     let links = Links { files: file_store(&config).unwrap(), base_url: base_url(&config, addr) };
     let mcp = router(HttpOptions {
@@ -57,10 +51,8 @@ pub async fn serve(ctx: Context, paywall: Option<Arc<Paywall>>) -> Server {
         request_timeout: config.request_timeout,
     });
     let app = app_with_routes(&config, addr, ctx, paywall, Some(mcp)).unwrap();
-    let task = tokio::spawn(async move {
-        axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>()).await.unwrap();
-    });
-    Server { base: format!("http://{addr}"), dir, task }
+    let task = spawn_router(listener, app);
+    Server { base, dir, task }
 }
 
 /// An rmcp client of the streamable HTTP endpoint at `url`.
@@ -68,20 +60,6 @@ pub async fn http_client(url: &str) -> Client {
     ().serve(StreamableHttpClientTransport::from_uri(url.to_string()))
         .await
         .unwrap_or_else(|e| panic!("connecting to {url}: {e}"))
-}
-
-/// A context whose `base` chain is the anvil at `rpc` (and no other chain configured).
-pub fn ctx_on(rpc: &str) -> Context {
-    let rpc = rpc.to_string();
-    let chains = Chains::try_from_vars(|key| (key == "PAPERCHAIN_RPC_BASE").then(|| rpc.clone())).unwrap();
-    Context { chains: Arc::new(chains), ..Context::new() }
-}
-
-/// A local anvil (chain id 8453, Base's) for the chain tools.
-pub async fn anvil() -> SandboxChain {
-    SandboxChain::start(Default::default())
-        .await
-        .unwrap_or_else(|e| panic!("starting anvil ({e}); run `cargo xtask setup`"))
 }
 
 /// Calls tool `name` with `arguments` (and `_meta` when given).
@@ -127,36 +105,4 @@ pub fn embedded(result: &CallToolResult) -> Vec<(String, String, Vec<u8>)> {
             _ => None,
         })
         .collect()
-}
-
-pub fn corpus() -> PathBuf {
-    let dir = std::env::var_os("PAPERCHAIN_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"));
-    assert!(dir.join("pdf").is_dir(), "the test corpus is missing at {}; set PAPERCHAIN_CORPUS", dir.display());
-    dir
-}
-
-/// A file input of corpus file `relative` (under `pdf/`).
-pub fn file_input(relative: &str) -> Value {
-    let bytes = std::fs::read(corpus().join("pdf").join(relative)).unwrap();
-    json!({
-        "data": base64::engine::general_purpose::STANDARD.encode(bytes),
-        "filename": Path::new(relative).file_name().unwrap().to_string_lossy(),
-    })
-}
-
-/// The page count of a PDF that passes `qpdf --check`.
-pub fn qpdf_pages(bytes: &[u8]) -> u32 {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("x.pdf");
-    std::fs::write(&path, bytes).unwrap();
-    let check = std::process::Command::new("qpdf")
-        .arg("--check")
-        .arg(&path)
-        .output()
-        .expect("qpdf is installed (run `cargo xtask setup`)");
-    assert!(check.status.success(), "qpdf --check failed: {}", String::from_utf8_lossy(&check.stdout));
-    let out = std::process::Command::new("qpdf").arg("--show-npages").arg(&path).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }
