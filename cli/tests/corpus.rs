@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
+use paperchain_testkit::corpus::corpus;
 use serde_json::{Value, json};
 
 /// Wall-clock cap per call, seconds.
@@ -27,14 +28,6 @@ const PASSWORDS: &[(&str, &str)] = &[
 /// Error codes a damaged, hostile or locked input may legitimately produce.
 const INPUT_ERRORS: &[&str] =
     &["damaged_pdf", "password_required", "wrong_password", "not_a_pdf", "file_too_large", "too_many_pages"];
-
-fn corpus() -> PathBuf {
-    let dir = std::env::var_os("PAPERCHAIN_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"));
-    assert!(dir.join("pdf").is_dir(), "the test corpus is missing at {}; set PAPERCHAIN_CORPUS", dir.display());
-    dir
-}
 
 fn pdfs(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();

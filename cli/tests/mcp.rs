@@ -5,13 +5,16 @@
 
 use std::io::Read as _;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use paperchain_engine::{Catalog, Family};
-use paperchain_gateway::hosted::sandbox::{SandboxChain, SandboxOptions};
+use paperchain_testkit::anvil::Anvil;
+use paperchain_testkit::corpus::corpus_file;
+use paperchain_testkit::pdf::qpdf_pages;
+use paperchain_testkit::tools::{npm_bin, tools_dir};
 use rmcp::ServiceExt as _;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
 use rmcp::service::{RoleClient, RunningService};
@@ -24,10 +27,9 @@ fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_paperchain")
 }
 
-async fn anvil() -> SandboxChain {
-    SandboxChain::start(SandboxOptions::default())
-        .await
-        .unwrap_or_else(|e| panic!("starting anvil ({e}); run `cargo xtask setup`"))
+/// A local anvil at chain id 8453 (Base's) for the chain tools.
+async fn anvil() -> Anvil {
+    Anvil::start(8453).await
 }
 
 /// The binary as an MCP server over stdio, `base` read from `rpc` when given.
@@ -46,24 +48,6 @@ async fn call(client: &Client, name: &str, arguments: Value) -> CallToolResult {
     client.call_tool(params).await.unwrap_or_else(|e| panic!("calling {name}: {e}"))
 }
 
-fn corpus_file(relative: &str) -> Vec<u8> {
-    let dir = std::env::var_os("PAPERCHAIN_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"));
-    std::fs::read(dir.join("pdf").join(relative))
-        .unwrap_or_else(|e| panic!("the test corpus at {} ({e}); set PAPERCHAIN_CORPUS", dir.display()))
-}
-
-fn qpdf_pages(bytes: &[u8]) -> u32 {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("x.pdf");
-    std::fs::write(&path, bytes).unwrap();
-    let check = Command::new("qpdf").arg("--check").arg(&path).output().expect("qpdf (run `cargo xtask setup`)");
-    assert!(check.status.success(), "qpdf --check: {}", String::from_utf8_lossy(&check.stdout));
-    let out = Command::new("qpdf").arg("--show-npages").arg(&path).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
-}
-
 fn operations(families: &[Family]) -> Vec<String> {
     Catalog::standard()
         .routes()
@@ -75,7 +59,7 @@ fn operations(families: &[Family]) -> Vec<String> {
 #[tokio::test]
 async fn stdio_lists_every_tool_and_runs_them_in_process() {
     let chain = anvil().await;
-    let client = stdio_client(&[], Some(chain.rpc_url().as_str())).await;
+    let client = stdio_client(&[], Some(&chain.url)).await;
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
     assert_eq!(names, operations(&[Family::Chain, Family::Docs]));
@@ -136,10 +120,7 @@ async fn stdio_serves_one_family_when_asked() {
 
 /// The Inspector's launcher, as `cargo xtask setup` installs it.
 fn inspector() -> PathBuf {
-    let tools = std::env::var_os("PAPERCHAIN_TOOLS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/paperchain/tools"));
-    let launcher = tools.join("npm/node_modules/.bin/mcp-inspector");
+    let launcher = npm_bin(&tools_dir(), "mcp-inspector");
     assert!(launcher.exists(), "the MCP Inspector is missing at {}; run `cargo xtask setup`", launcher.display());
     launcher
 }
@@ -208,7 +189,7 @@ fn names(list: &Value) -> Vec<String> {
 #[tokio::test]
 async fn the_mcp_inspector_lists_and_calls_tools_over_stdio_and_http() {
     let chain = anvil().await;
-    let rpc = chain.rpc_url().as_str().to_string();
+    let rpc = chain.url.clone();
     let env = format!("PAPERCHAIN_RPC_BASE={rpc}");
 
     // stdio: the Inspector starts the binary itself.

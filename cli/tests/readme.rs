@@ -1,8 +1,11 @@
 //! The README's curl examples, run as written against `paperchain serve`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use paperchain_testkit::corpus::corpus;
+use paperchain_testkit::pdf::qpdf_pages_of as qpdf_pages;
 
 struct Server(Child);
 
@@ -13,24 +16,11 @@ impl Drop for Server {
     }
 }
 
-fn corpus() -> PathBuf {
-    std::env::var_os("PAPERCHAIN_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"))
-}
-
 fn examples() -> Vec<String> {
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
     let start = readme.find("<!-- readme-examples:start -->").expect("README marks its examples");
     let end = readme.find("<!-- readme-examples:end -->").unwrap();
     readme[start..end].split("```sh\n").skip(1).map(|block| block.split("```").next().unwrap().to_string()).collect()
-}
-
-fn qpdf_pages(path: &Path) -> u32 {
-    let check = Command::new("qpdf").arg("--check").arg(path).output().unwrap();
-    assert!(check.status.success(), "qpdf --check {}: {}", path.display(), String::from_utf8_lossy(&check.stdout));
-    let out = Command::new("qpdf").arg("--show-npages").arg(path).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }
 
 #[test]

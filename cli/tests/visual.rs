@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use paperchain_testkit::corpus::corpus;
 use serde_json::{Value, json};
 
 /// Largest accepted mean absolute difference per pixel, in grey levels (of 255): catches
@@ -35,14 +36,6 @@ const MAX_DIFFERING_SHARE: f64 = 0.01;
 
 /// The corpus files each route runs on.
 const FILES: &[&str] = &["pdf/sample-files/pdflatex-4-pages.pdf", "pdf/sample-files/habibi-rotated.pdf"];
-
-fn corpus() -> PathBuf {
-    let dir = std::env::var_os("PAPERCHAIN_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"));
-    assert!(dir.join("pdf").is_dir(), "the test corpus is missing at {}; set PAPERCHAIN_CORPUS", dir.display());
-    dir
-}
 
 fn references() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/visual")
