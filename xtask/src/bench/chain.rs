@@ -10,13 +10,15 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail, ensure};
+use paperchain_testkit::anvil::AnvilProcess;
+use paperchain_testkit::tools::{npm_bin, npm_program};
 
 use super::{Outcome, Timing, time_cell};
 use crate::cmd::Cmd;
@@ -76,9 +78,11 @@ pub(super) struct Report {
 
 pub(super) fn measure(paperchain: &Path, tools: &Path, runs: u32, dir: &Path) -> anyhow::Result<Report> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let cast = tools.join("npm/node_modules/.bin/cast");
+    let cast = npm_bin(tools, "cast");
     ensure!(cast.is_file(), "cast is not installed at {}; run `cargo xtask setup`", cast.display());
-    let anvil = Anvil::start(&anvil_binary(tools)?)?;
+    let binary = npm_program(tools, "anvil", "PAPERCHAIN_ANVIL").map_err(anyhow::Error::msg)?;
+    eprintln!("$ {} --host 127.0.0.1 --port 0 --chain-id 1", binary.display());
+    let anvil = AnvilProcess::spawn(&binary, 1, &[])?;
     let proxy = Proxy::start(anvil.port)?;
     let chain = format!("http://127.0.0.1:{}", proxy.port);
     let direct = format!("http://127.0.0.1:{}", anvil.port);
@@ -429,16 +433,6 @@ fn json_field(json: &str, key: &str) -> Option<String> {
     None
 }
 
-/// anvil as the engine's tests find it: `$PAPERCHAIN_ANVIL`, else the tools' npm folder.
-fn anvil_binary(tools: &Path) -> anyhow::Result<PathBuf> {
-    if let Some(path) = std::env::var_os("PAPERCHAIN_ANVIL").filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(path));
-    }
-    let path = tools.join("npm/node_modules/.bin/anvil");
-    ensure!(path.is_file(), "anvil is not installed at {}; run `cargo xtask setup`", path.display());
-    Ok(path)
-}
-
 /// A child killed when dropped.
 struct Killed(Child);
 
@@ -446,42 +440,6 @@ impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-struct Anvil {
-    _child: Killed,
-    port: u16,
-}
-
-impl Anvil {
-    fn start(binary: &Path) -> anyhow::Result<Anvil> {
-        eprintln!("$ {} --host 127.0.0.1 --port 0 --chain-id 1", binary.display());
-        let mut child = Command::new(binary)
-            .args(["--host", "127.0.0.1", "--port", "0", "--chain-id", "1"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .with_context(|| format!("starting {}", binary.display()))?;
-        let stdout = child.stdout.take().context("anvil's stdout is not piped")?;
-        let child = Killed(child);
-        // anvil says where it listens once ready; the reader keeps draining its request log.
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut tx = Some(tx);
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(address) = line.trim().strip_prefix("Listening on ")
-                    && let Some(tx) = tx.take()
-                {
-                    let _ = tx.send(address.to_string());
-                }
-            }
-        });
-        let address = rx.recv_timeout(Duration::from_secs(60)).context("anvil did not say where it listens")?;
-        let port = address.rsplit(':').next().and_then(|p| p.parse().ok()).context("no port after `Listening on`")?;
-        Ok(Anvil { _child: child, port })
     }
 }
 

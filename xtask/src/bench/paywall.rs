@@ -25,6 +25,8 @@ use std::sync::{Arc, Barrier, mpsc};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail, ensure};
+use paperchain_testkit::tools::npm_program;
+use paperchain_testkit::{b64, b64_decode};
 
 use crate::cargo;
 use crate::cmd::Cmd;
@@ -56,7 +58,7 @@ fn cases() -> anyhow::Result<Vec<Case>> {
         Case { path: "/v1/chain/gas", body: r#"{"chain":"base"}"#.into(), quote: "chain name looked up, no RPC" },
         Case {
             path: "/v1/pdf/inspect",
-            body: format!(r#"{{"file":{{"data":"{}"}}}}"#, base64(&pdf)),
+            body: format!(r#"{{"file":{{"data":"{}"}}}}"#, b64(&pdf)),
             quote: "base64 decoded, 1-page PDF parsed",
         },
     ])
@@ -393,7 +395,7 @@ fn check(answer: &Answer, thorough: bool) -> Result<(), String> {
         return Err(format!("a 402 without PAYMENT-REQUIRED: {}", body()));
     };
     if thorough {
-        let decoded = unbase64(header).ok_or("PAYMENT-REQUIRED is not base64")?;
+        let decoded = b64_decode(header).ok_or("PAYMENT-REQUIRED is not base64")?;
         if decoded != answer.body {
             return Err("PAYMENT-REQUIRED does not decode to the 402's body".into());
         }
@@ -661,56 +663,12 @@ fn clock_ticks() -> f64 {
     Cmd::new("getconf").arg("CLK_TCK").quiet().read().ok().and_then(|t| t.trim().parse().ok()).unwrap_or(100.0)
 }
 
-const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// Standard base64 with padding.
-fn base64(bytes: &[u8]) -> String {
-    let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                text.push(char::from(BASE64[(n >> (18 - 6 * i) & 63) as usize]));
-            } else {
-                text.push('=');
-            }
-        }
-    }
-    text
-}
-
-/// Standard base64, padding optional; `None` on any other character.
-fn unbase64(text: &str) -> Option<Vec<u8>> {
-    let mut bytes = Vec::with_capacity(text.len() / 4 * 3);
-    let (mut bits, mut count) = (0u32, 0);
-    for c in text.trim_end_matches('=').bytes() {
-        let value = BASE64.iter().position(|&b| b == c)? as u32;
-        bits = bits << 6 | value;
-        count += 6;
-        if count >= 8 {
-            count -= 8;
-            bytes.push((bits >> count) as u8);
-        }
-    }
-    Some(bytes)
-}
-
 /// The first string value of `"key"` in a JSON text (escapes left as they are).
 fn json_string(json: &str, key: &str) -> Option<String> {
     let quoted = format!("\"{key}\":\"");
     let start = json.find(&quoted)? + quoted.len();
     let end = json[start..].find('"')?;
     Some(json[start..start + end].to_string())
-}
-
-/// anvil as the sandbox would find it: `$PAPERCHAIN_ANVIL`, else the tools' npm folder.
-fn anvil_binary(tools: &Path) -> anyhow::Result<PathBuf> {
-    if let Some(path) = std::env::var_os("PAPERCHAIN_ANVIL").filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(path));
-    }
-    let path = tools.join("npm/node_modules/.bin/anvil");
-    ensure!(path.is_file(), "anvil is not installed at {}; run `cargo xtask setup`", path.display());
-    Ok(path)
 }
 
 /// `paperchain serve --hosted --sandbox` on a free loopback port. Stopped with SIGTERM when
@@ -723,7 +681,7 @@ struct Server {
 impl Server {
     /// Logs to `dir`/serve.log (appended), keeps its files and store in `data`.
     fn start(paperchain: &Path, tools: &Path, dir: &Path, data: &Path) -> anyhow::Result<Server> {
-        let anvil = anvil_binary(tools)?;
+        let anvil = npm_program(tools, "anvil", "PAPERCHAIN_ANVIL").map_err(anyhow::Error::msg)?;
         let log = dir.join("serve.log");
         eprintln!(
             "$ PAPERCHAIN_ANVIL={} {} serve --hosted --sandbox --listen 127.0.0.1:0 --data-dir {} 2>>{}",
@@ -796,24 +754,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn base64_both_ways() {
-        for text in ["", "f", "fo", "foo", "foob", "fooba", "foobar"] {
-            let encoded = base64(text.as_bytes());
-            assert_eq!(unbase64(&encoded).as_deref(), Some(text.as_bytes()), "{encoded}");
-        }
-        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(unbase64("Zm8"), Some(b"fo".to_vec()));
-        assert_eq!(unbase64("Zm*="), None);
-    }
-
-    #[test]
     fn reads_answers_and_checks_them() {
         let body = r#"{"x402Version":2,"accepts":[{"amount":"1000"}]}"#;
         let wire = format!(
             "HTTP/1.1 402 Payment Required\r\ncontent-type: application/json\r\npayment-required: {}\r\n\
              content-length: {}\r\n\r\n{body}HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{{}}",
-            base64(body.as_bytes()),
+            b64(body.as_bytes()),
             body.len()
         );
         let mut reader = wire.as_bytes();
