@@ -21,8 +21,8 @@ use axum::routing::post;
 use common::hosted::{self, HostedServer, Setup};
 use paperchain_gateway::hosted::HostedOptions;
 use paperchain_gateway::hosted::facilitator::{FacilitatorFailure, PaymentFacilitator, Remote, Settled, Verified};
-use paperchain_gateway::hosted::mpp::sign_evm_credential;
 use paperchain_gateway::hosted::store::{Decision, Outcome, PaymentState};
+use paperchain_protocol::mpp::sign_evm_credential;
 use serde_json::{Value, json};
 use x402_types::proto::{self, SupportedResponse};
 

@@ -16,8 +16,9 @@ use alloy::signers::local::PrivateKeySigner;
 use base64::Engine as _;
 use common::hosted::{self, HostedServer, Setup};
 use mpp::PaymentChallenge;
-use paperchain_gateway::hosted::mpp::{RequestBinding, now_unix, sign_evm_credential};
+use paperchain_gateway::hosted::mpp::{RequestBinding, now_unix};
 use paperchain_gateway::hosted::store::Outcome;
+use paperchain_protocol::mpp::sign_evm_credential;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
