@@ -35,13 +35,12 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use http_body_util::BodyExt as _;
 use paperchain_engine::{Catalog, Context};
-use paperchain_gateway::ServerConfig;
 use paperchain_gateway::hosted::config::{ConfigSources, HostedConfig, NETWORKS, PayTo};
 use paperchain_gateway::hosted::facilitator::{FacilitatorFailure, PaymentFacilitator, Settled, Verified};
-use paperchain_gateway::hosted::http::{PAYMENT_REQUIRED, PAYMENT_SIGNATURE};
-use paperchain_gateway::hosted::paywall::{PAYMENT_RESPONSE, Paywall, SystemClock};
+use paperchain_gateway::hosted::paywall::{Paywall, SystemClock};
 use paperchain_gateway::hosted::store::Store;
-use paperchain_gateway::server::app_with;
+use paperchain_gateway::{HttpServer, ServerConfig};
+use paperchain_protocol::x402::{PAYMENT_REQUIRED, PAYMENT_RESPONSE, PAYMENT_SIGNATURE};
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
 use x402_types::proto;
@@ -130,10 +129,13 @@ async fn run(calls: usize, bench: bool, parent: &Path) {
     let dir = tempfile::tempdir_in(parent).expect("a temporary folder");
     let addr: SocketAddr = ADDR.parse().expect("a socket address");
     let ctx = Context::new();
-    let local = app_with(&ServerConfig::local(dir.path().join("local")), addr, ctx.clone(), None)
+    let local = HttpServer::new(ServerConfig::local(dir.path().join("local")), ctx.clone())
+        .router(addr)
         .expect("the local-mode router");
     let paywall = paywall(dir.path(), &ctx).await;
-    let hosted = app_with(&ServerConfig::local(dir.path().join("hosted")), addr, ctx, Some(paywall.clone()))
+    let hosted = HttpServer::new(ServerConfig::local(dir.path().join("hosted")), ctx)
+        .paywall(paywall.clone())
+        .router(addr)
         .expect("the hosted-mode router");
     if bench {
         eprintln!(

@@ -14,12 +14,11 @@ use alloy::primitives::{B256, U256};
 use alloy::providers::{Provider as _, ProviderBuilder};
 use base64::Engine as _;
 use paperchain_engine::{Catalog, Context};
-use paperchain_gateway::ServerConfig;
 use paperchain_gateway::hosted::config::{ConfigSources, HostedConfig};
 use paperchain_gateway::hosted::paywall::Paywall;
 use paperchain_gateway::hosted::sandbox::{SandboxChain, SandboxOptions};
 use paperchain_gateway::hosted::{Hosted, HostedOptions};
-use paperchain_gateway::server::app_with;
+use paperchain_gateway::{HttpServer, ServerConfig};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt as _;
 
@@ -63,7 +62,7 @@ impl Sandbox {
         server_config.listen = addr;
         server_config.public_url = Some(base.clone());
         let Hosted { paywall, sandbox, ctx } = hosted;
-        let router = app_with(&server_config, addr, ctx, Some(paywall.clone())).unwrap();
+        let router = HttpServer::new(server_config, ctx).paywall(paywall.clone()).router(addr).unwrap();
         let task = tokio::spawn(async move {
             axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>()).await.unwrap();
         });

@@ -10,12 +10,11 @@ use std::time::Duration;
 
 use alloy::primitives::{Address, U256};
 use paperchain_engine::{Catalog, Context};
-use paperchain_gateway::ServerConfig;
 use paperchain_gateway::hosted::config::{ConfigSources, HostedConfig};
 use paperchain_gateway::hosted::paywall::{Clock, Paywall};
 use paperchain_gateway::hosted::sandbox::{SandboxChain, SandboxOptions};
 use paperchain_gateway::hosted::{Hosted, HostedOptions};
-use paperchain_gateway::server::app_with;
+use paperchain_gateway::{HttpServer, ServerConfig};
 use time::OffsetDateTime;
 
 /// A clock tests set by hand (free pools count per UTC day).
@@ -93,7 +92,7 @@ pub async fn start(setup: Setup) -> HostedServer {
     {
         ctx.chains = Arc::new(sandbox_chains(chain, &env));
     }
-    let router = app_with(&server_config, addr, ctx, Some(paywall.clone())).unwrap();
+    let router = HttpServer::new(server_config, ctx).paywall(paywall.clone()).router(addr).unwrap();
     let task = tokio::spawn(async move {
         axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>()).await.unwrap();
     });
@@ -171,7 +170,7 @@ where
     let mut server_config = ServerConfig::local(dir.path().to_path_buf());
     server_config.listen = addr;
     server_config.public_url = Some(base.clone());
-    let router = app_with(&server_config, addr, ctx, Some(paywall.clone())).unwrap();
+    let router = HttpServer::new(server_config, ctx).paywall(paywall.clone()).router(addr).unwrap();
     let task = tokio::spawn(async move {
         axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>()).await.unwrap();
     });
@@ -287,7 +286,7 @@ impl HostedServer {
         let mut server_config = ServerConfig::local(self.dir.path().to_path_buf());
         server_config.listen = addr;
         server_config.public_url = Some(base.clone());
-        let router = app_with(&server_config, addr, ctx, Some(paywall.clone())).unwrap();
+        let router = HttpServer::new(server_config, ctx).paywall(paywall.clone()).router(addr).unwrap();
         self.task = tokio::spawn(async move {
             axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>()).await.unwrap();
         });

@@ -10,8 +10,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use paperchain_engine::Context;
-use paperchain_gateway::ServerConfig;
-use paperchain_gateway::server::app;
+use paperchain_gateway::{HttpServer, ServerConfig};
 use serde_json::{Value, json};
 
 pub struct Server {
@@ -43,7 +42,7 @@ pub async fn start_full(data_dir: &Path, public_url: Option<&str>, ctx: Context)
     config.listen = addr;
     config.public_url = public_url.map(str::to_string);
     config.request_timeout = Duration::from_secs(60);
-    let router = app(&config, addr, ctx).unwrap();
+    let router = HttpServer::new(config, ctx).router(addr).unwrap();
     let task = tokio::spawn(async move {
         axum::serve(listener, router).await.unwrap();
     });
