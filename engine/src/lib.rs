@@ -18,6 +18,7 @@ pub mod fetch;
 pub mod input;
 pub mod output;
 pub mod pages;
+pub mod pdf;
 pub mod price;
 
 pub use catalog::{Catalog, Family, FreePool, RouteInfo};

@@ -17,11 +17,12 @@ use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
 use crate::docs::inspect::AttachmentSource;
 use crate::docs::metadata::pdf_date_to_rfc3339;
-use crate::docs::pdf::{self, SourcePdf};
-use crate::docs::{PAGE_EDIT_PRICE_RULE, name_tree, page_edit_price};
+use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::{FileInput, sanitize_filename};
 use crate::output::{FileSet, OutFile, OutputMode, Reply, derived_name};
+use crate::pdf::name_tree;
+use crate::pdf::{self, SourcePdf};
 use crate::price::Price;
 
 /// Request of `/v1/pdf/attachments`.
@@ -732,7 +733,7 @@ fn add(doc: &mut Document, additions: Vec<Addition>, at: OffsetDateTime) -> Resu
 mod tests {
     use super::*;
     use crate::context::Limits;
-    use crate::docs::testing::call;
+    use crate::pdf::testing::call;
     use base64::Engine as _;
     use serde_json::{Value, json};
     use sha2::{Digest, Sha256};

@@ -13,13 +13,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, Limits, blocking};
-use crate::docs::pdf;
-use crate::docs::pdfium::{RENDERING_PRICE_RULE, rendering_price};
-use crate::docs::qpdf::{self, WriteOptions};
-use crate::docs::recompress_images::{ImageSettings, recompress_images};
-use crate::docs::transform::{Pdf, PdfJob, Transform};
 use crate::error::EngineError;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::pdf;
+use crate::pdf::pdfium::{RENDERING_PRICE_RULE, rendering_price};
+use crate::pdf::qpdf::{self, WriteOptions};
+use crate::pdf::recompress_images::{ImageSettings, recompress_images};
+use crate::pdf::transform::{Pdf, PdfJob, Transform};
 use crate::price::Price;
 
 /// Fields of `/v1/pdf/compress` besides `file` and `output`.
@@ -488,8 +488,8 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::docs::qpdf::testing::{assert_qpdf_check, corpus, file_json, qpdf_pages, sample_pdf};
-    use crate::docs::testing::call;
+    use crate::pdf::qpdf::testing::{assert_qpdf_check, corpus, file_json, qpdf_pages, sample_pdf};
+    use crate::pdf::testing::call;
 
     /// A compress answer: the file's bytes and the report.
     struct Answer {

@@ -11,11 +11,11 @@ use time::format_description::well_known::Rfc3339;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, Limits, blocking};
-use crate::docs::pdf::{self, SourcePdf};
-use crate::docs::transform::{Pdf, PdfJob, Transform};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::output::{OutputMode, Reply};
+use crate::pdf::transform::{Pdf, PdfJob, Transform};
+use crate::pdf::{self, SourcePdf};
 use crate::price::Price;
 
 /// Fields of `/v1/pdf/metadata` besides `file` and `output` (which `read` ignores: it answers JSON).
@@ -634,7 +634,7 @@ mod xmp {
 
     /// The packet bytes as text: UTF-16 with a byte order mark, else UTF-8 (lossy).
     pub fn decode_packet(bytes: &[u8]) -> String {
-        if let Some(text) = crate::docs::pdf::decode_utf16_with_bom(bytes) {
+        if let Some(text) = crate::pdf::decode_utf16_with_bom(bytes) {
             return text;
         }
         let bytes = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]).unwrap_or(bytes);

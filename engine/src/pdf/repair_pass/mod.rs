@@ -17,8 +17,8 @@ use std::collections::HashSet;
 use serde_json::{Value, json};
 
 use crate::context::Limits;
-use crate::docs::pdf::{MAX_OUTPUT_BYTES, output_too_large};
 use crate::error::EngineError;
+use crate::pdf::{MAX_OUTPUT_BYTES, output_too_large};
 
 use self::handle::{Doc, Kind, Level, Obj, Warning};
 
@@ -2963,7 +2963,7 @@ mod tests {
     use super::content::{clean, find_ei, parses_cleanly};
     use super::decode::{Filter, Layer, Outcome, Predictor, run};
     use super::*;
-    use crate::docs::qpdf::testing::{assert_qpdf_check, qpdf_cli, qpdf_pages, temp_pdf};
+    use crate::pdf::qpdf::testing::{assert_qpdf_check, qpdf_cli, qpdf_pages, temp_pdf};
 
     /// A PDF written by hand (so that it can be damaged in ways no writer allows): `objects`
     /// are objects 1.. (1 is the catalog), with a correct cross-reference table.

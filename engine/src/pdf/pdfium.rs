@@ -15,9 +15,9 @@ use std::time::Duration;
 use pdfium_render::prelude::{PdfBitmapFormat, PdfRenderConfig, Pdfium, PdfiumError, PdfiumInternalError};
 
 use crate::context::{Context, blocking};
-use crate::docs::pdf::{self, SourcePdf};
 use crate::error::{EngineError, ErrorKind};
 use crate::input::FileInput;
+use crate::pdf::{self, SourcePdf};
 use crate::price::Price;
 
 /// The rendering price rule in words (route book §4).
