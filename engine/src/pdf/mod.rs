@@ -8,6 +8,8 @@
 //! pipeline are written as.
 
 pub mod assemble;
+pub mod dates;
+pub mod flate;
 pub mod name_tree;
 pub mod outline_tree;
 pub mod pdfium;
