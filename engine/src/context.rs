@@ -41,7 +41,7 @@ pub struct Context {
     /// Fetches URL inputs from public addresses only.
     pub fetcher: SafeFetcher,
     /// The EVM chains and their RPC clients (`PAPERCHAIN_CHAINS`, URLs from `PAPERCHAIN_RPC_<CHAIN>` or defaults).
-    pub chains: Arc<crate::chain::evm::Chains>,
+    pub chains: Arc<crate::evm::Chains>,
     /// Input limits.
     pub limits: Limits,
     /// Progress sink.
@@ -61,8 +61,8 @@ impl Context {
     /// The production context, or the configuration error that [`Context::new`] would only
     /// log (a malformed `PAPERCHAIN_CHAINS`, an added chain without RPC URLs): what servers
     /// and the CLI start with, refusing to run on a configuration they would not follow.
-    pub fn try_new() -> Result<Context, crate::chain::evm::ConfigError> {
-        let chains = Arc::new(crate::chain::evm::Chains::try_from_env()?);
+    pub fn try_new() -> Result<Context, crate::evm::ConfigError> {
+        let chains = Arc::new(crate::evm::Chains::try_from_env()?);
         Ok(Context { chains, ..Context::new() })
     }
 
@@ -70,7 +70,7 @@ impl Context {
     pub fn with_policy(policy: AddressPolicy) -> Context {
         Context {
             fetcher: SafeFetcher::new(FetchLimits::default(), policy),
-            chains: Arc::new(crate::chain::evm::Chains::from_env()),
+            chains: Arc::new(crate::evm::Chains::from_env()),
             limits: Limits::default(),
             progress: Arc::new(NoProgress),
             funding: Arc::new(crate::chain::funding::FundingClient::from_env()),

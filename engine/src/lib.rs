@@ -14,6 +14,7 @@ pub mod chain;
 pub mod context;
 pub mod docs;
 pub mod error;
+pub mod evm;
 pub mod fetch;
 pub mod input;
 pub mod output;

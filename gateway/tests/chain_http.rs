@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use common::*;
 use paperchain_engine::Context;
-use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::chain::funding::{CACHE_TTL, FundingClient, FundingConfig};
+use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;

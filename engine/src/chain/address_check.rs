@@ -10,11 +10,11 @@
 //!    OpenZeppelin `ProxyAdmin` pattern); an upgrade key that ends at an EOA is
 //!    `upgradeable_single_key`;
 //! 3. the code that runs (the implementation's for a proxy) is scanned by
-//!    [`crate::chain::bytecode`]: SELFDESTRUCT, DELEGATECALL (a proxy's own DELEGATECALL is
+//!    [`crate::evm::bytecode`]: SELFDESTRUCT, DELEGATECALL (a proxy's own DELEGATECALL is
 //!    its expected use and is not counted) and the selectors of owner powers;
 //! 4. the ERC-20 views (`token`);
 //! 5. for an ERC-20 token, a buy and a sell through the chain's Uniswap V2 router
-//!    ([`crate::chain::trade_sim`]): one `eth_call` whose state override puts a simulator
+//!    ([`crate::evm::trade_sim`]): one `eth_call` whose state override puts a simulator
 //!    contract at a throwaway address; it buys the token for a little ETH from its pool
 //!    with wrapped ether and sells it back, each step against the router's quote
 //!    (`token.simulation`). A sell that reverts after a working buy is a honeypot
@@ -54,12 +54,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::chain::bytecode::{self, Power, Scan};
-use crate::chain::evm::{ChainName, EvmAddress, EvmChain, address_text};
-use crate::chain::token::read_erc20;
-use crate::chain::trade_sim::{self, TradeOutcome, TradeSimulation};
 use crate::context::Context;
 use crate::error::{EngineError, ErrorKind};
+use crate::evm::bytecode::{self, Power, Scan};
+use crate::evm::erc20::read_erc20;
+use crate::evm::trade_sim::{self, TradeOutcome, TradeSimulation};
+use crate::evm::{ChainName, EvmAddress, EvmChain, address_text};
 use crate::output::Reply;
 use crate::price::Price;
 

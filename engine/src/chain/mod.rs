@@ -6,16 +6,12 @@ use crate::catalog::Catalog;
 pub mod address_check;
 pub mod balance;
 pub mod block;
-pub mod bytecode;
 pub mod calldata;
 pub mod ens;
-pub mod evm;
 pub mod funding;
 pub mod gas;
 pub mod price;
-pub mod signatures;
 pub mod token;
-pub mod trade_sim;
 pub mod tx;
 
 /// Adds every chain route to the catalog.
