@@ -36,7 +36,7 @@ fn context(urls: &[&str], timeouts: ChainTimeouts, funding: &str) -> Context {
         .collect();
     let mut ctx = Context::new();
     ctx.chains = Arc::new(Chains::new(configs, timeouts));
-    ctx.funding = Arc::new(FundingClient::new(FundingConfig {
+    ctx.state.insert(FundingClient::new(FundingConfig {
         base_url: funding.trim_end_matches('/').to_string(),
         timeout: timeouts.attempt,
         cache_ttl: CACHE_TTL,

@@ -26,9 +26,9 @@
 //! where it cannot run (not an ERC-20 token, the token is wrapped ether, no pool with
 //! liquidity, or the simulation reverted as a whole), each with its reason.
 //!
-//! Results are cached for 10 minutes per (chain, address) in [`AddressCheckCache`] (in
-//! [`Context`]); a cached answer keeps its `checked_at_block` and gets the `latency_ms` of
-//! the call that served it. Failures are not cached.
+//! Results are cached for 10 minutes per (chain, address) in [`AddressCheckCache`] (kept in
+//! the [`Context`]'s route state); a cached answer keeps its `checked_at_block` and gets the
+//! `latency_ms` of the call that served it. Failures are not cached.
 //!
 //! Scoring: each reason has the points of its code in [`SCORING`]; `risk_score` is the sum,
 //! capped at 100. Verdict: `low` below [`CAUTION_FROM`], `caution` from it, `high` from
@@ -477,7 +477,8 @@ impl Route for AddressCheckRoute {
         let AddressCheckRequest { chain, address } = request;
         let started = Instant::now();
         let key = (chain.name().to_string(), address);
-        if let Some(mut cached) = ctx.address_checks.get(&key, started) {
+        let cache = ctx.state.get_or_insert_with(AddressCheckCache::default);
+        if let Some(mut cached) = cache.get(&key, started) {
             cached.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             return Ok(Reply::Json(cached));
         }
@@ -493,7 +494,7 @@ impl Route for AddressCheckRoute {
         };
         let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let answer = assess(chain.name(), address, inspection, latency_ms);
-        ctx.address_checks.put(key, answer.clone(), Instant::now());
+        cache.put(key, answer.clone(), Instant::now());
         Ok(Reply::Json(answer))
     }
 }
