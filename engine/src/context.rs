@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use crate::error::EngineError;
 use crate::fetch::{AddressPolicy, FetchLimits, SafeFetcher};
 
-/// Fixed input limits (route book §6).
+/// Fixed input limits (`../shared/spec/routebook.md` §6).
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     /// Largest decoded file, in bytes.

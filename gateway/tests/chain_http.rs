@@ -72,7 +72,7 @@ async fn call(server: &Server, path: &str, body: &Value) -> Answer {
     Answer { status, retry_after, body }
 }
 
-/// Checks the error body shape of route book §1 and returns `(code, field)`.
+/// Checks the error body shape of `../shared/spec/routebook.md` §1 and returns `(code, field)`.
 fn error_parts(path: &str, request: &Value, answer: &Answer) -> (String, Option<String>) {
     let error = &answer.body["error"];
     let object = error.as_object().unwrap_or_else(|| panic!("{path} {request}: no error object: {}", answer.body));

@@ -1,8 +1,9 @@
 //! `POST /v1/defi/funding`: perpetual funding rates of Hyperliquid's markets, read from
 //! its public info API (`metaAndAssetCtxs`, `fundingHistory`) and cached for 60 s.
 //!
-//! The upstream's base URL is configuration (`PAPERCHAIN_FUNDING_UPSTREAM`, route book
-//! §3) so tests can point the route at a loopback server replaying recorded answers.
+//! The upstream's base URL is configuration (`PAPERCHAIN_FUNDING_UPSTREAM`,
+//! `../shared/spec/routebook.md` §3) so tests can point the route at a loopback server replaying
+//! recorded answers.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};

@@ -1,5 +1,5 @@
 //! The chain family: reads of EVM chains, the perpetual-funding venue and the risk
-//! checks, one route per file (route book §3).
+//! checks, one route per file (`../shared/spec/routebook.md` §3). Their shared EVM code is in `evm/`.
 
 use crate::catalog::Catalog;
 

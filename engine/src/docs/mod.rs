@@ -84,7 +84,7 @@ pub fn pipeline_steps() -> Vec<Box<dyn ErasedStep>> {
     ]
 }
 
-/// The page-edit price rule in words (route book §4).
+/// The page-edit price rule in words (`../shared/spec/routebook.md` §4).
 pub const PAGE_EDIT_PRICE_RULE: &str =
     "$0.002 covers 50 pages (of the input, or of the result when it has more); + $0.00002 a page beyond";
 

@@ -41,7 +41,7 @@ use url::Url;
 use crate::error::{EngineError, ErrorKind};
 
 /// The EVM chains Paperchain knows, with their chain ids and default public RPC URLs
-/// (route book §2; `polygon` is the spec's `chain3`).
+/// (`../shared/spec/routebook.md` §2; `polygon` is the spec's `chain3`).
 pub const KNOWN_CHAINS: &[(&str, u64, &[&str])] = &[
     (
         "ethereum",

@@ -20,7 +20,7 @@ use crate::input::FileInput;
 use crate::pdf::{self, SourcePdf};
 use crate::price::Price;
 
-/// The rendering price rule in words (route book §4).
+/// The rendering price rule in words (`../shared/spec/routebook.md` §4).
 pub const RENDERING_PRICE_RULE: &str = "$0.003 + $0.0005 a page rendered";
 
 /// Rendering: $0.003 + $0.0005 a page rendered.
