@@ -67,9 +67,15 @@ pub fn parse_pdf_date(text: &str) -> Option<OffsetDateTime> {
 
 /// A UTC time as a PDF date: `D:YYYYMMDDHHmmSS+00'00'`.
 pub fn pdf_date(at: OffsetDateTime) -> String {
+    pdf_date_utc(at, "+00'00'")
+}
+
+/// A time as a PDF date in UTC: `D:YYYYMMDDHHmmSS`, then `zone`, UTC as written (`+00'00'`
+/// or `Z`).
+pub fn pdf_date_utc(at: OffsetDateTime, zone: &str) -> String {
     let at = at.to_offset(time::UtcOffset::UTC);
     format!(
-        "D:{:04}{:02}{:02}{:02}{:02}{:02}+00'00'",
+        "D:{:04}{:02}{:02}{:02}{:02}{:02}{zone}",
         at.year(),
         u8::from(at.month()),
         at.day(),
