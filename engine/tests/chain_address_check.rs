@@ -16,7 +16,7 @@ use alloy::primitives::{Address, U256};
 use alloy::sol_types::{SolCall, SolValue};
 use common::anvil::{Anvil, Artifact};
 use common::route::call;
-use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
+use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::{Context, EngineError, ErrorKind};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use common::anvil::Anvil;
 use paperchain_engine::catalog::published_settings;
-use paperchain_engine::chain::evm::Chains;
+use paperchain_engine::evm::Chains;
 use paperchain_engine::{Catalog, Context, ErrorKind};
 use schemars::generate::SchemaSettings;
 use serde_json::{Value, json};

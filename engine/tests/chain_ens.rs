@@ -17,7 +17,7 @@ use alloy::primitives::{Address, B256, Bytes, keccak256};
 use alloy::sol_types::SolValue;
 use common::anvil::{Anvil, Artifact};
 use paperchain_engine::chain::ens::{ENS_REGISTRY, MAX_NAME, dns_encode, namehash, normalize};
-use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
+use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::fetch::AddressPolicy;
 use paperchain_engine::{Context, EngineError, ErrorKind};
 use serde_json::{Value, json};

@@ -12,7 +12,7 @@ use std::time::Duration;
 use alloy::primitives::{Address, B256, U256};
 use alloy::sol_types::SolValue;
 use common::anvil::{Anvil, AnvilOptions, Artifact};
-use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
+use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use common::*;
 use paperchain_engine::Context;
-use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::chain::funding::{CACHE_TTL, FundingClient, FundingConfig};
+use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -36,7 +36,7 @@ fn context(urls: &[&str], timeouts: ChainTimeouts, funding: &str) -> Context {
         .collect();
     let mut ctx = Context::new();
     ctx.chains = Arc::new(Chains::new(configs, timeouts));
-    ctx.funding = Arc::new(FundingClient::new(FundingConfig {
+    ctx.state.insert(FundingClient::new(FundingConfig {
         base_url: funding.trim_end_matches('/').to_string(),
         timeout: timeouts.attempt,
         cache_ttl: CACHE_TTL,

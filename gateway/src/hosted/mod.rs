@@ -103,7 +103,7 @@ impl Hosted {
         config.pay_to = vec![PayTo { network: NETWORKS[0].clone(), address: chain.pay_to().to_checksum(None) }];
         config.facilitator_url = None;
         let rpc = chain.rpc_url().to_string();
-        let chains = paperchain_engine::chain::evm::Chains::try_from_vars(|key| {
+        let chains = paperchain_engine::evm::Chains::try_from_vars(|key| {
             if key == "PAPERCHAIN_RPC_BASE" { Some(rpc.clone()) } else { std::env::var(key).ok() }
         })
         .map_err(|e| HostedError(e.to_string()))?;

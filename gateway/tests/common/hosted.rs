@@ -155,7 +155,7 @@ where
     config.pay_to = vec![PayTo { network: NETWORKS[0].clone(), address: chain.pay_to().to_checksum(None) }];
     let rpc = chain.rpc_url().to_string();
     let chains =
-        paperchain_engine::chain::evm::Chains::try_from_vars(|key| (key == "PAPERCHAIN_RPC_BASE").then(|| rpc.clone()))
+        paperchain_engine::evm::Chains::try_from_vars(|key| (key == "PAPERCHAIN_RPC_BASE").then(|| rpc.clone()))
             .unwrap();
     let ctx = Context { chains: Arc::new(chains), ..Context::new() };
     let store = Store::open(&config.database).await.unwrap();
@@ -240,9 +240,9 @@ pub async fn tx_succeeded(chain: &SandboxChain, hash: &str) -> Option<bool> {
 
 /// The engine's chains for a sandbox server: `base` reads `chain`, any other chain the
 /// `PAPERCHAIN_RPC_<CHAIN>` entry of `env` (else its default endpoints).
-pub fn sandbox_chains(chain: &SandboxChain, env: &[(&'static str, String)]) -> paperchain_engine::chain::evm::Chains {
+pub fn sandbox_chains(chain: &SandboxChain, env: &[(&'static str, String)]) -> paperchain_engine::evm::Chains {
     let rpc = chain.rpc_url().to_string();
-    paperchain_engine::chain::evm::Chains::try_from_vars(|key| {
+    paperchain_engine::evm::Chains::try_from_vars(|key| {
         if key == "PAPERCHAIN_RPC_BASE" {
             Some(rpc.clone())
         } else {

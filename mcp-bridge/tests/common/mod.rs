@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use paperchain_engine::Context;
-use paperchain_engine::chain::evm::Chains;
+use paperchain_engine::evm::Chains;
 use paperchain_gateway::hosted::paywall::Paywall;
 use paperchain_gateway::hosted::sandbox::SandboxChain;
 use paperchain_gateway::{HttpServer, ServerConfig};
