@@ -1,6 +1,7 @@
 //! `paperchain`: chain reads and document operations on your own machine.
 //!
-//! The binary is a thin front door: `serve` runs the HTTP gateway, `routes` lists the
+//! The binary is a thin front door: it parses arguments and prints. `serve` starts the
+//! server library (`paperchain-server`), `mcp --stdio` the MCP bridge, `routes` lists the
 //! catalog, `call` runs one operation in-process. Everything else lives in the engine.
 
 mod call;
@@ -13,9 +14,8 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use paperchain_engine::{Catalog, Context, Family};
 use paperchain_gateway::ServerConfig;
-use paperchain_gateway::hosted::config::{ConfigSources, HostedConfig};
 use paperchain_gateway::hosted::sandbox::SandboxOptions;
-use paperchain_gateway::hosted::{Hosted, HostedOptions};
+use paperchain_server::{HostedMode, Options};
 
 const ABOUT: &str = "Chain reads and document operations on your own machine.";
 
@@ -166,82 +166,22 @@ fn default_data_dir() -> PathBuf {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
-    let mut config = ServerConfig::local(data_dir.clone());
-    config.listen = args.listen;
-    config.public_url = args.public_url;
-    config.request_timeout = Duration::from_secs(args.request_timeout.max(1));
-    config.allowed_hosts = args.allow_hosts;
-    if args.sandbox && !config.listen.ip().is_loopback() {
-        anyhow::bail!(
-            "the sandbox listens on 127.0.0.1 only (its test payer's key is printed); drop --listen {}",
-            config.listen
-        );
+    let mut http = ServerConfig::local(args.data_dir.unwrap_or_else(default_data_dir));
+    http.listen = args.listen;
+    http.public_url = args.public_url;
+    http.request_timeout = Duration::from_secs(args.request_timeout.max(1));
+    http.allowed_hosts = args.allow_hosts;
+    if args.config.is_some() && !args.hosted {
+        anyhow::bail!("--config configures hosted mode; add --hosted");
     }
-    if !config.listen.ip().is_loopback() {
-        tracing::warn!(listen = %config.listen, "listening beyond loopback: anyone who can reach this address can use it");
+    let hosted = args
+        .hosted
+        .then(|| HostedMode { config_file: args.config, sandbox: args.sandbox.then(SandboxOptions::default) });
+    let server = paperchain_server::start(Options { http, hosted, ctx: None }).await?;
+    if let Some(line) = server.sandbox() {
+        print_sandbox(line, server.base_url());
     }
-    // A configuration the server would not follow (a malformed PAPERCHAIN_CHAINS) stops it here.
-    let ctx = Context::try_new()?;
-    if !args.hosted {
-        if args.config.is_some() {
-            anyhow::bail!("--config configures hosted mode; add --hosted");
-        }
-        let listener =
-            paperchain_gateway::server::bind(&config).await.with_context(|| format!("binding {}", config.listen))?;
-        let mcp = mcp_router(&config, listener.local_addr()?, &ctx, None)?;
-        return paperchain_gateway::server::serve_on_with(listener, config.clone(), ctx, None, Some(mcp))
-            .await
-            .with_context(|| format!("serving on {}", config.listen));
-    }
-    let listener =
-        paperchain_gateway::server::bind(&config).await.with_context(|| format!("binding {}", config.listen))?;
-    let local_addr = listener.local_addr()?;
-    let base_url = config.public_url.clone().unwrap_or_else(|| format!("http://{local_addr}"));
-    let sources = ConfigSources {
-        file: args.config.as_deref(),
-        data_dir: &data_dir,
-        public_url: Some(&base_url).filter(|_| config.public_url.is_some() || args.sandbox).map(String::as_str),
-        sandbox: args.sandbox,
-    };
-    let hosted_config = HostedConfig::load(&sources)?;
-    let catalog = Catalog::standard();
-    let options = HostedOptions { run_timeout: config.request_timeout, ..HostedOptions::default() };
-    let hosted = if args.sandbox {
-        Hosted::start_sandbox(hosted_config, &catalog, ctx, options, SandboxOptions::default()).await?
-    } else {
-        Hosted::start(hosted_config, &catalog, ctx, options).await?
-    };
-    if let Some(line) = hosted.sandbox_line(&base_url) {
-        print_sandbox(&line, &base_url);
-    }
-    let Hosted { paywall, sandbox, ctx } = hosted;
-    let mcp = mcp_router(&config, local_addr, &ctx, Some(paywall.clone()))?;
-    let served = paperchain_gateway::server::serve_on_with(listener, config.clone(), ctx, Some(paywall), Some(mcp))
-        .await
-        .with_context(|| format!("serving on {}", config.listen));
-    drop(sandbox);
-    served
-}
-
-/// The MCP endpoints (`/mcp/chain`, `/mcp/docs`) of the server at `local_addr`.
-fn mcp_router(
-    config: &ServerConfig,
-    local_addr: SocketAddr,
-    ctx: &Context,
-    paywall: Option<std::sync::Arc<paperchain_gateway::hosted::paywall::Paywall>>,
-) -> anyhow::Result<axum::Router> {
-    let links = paperchain_mcp::Links {
-        files: paperchain_gateway::server::file_store(config)
-            .with_context(|| format!("opening the file-link folder in {}", config.data_dir.display()))?,
-        base_url: paperchain_gateway::server::base_url(config, local_addr),
-    };
-    Ok(paperchain_mcp::http::router(paperchain_mcp::http::HttpOptions {
-        ctx: ctx.clone(),
-        paywall,
-        links,
-        request_timeout: config.request_timeout,
-    }))
+    server.run_until(paperchain_server::interrupted()).await.context("serving")
 }
 
 /// `paperchain mcp --stdio`: standard output carries only the protocol.

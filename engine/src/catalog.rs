@@ -2,7 +2,9 @@
 //! the front doors are generated from.
 //!
 //! A route is a type implementing [`Route`] in its own file. [`Catalog::standard`] lists
-//! them all; nothing else anywhere names a route.
+//! them all; nothing else anywhere names a route. A route that keeps state between calls
+//! (an upstream client, a cache) keeps it in the context's
+//! [`RouteState`](crate::context::RouteState), made on its first use.
 
 use std::future::Future;
 use std::pin::Pin;

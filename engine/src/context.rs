@@ -1,11 +1,14 @@
-//! What every operation may use: the URL fetcher, the limits, a progress sink.
+//! What every operation may use: the URL fetcher, the chains, the limits, a progress sink,
+//! and the state routes keep between calls.
 
-use std::sync::Arc;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use crate::error::EngineError;
 use crate::fetch::{AddressPolicy, FetchLimits, SafeFetcher};
 
-/// Fixed input limits (route book §6).
+/// Fixed input limits (`../shared/spec/routebook.md` §6).
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     /// Largest decoded file, in bytes.
@@ -35,21 +38,63 @@ impl Progress for NoProgress {
     fn advance(&self, _what: &str, _done: u64, _total: u64) {}
 }
 
+/// What routes keep between calls (an upstream client, a cache): one value per type, made
+/// by the route that uses it on first use and shared by every clone of the context.
+///
+/// A route reads its state with [`RouteState::get_or_insert_with`]; tests preset it with
+/// [`RouteState::insert`] (a client pointed at a local upstream, say) before the first call.
+#[derive(Clone, Default)]
+pub struct RouteState {
+    values: Arc<Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>>,
+}
+
+impl RouteState {
+    /// The context's `T`, made by `make` when there is none yet. Should two calls make one at
+    /// the same time, the first stored is kept and both get it.
+    pub fn get_or_insert_with<T: Any + Send + Sync>(&self, make: impl FnOnce() -> T) -> Arc<T> {
+        if let Some(value) = self.get::<T>() {
+            return value;
+        }
+        // Made without the lock held: `make` may be slow or read other state.
+        let made: Arc<dyn Any + Send + Sync> = Arc::new(make());
+        let value = Arc::clone(self.lock().entry(TypeId::of::<T>()).or_insert(made));
+        Self::downcast(value)
+    }
+
+    /// Sets the context's `T`, replacing any it had.
+    pub fn insert<T: Any + Send + Sync>(&self, value: T) {
+        self.lock().insert(TypeId::of::<T>(), Arc::new(value));
+    }
+
+    /// The context's `T`, if it has one.
+    pub fn get<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.lock().get(&TypeId::of::<T>()).cloned().map(Self::downcast)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TypeId, Arc<dyn Any + Send + Sync>>> {
+        // The map is never left half-changed, so a panic elsewhere while it was held does no harm.
+        self.values.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn downcast<T: Any + Send + Sync>(value: Arc<dyn Any + Send + Sync>) -> Arc<T> {
+        // Values are stored under their own type's id.
+        value.downcast::<T>().unwrap_or_else(|_| unreachable!("route state stored under another type's id"))
+    }
+}
+
 /// Shared, cheap to clone.
 #[derive(Clone)]
 pub struct Context {
     /// Fetches URL inputs from public addresses only.
     pub fetcher: SafeFetcher,
     /// The EVM chains and their RPC clients (`PAPERCHAIN_CHAINS`, URLs from `PAPERCHAIN_RPC_<CHAIN>` or defaults).
-    pub chains: Arc<crate::chain::evm::Chains>,
+    pub chains: Arc<crate::evm::Chains>,
     /// Input limits.
     pub limits: Limits,
     /// Progress sink.
     pub progress: Arc<dyn Progress>,
-    /// The perpetual-funding upstream's client and its 60 s cache.
-    pub funding: Arc<crate::chain::funding::FundingClient>,
-    /// The address check's 10-minute result cache.
-    pub address_checks: Arc<crate::chain::address_check::AddressCheckCache>,
+    /// What routes keep between calls, shared by the context's clones.
+    pub state: RouteState,
 }
 
 impl Context {
@@ -61,8 +106,8 @@ impl Context {
     /// The production context, or the configuration error that [`Context::new`] would only
     /// log (a malformed `PAPERCHAIN_CHAINS`, an added chain without RPC URLs): what servers
     /// and the CLI start with, refusing to run on a configuration they would not follow.
-    pub fn try_new() -> Result<Context, crate::chain::evm::ConfigError> {
-        let chains = Arc::new(crate::chain::evm::Chains::try_from_env()?);
+    pub fn try_new() -> Result<Context, crate::evm::ConfigError> {
+        let chains = Arc::new(crate::evm::Chains::try_from_env()?);
         Ok(Context { chains, ..Context::new() })
     }
 
@@ -70,11 +115,10 @@ impl Context {
     pub fn with_policy(policy: AddressPolicy) -> Context {
         Context {
             fetcher: SafeFetcher::new(FetchLimits::default(), policy),
-            chains: Arc::new(crate::chain::evm::Chains::from_env()),
+            chains: Arc::new(crate::evm::Chains::from_env()),
             limits: Limits::default(),
             progress: Arc::new(NoProgress),
-            funding: Arc::new(crate::chain::funding::FundingClient::from_env()),
-            address_checks: Arc::default(),
+            state: RouteState::default(),
         }
     }
 
@@ -104,5 +148,22 @@ where
             tracing::error!(error = %join, "an operation panicked");
             Err(EngineError::internal("the operation failed unexpectedly"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn route_state_is_made_once_and_shared_by_clones() {
+        let state = RouteState::default();
+        let copy = state.clone();
+        assert_eq!(*state.get_or_insert_with(|| 1u32), 1);
+        assert_eq!(*copy.get_or_insert_with(|| 2u32), 1, "made once, seen by a clone");
+        copy.insert(3u32);
+        assert_eq!(state.get::<u32>().as_deref(), Some(&3));
+        assert_eq!(state.get::<u64>(), None, "one value per type");
+        assert_eq!(*RouteState::default().get_or_insert_with(|| 4u32), 4, "a new store starts empty");
     }
 }

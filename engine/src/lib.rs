@@ -1,9 +1,14 @@
 //! Paperchain's engine: the route catalog, pricing and the operations themselves.
 //!
 //! Every route is defined once, in one file under `docs/` (documents) or `chain/`
-//! (chain reads): its path, operation name, schemas, price rule and the operation.
-//! The front doors (HTTP gateway, CLI, later MCP and the desktop app) are generated
-//! from [`catalog::Catalog`].
+//! (chain reads): its path, operation name, schemas, price rule and the operation. Those
+//! two folders hold routes only; the code routes share lives in support modules beside
+//! them: `pdf/` (opening and saving PDFs, assembling, qpdf and pdfium, the repair pass,
+//! stamping, the transforms the pipeline chains) and `evm/` (the configured chains and
+//! the reads, scans and simulations several chain routes make). Support code uses no
+//! route. The front doors (HTTP gateway, CLI, MCP, later the desktop app) are generated
+//! from [`catalog::Catalog`]; state a route keeps between calls lives in the
+//! [`context::RouteState`] of the context it runs with.
 //!
 //! What this crate must not do: know about HTTP, MCP or payments. It takes typed
 //! input, answers typed output or an [`error::EngineError`] whose kind a front door maps
@@ -14,10 +19,12 @@ pub mod chain;
 pub mod context;
 pub mod docs;
 pub mod error;
+pub mod evm;
 pub mod fetch;
 pub mod input;
 pub mod output;
 pub mod pages;
+pub mod pdf;
 pub mod price;
 
 pub use catalog::{Catalog, Family, FreePool, RouteInfo};

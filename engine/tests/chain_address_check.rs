@@ -15,7 +15,7 @@ use std::time::Duration;
 use alloy::primitives::{Address, U256};
 use alloy::sol_types::{SolCall, SolValue};
 use common::route::call;
-use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
+use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::{Context, EngineError, ErrorKind};
 use paperchain_testkit::anvil::{Anvil, Artifact};
 use paperchain_testkit::fake_node::FakeNode;

@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use paperchain_engine::catalog::published_settings;
-use paperchain_engine::chain::evm::Chains;
+use paperchain_engine::evm::Chains;
 use paperchain_engine::{Catalog, Context, ErrorKind};
 use paperchain_testkit::anvil::Anvil;
 use schemars::generate::SchemaSettings;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use alloy::primitives::{Address, B256, U256};
 use alloy::sol_types::SolValue;
-use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
+use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
 use paperchain_testkit::anvil::{Anvil, AnvilOptions, Artifact};
 use paperchain_testkit::fake_node::{FakeNode, Reply as Answer, rpc_result};

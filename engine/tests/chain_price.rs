@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use alloy::primitives::{I256, U256, keccak256};
 use alloy::sol_types::SolValue;
-use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
+use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
 use paperchain_testkit::anvil::{Anvil, Artifact};
 use serde_json::{Value, json};

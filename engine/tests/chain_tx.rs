@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alloy::primitives::U256;
-use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
+use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
 use paperchain_testkit::anvil::{Anvil, AnvilOptions, Artifact};
 use paperchain_testkit::fake_node::FakeNode;
@@ -96,10 +96,10 @@ async fn a_transfer_succeeds_with_its_fee() {
             "nonce": 0, "type": 2, "method_id": null,
             "gas_limit": "21000", "gas_used": "21000",
             "effective_gas_price_wei": price.to_string(),
-            "effective_gas_price_gwei": paperchain_engine::chain::evm::format_units(price, 9),
+            "effective_gas_price_gwei": paperchain_engine::evm::format_units(price, 9),
             "fee": {
                 "execution_wei": fee, "l1_data_wei": null, "blob_wei": null, "total_wei": fee,
-                "total_formatted": paperchain_engine::chain::evm::format_units(gas_used * price, 18),
+                "total_formatted": paperchain_engine::evm::format_units(gas_used * price, 18),
             },
         })
     );
@@ -157,11 +157,11 @@ async fn a_blob_transaction_pays_its_blob_fee() {
             "nonce": 0, "type": 3, "method_id": null,
             "gas_limit": quantity(&tx["gas"]).to_string(), "gas_used": gas_used.to_string(),
             "effective_gas_price_wei": price.to_string(),
-            "effective_gas_price_gwei": paperchain_engine::chain::evm::format_units(price, 9),
+            "effective_gas_price_gwei": paperchain_engine::evm::format_units(price, 9),
             "fee": {
                 "execution_wei": execution.to_string(), "l1_data_wei": null,
                 "blob_wei": blob.to_string(), "total_wei": total.to_string(),
-                "total_formatted": paperchain_engine::chain::evm::format_units(total, 18),
+                "total_formatted": paperchain_engine::evm::format_units(total, 18),
             },
         }),
         "receipt: {receipt:#}"

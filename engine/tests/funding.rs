@@ -88,9 +88,12 @@ impl Upstream {
 }
 
 fn context_for(base_url: &str, timeout: Duration) -> Context {
-    let mut ctx = Context::new();
-    ctx.funding =
-        Arc::new(FundingClient::new(FundingConfig { base_url: base_url.to_string(), timeout, cache_ttl: CACHE_TTL }));
+    let ctx = Context::new();
+    ctx.state.insert(FundingClient::new(FundingConfig {
+        base_url: base_url.to_string(),
+        timeout,
+        cache_ttl: CACHE_TTL,
+    }));
     ctx
 }
 

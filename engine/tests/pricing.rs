@@ -1,5 +1,6 @@
 //! Quotes: the exact price of a valid input, the base price of an invalid one
-//! (route book §4: page edits cost $0.002 for up to 50 pages, + $0.00002 a page beyond).
+//! (`../shared/spec/routebook.md` §4: page edits cost $0.002 for up to 50 pages, + $0.00002 a page
+//! beyond).
 
 use paperchain_engine::{Catalog, Context, Family, Price};
 use paperchain_testkit::b64;
@@ -39,7 +40,7 @@ async fn invalid_input_quotes_the_base_price() {
     assert_eq!(quote("extract_pdf_pages", json!({ "file": small, "pages": "9" })).await, (2_000, false));
 }
 
-/// The route book's "page edits" price group.
+/// The "page edits" price group of `../shared/spec/routebook.md` §4.
 const PAGE_EDITS: &[&str] = &[
     "merge",
     "split",

@@ -33,15 +33,13 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt as _;
 use paperchain_engine::{Catalog, Context};
-use paperchain_gateway::ServerConfig;
 use paperchain_gateway::hosted::config::{NETWORKS, PayTo};
 use paperchain_gateway::hosted::facilitator::{FacilitatorFailure, PaymentFacilitator, Settled, Verified};
-use paperchain_gateway::hosted::http::{PAYMENT_REQUIRED, PAYMENT_SIGNATURE};
-use paperchain_gateway::hosted::paywall::{PAYMENT_RESPONSE, Paywall, SystemClock};
+use paperchain_gateway::hosted::paywall::{Paywall, SystemClock};
 use paperchain_gateway::hosted::store::Store;
-use paperchain_gateway::server::app_with;
+use paperchain_gateway::{HttpServer, ServerConfig};
+use paperchain_protocol::x402::{self, PAYMENT_REQUIRED, PAYMENT_RESPONSE, PAYMENT_SIGNATURE};
 use paperchain_testkit::sandbox::sandbox_config;
-use paperchain_testkit::x402::{decode_x402, encode_x402};
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
 use x402_types::proto;
@@ -130,10 +128,13 @@ async fn run(calls: usize, bench: bool, parent: &Path) {
     let dir = tempfile::tempdir_in(parent).expect("a temporary folder");
     let addr: SocketAddr = ADDR.parse().expect("a socket address");
     let ctx = Context::new();
-    let local = app_with(&ServerConfig::local(dir.path().join("local")), addr, ctx.clone(), None)
+    let local = HttpServer::new(ServerConfig::local(dir.path().join("local")), ctx.clone())
+        .router(addr)
         .expect("the local-mode router");
     let paywall = paywall(dir.path(), &ctx).await;
-    let hosted = app_with(&ServerConfig::local(dir.path().join("hosted")), addr, ctx, Some(paywall.clone()))
+    let hosted = HttpServer::new(ServerConfig::local(dir.path().join("hosted")), ctx)
+        .paywall(paywall.clone())
+        .router(addr)
         .expect("the hosted-mode router");
     if bench {
         eprintln!(
@@ -201,7 +202,7 @@ async fn quote(hosted: &Router, case: &Case) -> Value {
     let response = hosted.clone().oneshot(request(case, None)).await.expect("the router answers");
     assert_eq!(response.status(), StatusCode::PAYMENT_REQUIRED, "{}: an unpaid call is quoted", case.path);
     let header = response.headers().get(PAYMENT_REQUIRED).expect("a PAYMENT-REQUIRED header");
-    let required = decode_x402(header.to_str().expect("an ASCII header"));
+    let required = x402::decode(header.to_str().expect("an ASCII header"), "PAYMENT-REQUIRED").expect("base64 JSON");
     assert!(required["accepts"][0]["amount"].is_string(), "{}: the 402 has a price: {required}", case.path);
     required
 }
@@ -226,7 +227,7 @@ fn signature(required: &Value, n: u64) -> String {
             },
         },
     });
-    encode_x402(&payload)
+    x402::encode(&payload)
 }
 
 fn request(case: &Case, payment: Option<String>) -> Request<Body> {

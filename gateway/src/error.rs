@@ -1,4 +1,4 @@
-//! The HTTP face of errors: status codes and the JSON body of route book §1.
+//! The HTTP face of errors: status codes and the JSON body of `../shared/spec/routebook.md` §1.
 
 use std::time::Duration;
 
@@ -44,6 +44,17 @@ impl From<EngineError> for ApiError {
             ErrorKind::Internal => (StatusCode::INTERNAL_SERVER_ERROR, None),
         };
         ApiError { status, error, retry_after }
+    }
+}
+
+impl From<crate::hosted::paywall::Failure> for ApiError {
+    fn from(failure: crate::hosted::paywall::Failure) -> ApiError {
+        match failure {
+            crate::hosted::paywall::Failure::Engine(error) => ApiError::from(error),
+            crate::hosted::paywall::Failure::NotJson(content_type) => {
+                crate::routes::unsupported_media_type(&content_type)
+            }
+        }
     }
 }
 

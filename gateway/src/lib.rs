@@ -14,4 +14,4 @@ pub mod routes;
 pub mod server;
 pub mod service_docs;
 
-pub use server::{ServerConfig, serve};
+pub use server::{HttpServer, Running, ServerConfig};

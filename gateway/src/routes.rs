@@ -17,9 +17,12 @@ use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, FileSet, OutFi
 
 use crate::error::ApiError;
 use crate::files::FileStore;
+use crate::hosted;
+use crate::hosted::mpp::RequestBinding;
+use crate::hosted::paywall::{Answer, Body as PaidBody, Call};
 use crate::service_docs::ServiceDocs;
 
-/// Largest request body (route book §6).
+/// Largest request body (`../shared/spec/routebook.md` §6).
 pub const BODY_LIMIT: usize = 64 * 1024 * 1024;
 
 /// Everything a request handler needs.
@@ -63,35 +66,93 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
+/// A route's request as received: the headers, and the body when it is JSON and fits.
+enum Received {
+    /// A JSON body within the limit.
+    Json(axum::body::Bytes),
+    /// A body declared as something else (the Content-Type given, possibly empty).
+    NotJson(String),
+    /// A body over the limit (bytes).
+    TooLarge(usize),
+}
+
+/// Reads the body once for either mode: a body not declared as JSON is not read.
+async fn receive(request: Request, limit: usize) -> Result<Received, ApiError> {
+    if !is_json(request.headers()) {
+        return Ok(Received::NotJson(content_type(request.headers()).to_string()));
+    }
+    match read_body(request, limit).await {
+        Ok(bytes) => Ok(Received::Json(bytes)),
+        Err(e) if e.status == StatusCode::PAYLOAD_TOO_LARGE => Ok(Received::TooLarge(limit)),
+        Err(e) => Err(e),
+    }
+}
+
 async fn call_route(state: Arc<AppState>, path: &'static str, request: Request) -> Response {
-    if let Some(paywall) = state.paywall.clone() {
-        // The paywall limits the operation itself; verify and settle around it must not be cut short.
-        return crate::hosted::http::handle(state, paywall, path, request).await;
-    }
-    let timeout = state.request_timeout;
-    match tokio::time::timeout(timeout, handle(state, path, request)).await {
-        Ok(Ok(response)) => response,
-        Ok(Err(error)) => error.into_response(),
-        Err(_) => ApiError::from(EngineError::new(
-            ErrorKind::Timeout,
-            "timeout",
-            format!("the operation took longer than {} s", timeout.as_secs()),
-        ))
-        .into_response(),
+    let Some(paywall) = state.paywall.clone() else {
+        let timeout = state.request_timeout;
+        return match tokio::time::timeout(timeout, call_local(&state, path, request)).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(error)) => error.into_response(),
+            Err(_) => ApiError::from(EngineError::new(
+                ErrorKind::Timeout,
+                "timeout",
+                format!("the operation took longer than {} s", timeout.as_secs()),
+            ))
+            .into_response(),
+        };
+    };
+    // The paywall limits the operation itself; verify and settle around it must not be cut short.
+    let client =
+        hosted::http::client_ip_of(request.headers(), request.extensions(), paywall.config().client_ip_header.as_ref());
+    let payment = hosted::http::payment(request.headers());
+    let free = hosted::http::free_ask(request.headers());
+    let received = match receive(request, state.body_limit).await {
+        Ok(received) => received,
+        Err(error) => return error.into_response(),
+    };
+    // A paid call runs in its own task: if the client goes away mid-call, the settlement
+    // and its ledger entry still complete instead of being cut off half-way.
+    let task = tokio::spawn(async move {
+        let Some(route) = state.catalog.by_path(path) else {
+            return ApiError::not_found(format!("no route {path}")).into_response();
+        };
+        let body = match &received {
+            Received::Json(bytes) => PaidBody::Json(bytes),
+            Received::NotJson(content_type) => PaidBody::NotJson(content_type.clone()),
+            Received::TooLarge(limit) => PaidBody::TooLarge(*limit),
+        };
+        let bytes: &[u8] = if let Received::Json(bytes) = &received { bytes } else { &[] };
+        let binding = Some(RequestBinding::new("POST", path, bytes));
+        let answer = paywall.handle(Call { route, body, payment, free, client, binding }, &state.ctx).await;
+        match answer {
+            Answer::Delivered { reply, receipt, free_left } => {
+                let mut response = encode_reply(&state, reply).await.unwrap_or_else(IntoResponse::into_response);
+                hosted::http::add_delivery_headers(&mut response, receipt.as_ref(), free_left);
+                response
+            }
+            Answer::PaymentRequired(required) => hosted::http::payment_required(&required),
+            Answer::Failed(failure) => ApiError::from(failure).into_response(),
+        }
+    });
+    match task.await {
+        Ok(response) => response,
+        Err(e) => {
+            tracing::error!(error = %e, "a hosted call's task failed");
+            ApiError::from(EngineError::internal("the call's task failed")).into_response()
+        }
     }
 }
 
-async fn handle(state: Arc<AppState>, path: &'static str, request: Request) -> Result<Response, ApiError> {
+async fn call_local(state: &AppState, path: &'static str, request: Request) -> Result<Response, ApiError> {
     let entry = state.catalog.by_path(path).ok_or_else(|| ApiError::not_found(format!("no route {path}")))?;
-    check_json_content_type(request.headers())?;
-    let body = read_body(request, state.body_limit).await?;
-    let reply = entry.call(&body, &state.ctx).await?;
-    encode_reply(&state, reply).await
-}
-
-/// Only `application/json` (parameters such as charset allowed) is accepted.
-pub fn check_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
-    if is_json(headers) { Ok(()) } else { Err(unsupported_media_type(content_type(headers))) }
+    let bytes = match receive(request, state.body_limit).await? {
+        Received::Json(bytes) => bytes,
+        Received::NotJson(content_type) => return Err(unsupported_media_type(&content_type)),
+        Received::TooLarge(limit) => return Err(too_large(limit)),
+    };
+    let reply = entry.call(&bytes, &state.ctx).await?;
+    encode_reply(state, reply).await
 }
 
 /// Whether the request declares a JSON body.
@@ -116,24 +177,26 @@ pub fn unsupported_media_type(content_type: &str) -> ApiError {
     )
 }
 
+/// 413 for a body over `limit` bytes.
+pub fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "body_too_large",
+        format!("the request body is larger than {} MiB", limit / (1024 * 1024)),
+    )
+}
+
 /// Reads the body, refusing more than `limit` bytes (by Content-Length first).
 pub async fn read_body(request: Request, limit: usize) -> Result<axum::body::Bytes, ApiError> {
-    let too_large = || {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body_too_large",
-            format!("the request body is larger than {} MiB", limit / (1024 * 1024)),
-        )
-    };
     let declared =
         request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
-        return Err(too_large());
+        return Err(too_large(limit));
     }
-    axum::body::to_bytes(request.into_body(), limit).await.map_err(|_| too_large())
+    axum::body::to_bytes(request.into_body(), limit).await.map_err(|_| too_large(limit))
 }
 
-pub(crate) async fn encode_reply(state: &AppState, reply: Reply<serde_json::Value>) -> Result<Response, ApiError> {
+pub async fn encode_reply(state: &AppState, reply: Reply<serde_json::Value>) -> Result<Response, ApiError> {
     match reply {
         Reply::Json(value) => Ok(Json(value).into_response()),
         Reply::Files(set) => encode_files(state, set).await,

@@ -1,5 +1,12 @@
-//! Starting and stopping the server: configuration, layers, graceful shutdown.
+//! The HTTP server: configuration, layers, and one builder that makes the application and
+//! runs it until the caller stops it.
+//!
+//! [`HttpServer`] is the only way in: [`HttpServer::router`] gives the application (tests and
+//! benches drive it on a listener of their own), [`HttpServer::start`] binds and serves it
+//! in a task and hands back a [`Running`] whose [`Running::stop`] ends everything the server
+//! started (connections, the file-link sweeper, the paywall's housekeeping) before it returns.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,6 +18,8 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use paperchain_engine::{Catalog, Context};
 use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
 
 use crate::files::{FileStore, LINK_TTL};
 use crate::host::{HostPolicy, require_allowed_host};
@@ -44,121 +53,199 @@ impl ServerConfig {
             allowed_hosts: Vec::new(),
         }
     }
-}
 
-/// The application for `config`, bound to `local_addr` (used for the default base URL).
-pub fn app(config: &ServerConfig, local_addr: SocketAddr, ctx: Context) -> std::io::Result<Router> {
-    app_with(config, local_addr, ctx, None)
-}
-
-/// The application, in hosted mode when `paywall` is given.
-pub fn app_with(
-    config: &ServerConfig,
-    local_addr: SocketAddr,
-    ctx: Context,
-    paywall: Option<Arc<Paywall>>,
-) -> std::io::Result<Router> {
-    app_with_routes(config, local_addr, ctx, paywall, None)
-}
-
-/// The application with `extra` routes (the MCP endpoints) behind the same layers: Host
-/// check and request tracing apply to them as to the HTTP API.
-pub fn app_with_routes(
-    config: &ServerConfig,
-    local_addr: SocketAddr,
-    ctx: Context,
-    paywall: Option<Arc<Paywall>>,
-    extra: Option<Router>,
-) -> std::io::Result<Router> {
-    let catalog = Arc::new(Catalog::standard());
-    let base_url = base_url(config, local_addr);
-    let files = file_store(config)?;
-    let docs = ServiceDocs::build(&catalog, &base_url, &ctx);
-    let state = Arc::new(AppState {
-        catalog,
-        ctx,
-        files: files.clone(),
-        base_url,
-        docs,
-        request_timeout: config.request_timeout,
-        body_limit: BODY_LIMIT,
-        paywall,
-    });
-    tokio::spawn(sweep_files(files));
-    let hosts = Arc::new(HostPolicy::new(local_addr, config.public_url.as_deref(), &config.allowed_hosts));
-    let mut app = router(state);
-    if let Some(extra) = extra {
-        app = extra.merge(app);
+    /// Absolute base URL of a server of this configuration listening on `local_addr`,
+    /// without a trailing slash: the public URL, else `http://{local_addr}`.
+    pub fn base_url(&self, local_addr: SocketAddr) -> String {
+        self.public_url.clone().unwrap_or_else(|| format!("http://{local_addr}")).trim_end_matches('/').to_string()
     }
-    Ok(app.layer(middleware::from_fn_with_state(hosts, require_allowed_host)).layer(middleware::from_fn(trace_request)))
-}
 
-/// Absolute base URL of the server, without a trailing slash: the public URL, else
-/// `http://{local_addr}`.
-pub fn base_url(config: &ServerConfig, local_addr: SocketAddr) -> String {
-    config.public_url.clone().unwrap_or_else(|| format!("http://{local_addr}")).trim_end_matches('/').to_string()
-}
-
-/// The store of 24-hour file links (`output: "url"`), served at `/v1/files/{id}`.
-pub fn file_store(config: &ServerConfig) -> std::io::Result<FileStore> {
-    FileStore::open(config.data_dir.join("files"), LINK_TTL)
-}
-
-/// Serves until SIGINT or SIGTERM, then finishes the calls in flight.
-pub async fn serve(config: ServerConfig, ctx: Context) -> std::io::Result<()> {
-    let listener = bind(&config).await?;
-    serve_on(listener, config, ctx, None).await
-}
-
-/// Binds the configured address, refusing to answer every name on all addresses.
-pub async fn bind(config: &ServerConfig) -> std::io::Result<TcpListener> {
-    if config.listen.ip().is_unspecified() && config.public_url.is_none() && config.allowed_hosts.is_empty() {
-        // Every name that resolves here would be answered, including a rebinding page's.
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!(
-                "listening on all addresses ({}) needs --public-url or --allow-host to say which names this server answers",
-                config.listen
-            ),
-        ));
+    /// The store of 24-hour file links (`output: "url"`), served at `/v1/files/{id}`.
+    pub fn file_store(&self) -> std::io::Result<FileStore> {
+        FileStore::open(self.data_dir.join("files"), LINK_TTL)
     }
-    TcpListener::bind(config.listen).await
+
+    /// Binds the configured address, refusing to answer every name on all addresses.
+    pub async fn bind(&self) -> std::io::Result<TcpListener> {
+        if self.listen.ip().is_unspecified() && self.public_url.is_none() && self.allowed_hosts.is_empty() {
+            // Every name that resolves here would be answered, including a rebinding page's.
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "listening on all addresses ({}) needs --public-url or --allow-host to say which names this server answers",
+                    self.listen
+                ),
+            ));
+        }
+        TcpListener::bind(self.listen).await
+    }
 }
 
-/// Serves on `listener` until SIGINT or SIGTERM (hosted when `paywall` is given).
-pub async fn serve_on(
-    listener: TcpListener,
+/// What routes mounted beside the HTTP API (the MCP endpoints) share with it.
+pub struct Mount<'a> {
+    /// The engine context the API runs with.
+    pub ctx: &'a Context,
+    /// The paywall, in hosted mode.
+    pub paywall: Option<&'a Arc<Paywall>>,
+    /// The API's file-link store.
+    pub files: &'a FileStore,
+    /// The API's base URL.
+    pub base_url: &'a str,
+    /// Longest a call may take.
+    pub request_timeout: Duration,
+}
+
+type Mounter = Box<dyn FnOnce(&Mount<'_>) -> Router + Send>;
+
+/// The HTTP server of one configuration: the API of every catalog route, the service
+/// documents and file links, in hosted mode behind the paywall, with any routes mounted
+/// beside it behind the same layers (Host check, request tracing).
+pub struct HttpServer {
     config: ServerConfig,
     ctx: Context,
     paywall: Option<Arc<Paywall>>,
-) -> std::io::Result<()> {
-    serve_on_with(listener, config, ctx, paywall, None).await
+    mounts: Vec<Mounter>,
 }
 
-/// [`serve_on`] with `extra` routes behind the same layers (see [`app_with_routes`]).
-pub async fn serve_on_with(
-    listener: TcpListener,
-    config: ServerConfig,
-    ctx: Context,
-    paywall: Option<Arc<Paywall>>,
-    extra: Option<Router>,
-) -> std::io::Result<()> {
-    let local_addr = listener.local_addr()?;
-    let mode = if paywall.is_some() { "hosted" } else { "local" };
-    if let Some(paywall) = &paywall {
-        tokio::spawn(paywall.clone().maintain());
+impl HttpServer {
+    /// A local server (no paywall) of `config` running the engine with `ctx`.
+    pub fn new(config: ServerConfig, ctx: Context) -> HttpServer {
+        HttpServer { config, ctx, paywall: None, mounts: Vec::new() }
     }
-    let app = app_with_routes(&config, local_addr, ctx, paywall, extra)?;
-    tracing::info!(%local_addr, mode, "serving http://{local_addr} (OpenAPI at /openapi.json); Ctrl-C stops");
-    // The peer address is the client IP of free pools unless a proxy header is configured.
-    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
-    tracing::info!("stopped");
-    Ok(())
+
+    /// Hosted mode: every route goes through `paywall`.
+    pub fn paywall(mut self, paywall: Arc<Paywall>) -> HttpServer {
+        self.paywall = Some(paywall);
+        self
+    }
+
+    /// Routes built by `mount` from what the API shares, served beside it.
+    pub fn mount(mut self, mount: impl FnOnce(&Mount<'_>) -> Router + Send + 'static) -> HttpServer {
+        self.mounts.push(Box::new(mount));
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// The application as it answers at `local_addr` (used for the default base URL),
+    /// without the background work [`HttpServer::start`] runs beside it.
+    pub fn router(self, local_addr: SocketAddr) -> std::io::Result<Router> {
+        Ok(self.assemble(local_addr)?.0)
+    }
+
+    fn assemble(self, local_addr: SocketAddr) -> std::io::Result<(Router, FileStore, Option<Arc<Paywall>>)> {
+        let HttpServer { config, ctx, paywall, mounts } = self;
+        let catalog = Arc::new(Catalog::standard());
+        let base_url = config.base_url(local_addr);
+        let files = config.file_store()?;
+        let docs = ServiceDocs::build(&catalog, &base_url, &ctx);
+        let mut mounted = Router::new();
+        for mount in mounts {
+            let shared = Mount {
+                ctx: &ctx,
+                paywall: paywall.as_ref(),
+                files: &files,
+                base_url: &base_url,
+                request_timeout: config.request_timeout,
+            };
+            mounted = mounted.merge(mount(&shared));
+        }
+        let state = Arc::new(AppState {
+            catalog,
+            ctx,
+            files: files.clone(),
+            base_url,
+            docs,
+            request_timeout: config.request_timeout,
+            body_limit: BODY_LIMIT,
+            paywall: paywall.clone(),
+        });
+        let hosts = Arc::new(HostPolicy::new(local_addr, config.public_url.as_deref(), &config.allowed_hosts));
+        let app = mounted
+            .merge(router(state))
+            .layer(middleware::from_fn_with_state(hosts, require_allowed_host))
+            .layer(middleware::from_fn(trace_request));
+        Ok((app, files, paywall))
+    }
+
+    /// Binds the configured address and starts serving.
+    pub async fn start(self) -> std::io::Result<Running> {
+        let listener = self.config.bind().await?;
+        self.start_on(listener).await
+    }
+
+    /// Starts serving on `listener`: the application, the hourly file-link sweep and, in
+    /// hosted mode, the paywall's housekeeping, all in tasks that [`Running::stop`] ends.
+    pub async fn start_on(self, listener: TcpListener) -> std::io::Result<Running> {
+        let local_addr = listener.local_addr()?;
+        let base_url = self.config.base_url(local_addr);
+        let mode = if self.paywall.is_some() { "hosted" } else { "local" };
+        let (app, files, paywall) = self.assemble(local_addr)?;
+        let (stop, mut stopped) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            let mut background = JoinSet::new();
+            background.spawn(sweep_files(files));
+            if let Some(paywall) = paywall {
+                background.spawn(paywall.maintain());
+            }
+            tracing::info!(%local_addr, mode, "serving http://{local_addr} (OpenAPI at /openapi.json)");
+            // The peer address is the client IP of free pools unless a proxy header is configured.
+            let served = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.wait_for(|stop| *stop).await;
+                    tracing::info!("shutting down: finishing calls in flight");
+                })
+                .await;
+            background.shutdown().await;
+            tracing::info!("stopped");
+            served
+        });
+        Ok(Running { local_addr, base_url, stop, task })
+    }
 }
 
-async fn shutdown_signal() {
+/// A server started by [`HttpServer::start`]; it serves until [`Running::stop`].
+pub struct Running {
+    local_addr: SocketAddr,
+    base_url: String,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Running {
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Its base URL, without a trailing slash.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// Stops accepting, lets the calls in flight finish, ends the background tasks and
+    /// releases the port; returns once all of that is done.
+    pub async fn stop(self) -> std::io::Result<()> {
+        let _ = self.stop.send(true);
+        self.task.await.map_err(std::io::Error::other)?
+    }
+
+    /// Serves until `signal` completes, then stops as [`Running::stop`] does; also returns
+    /// if serving fails on its own.
+    pub async fn run_until(mut self, signal: impl Future<Output = ()>) -> std::io::Result<()> {
+        tokio::select! {
+            () = signal => self.stop().await,
+            served = &mut self.task => served.map_err(std::io::Error::other)?,
+        }
+    }
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM: the shutdown signal of a server run from a
+/// terminal or a service manager.
+pub async fn interrupted() {
     let interrupt = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -177,7 +264,6 @@ async fn shutdown_signal() {
         _ = interrupt => {},
         _ = terminate => {},
     }
-    tracing::info!("shutting down: finishing calls in flight");
 }
 
 /// One log line per request: method, path, status, duration. Never bodies or queries.

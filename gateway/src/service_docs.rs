@@ -1,5 +1,5 @@
 //! The service documents, generated from the catalog: OpenAPI 3.1, llms.txt and the
-//! x402 payment-resource listing (route book §5).
+//! x402 payment-resource listing (`../shared/spec/routebook.md` §5).
 
 use paperchain_engine::catalog::{Family, Produces, RouteEntry, published_settings};
 use paperchain_engine::error::CODES;
@@ -197,7 +197,7 @@ fn ok_description(produces: Produces) -> &'static str {
     }
 }
 
-/// The x402 payment-resource listing of the document family (route book §5).
+/// The x402 payment-resource listing of the document family (`../shared/spec/routebook.md` §5).
 pub fn x402_listing(catalog: &Catalog, base_url: &str) -> Value {
     let resources: Vec<String> = catalog
         .routes()

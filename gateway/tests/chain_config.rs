@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use common::*;
 use paperchain_engine::Context;
-use paperchain_engine::chain::evm::Chains;
+use paperchain_engine::evm::Chains;
 use serde_json::{Value, json};
 
 const BASE: &str = "https://paperchain.example";

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use common::*;
 use paperchain_engine::Context;
-use paperchain_engine::chain::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::chain::funding::{CACHE_TTL, FundingClient, FundingConfig};
+use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_testkit::anvil::{Anvil, Artifact};
 use paperchain_testkit::fake_node::{FakeNode, rpc_result};
 use paperchain_testkit::loopback::{closed_port_url, silent_server};
@@ -34,7 +34,7 @@ fn context(urls: &[&str], timeouts: ChainTimeouts, funding: &str) -> Context {
         .collect();
     let mut ctx = Context::new();
     ctx.chains = Arc::new(Chains::new(configs, timeouts));
-    ctx.funding = Arc::new(FundingClient::new(FundingConfig {
+    ctx.state.insert(FundingClient::new(FundingConfig {
         base_url: funding.trim_end_matches('/').to_string(),
         timeout: timeouts.attempt,
         cache_ttl: CACHE_TTL,
@@ -70,7 +70,7 @@ async fn call(server: &Server, path: &str, body: &Value) -> Answer {
     Answer { status, retry_after, body }
 }
 
-/// Checks the error body shape of route book §1 and returns `(code, field)`.
+/// Checks the error body shape of `../shared/spec/routebook.md` §1 and returns `(code, field)`.
 fn error_parts(path: &str, request: &Value, answer: &Answer) -> (String, Option<String>) {
     let error = &answer.body["error"];
     let object = error.as_object().unwrap_or_else(|| panic!("{path} {request}: no error object: {}", answer.body));

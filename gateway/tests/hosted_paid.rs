@@ -13,7 +13,7 @@ use x402_reqwest::{ReqwestWithPayments as _, ReqwestWithPaymentsBuild as _, X402
 fn paying_client(server: &HostedServer) -> reqwest_middleware::ClientWithMiddleware {
     let signer = server.chain.payer_signer();
     let x402 = X402Client::new().register(V2Eip155ExactClient::new(signer));
-    reqwest13::Client::builder().no_proxy().build().unwrap().with_payments(x402).build()
+    reqwest::Client::builder().no_proxy().build().unwrap().with_payments(x402).build()
 }
 
 /// The quote the server asks for `body` at `path`.
@@ -25,7 +25,7 @@ async fn quote(server: &HostedServer, path: &str, body: &Value) -> U256 {
     U256::from_str_radix(required["accepts"][0]["amount"].as_str().unwrap(), 10).unwrap()
 }
 
-fn settlement(response: &reqwest13::Response) -> Value {
+fn settlement(response: &reqwest::Response) -> Value {
     let header = response.headers().get("payment-response").expect("a PAYMENT-RESPONSE header");
     let bytes = base64::engine::general_purpose::STANDARD.decode(header.as_bytes()).unwrap();
     serde_json::from_slice(&bytes).unwrap()

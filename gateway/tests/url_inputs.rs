@@ -124,7 +124,7 @@ async fn a_call_over_the_time_limit_is_answered_504() {
     let addr = listener.local_addr().unwrap();
     let mut config = paperchain_gateway::ServerConfig::local(dir.path().to_path_buf());
     config.request_timeout = std::time::Duration::from_secs(1);
-    let router = paperchain_gateway::server::app(&config, addr, loopback_allowed()).unwrap();
+    let router = paperchain_gateway::HttpServer::new(config, loopback_allowed()).router(addr).unwrap();
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     let started = std::time::Instant::now();
     let response = reqwest::Client::builder()

@@ -9,6 +9,7 @@ use axum::Router;
 use paperchain_engine::{Context, Family};
 use paperchain_gateway::hosted::paywall::Paywall;
 use paperchain_gateway::routes::BODY_LIMIT;
+use paperchain_gateway::server::Mount;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
@@ -34,6 +35,17 @@ pub struct HttpOptions {
     pub links: Links,
     /// Longest a local call may take.
     pub request_timeout: Duration,
+}
+
+/// `/mcp/chain` and `/mcp/docs` beside an HTTP API, sharing its context, paywall and file
+/// links: what `HttpServer::mount` takes.
+pub fn mount(api: &Mount<'_>) -> Router {
+    router(HttpOptions {
+        ctx: api.ctx.clone(),
+        paywall: api.paywall.cloned(),
+        links: Links { files: api.files.clone(), base_url: api.base_url.to_string() },
+        request_timeout: api.request_timeout,
+    })
 }
 
 /// `/mcp/chain` and `/mcp/docs`.

@@ -11,6 +11,7 @@ use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, Family};
 use paperchain_gateway::error::ApiError;
 use paperchain_gateway::hosted::http::client_ip_of;
 use paperchain_gateway::hosted::paywall::{Answer, Body, Call, FreeAsk, Payment, Paywall};
+use paperchain_protocol::x402::{MCP_PAYMENT, MCP_PAYMENT_RESPONSE};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, Implementation, ListToolsResult, MetaObject, PaginatedRequestParams,
     ServerCapabilities, ServerConfig, Tool,
@@ -22,10 +23,6 @@ use serde_json::{Value, json};
 use crate::results::{self, Links};
 use crate::tools;
 
-/// Where a payment travels in a tool call (x402 MCP transport).
-pub const PAYMENT_META: &str = "x402/payment";
-/// Where the settlement travels in a paid result (x402 MCP transport).
-pub const PAYMENT_RESPONSE_META: &str = "x402/payment-response";
 /// Free calls left today in the pool a free call used (hosted mode).
 pub const FREE_REMAINING_META: &str = "paperchain/free-remaining";
 
@@ -172,7 +169,7 @@ async fn answer_result(answer: Answer, tool: Option<&Tool>, wrap: bool, links: O
             let mut result = results::success(reply, wrap, links).await.unwrap_or_else(results::failure);
             let mut meta = MetaObject::default();
             if let Some(receipt) = receipt {
-                meta.0.insert(PAYMENT_RESPONSE_META.into(), receipt.response);
+                meta.0.insert(MCP_PAYMENT_RESPONSE.into(), receipt.settlement);
             }
             if let Some(left) = free_left {
                 meta.0.insert(FREE_REMAINING_META.into(), json!(left));
@@ -187,7 +184,7 @@ async fn answer_result(answer: Answer, tool: Option<&Tool>, wrap: bool, links: O
             // Every route of a served family is one of its tools; unreachable in practice.
             None => CallToolResult::structured_error(required.body),
         },
-        Answer::Failed(error) => results::failure(error),
+        Answer::Failed(failure) => results::failure(ApiError::from(failure)),
     }
 }
 
@@ -235,8 +232,8 @@ impl ServerHandler for McpServer {
             .meta
             .0
             .0
-            .get(PAYMENT_META)
-            .or_else(|| request.meta.as_ref().and_then(|m| m.0.0.get(PAYMENT_META)))
+            .get(MCP_PAYMENT)
+            .or_else(|| request.meta.as_ref().and_then(|m| m.0.0.get(MCP_PAYMENT)))
             .cloned();
         let client = match (&self.inner.options.paywall, context.extensions.get::<http::request::Parts>()) {
             (Some(paywall), Some(parts)) => {

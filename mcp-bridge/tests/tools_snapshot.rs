@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use paperchain_engine::chain::evm::Chains;
+use paperchain_engine::evm::Chains;
 use paperchain_engine::{Catalog, Context, Family};
 
 #[test]

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alloy::primitives::{Address, U256};
-use paperchain_engine::chain::evm::Chains;
+use paperchain_engine::evm::Chains;
 use paperchain_engine::{Catalog, Context};
 use paperchain_gateway::hosted::config::{ConfigSources, HostedConfig, NETWORKS, PayTo};
 use paperchain_gateway::hosted::facilitator::{Local, PaymentFacilitator};
@@ -19,7 +19,7 @@ use paperchain_gateway::hosted::paywall::{Clock, Paywall};
 use paperchain_gateway::hosted::sandbox::{SandboxChain, SandboxOptions};
 use paperchain_gateway::hosted::store::Store;
 use paperchain_gateway::hosted::{Hosted, HostedOptions};
-use paperchain_gateway::server::app_with;
+use paperchain_gateway::{HttpServer, ServerConfig};
 use time::OffsetDateTime;
 
 use crate::server::{loopback_listener, server_config, spawn_router};
@@ -134,7 +134,7 @@ pub async fn start(setup: Setup) -> HostedServer {
     let dir = tempfile::tempdir().unwrap();
     let (listener, addr, base) = loopback_listener().await;
     let Sandbox { chain, paywall, ctx } = start_sandbox(dir.path(), &base, setup).await;
-    let router = app_with(&server_config(dir.path(), addr, &base), addr, ctx, Some(paywall.clone())).unwrap();
+    let router = hosted_router(server_config(dir.path(), addr, &base), addr, ctx, &paywall);
     let task = spawn_router(listener, router);
     HostedServer { addr, base, chain, paywall, client: no_proxy_client(), dir, task }
 }
@@ -156,7 +156,7 @@ where
     let store = Store::open(&config.database).await.unwrap();
     let facilitator = make(local_facilitator(&chain).await).await;
     let paywall = sandbox_paywall(config, &ctx, &chain, facilitator, store, setup.options);
-    let router = app_with(&server_config(dir.path(), addr, &base), addr, ctx, Some(paywall.clone())).unwrap();
+    let router = hosted_router(server_config(dir.path(), addr, &base), addr, ctx, &paywall);
     let task = spawn_router(listener, router);
     HostedServer { addr, base, chain, paywall, client: no_proxy_client(), dir, task }
 }
@@ -201,7 +201,7 @@ impl HostedServer {
         let store = Store::open(&config.database).await.expect("reopening the hosted store");
         let facilitator = local_facilitator(&self.chain).await;
         let paywall = sandbox_paywall(config, &ctx, &self.chain, facilitator, store, options);
-        let router = app_with(&server_config(self.dir.path(), addr, &base), addr, ctx, Some(paywall.clone())).unwrap();
+        let router = hosted_router(server_config(self.dir.path(), addr, &base), addr, ctx, &paywall);
         self.task = spawn_router(listener, router);
         self.addr = addr;
         self.base = base;
@@ -225,6 +225,11 @@ fn sandbox_paywall(
         .with_facilitator_timeout(options.facilitator_timeout)
         .with_mpp(mpp);
     Arc::new(paywall)
+}
+
+/// The gateway's router in hosted mode behind `paywall`.
+fn hosted_router(config: ServerConfig, addr: SocketAddr, ctx: Context, paywall: &Arc<Paywall>) -> axum::Router {
+    HttpServer::new(config, ctx).paywall(paywall.clone()).router(addr).expect("the hosted router")
 }
 
 fn no_proxy_client() -> reqwest::Client {

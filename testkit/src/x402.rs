@@ -1,6 +1,7 @@
 //! x402 v2 payments made as a paying client makes them, through x402's own client
-//! (`x402-chain-eip155`'s exact scheme on EVM chains), and edited by hand for the tests of
-//! what a server must refuse.
+//! (`x402-chain-eip155`'s exact scheme on EVM chains: an implementation other than ours, so
+//! the server is tested against what the ecosystem sends), and edited by hand for the tests
+//! of what a server must refuse. Encodings and EIP-3009 signing are `paperchain-protocol`'s.
 //!
 //! A `PAYMENT-SIGNATURE` header is the base64 of the PaymentPayload's JSON; MCP carries the
 //! JSON itself in `_meta["x402/payment"]`.
@@ -8,17 +9,7 @@
 use alloy::signers::local::PrivateKeySigner;
 use serde_json::Value;
 
-alloy::sol! {
-    /// EIP-3009's signed message, as the x402 `exact` scheme signs it on EVM chains.
-    struct TransferWithAuthorization {
-        address from;
-        address to;
-        uint256 value;
-        uint256 validAfter;
-        uint256 validBefore;
-        bytes32 nonce;
-    }
-}
+pub use paperchain_protocol::eip3009::TransferWithAuthorization;
 
 /// The `PAYMENT-SIGNATURE` value `signer` makes for one x402 v2 requirement (an entry of a
 /// 402's `accepts`), through x402's own client.
@@ -45,16 +36,14 @@ pub async fn sign_x402_payload(signer: &PrivateKeySigner, requirement: &Value) -
 }
 
 /// The JSON in an x402 header value (`PAYMENT-SIGNATURE`, `PAYMENT-REQUIRED`,
-/// `PAYMENT-RESPONSE`: base64 JSON).
+/// `PAYMENT-RESPONSE`: base64 JSON); panics when it is not that.
 pub fn decode_x402(header: &str) -> Value {
-    use base64::Engine as _;
-    let bytes = base64::engine::general_purpose::STANDARD.decode(header).expect("the payment header is base64");
-    serde_json::from_slice(&bytes).expect("the payment header is JSON")
+    paperchain_protocol::x402::decode(header, "the payment header").unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The header value of `payment` (base64 of its JSON).
 pub fn encode_x402(payment: &Value) -> String {
-    crate::b64(payment.to_string().as_bytes())
+    paperchain_protocol::x402::encode(payment)
 }
 
 /// `header` after `change` edited its PaymentPayload (`accepted` and the EIP-3009
@@ -62,8 +51,7 @@ pub fn encode_x402(payment: &Value) -> String {
 /// client signing other terms would have: the signature is valid, only the terms differ.
 pub async fn tamper_x402(signer: &PrivateKeySigner, header: &str, change: impl FnOnce(&mut Value)) -> String {
     use alloy::primitives::{Address, B256, U256};
-    use alloy::signers::Signer as _;
-    use alloy::sol_types::SolStruct as _;
+    use paperchain_protocol::eip3009;
     let mut payment = decode_x402(header);
     change(&mut payment);
     let chain_id: u64 = payment["accepted"]["network"]
@@ -87,10 +75,8 @@ pub async fn tamper_x402(signer: &PrivateKeySigner, header: &str, change: impl F
         validBefore: number("validBefore"),
         nonce: field("nonce").parse::<B256>().expect("nonce"),
     };
-    let domain = alloy::sol_types::eip712_domain! {
-        name: name, version: version, chain_id: chain_id, verifying_contract: token,
-    };
-    let signature = signer.sign_hash(&message.eip712_signing_hash(&domain)).await.expect("signing");
-    payment["payload"]["signature"] = serde_json::json!(format!("0x{}", hex::encode(signature.as_bytes())));
+    let domain = eip3009::token_domain(&name, &version, chain_id, token);
+    let signature = eip3009::sign(signer, &message, &domain).expect("signing");
+    payment["payload"]["signature"] = serde_json::json!(signature);
     encode_x402(&payment)
 }

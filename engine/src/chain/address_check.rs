@@ -10,11 +10,11 @@
 //!    OpenZeppelin `ProxyAdmin` pattern); an upgrade key that ends at an EOA is
 //!    `upgradeable_single_key`;
 //! 3. the code that runs (the implementation's for a proxy) is scanned by
-//!    [`crate::chain::bytecode`]: SELFDESTRUCT, DELEGATECALL (a proxy's own DELEGATECALL is
+//!    [`crate::evm::bytecode`]: SELFDESTRUCT, DELEGATECALL (a proxy's own DELEGATECALL is
 //!    its expected use and is not counted) and the selectors of owner powers;
 //! 4. the ERC-20 views (`token`);
 //! 5. for an ERC-20 token, a buy and a sell through the chain's Uniswap V2 router
-//!    ([`crate::chain::trade_sim`]): one `eth_call` whose state override puts a simulator
+//!    ([`crate::evm::trade_sim`]): one `eth_call` whose state override puts a simulator
 //!    contract at a throwaway address; it buys the token for a little ETH from its pool
 //!    with wrapped ether and sells it back, each step against the router's quote
 //!    (`token.simulation`). A sell that reverts after a working buy is a honeypot
@@ -26,9 +26,9 @@
 //! where it cannot run (not an ERC-20 token, the token is wrapped ether, no pool with
 //! liquidity, or the simulation reverted as a whole), each with its reason.
 //!
-//! Results are cached for 10 minutes per (chain, address) in [`AddressCheckCache`] (in
-//! [`Context`]); a cached answer keeps its `checked_at_block` and gets the `latency_ms` of
-//! the call that served it. Failures are not cached.
+//! Results are cached for 10 minutes per (chain, address) in [`AddressCheckCache`] (kept in
+//! the [`Context`]'s route state); a cached answer keeps its `checked_at_block` and gets the
+//! `latency_ms` of the call that served it. Failures are not cached.
 //!
 //! Scoring: each reason has the points of its code in [`SCORING`]; `risk_score` is the sum,
 //! capped at 100. Verdict: `low` below [`CAUTION_FROM`], `caution` from it, `high` from
@@ -54,12 +54,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::chain::bytecode::{self, Power, Scan};
-use crate::chain::evm::{ChainName, EvmAddress, EvmChain, address_text};
-use crate::chain::token::read_erc20;
-use crate::chain::trade_sim::{self, TradeOutcome, TradeSimulation};
 use crate::context::Context;
 use crate::error::{EngineError, ErrorKind};
+use crate::evm::bytecode::{self, Power, Scan};
+use crate::evm::erc20::read_erc20;
+use crate::evm::trade_sim::{self, TradeOutcome, TradeSimulation};
+use crate::evm::{ChainName, EvmAddress, EvmChain, address_text};
 use crate::output::Reply;
 use crate::price::Price;
 
@@ -477,7 +477,8 @@ impl Route for AddressCheckRoute {
         let AddressCheckRequest { chain, address } = request;
         let started = Instant::now();
         let key = (chain.name().to_string(), address);
-        if let Some(mut cached) = ctx.address_checks.get(&key, started) {
+        let cache = ctx.state.get_or_insert_with(AddressCheckCache::default);
+        if let Some(mut cached) = cache.get(&key, started) {
             cached.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             return Ok(Reply::Json(cached));
         }
@@ -493,7 +494,7 @@ impl Route for AddressCheckRoute {
         };
         let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let answer = assess(chain.name(), address, inspection, latency_ms);
-        ctx.address_checks.put(key, answer.clone(), Instant::now());
+        cache.put(key, answer.clone(), Instant::now());
         Ok(Reply::Json(answer))
     }
 }

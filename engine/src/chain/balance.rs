@@ -7,10 +7,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::chain::evm::{ChainName, EvmAddress, EvmChain, format_units};
-use crate::chain::token::read_erc20;
 use crate::context::Context;
 use crate::error::EngineError;
+use crate::evm::erc20::read_erc20;
+use crate::evm::{ChainName, EvmAddress, EvmChain, format_units};
 use crate::output::Reply;
 use crate::price::Price;
 

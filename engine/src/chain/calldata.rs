@@ -18,9 +18,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::chain::signatures::{self, Selector, Signature};
 use crate::context::{Context, blocking};
 use crate::error::EngineError;
+use crate::evm::signatures::{self, Selector, Signature};
 use crate::output::Reply;
 use crate::price::Price;
 

@@ -40,9 +40,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::chain::evm::{EvmAddress, EvmChain, address_text, clean_text};
 use crate::context::Context;
 use crate::error::{EngineError, ErrorKind};
+use crate::evm::{EvmAddress, EvmChain, address_text, clean_text};
 use crate::fetch::{FetchError, SafeFetcher};
 use crate::output::Reply;
 use crate::price::Price;

@@ -1,8 +1,9 @@
 //! `POST /v1/defi/funding`: perpetual funding rates of Hyperliquid's markets, read from
 //! its public info API (`metaAndAssetCtxs`, `fundingHistory`) and cached for 60 s.
 //!
-//! The upstream's base URL is configuration (`PAPERCHAIN_FUNDING_UPSTREAM`, route book
-//! §3) so tests can point the route at a loopback server replaying recorded answers.
+//! The upstream's base URL is configuration (`PAPERCHAIN_FUNDING_UPSTREAM`,
+//! `../shared/spec/routebook.md` §3) so tests can point the route at a loopback server replaying
+//! recorded answers.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};
@@ -280,7 +281,7 @@ impl Route for FundingRoute {
             ));
         }
         // The market list is needed to tell an unknown symbol (422, before any payment).
-        let (venue, venue_cache) = ctx.funding.venue().await?;
+        let (venue, venue_cache) = client(ctx).venue().await?;
         let ask = match symbol {
             Some(symbol) => Ask::One { index: venue.find(symbol)? },
             None => Ask::Top { limit: input.limit as usize, min_volume_usd: input.min_volume_usd },
@@ -312,13 +313,19 @@ impl Route for FundingRoute {
                 let Some(listed) = call.venue.markets.get(index) else {
                     return Err(EngineError::internal("a checked market index is out of range"));
                 };
-                let (history, history_cache) = ctx.funding.history(&listed.market.symbol).await?;
+                let (history, history_cache) = client(ctx).history(&listed.market.symbol).await?;
                 report.cache = report.cache.and(history_cache);
                 report.detail = Some(detail(listed.market.clone(), &history));
             }
         }
         Ok(Reply::Json(report))
     }
+}
+
+/// The context's upstream client, configured from the environment on first use (tests
+/// preset one with `ctx.state.insert`).
+fn client(ctx: &Context) -> Arc<FundingClient> {
+    ctx.state.get_or_insert_with(FundingClient::from_env)
 }
 
 /// Checks the symbol's pattern, `^[A-Za-z0-9._-]{1,20}$`.

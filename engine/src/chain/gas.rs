@@ -10,10 +10,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::chain::block::{BlockHeader, latest_header, wei_to_gwei};
-use crate::chain::evm::{ChainName, EvmChain};
 use crate::context::Context;
 use crate::error::EngineError;
+use crate::evm::block_header::{BlockHeader, latest_header, wei_to_gwei};
+use crate::evm::{ChainName, EvmChain};
 use crate::output::Reply;
 use crate::price::Price;
 

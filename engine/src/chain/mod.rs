@@ -1,21 +1,17 @@
 //! The chain family: reads of EVM chains, the perpetual-funding venue and the risk
-//! checks, one route per file (route book §3).
+//! checks, one route per file (`../shared/spec/routebook.md` §3). Their shared EVM code is in `evm/`.
 
 use crate::catalog::Catalog;
 
 pub mod address_check;
 pub mod balance;
 pub mod block;
-pub mod bytecode;
 pub mod calldata;
 pub mod ens;
-pub mod evm;
 pub mod funding;
 pub mod gas;
 pub mod price;
-pub mod signatures;
 pub mod token;
-pub mod trade_sim;
 pub mod tx;
 
 /// Adds every chain route to the catalog.

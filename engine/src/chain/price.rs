@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::chain::evm::{ChainName, EvmChain, address_text, clean_text, format_units};
 use crate::context::Context;
 use crate::error::{EngineError, ErrorKind};
+use crate::evm::{ChainName, EvmChain, address_text, clean_text, format_units};
 use crate::output::Reply;
 use crate::price::Price;
 

@@ -16,9 +16,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::chain::evm::{ChainName, EvmChain, clean_text, format_units, parse_quantity};
 use crate::context::Context;
 use crate::error::{EngineError, ErrorKind};
+use crate::evm::{ChainName, EvmChain, clean_text, format_units, parse_quantity};
 use crate::output::Reply;
 use crate::price::Price;
 

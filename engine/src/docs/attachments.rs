@@ -16,12 +16,13 @@ use time::OffsetDateTime;
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
 use crate::docs::inspect::AttachmentSource;
-use crate::docs::metadata::pdf_date_to_rfc3339;
-use crate::docs::pdf::{self, SourcePdf};
-use crate::docs::{PAGE_EDIT_PRICE_RULE, name_tree, page_edit_price};
+use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::{FileInput, sanitize_filename};
 use crate::output::{FileSet, OutFile, OutputMode, Reply, derived_name};
+use crate::pdf::dates::{pdf_date_to_rfc3339, pdf_date_utc};
+use crate::pdf::name_tree;
+use crate::pdf::{self, SourcePdf};
 use crate::price::Price;
 
 /// Request of `/v1/pdf/attachments`.
@@ -659,20 +660,6 @@ fn now() -> OffsetDateTime {
     now.replace_nanosecond(0).unwrap_or(now)
 }
 
-/// A time as a PDF date: `D:YYYYMMDDHHmmSSZ`.
-fn pdf_date(at: OffsetDateTime) -> String {
-    let at = at.to_offset(time::UtcOffset::UTC);
-    format!(
-        "D:{:04}{:02}{:02}{:02}{:02}{:02}Z",
-        at.year(),
-        u8::from(at.month()),
-        at.day(),
-        at.hour(),
-        at.minute(),
-        at.second()
-    )
-}
-
 /// Adds the files to the EmbeddedFiles tree, which is rewritten sorted (its old nodes
 /// are left unreferenced); creates /Names and /EmbeddedFiles when absent.
 fn add(doc: &mut Document, additions: Vec<Addition>, at: OffsetDateTime) -> Result<(), EngineError> {
@@ -681,7 +668,7 @@ fn add(doc: &mut Document, additions: Vec<Addition>, at: OffsetDateTime) -> Resu
         Some(root) => name_tree::read(doc, root).entries,
         None => Vec::new(),
     };
-    let date = Object::string_literal(pdf_date(at));
+    let date = Object::string_literal(pdf_date_utc(at, "Z"));
     for addition in additions {
         let mut stream = Stream::new(
             dictionary! {
@@ -732,7 +719,7 @@ fn add(doc: &mut Document, additions: Vec<Addition>, at: OffsetDateTime) -> Resu
 mod tests {
     use super::*;
     use crate::context::Limits;
-    use crate::docs::testing::call;
+    use crate::pdf::testing::call;
     use base64::Engine as _;
     use serde_json::{Value, json};
     use sha2::{Digest, Sha256};

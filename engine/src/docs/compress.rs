@@ -13,13 +13,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, Limits, blocking};
-use crate::docs::pdf;
-use crate::docs::pdfium::{RENDERING_PRICE_RULE, rendering_price};
-use crate::docs::qpdf::{self, WriteOptions};
-use crate::docs::recompress_images::{ImageSettings, recompress_images};
-use crate::docs::transform::{Pdf, PdfJob, Transform};
 use crate::error::EngineError;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::pdf;
+use crate::pdf::flate::{inflate, zlib_best};
+use crate::pdf::pdfium::{RENDERING_PRICE_RULE, rendering_price};
+use crate::pdf::qpdf::{self, WriteOptions};
+use crate::pdf::recompress_images::{ImageSettings, recompress_images};
+use crate::pdf::transform::{Pdf, PdfJob, Transform};
 use crate::price::Price;
 
 /// Fields of `/v1/pdf/compress` besides `file` and `output`.
@@ -117,44 +118,6 @@ pub fn compress_document(
     let options = WriteOptions { object_streams: ::qpdf::ObjectStreamMode::Generate, ..WriteOptions::default() };
     let bytes = qpdf::write(&reread, options)?;
     Ok((bytes, stats))
-}
-
-/// zlib data at the best compression level.
-pub(crate) fn zlib_best(data: &[u8]) -> Vec<u8> {
-    use std::io::Write as _;
-    let mut encoder = flate2::write::ZlibEncoder::new(Vec::with_capacity(data.len() / 2), flate2::Compression::best());
-    // Writing to a Vec cannot fail.
-    let _ = encoder.write_all(data);
-    encoder.finish().unwrap_or_default()
-}
-
-/// Inflates a complete zlib stream of at most `cap` bytes; None when the data is damaged,
-/// truncated or larger (a damaged stream is kept as it is: readers recover what they can).
-pub(crate) fn inflate(data: &[u8], cap: usize) -> Option<Vec<u8>> {
-    use flate2::{Decompress, FlushDecompress, Status};
-    let mut decoder = Decompress::new(true);
-    let mut out: Vec<u8> = Vec::with_capacity(data.len().saturating_mul(2).clamp(1024, cap.clamp(1024, 64 << 20)));
-    loop {
-        if out.len() > cap {
-            return None;
-        }
-        if out.len() == out.capacity() {
-            out.reserve(out.len().clamp(64 * 1024, 64 * 1024 * 1024));
-        }
-        let consumed = usize::try_from(decoder.total_in()).ok()?;
-        let (before_in, before_out) = (decoder.total_in(), decoder.total_out());
-        let status = decoder.decompress_vec(data.get(consumed..)?, &mut out, FlushDecompress::None).ok()?;
-        match status {
-            Status::StreamEnd => return (out.len() <= cap).then_some(out),
-            Status::Ok | Status::BufError => {
-                let stuck = decoder.total_in() == before_in && decoder.total_out() == before_out;
-                if stuck && out.len() < out.capacity() {
-                    // The input ended before the stream did.
-                    return None;
-                }
-            }
-        }
-    }
 }
 
 /// Makes every stream it can smaller without changing what it decodes to, keeping new
@@ -488,8 +451,8 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::docs::qpdf::testing::{assert_qpdf_check, corpus, file_json, qpdf_pages, sample_pdf};
-    use crate::docs::testing::call;
+    use crate::pdf::qpdf::testing::{assert_qpdf_check, corpus, file_json, qpdf_pages, sample_pdf};
+    use crate::pdf::testing::call;
 
     /// A compress answer: the file's bytes and the report.
     struct Answer {
@@ -951,14 +914,5 @@ mod tests {
             };
             assert_eq!((e.field.as_deref(), e.code.as_ref()), (Some(field), code), "{body}: {}", e.message);
         }
-    }
-
-    #[test]
-    fn inflate_refuses_damaged_truncated_and_oversized_data() {
-        let data = zlib_fast(&[7u8; 10_000]);
-        assert_eq!(inflate(&data, 10_000).unwrap(), vec![7u8; 10_000]);
-        assert!(inflate(&data, 9_999).is_none());
-        assert!(inflate(&data[..data.len() - 6], 20_000).is_none());
-        assert!(inflate(b"not zlib at all", 20_000).is_none());
     }
 }

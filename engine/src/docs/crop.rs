@@ -7,10 +7,10 @@ use serde::Deserialize;
 use crate::catalog::{Family, FreePool, Produces, RouteInfo};
 use crate::context::Limits;
 use crate::docs::PAGE_EDIT_PRICE_RULE;
-use crate::docs::pdf::{self, Rect};
-use crate::docs::transform::{Pdf, Transform, TransformRoute};
 use crate::error::EngineError;
 use crate::pages::PageSelection;
+use crate::pdf::transform::{Pdf, Transform, TransformRoute};
+use crate::pdf::{self, Rect};
 use crate::price::Price;
 
 /// Fields of `/v1/pdf/crop` besides `file` and `output`.
@@ -285,7 +285,7 @@ mod tests {
     }
 
     async fn crop(pdf: &[u8], body: Value) -> Result<(String, Document), EngineError> {
-        crate::docs::testing::single_pdf::<CropRoute>(pdf, "scan.pdf", body).await
+        crate::pdf::testing::single_pdf::<CropRoute>(pdf, "scan.pdf", body).await
     }
 
     fn boxed(doc: &Document, number: u32, key: &[u8]) -> Option<Rect> {

@@ -16,10 +16,10 @@ use crate::catalog::{Family, FreePool, Produces, RouteInfo};
 use crate::context::Limits;
 use crate::docs::PAGE_EDIT_PRICE_RULE;
 use crate::docs::form_fields::{self, FieldType, FormField};
-use crate::docs::pdf::{self};
-use crate::docs::stamp::{literal, num, win_ansi};
-use crate::docs::transform::{Pdf, Transform, TransformRoute};
 use crate::error::EngineError;
+use crate::pdf::stamp::{literal, num, win_ansi};
+use crate::pdf::transform::{Pdf, Transform, TransformRoute};
+use crate::pdf::{self};
 use crate::price::Price;
 
 /// Fields of `/v1/pdf/fill-form` besides `file` and `output`.
@@ -396,7 +396,7 @@ mod tests {
     use serde_json::json;
 
     use crate::docs::form_fields::FieldValue;
-    use crate::docs::stamp::tests::{page_text, qpdf_check, run};
+    use crate::pdf::stamp::tests::{page_text, qpdf_check, run};
 
     const CORPUS: &str = "/work/shared/corpus/pdf";
 

@@ -15,11 +15,11 @@ use serde::Deserialize;
 use crate::catalog::{Family, FreePool, Produces, RouteInfo};
 use crate::context::Limits;
 use crate::docs::PAGE_EDIT_PRICE_RULE;
-use crate::docs::pdf::content_refs;
-use crate::docs::pdf::{self, Rect};
-use crate::docs::stamp::num;
-use crate::docs::transform::{Pdf, Transform, TransformRoute};
 use crate::error::EngineError;
+use crate::pdf::content_refs;
+use crate::pdf::stamp::num;
+use crate::pdf::transform::{Pdf, Transform, TransformRoute};
+use crate::pdf::{self, Rect};
 use crate::price::Price;
 
 /// Fields of `/v1/pdf/flatten` besides `file` and `output`.
@@ -303,7 +303,7 @@ mod tests {
     use lopdf::dictionary;
     use serde_json::json;
 
-    use crate::docs::stamp::tests::{close, operands, page_text, qpdf_check, rect, run, stamp_ops};
+    use crate::pdf::stamp::tests::{close, operands, page_text, qpdf_check, rect, run, stamp_ops};
 
     const CORPUS: &str = "/work/shared/corpus/pdf";
 
@@ -471,7 +471,7 @@ mod tests {
                 .map(|page| annot_subtypes(&doc, page).iter().filter(|s| *s == "Widget").count())
                 .sum();
             assert_eq!(widgets, left, "{path}");
-            let (_, text) = crate::docs::stamp::tests::tool("pdftotext", &[], &bytes);
+            let (_, text) = crate::pdf::stamp::tests::tool("pdftotext", &[], &bytes);
             let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
             for value in values {
                 assert!(text.contains(value), "{path}: {value:?} not in {text:?}");

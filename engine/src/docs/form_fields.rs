@@ -16,11 +16,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
-use crate::docs::pdf::{self, SourcePdf};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::Reply;
+use crate::pdf::{self, SourcePdf};
 use crate::price::Price;
 
 /// Request of `/v1/pdf/form-fields`.
@@ -215,7 +215,7 @@ pub fn read(doc: &Document) -> FormFieldsReport {
         seen: HashSet::new(),
         visited: 0,
         fields: Vec::new(),
-        warnings: crate::docs::pdf::Warnings::default(),
+        warnings: crate::pdf::Warnings::default(),
     };
     if let Some(roots) = array_at(doc, acroform, b"Fields") {
         let top = Inherited::default();
@@ -250,7 +250,7 @@ struct Walk<'a> {
     seen: HashSet<ObjectId>,
     visited: usize,
     fields: Vec<FormField>,
-    warnings: crate::docs::pdf::Warnings<MAX_WARNINGS>,
+    warnings: crate::pdf::Warnings<MAX_WARNINGS>,
 }
 
 impl<'a> Walk<'a> {
@@ -539,7 +539,7 @@ fn array_at<'a>(doc: &'a Document, dict: &'a Dictionary, key: &[u8]) -> Option<&
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::docs::testing::call;
+    use crate::pdf::testing::call;
     use base64::Engine as _;
     use lopdf::{Stream, dictionary};
     use serde_json::{Value, json};

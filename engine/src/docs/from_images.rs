@@ -9,11 +9,11 @@ use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
-use crate::docs::pdf::{self, MAX_OUTPUT_BYTES};
-use crate::docs::pdfium::{RENDERING_PRICE_RULE, rendering_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::pdf::pdfium::{RENDERING_PRICE_RULE, rendering_price};
+use crate::pdf::{self, MAX_OUTPUT_BYTES};
 use crate::price::Price;
 
 /// Most images one call takes.
@@ -673,8 +673,8 @@ fn build_pdf(pictures: Vec<Picture>, page_size: PageSize, margin: f64) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::docs::testing::call;
     use crate::error::ErrorKind;
+    use crate::pdf::testing::call;
     use base64::Engine as _;
     use image::{GrayImage, RgbImage, RgbaImage};
     use serde_json::{Value, json};

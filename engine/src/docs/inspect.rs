@@ -13,11 +13,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
-use crate::docs::pdf::{self, SourcePdf};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::Reply;
+use crate::pdf::{self, SourcePdf};
 use crate::price::Price;
 
 /// Request of `/v1/pdf/inspect`.
@@ -252,7 +252,7 @@ const MAX_ACTIONS: usize = 1_000_000;
 const MAX_WARNINGS: usize = 20;
 
 /// The report's warnings.
-type Notes = crate::docs::pdf::Warnings<MAX_WARNINGS>;
+type Notes = crate::pdf::Warnings<MAX_WARNINGS>;
 
 /// The whole report.
 pub fn inspect(doc: &Document) -> InspectReport {

@@ -5,14 +5,14 @@ use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
-use crate::docs::assemble::{Assembler, Carry};
-use crate::docs::outline_tree::OutlineItem;
 use crate::docs::page_edit_price;
-use crate::docs::pdf::{self, SourcePdf};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
 use crate::pages::PageSelection;
+use crate::pdf::assemble::{Assembler, Carry};
+use crate::pdf::outline_tree::OutlineItem;
+use crate::pdf::{self, SourcePdf};
 use crate::price::Price;
 
 /// Fewest and most files of one merge (spec: 2 to 20).

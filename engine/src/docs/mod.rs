@@ -1,10 +1,9 @@
 //! The document family: PDF and Office operations, one route per file.
 
 use crate::catalog::Catalog;
-use crate::docs::transform::{ErasedStep, StepKind};
+use crate::pdf::transform::{ErasedStep, StepKind};
 use crate::price::Price;
 
-pub mod assemble;
 pub mod attachments;
 pub mod compress;
 pub mod crop;
@@ -16,30 +15,19 @@ pub mod from_images;
 pub mod inspect;
 pub mod merge;
 pub mod metadata;
-pub mod name_tree;
 pub mod outline;
-pub mod outline_tree;
 pub mod page_numbers;
-pub mod pdf;
-pub mod pdfium;
 pub mod pipeline;
 pub mod protect;
-pub mod qpdf;
 pub mod rasterize;
-pub mod recompress_images;
 pub mod remove_pages;
 pub mod reorder;
 pub mod repair;
-pub mod repair_pass;
 pub mod resize;
 pub mod rotate;
 pub mod set_outline;
 pub mod split;
-pub mod stamp;
-#[cfg(test)]
-pub(crate) mod testing;
 pub mod to_images;
-pub mod transform;
 pub mod unlock;
 pub mod watermark;
 
@@ -96,7 +84,7 @@ pub fn pipeline_steps() -> Vec<Box<dyn ErasedStep>> {
     ]
 }
 
-/// The page-edit price rule in words (route book §4).
+/// The page-edit price rule in words (`../shared/spec/routebook.md` §4).
 pub const PAGE_EDIT_PRICE_RULE: &str =
     "$0.002 covers 50 pages (of the input, or of the result when it has more); + $0.00002 a page beyond";
 

@@ -7,12 +7,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
-use crate::docs::outline_tree::{self, OutlineItem};
-use crate::docs::pdf::SourcePdf;
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::Reply;
+use crate::pdf::SourcePdf;
+use crate::pdf::outline_tree::{self, OutlineItem};
 use crate::price::Price;
 
 /// Request of `/v1/pdf/outline`.

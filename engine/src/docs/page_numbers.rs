@@ -7,11 +7,11 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{Family, FreePool, Produces, RouteInfo};
 use crate::context::Limits;
 use crate::docs::PAGE_EDIT_PRICE_RULE;
-use crate::docs::pdf;
-use crate::docs::stamp::{self, HAlign, Stamper, Style, VAlign};
-use crate::docs::transform::{Pdf, Transform, TransformRoute};
 use crate::error::EngineError;
 use crate::pages::PageSelection;
+use crate::pdf;
+use crate::pdf::stamp::{self, HAlign, Stamper, Style, VAlign};
+use crate::pdf::transform::{Pdf, Transform, TransformRoute};
 use crate::price::Price;
 use lopdf::Document;
 
@@ -246,7 +246,7 @@ fn numbering(options: &PageNumbersOptions) -> Result<Numbering, EngineError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::docs::stamp::tests::{
+    use crate::pdf::stamp::tests::{
         build, close, operands, page_letters, page_text, page_words, qpdf_check, rect, run, stamp_ops,
     };
     use lopdf::{Document, Object};
@@ -423,7 +423,7 @@ mod tests {
     #[test]
     fn schema_shows_the_defaults() {
         let schema = schemars::SchemaGenerator::default()
-            .into_root_schema_for::<crate::docs::transform::PdfJob<PageNumbersOptions>>();
+            .into_root_schema_for::<crate::pdf::transform::PdfJob<PageNumbersOptions>>();
         let text = serde_json::to_string(&schema).unwrap();
         for part in [r#""default":"{n} / {total}""#, r#""default":"bottom-center""#, r#""default":24.0"#, "top-right"] {
             assert!(text.contains(part), "{part}: {text}");

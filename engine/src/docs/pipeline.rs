@@ -7,11 +7,11 @@ use serde_json::{Value, json};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
-use crate::docs::pdf::SourcePdf;
-use crate::docs::transform::{CheckedStep, ErasedStep, Pdf, prepend_property};
 use crate::error::{EngineError, ErrorKind};
 use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::pdf::SourcePdf;
+use crate::pdf::transform::{CheckedStep, ErasedStep, Pdf, prepend_property};
 use crate::price::Price;
 
 /// Most steps a pipeline may have.
@@ -228,9 +228,9 @@ fn step_error(error: EngineError, i: usize, op: &str) -> EngineError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::docs::qpdf::testing::{assert_qpdf_check, file_json, qpdf_cli, qpdf_pages, sample_pdf, temp_pdf};
-    use crate::docs::stamp::tests::page_text;
-    use crate::docs::testing::call;
+    use crate::pdf::qpdf::testing::{assert_qpdf_check, file_json, qpdf_cli, qpdf_pages, sample_pdf, temp_pdf};
+    use crate::pdf::stamp::tests::page_text;
+    use crate::pdf::testing::call;
 
     /// Runs a pipeline on `pdf`; answers the file and its report.
     async fn pipeline(pdf: &[u8], steps: Value) -> Result<(OutFile, Value), EngineError> {
@@ -254,7 +254,7 @@ mod tests {
 
     fn rotations(bytes: &[u8]) -> Vec<i64> {
         let doc = lopdf::Document::load_mem(bytes).unwrap();
-        doc.page_iter().map(|id| crate::docs::pdf::rotation(&doc, id)).collect()
+        doc.page_iter().map(|id| crate::pdf::rotation(&doc, id)).collect()
     }
 
     #[tokio::test]

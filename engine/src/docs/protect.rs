@@ -8,11 +8,11 @@ use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use lopdf::Document;
 
 use crate::context::{Context, Limits, blocking};
-use crate::docs::qpdf::{self as qp, QpdfSource, WriteOptions};
-use crate::docs::transform::{Pdf, PdfJob, Transform};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::pdf::qpdf::{self as qp, QpdfSource, WriteOptions};
+use crate::pdf::transform::{Pdf, PdfJob, Transform};
 use crate::price::Price;
 
 /// Longest password AES-256 encryption uses: 127 bytes of UTF-8 (readers cut longer ones).
@@ -261,7 +261,7 @@ fn random_password() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::docs::qpdf::testing::*;
+    use crate::pdf::qpdf::testing::*;
     use serde_json::{Value, json};
 
     async fn protect(body: Value) -> Result<OutFile, EngineError> {

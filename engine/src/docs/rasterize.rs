@@ -7,11 +7,11 @@ use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, Limits, Progress, blocking};
-use crate::docs::pdf::{self, Rect};
-use crate::docs::pdfium::{self, PagePlan, RENDERING_PRICE_RULE, RenderSource, RgbPage, rendering_price};
-use crate::docs::transform::{Pdf, PdfJob, Transform};
 use crate::error::EngineError;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::pdf::pdfium::{self, PagePlan, RENDERING_PRICE_RULE, RenderSource, RgbPage, rendering_price};
+use crate::pdf::transform::{Pdf, PdfJob, Transform};
+use crate::pdf::{self, Rect};
 use crate::price::Price;
 
 /// JPEG quality of the page images. Rendered pages are mostly flat colour and text, where
@@ -236,8 +236,8 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::docs::pdfium::tests::sample_pdf;
-    use crate::docs::testing::call;
+    use crate::pdf::pdfium::tests::sample_pdf;
+    use crate::pdf::testing::call;
 
     fn file(pdf: &[u8], name: &str) -> Value {
         json!({ "data": base64::engine::general_purpose::STANDARD.encode(pdf), "filename": name })

@@ -6,10 +6,11 @@ use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, RouteInfo};
 use crate::context::Limits;
-use crate::docs::transform::{Pdf, Transform, TransformRoute};
-use crate::docs::{PAGE_EDIT_PRICE_RULE, assemble, pdf};
+use crate::docs::PAGE_EDIT_PRICE_RULE;
 use crate::error::EngineError;
 use crate::pages::PageSelection;
+use crate::pdf::transform::{Pdf, Transform, TransformRoute};
+use crate::pdf::{self, assemble};
 use crate::price::Price;
 
 /// Fields of `/v1/pdf/remove-pages` besides `file` and `output`.

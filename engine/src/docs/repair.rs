@@ -7,12 +7,12 @@ use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use lopdf::Document;
 
 use crate::context::{Context, Limits, blocking};
-use crate::docs::qpdf::{self as qp, QpdfSource, WriteOptions};
-use crate::docs::repair_pass;
-use crate::docs::transform::{Pdf, PdfJob, Transform};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::pdf::qpdf::{self as qp, QpdfSource, WriteOptions};
+use crate::pdf::repair_pass;
+use crate::pdf::transform::{Pdf, PdfJob, Transform};
 use crate::price::Price;
 
 /// A checked repair call.
@@ -115,7 +115,7 @@ impl Transform for Repair {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::docs::qpdf::testing::*;
+    use crate::pdf::qpdf::testing::*;
     use serde_json::{Value, json};
 
     async fn repair(bytes: &[u8], linearize: bool) -> Result<OutFile, EngineError> {
@@ -198,7 +198,7 @@ mod tests {
     /// Runs the route on `bytes`; returns the file and its report.
     async fn repair_reported(bytes: &[u8], password: Option<&str>) -> (OutFile, Value) {
         let body = json!({ "file": file_json(bytes, "broken.pdf", password) });
-        match crate::docs::testing::call::<RepairRoute>(&body).await.unwrap() {
+        match crate::pdf::testing::call::<RepairRoute>(&body).await.unwrap() {
             Reply::Files(set) => {
                 let report = set.report.clone().expect("a report");
                 (set.into_single_file().unwrap(), report)

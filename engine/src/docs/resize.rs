@@ -12,11 +12,11 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use crate::catalog::{Family, FreePool, Produces, RouteInfo};
 use crate::context::Limits;
 use crate::docs::PAGE_EDIT_PRICE_RULE;
-use crate::docs::pdf::content_refs;
-use crate::docs::pdf::{self, Rect};
-use crate::docs::transform::{Pdf, Transform, TransformRoute};
 use crate::error::EngineError;
 use crate::pages::PageSelection;
+use crate::pdf::content_refs;
+use crate::pdf::transform::{Pdf, Transform, TransformRoute};
+use crate::pdf::{self, Rect};
 use crate::price::Price;
 
 /// Fields of `/v1/pdf/resize` besides `file` and `output`.
@@ -552,7 +552,7 @@ mod tests {
     }
 
     async fn resize(pdf: &[u8], body: Value) -> Result<(String, Document), EngineError> {
-        crate::docs::testing::single_pdf::<ResizeRoute>(pdf, "deck.pdf", body).await
+        crate::pdf::testing::single_pdf::<ResizeRoute>(pdf, "deck.pdf", body).await
     }
 
     fn page_dict(doc: &Document, number: u32) -> &Dictionary {
@@ -881,8 +881,8 @@ mod tests {
 
     #[test]
     fn schema_lists_the_names_and_the_object_form() {
-        let schema = schemars::SchemaGenerator::default()
-            .into_root_schema_for::<crate::docs::transform::PdfJob<ResizeOptions>>();
+        let schema =
+            schemars::SchemaGenerator::default().into_root_schema_for::<crate::pdf::transform::PdfJob<ResizeOptions>>();
         let text = serde_json::to_string(&schema).unwrap();
         assert!(text.contains(r#""enum":["A4","Letter","Legal"]"#), "{text}");
         assert!(text.contains("width_pt") && text.contains(r#""maximum":14400"#), "{text}");

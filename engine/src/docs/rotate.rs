@@ -8,10 +8,10 @@ use lopdf::Document;
 use crate::catalog::{Family, FreePool, Produces, RouteInfo};
 use crate::context::Limits;
 use crate::docs::PAGE_EDIT_PRICE_RULE;
-use crate::docs::pdf;
-use crate::docs::transform::{Pdf, Transform, TransformRoute};
 use crate::error::EngineError;
 use crate::pages::PageSelection;
+use crate::pdf;
+use crate::pdf::transform::{Pdf, Transform, TransformRoute};
 use crate::price::Price;
 
 /// Fields of `/v1/pdf/rotate` besides `file` and `output`.

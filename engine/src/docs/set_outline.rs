@@ -6,10 +6,10 @@ use serde::Deserialize;
 use crate::catalog::{Family, FreePool, Produces, RouteInfo};
 use crate::context::Limits;
 use crate::docs::PAGE_EDIT_PRICE_RULE;
-use crate::docs::outline_tree::{self, MAX_DEPTH, OutlineItem};
-use crate::docs::pdf::{self};
-use crate::docs::transform::{Pdf, Transform, TransformRoute};
 use crate::error::EngineError;
+use crate::pdf::outline_tree::{self, MAX_DEPTH, OutlineItem};
+use crate::pdf::transform::{Pdf, Transform, TransformRoute};
+use crate::pdf::{self};
 use crate::price::Price;
 use lopdf::Document;
 

@@ -5,12 +5,13 @@ use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
-use crate::docs::pdf::{self, SourcePdf};
-use crate::docs::{PAGE_EDIT_PRICE_RULE, assemble, page_edit_price};
+use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
 use crate::pages::PageSelection;
+use crate::pdf::assemble;
+use crate::pdf::{self, SourcePdf};
 use crate::price::Price;
 
 /// Most parts one call may produce.

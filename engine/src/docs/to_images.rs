@@ -5,12 +5,12 @@ use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
-use crate::docs::pdf;
-use crate::docs::pdfium::{self, PagePlan, RENDERING_PRICE_RULE, RenderSource, RgbPage, rendering_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
 use crate::pages::PageSelection;
+use crate::pdf;
+use crate::pdf::pdfium::{self, PagePlan, RENDERING_PRICE_RULE, RenderSource, RgbPage, rendering_price};
 use crate::price::Price;
 
 /// JPEG quality when none is given: small files without visible blocking around text.
@@ -210,9 +210,9 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::docs::pdfium::tests::sample_pdf;
-    use crate::docs::testing::call;
     use crate::error::ErrorKind;
+    use crate::pdf::pdfium::tests::sample_pdf;
+    use crate::pdf::testing::call;
 
     fn file(pdf: &[u8], name: &str) -> Value {
         json!({ "data": base64::engine::general_purpose::STANDARD.encode(pdf), "filename": name })

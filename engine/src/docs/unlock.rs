@@ -7,11 +7,11 @@ use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use lopdf::Document;
 
 use crate::context::{Context, Limits, blocking};
-use crate::docs::qpdf::{self as qp, QpdfSource, WriteOptions};
-use crate::docs::transform::{Pdf, PdfJob, Transform};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::pdf::qpdf::{self as qp, QpdfSource, WriteOptions};
+use crate::pdf::transform::{Pdf, PdfJob, Transform};
 use crate::price::Price;
 
 /// A checked unlock call.
@@ -102,7 +102,7 @@ impl Transform for Unlock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::docs::qpdf::testing::*;
+    use crate::pdf::qpdf::testing::*;
     use serde_json::json;
 
     async fn unlock(bytes: &[u8], password: Option<&str>) -> Result<OutFile, EngineError> {

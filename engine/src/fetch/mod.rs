@@ -1,6 +1,6 @@
 //! An SSRF-safe HTTP fetcher for untrusted URLs (documents given to a route by URL).
 //!
-//! Rules (route book §6):
+//! Rules (`../shared/spec/routebook.md` §6):
 //! - only `http` and `https` URLs, without userinfo (`user:pass@`);
 //! - host names that only mean something locally (`localhost`, `*.localhost`, `*.local`,
 //!   `*.internal`, `*.home.arpa`, single-label names, ...) are refused before any DNS

@@ -277,10 +277,15 @@ impl HostedConfig {
             service_name: env("PAPERCHAIN_SERVICE_NAME").or(file.service_name).unwrap_or_else(|| "Paperchain".into()),
             icon_url,
             client_ip_header,
-            database: env("PAPERCHAIN_HOSTED_DB")
-                .map(PathBuf::from)
-                .or(file.database)
-                .unwrap_or_else(|| sources.data_dir.join(default_database)),
+            // The sandbox's store is emptied at each start, so it is never one named for
+            // hosted mode: always its own file in the data folder.
+            database: match sources.sandbox {
+                true => sources.data_dir.join(default_database),
+                false => env("PAPERCHAIN_HOSTED_DB")
+                    .map(PathBuf::from)
+                    .or(file.database)
+                    .unwrap_or_else(|| sources.data_dir.join(default_database)),
+            },
             max_timeout_seconds,
             pay_to,
             free_pools,

@@ -94,18 +94,33 @@ impl Hosted {
         options: HostedOptions,
         sandbox: SandboxOptions,
     ) -> Result<Hosted, HostedError> {
+        // A fresh store each run: free-pool counts and claims of an earlier run were made on
+        // an earlier chain, and would leave a new try with its pool used up. The sandbox's
+        // store is always its own file (config.rs), so nothing else is ever removed here.
+        remove_store_files(&config.database)?;
         let chain = SandboxChain::start(sandbox).await.map_err(|e| HostedError(e.to_string()))?;
         let facilitator = chain.facilitator().await.map_err(|e| HostedError(e.to_string()))?;
         config.pay_to = vec![PayTo { network: NETWORKS[0].clone(), address: chain.pay_to().to_checksum(None) }];
         config.facilitator_url = None;
         let rpc = chain.rpc_url().to_string();
-        let chains = paperchain_engine::chain::evm::Chains::try_from_vars(|key| {
+        let chains = paperchain_engine::evm::Chains::try_from_vars(|key| {
             if key == "PAPERCHAIN_RPC_BASE" { Some(rpc.clone()) } else { std::env::var(key).ok() }
         })
         .map_err(|e| HostedError(e.to_string()))?;
         let ctx = Context { chains: Arc::new(chains), ..ctx };
         let paywall = build(config, catalog, &ctx, Arc::new(Local(facilitator)), options).await?;
         Ok(Hosted { paywall: Arc::new(paywall), sandbox: Some(chain), ctx })
+    }
+
+    /// Closes the store and stops the sandbox chain, waiting until both are gone. The
+    /// paywall must not be in use any more (the server using it has stopped).
+    pub async fn stop(self) {
+        self.paywall.store().close().await;
+        if let Some(chain) = self.sandbox
+            && let Err(e) = chain.stop().await
+        {
+            tracing::warn!(error = %e, "stopping the sandbox chain failed");
+        }
     }
 
     /// The sandbox's first line on stdout: where everything is, including the test payer's
@@ -124,6 +139,25 @@ impl Hosted {
             }
         }))
     }
+}
+
+/// Removes a SQLite store and its WAL and shared-memory files, where they exist.
+fn remove_store_files(database: &std::path::Path) -> Result<(), HostedError> {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = database.as_os_str().to_owned();
+        name.push(suffix);
+        match std::fs::remove_file(&name) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(HostedError(format!(
+                    "emptying the sandbox store {}: {e}",
+                    std::path::Path::new(&name).display()
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 async fn build(

@@ -1,7 +1,9 @@
 //! MPP, the "Payment" HTTP authentication scheme: the challenges a hosted 402 carries, the
 //! `Authorization: Payment` credentials it accepts, and the `Payment-Receipt` it answers with.
 //!
-//! Plain strings in and out; the HTTP glue, the facilitator and the replay guard live elsewhere.
+//! Plain strings in and out; the HTTP glue, the facilitator and the replay guard live elsewhere,
+//! and so do the names both sides share and the client's credential (the protocol crate,
+//! `paperchain_protocol::mpp`).
 //!
 //! Design, after the drafts in tempoxyz/mpp-specs (`draft-httpauth-payment-00`, "core";
 //! `draft-payment-intent-charge-00`, "charge"; `draft-evm-charge-00`, "evm"):
@@ -39,37 +41,27 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use alloy::primitives::{Address, B256, Bytes, U256, keccak256};
-use alloy::signers::SignerSync;
-use alloy::signers::local::PrivateKeySigner;
-use alloy::sol_types::{Eip712Domain, SolStruct};
+use alloy::primitives::{Address, B256, Bytes, U256};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use mpp::protocol::intents::ChargeRequest;
 use mpp::{Base64UrlJson, PaymentChallenge, PaymentCredential};
+pub use paperchain_protocol::mpp::{
+    AUTHORIZATION_HEADER, CREDENTIAL_TYPE_AUTHORIZATION, INTENT_CHARGE, METHOD_EVM, METHOD_TEMPO,
+    PAYMENT_RECEIPT_HEADER, WWW_AUTHENTICATE_HEADER, challenge_hash,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-use x402_chain_eip155::v1_eip155_exact::TransferWithAuthorization;
-
-pub use mpp::{AUTHORIZATION_HEADER, PAYMENT_RECEIPT_HEADER, WWW_AUTHENTICATE_HEADER};
 
 /// `Cache-Control` of every 402 that carries challenges (core "Caching").
 pub const CACHE_CONTROL_CHALLENGE: &str = "no-store";
 /// `Cache-Control` of a response that carries a `Payment-Receipt` (core "Caching").
 pub const CACHE_CONTROL_RECEIPT: &str = "private";
-/// The method name of the EVM charge (evm "IANA Considerations").
-pub const METHOD_EVM: &str = "evm";
-/// The method name of the Tempo charge.
-pub const METHOD_TEMPO: &str = "tempo";
-/// The only intent offered.
-pub const INTENT_CHARGE: &str = "charge";
 /// Canonical Permit2 address; the evm draft makes `permit2Address` a required detail.
 const PERMIT2_ADDRESS: &str = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
-/// EIP-3009 credential type (evm "Authorization Payload").
-const CREDENTIAL_TYPE_AUTHORIZATION: &str = "authorization";
 /// An EIP-6492 wrapped signature can be long, but not longer than a header allows.
 const MAX_SIGNATURE_BYTES: usize = 8 * 1024;
 
@@ -308,14 +300,6 @@ impl EvmAuthorization {
     pub fn replay_key(&self) -> String {
         format!("mpp:evm:{}:{}", self.chain_id, self.nonce)
     }
-}
-
-/// The EIP-3009 nonce the evm draft requires: keccak256(abi.encodePacked(id, realm)).
-pub fn challenge_hash(id: &str, realm: &str) -> B256 {
-    let mut packed = Vec::with_capacity(id.len() + realm.len());
-    packed.extend_from_slice(id.as_bytes());
-    packed.extend_from_slice(realm.as_bytes());
-    keccak256(packed)
 }
 
 /// Current Unix time in seconds.
@@ -609,68 +593,6 @@ impl MppConfig {
     }
 }
 
-/// Client side, for tests and the sandbox: answers an `evm` challenge with a signed EIP-3009
-/// authorization, as a wallet does. Returns the `Authorization` header value.
-pub fn sign_evm_credential(
-    www_authenticate: &str,
-    signer: &PrivateKeySigner,
-    token_name: &str,
-    token_version: &str,
-) -> Result<String, MppError> {
-    let challenge =
-        mpp::parse_www_authenticate(www_authenticate).map_err(|error| MppError::Malformed(error.to_string()))?;
-    if challenge.method.as_str() != METHOD_EVM {
-        return Err(MppError::UnsupportedMethod(format!("cannot sign a `{}` challenge", challenge.method)));
-    }
-    let request: Value = challenge.request.decode_value().map_err(|error| MppError::Malformed(error.to_string()))?;
-    let field = |name: &str| request.get(name).and_then(Value::as_str).unwrap_or_default();
-    let bad = |what: &str| MppError::Malformed(format!("challenge request has no valid {what}"));
-    let amount = U256::from_str_radix(field("amount"), 10).map_err(|_| bad("amount"))?;
-    let currency = Address::from_str(field("currency")).map_err(|_| bad("currency"))?;
-    let recipient = Address::from_str(field("recipient")).map_err(|_| bad("recipient"))?;
-    let chain_id = request.pointer("/methodDetails/chainId").and_then(Value::as_u64).ok_or_else(|| bad("chainId"))?;
-    let valid_before = challenge
-        .expires_at()
-        .map(OffsetDateTime::unix_timestamp)
-        .and_then(|secs| u64::try_from(secs).ok())
-        .ok_or_else(|| bad("expires"))?;
-    let nonce = challenge_hash(&challenge.id, &challenge.realm);
-    let message = TransferWithAuthorization {
-        from: signer.address(),
-        to: recipient,
-        value: amount,
-        validAfter: U256::ZERO,
-        validBefore: U256::from(valid_before),
-        nonce,
-    };
-    let domain = Eip712Domain::new(
-        Some(token_name.to_owned().into()),
-        Some(token_version.to_owned().into()),
-        Some(U256::from(chain_id)),
-        Some(currency),
-        None,
-    );
-    let signature = signer
-        .sign_hash_sync(&message.eip712_signing_hash(&domain))
-        .map_err(|error| MppError::Malformed(format!("signing failed: {error}")))?;
-    let payload = json!({
-        "type": CREDENTIAL_TYPE_AUTHORIZATION,
-        "from": signer.address().to_checksum(None),
-        "to": recipient.to_checksum(None),
-        "value": amount.to_string(),
-        "validAfter": "0",
-        "validBefore": valid_before.to_string(),
-        "nonce": nonce.to_string(),
-        "signature": Bytes::from(signature.as_bytes().to_vec()).to_string(),
-    });
-    let credential = PaymentCredential::with_source(
-        challenge.to_echo(),
-        PaymentCredential::evm_did(chain_id, &signer.address().to_checksum(None)),
-        payload,
-    );
-    mpp::format_authorization(&credential).map_err(|error| MppError::Malformed(error.to_string()))
-}
-
 fn evm_request(evm: &EvmCharge, amount: u64) -> Value {
     json!({
         "amount": amount.to_string(),
@@ -836,6 +758,10 @@ fn rfc3339(unix: u64) -> String {
 mod tests {
     use super::*;
     use alloy::primitives::Signature;
+    use alloy::signers::local::PrivateKeySigner;
+    use alloy::sol_types::{Eip712Domain, SolStruct as _};
+    use paperchain_protocol::mpp::sign_evm_credential;
+    use x402_chain_eip155::v1_eip155_exact::TransferWithAuthorization;
     use x402_chain_eip155::v2_eip155_exact::FacilitatorVerifyRequest;
 
     /// 2026-01-01T00:00:00Z.

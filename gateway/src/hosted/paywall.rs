@@ -25,10 +25,9 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as B64;
 use paperchain_engine::catalog::{PreparedCall, Produces, RouteEntry};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, Price, Reply};
+use paperchain_protocol::x402::{self, check_payment, decode_payment, signed_amount};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
@@ -39,7 +38,6 @@ use super::config::{HostedConfig, PayTo};
 use super::facilitator::{FacilitatorFailure, PaymentFacilitator, Settled};
 use super::mpp::{MppConfig, MppError, RequestBinding, now_unix};
 use super::store::{Claim, Decision, FreeTake, Outcome, PaymentOutcome, PaymentState, Store};
-use crate::error::ApiError;
 
 /// The time, injectable so tests can cross a UTC day.
 pub trait Clock: Send + Sync {
@@ -105,18 +103,13 @@ pub struct Call<'a> {
 /// A settlement to report with the result.
 #[derive(Clone, Debug)]
 pub struct Receipt {
-    /// Where it goes: [`PAYMENT_RESPONSE`] (x402) or [`PAYMENT_RECEIPT`] (MPP).
-    pub header: &'static str,
-    /// Its value: base64 of the x402 SettlementResponse, or the MPP receipt.
-    pub value: String,
-    /// The x402 SettlementResponse as JSON (MCP's `_meta["x402/payment-response"]`).
-    pub response: Value,
+    /// The x402 SettlementResponse (HTTP: base64 in `PAYMENT-RESPONSE`; MCP:
+    /// `_meta["x402/payment-response"]`).
+    pub settlement: Value,
+    /// For a call paid with MPP, the `Payment-Receipt` value its client expects instead of
+    /// the x402 header.
+    pub mpp_receipt: Option<String>,
 }
-
-/// The x402 header of a paid result: base64 SettlementResponse.
-pub const PAYMENT_RESPONSE: &str = "payment-response";
-/// The MPP header of a paid result.
-pub const PAYMENT_RECEIPT: &str = "payment-receipt";
 
 /// A 402.
 pub struct Required {
@@ -137,10 +130,26 @@ pub enum Answer {
         /// Free calls left today in the pool used, for free calls.
         free_left: Option<u32>,
     },
-    /// 402.
+    /// Payment is required (HTTP 402; an MCP tool error carrying the object).
     PaymentRequired(Box<Required>),
-    /// Any other refusal or failure (422, 413, 415, 404, 429, 5xx).
-    Failed(ApiError),
+    /// Any other refusal or failure.
+    Failed(Failure),
+}
+
+/// Why a call was refused or failed, in terms each front door maps to its own answer.
+#[derive(Debug)]
+pub enum Failure {
+    /// An engine error: its kind decides the status (invalid input 422, too large 413,
+    /// unavailable 503 with Retry-After…).
+    Engine(EngineError),
+    /// A paid call whose body is not declared as JSON (HTTP 415), with the Content-Type given.
+    NotJson(String),
+}
+
+impl From<EngineError> for Failure {
+    fn from(error: EngineError) -> Failure {
+        Failure::Engine(error)
+    }
 }
 
 /// The paywall of one server.
@@ -431,7 +440,7 @@ impl Paywall {
             Body::NotJson(ref content_type) => {
                 decision.outcome = Outcome::InvalidInput;
                 decision.error_code = Some("unsupported_media_type".into());
-                return Err(Answer::Failed(crate::routes::unsupported_media_type(content_type)));
+                return Err(Answer::Failed(Failure::NotJson(content_type.clone())));
             }
             Body::Json(bytes) => bytes,
         };
@@ -504,13 +513,8 @@ impl Paywall {
             Err(answer) => return answer,
         };
         decision.outcome = Outcome::Paid;
-        let response = settlement_response(&settled, &decision.payer);
-        let value = B64.encode(response.to_string());
-        Answer::Delivered {
-            reply,
-            receipt: Some(Receipt { header: PAYMENT_RESPONSE, value, response }),
-            free_left: None,
-        }
+        let settlement = settlement_response(&settled, &decision.payer);
+        Answer::Delivered { reply, receipt: Some(Receipt { settlement, mpp_receipt: None }), free_left: None }
     }
 
     async fn paid_mpp(&self, call: &Call<'_>, header: &str, ctx: &Context, decision: &mut Decision) -> Answer {
@@ -547,13 +551,9 @@ impl Paywall {
             Err(answer) => return answer,
         };
         decision.outcome = Outcome::MppPaid;
-        let value = mpp.receipt(&auth.challenge_id, &settled.transaction, now_unix());
-        let response = settlement_response(&settled, &decision.payer);
-        Answer::Delivered {
-            reply,
-            receipt: Some(Receipt { header: PAYMENT_RECEIPT, value, response }),
-            free_left: None,
-        }
+        let mpp_receipt = Some(mpp.receipt(&auth.challenge_id, &settled.transaction, now_unix()));
+        let settlement = settlement_response(&settled, &decision.payer);
+        Answer::Delivered { reply, receipt: Some(Receipt { settlement, mpp_receipt }), free_left: None }
     }
 
     /// Claims the payment `key`, verifies `request` with the facilitator, runs the
@@ -632,7 +632,7 @@ impl Paywall {
                 tracing::warn!(reason = %why, "settlement not confirmed by the facilitator");
                 decision.outcome = Outcome::SettleFailed;
                 decision.error_code = Some("settlement_unconfirmed".into());
-                Err(Answer::Failed(ApiError::from(EngineError::new(
+                Err(Answer::Failed(Failure::Engine(EngineError::new(
                     ErrorKind::Unavailable { retry_after: FACILITATOR_RETRY_AFTER },
                     "unavailable",
                     "settlement_unconfirmed: the payment facilitator did not confirm the settlement, so the result \
@@ -681,7 +681,7 @@ impl Paywall {
                 tracing::warn!(reason = %why, "payment facilitator unavailable");
                 decision.outcome = Outcome::FacilitatorUnavailable;
                 decision.error_code = Some("facilitator_unavailable".into());
-                Answer::Failed(ApiError::from(EngineError::new(
+                Answer::Failed(Failure::Engine(EngineError::new(
                     ErrorKind::Unavailable { retry_after: FACILITATOR_RETRY_AFTER },
                     "unavailable",
                     "the payment facilitator is unavailable; nothing was charged, try again shortly",
@@ -713,27 +713,9 @@ impl Paywall {
     }
 }
 
-/// The amount an EVM exact payment's signature authorises: the EIP-3009 `value` or the
-/// Permit2 `permitted.amount`. `Some(u64::MAX)` for an amount that is not a whole number
-/// within range (it cannot be any quote); `None` for a scheme whose payload carries no
-/// amount here (Solana's is inside the signed transaction, which the facilitator checks).
-fn signed_amount(payload: &Value) -> Option<u64> {
-    let inner = &payload["payload"];
-    let amount = inner
-        .get("authorization")
-        .map(|a| &a["value"])
-        .or_else(|| inner.get("permit2Authorization").map(|p| &p["permitted"]["amount"]))?;
-    Some(amount.as_str().and_then(|text| text.parse::<u64>().ok()).unwrap_or(u64::MAX))
-}
-
 /// The x402 SettlementResponse of a successful settlement.
 fn settlement_response(settled: &Settled, payer: &Option<String>) -> Value {
-    json!({
-        "success": true,
-        "transaction": settled.transaction,
-        "network": settled.network,
-        "payer": settled.payer.clone().or_else(|| payer.clone()),
-    })
+    x402::settlement_response(&settled.transaction, &settled.network, settled.payer.as_deref().or(payer.as_deref()))
 }
 
 fn requirement(pay_to: &PayTo, price: Price, max_timeout_seconds: u64, extra: Value) -> Value {
@@ -762,32 +744,6 @@ fn same_requirements(accepted: &Value, ours: &Value) -> bool {
     };
     let (a, b) = (fold(accepted), fold(ours));
     ["scheme", "network", "amount", "asset", "payTo", "maxTimeoutSeconds", "extra"].iter().all(|k| a[k] == b[k])
-}
-
-/// The payload from `PAYMENT-SIGNATURE`: base64 JSON, x402 version 2, with `accepted`
-/// and `payload` objects.
-fn decode_payment(header: &str) -> Result<Value, String> {
-    let bytes = B64
-        .decode(header.trim())
-        .or_else(|_| base64::engine::general_purpose::URL_SAFE.decode(header.trim()))
-        .map_err(|_| "PAYMENT-SIGNATURE is not base64".to_string())?;
-    let value: Value =
-        serde_json::from_slice(&bytes).map_err(|_| "PAYMENT-SIGNATURE is not base64 of JSON".to_string())?;
-    check_payment(value)
-}
-
-/// A PaymentPayload has x402 version 2 and `accepted` and `payload` objects.
-fn check_payment(value: Value) -> Result<Value, String> {
-    if value["x402Version"] != 2 {
-        return Err("x402Version must be 2".into());
-    }
-    if !value["accepted"].is_object() {
-        return Err("the payment has no `accepted` requirements".into());
-    }
-    if !value["payload"].is_object() {
-        return Err("the payment has no `payload`".into());
-    }
-    Ok(value)
 }
 
 /// The replay key: a hash of the signed part of the payment (the network and the
@@ -853,17 +809,17 @@ fn failure_reason(failure: &FacilitatorFailure) -> String {
     }
 }
 
-fn too_large(limit: usize) -> ApiError {
-    ApiError::from(EngineError::too_large(
+fn too_large(limit: usize) -> Failure {
+    Failure::Engine(EngineError::too_large(
         "body_too_large",
         None,
         format!("the request body is larger than {} MiB", limit / (1024 * 1024)),
     ))
 }
 
-fn store_failure(error: super::store::StoreError) -> ApiError {
+fn store_failure(error: super::store::StoreError) -> Failure {
     tracing::error!(error = %error, "the hosted store failed");
-    ApiError::from(EngineError::new(
+    Failure::Engine(EngineError::new(
         ErrorKind::Unavailable { retry_after: Duration::from_secs(5) },
         "unavailable",
         "the service cannot record payments right now; nothing was charged",
@@ -890,6 +846,8 @@ fn tags(route: &RouteEntry) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD as B64;
 
     #[test]
     fn client_keys_group_ipv6_by_64() {

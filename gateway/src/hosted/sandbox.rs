@@ -157,8 +157,10 @@ impl Default for SandboxOptions {
 
 /// A running sandbox chain; dropping it kills anvil (facilitators built from it then fail).
 pub struct SandboxChain {
-    /// Killed on drop (`kill_on_drop`).
+    /// Killed on drop (`kill_on_drop`), or by [`SandboxChain::stop`].
     child: Child,
+    /// The tasks draining anvil's stdout and stderr; they end when anvil does.
+    readers: Vec<tokio::task::JoinHandle<()>>,
     rpc_url: Url,
     token: Address,
     payer: PrivateKeySigner,
@@ -191,7 +193,7 @@ impl SandboxChain {
             None => find_anvil()?,
         };
         let deadline = tokio::time::Instant::now() + options.startup_timeout;
-        let (child, address) = spawn_anvil(&anvil, options.port, deadline).await?;
+        let (child, readers, address) = spawn_anvil(&anvil, options.port, deadline).await?;
         let rpc_url = Url::parse(&format!("http://{address}"))
             .map_err(|e| SandboxError::AnvilStart { path: anvil.clone(), detail: format!("address {address}: {e}") })?;
 
@@ -205,6 +207,7 @@ impl SandboxChain {
         let token = base_usdc().address;
         let sandbox = SandboxChain {
             child,
+            readers,
             rpc_url,
             token,
             payer: PrivateKeySigner::random(),
@@ -306,15 +309,21 @@ impl SandboxChain {
         confirm(pending, "minting test USDC").await
     }
 
-    /// Kills anvil and waits for it to exit (dropping also kills it, without waiting).
+    /// Kills anvil and waits for it to exit and for the tasks reading its output to end
+    /// (dropping also kills it, without waiting).
     pub async fn stop(mut self) -> Result<(), SandboxError> {
         // An anvil that already exited has nothing left to kill.
         let _ = self.child.start_kill();
-        self.child
+        let exited = self
+            .child
             .wait()
             .await
             .map(drop)
-            .map_err(|e| SandboxError::Rpc { what: "stopping anvil".into(), detail: e.to_string() })
+            .map_err(|e| SandboxError::Rpc { what: "stopping anvil".into(), detail: e.to_string() });
+        for reader in std::mem::take(&mut self.readers) {
+            let _ = reader.await;
+        }
+        exited
     }
 
     async fn set_code(&self, address: Address, code: Bytes) -> Result<(), SandboxError> {
@@ -457,7 +466,7 @@ async fn spawn_anvil(
     anvil: &Path,
     port: u16,
     deadline: tokio::time::Instant,
-) -> Result<(Child, SocketAddr), SandboxError> {
+) -> Result<(Child, Vec<tokio::task::JoinHandle<()>>, SocketAddr), SandboxError> {
     let mut child = Command::new(anvil)
         .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--chain-id", &SANDBOX_CHAIN_ID.to_string()])
         .stdin(Stdio::null())
@@ -468,8 +477,9 @@ async fn spawn_anvil(
         .map_err(|source| SandboxError::Spawn { path: anvil.to_path_buf(), source })?;
     let start_error = |detail: String| SandboxError::AnvilStart { path: anvil.to_path_buf(), detail };
     let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+    let mut readers = Vec::new();
     if let Some(stderr) = child.stderr.take() {
-        tokio::spawn(keep_tail(stderr, Arc::clone(&stderr_tail)));
+        readers.push(tokio::spawn(keep_tail(stderr, Arc::clone(&stderr_tail))));
     }
     let stdout = child.stdout.take().ok_or_else(|| start_error("its stdout was not captured".into()))?;
     let mut lines = BufReader::new(stdout).lines();
@@ -494,11 +504,11 @@ async fn spawn_anvil(
         Err(_) => return Err(start_error(format!("it did not say where it listens in time{}", quoted(&stderr_tail)))),
     };
     // anvil logs every request on stdout and would block on a full pipe if nobody read it.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    readers.push(tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} }));
     let address = address
         .parse::<SocketAddr>()
         .map_err(|e| start_error(format!("it listens on {address:?}, not an address: {e}")))?;
-    Ok((child, address))
+    Ok((child, readers, address))
 }
 
 /// Reads `stream` to its end, keeping its last lines.

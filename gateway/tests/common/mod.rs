@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use paperchain_engine::Context;
-use paperchain_gateway::ServerConfig;
-use paperchain_gateway::server::app;
+use paperchain_gateway::{HttpServer, ServerConfig};
 use paperchain_testkit::server::spawn_router;
 use serde_json::{Value, json};
 
@@ -42,7 +41,7 @@ pub async fn start_full(data_dir: &Path, public_url: Option<&str>, ctx: Context)
     config.listen = addr;
     config.public_url = public_url.map(str::to_string);
     config.request_timeout = Duration::from_secs(60);
-    let router = app(&config, addr, ctx).unwrap();
+    let router = HttpServer::new(config, ctx).router(addr).unwrap();
     let task = spawn_router(listener, router);
     Server {
         addr,

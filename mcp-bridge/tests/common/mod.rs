@@ -11,10 +11,8 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use paperchain_engine::Context;
+use paperchain_gateway::HttpServer;
 use paperchain_gateway::hosted::paywall::Paywall;
-use paperchain_gateway::server::{app_with_routes, base_url, file_store};
-use paperchain_mcp::Links;
-use paperchain_mcp::http::{HttpOptions, router};
 use paperchain_testkit::server::{loopback_listener, server_config, spawn_router};
 use rmcp::ServiceExt as _;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
@@ -43,14 +41,11 @@ pub async fn serve(ctx: Context, paywall: Option<Arc<Paywall>>) -> Server {
     let (listener, addr, base) = loopback_listener().await;
     let mut config = server_config(dir.path(), addr, &base);
     config.request_timeout = Duration::from_secs(60);
-    let links = Links { files: file_store(&config).unwrap(), base_url: base_url(&config, addr) };
-    let mcp = router(HttpOptions {
-        ctx: ctx.clone(),
-        paywall: paywall.clone(),
-        links,
-        request_timeout: config.request_timeout,
-    });
-    let app = app_with_routes(&config, addr, ctx, paywall, Some(mcp)).unwrap();
+    let mut server = HttpServer::new(config, ctx).mount(paperchain_mcp::http::mount);
+    if let Some(paywall) = paywall {
+        server = server.paywall(paywall);
+    }
+    let app = server.router(addr).unwrap();
     let task = spawn_router(listener, app);
     Server { base, dir, task }
 }

@@ -3,7 +3,7 @@
 //!
 //! Both sides reach anvil through a small counting HTTP proxy (a thread here), so the table
 //! also shows how many JSON-RPC HTTP requests each answer took: a JSON-RPC batch is one
-//! request. The token route must take exactly one (route book: one round trip).
+//! request. The token route must take exactly one (`../shared/spec/routebook.md`: one round trip).
 //!
 //! xtask has no HTTP client, so each Paperchain call is a `curl` child timed whole, as the
 //! other groups time their children; `cast` is a child per question too.

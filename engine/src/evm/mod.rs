@@ -1,5 +1,9 @@
-//! EVM chains: which ones the product reads, their RPC endpoints, and the one way every
-//! chain route reaches them.
+//! The EVM support code the chain routes share; no route lives here.
+//!
+//! This module itself is the EVM chains: which ones the product reads, their RPC
+//! endpoints, and the one way every chain route reaches them. Its submodules read what
+//! several routes read (a token's ERC-20 views, the latest block's header), scan bytecode,
+//! hold the bundled function signatures and simulate a trade.
 //!
 //! Requests go through alloy's [`RpcClient`] over [`FallbackTransport`], our own HTTP
 //! transport: it tries the configured URLs in order, checks once per URL that the node
@@ -13,6 +17,12 @@
 //! published schemas list them through [`PublishedChains`].
 //!
 //! Addresses in answers are lower-case hex (`0xabc…`), as the spec's shapes show them.
+
+pub mod block_header;
+pub mod bytecode;
+pub mod erc20;
+pub mod signatures;
+pub mod trade_sim;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -31,7 +41,7 @@ use url::Url;
 use crate::error::{EngineError, ErrorKind};
 
 /// The EVM chains Paperchain knows, with their chain ids and default public RPC URLs
-/// (route book §2; `polygon` is the spec's `chain3`).
+/// (`../shared/spec/routebook.md` §2; `polygon` is the spec's `chain3`).
 pub const KNOWN_CHAINS: &[(&str, u64, &[&str])] = &[
     (
         "ethereum",

@@ -5,9 +5,9 @@
 
 use lopdf::{Dictionary, Document, Object, ObjectId, Stream};
 
-use crate::docs::pdf::content_refs;
-use crate::docs::pdf::{self, Rect};
 use crate::error::EngineError;
+use crate::pdf::content_refs;
+use crate::pdf::{self, Rect};
 
 /// Helvetica advance widths in 1/1000 em of the WinAnsiEncoding codes 32 to 255, in code
 /// order. Source: Adobe's Core14 AFM metrics, `Helvetica.afm` (version 002.000), the `WX`
@@ -428,7 +428,7 @@ pub(crate) mod tests {
     ) -> Result<(String, Vec<u8>), EngineError> {
         use base64::Engine as _;
         body["file"] = json!({ "data": base64::engine::general_purpose::STANDARD.encode(pdf), "filename": filename });
-        match crate::docs::testing::call::<R>(&body).await? {
+        match crate::pdf::testing::call::<R>(&body).await? {
             Reply::Files(set) => {
                 let file = set.into_single_file()?;
                 Ok((file.filename, file.bytes))

@@ -1,5 +1,25 @@
-//! Opening and saving PDFs: the checks every PDF route shares (not a PDF, damaged,
-//! encrypted, too many pages) and the helpers for pages and their inherited attributes.
+//! The PDF support code the document routes share; no route lives here.
+//!
+//! This module itself opens and saves PDFs: the checks every PDF route shares (not a PDF,
+//! damaged, encrypted, too many pages) and the helpers for pages and their inherited
+//! attributes. Its submodules hold the larger shared parts: building documents from pages
+//! of others, outlines and name trees, the qpdf and pdfium bindings, the repair pass,
+//! image recompression, stamped text, and the transforms the page-edit routes and the
+//! pipeline are written as.
+
+pub mod assemble;
+pub mod dates;
+pub mod flate;
+pub mod name_tree;
+pub mod outline_tree;
+pub mod pdfium;
+pub mod qpdf;
+pub mod recompress_images;
+pub mod repair_pass;
+pub mod stamp;
+#[cfg(test)]
+pub(crate) mod testing;
+pub mod transform;
 
 use lopdf::{Dictionary, Document, LoadOptions, Object, ObjectId};
 

@@ -22,8 +22,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::chain::evm::{EvmChain, address_text};
 use crate::error::{EngineError, ErrorKind};
+use crate::evm::{EvmChain, address_text};
 
 /// The simulator artifact written by `engine/data/build-trade-simulator.js`.
 const ARTIFACT: &str = include_str!("../../data/trade-simulator.json");
@@ -211,7 +211,7 @@ pub async fn simulate_trade(
         Err(RpcError::ErrorResp(payload)) if is_revert(&payload) => {
             return Ok(TradeOutcome::Skipped(format!(
                 "the simulation reverted as a whole ({}), so no buy or sell result is known",
-                crate::chain::evm::clean_text(&payload.message, 120)
+                crate::evm::clean_text(&payload.message, 120)
             )));
         }
         Err(e) => return Err(chain.error("eth_call", e)),

@@ -1,5 +1,5 @@
 //! PDFs through libqpdf (the `qpdf` crate, qpdf built from the crate's vendored sources):
-//! opening bytes with the same checks and error codes as [`crate::docs::pdf::open`],
+//! opening bytes with the same checks and error codes as [`crate::pdf::open`],
 //! writing with chosen options, and mapping qpdf's errors to engine errors.
 //!
 //! A [`QPdf`] is not `Send` (it holds an `Rc`), and every libqpdf call is synchronous C++:
@@ -9,10 +9,10 @@
 use qpdf::{EncryptionParams, ObjectStreamMode, QPdf, QPdfError, QPdfErrorCode, StreamDecodeLevel};
 
 use crate::context::{Context, Limits, blocking};
-use crate::docs::pdf::password_error;
-use crate::docs::pdf::{MAX_OUTPUT_BYTES, looks_like_pdf, output_too_large};
 use crate::error::EngineError;
 use crate::input::FileInput;
+use crate::pdf::password_error;
+use crate::pdf::{MAX_OUTPUT_BYTES, looks_like_pdf, output_too_large};
 
 /// An input PDF checked with libqpdf: its bytes, to be opened again where the work runs.
 pub struct QpdfSource {
@@ -99,7 +99,7 @@ pub struct Opened {
 }
 
 /// Opens a PDF from memory with qpdf's recovery of damaged files on (its default). Errors
-/// carry fields relative to the file input, as [`crate::docs::pdf::open`]'s do.
+/// carry fields relative to the file input, as [`crate::pdf::open`]'s do.
 pub fn open(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Result<Opened, EngineError> {
     open_with(bytes, password, limits, false)
 }
@@ -230,7 +230,7 @@ pub fn write(pdf: &QPdf, options: WriteOptions) -> Result<Vec<u8>, EngineError> 
 /// Writes a document held in memory through qpdf (to encrypt, linearize or pack it):
 /// what a pipeline step built on qpdf does with the previous step's result.
 pub fn rewrite(doc: &mut lopdf::Document, options: WriteOptions, limits: &Limits) -> Result<Vec<u8>, EngineError> {
-    let bytes = crate::docs::pdf::save(doc)?;
+    let bytes = crate::pdf::save(doc)?;
     let opened = open(&bytes, None, limits)?;
     write(&opened.pdf, options)
 }
@@ -307,7 +307,7 @@ pub(crate) mod testing {
 
     /// Runs `R` on `body` and returns its one output file.
     pub async fn run_single<R: Route>(body: &Value) -> Result<OutFile, EngineError> {
-        match crate::docs::testing::call::<R>(body).await? {
+        match crate::pdf::testing::call::<R>(body).await? {
             Reply::Files(set) => set.into_single_file(),
             Reply::Json(_) => panic!("{} answered JSON where a file was expected", R::INFO.path),
         }

@@ -18,10 +18,10 @@ use serde::{Deserialize, Deserializer};
 use crate::catalog::{Route, RouteInfo, parse_value};
 use crate::context::{Context, Limits, blocking};
 use crate::docs::page_edit_price;
-use crate::docs::pdf::{self, SourcePdf};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::pdf::{self, SourcePdf};
 use crate::price::Price;
 
 /// A document between two steps: parsed, or bytes a qpdf- or pdfium-based step wrote

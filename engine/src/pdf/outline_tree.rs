@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use lopdf::{Dictionary, Document, Object, ObjectId};
 
-use crate::docs::pdf::{dict_at, encode_text_string, text_string};
+use crate::pdf::{dict_at, encode_text_string, text_string};
 
 /// Deepest outline nesting read or written.
 pub const MAX_DEPTH: usize = 32;

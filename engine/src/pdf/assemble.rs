@@ -12,9 +12,9 @@ use std::collections::{HashMap, HashSet};
 
 use lopdf::{Dictionary, Document, Object, ObjectId};
 
-use crate::docs::outline_tree::{self, OutlineItem};
-use crate::docs::pdf::{INHERITABLE, decode_text_string, inherited};
 use crate::error::EngineError;
+use crate::pdf::outline_tree::{self, OutlineItem};
+use crate::pdf::{INHERITABLE, decode_text_string, inherited};
 
 /// What to carry over from a source besides its pages.
 #[derive(Clone, Copy, Debug)]
@@ -209,7 +209,7 @@ impl Assembler {
             }
             n += 1;
         };
-        dict.set("T", crate::docs::pdf::encode_text_string(&renamed));
+        dict.set("T", crate::pdf::encode_text_string(&renamed));
     }
 
     /// Replaces the outline to be written (pages are this document's page objects, as
@@ -263,7 +263,7 @@ impl Assembler {
 /// A new PDF of `pages` (1-based, in order, repeats allowed) of `source`, with its
 /// bookmarks to kept pages and its document information.
 pub fn pages_of(source: &Document, pages: &[u32]) -> Result<Vec<u8>, EngineError> {
-    crate::docs::pdf::save(&mut pages_doc(source, pages)?)
+    crate::pdf::save(&mut pages_doc(source, pages)?)
 }
 
 /// [`pages_of`], kept in memory.
@@ -276,7 +276,7 @@ pub fn pages_doc(source: &Document, pages: &[u32]) -> Result<Document, EngineErr
 /// The answer of a route whose result is `pages` of `source` as one PDF named
 /// `<input>-<suffix>.pdf` (extract, remove, reorder).
 pub async fn pages_reply(
-    source: crate::docs::pdf::SourcePdf,
+    source: crate::pdf::SourcePdf,
     pages: Vec<u32>,
     suffix: &'static str,
     output: crate::output::OutputMode,

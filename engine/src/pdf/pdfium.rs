@@ -15,12 +15,12 @@ use std::time::Duration;
 use pdfium_render::prelude::{PdfBitmapFormat, PdfRenderConfig, Pdfium, PdfiumError, PdfiumInternalError};
 
 use crate::context::{Context, blocking};
-use crate::docs::pdf::{self, SourcePdf};
 use crate::error::{EngineError, ErrorKind};
 use crate::input::FileInput;
+use crate::pdf::{self, SourcePdf};
 use crate::price::Price;
 
-/// The rendering price rule in words (route book §4).
+/// The rendering price rule in words (`../shared/spec/routebook.md` §4).
 pub const RENDERING_PRICE_RULE: &str = "$0.003 + $0.0005 a page rendered";
 
 /// Rendering: $0.003 + $0.0005 a page rendered.

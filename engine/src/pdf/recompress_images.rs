@@ -14,8 +14,8 @@ use lopdf::content::{Content, Operation};
 use lopdf::{Dictionary, Document, Object, ObjectId, Stream};
 
 use crate::context::Limits;
-use crate::docs::compress::{inflate, zlib_best};
-use crate::docs::pdf;
+use crate::pdf;
+use crate::pdf::flate::{inflate, zlib_best};
 
 /// Most memory one image may take decoded (as in from-images): a bigger one is skipped.
 pub const MAX_IMAGE_DECODE_BYTES: u64 = 256 * 1024 * 1024;

@@ -1,0 +1,173 @@
+//! The whole Paperchain server as a library: the HTTP API of every catalog route, the MCP
+//! endpoints (`/mcp/chain`, `/mcp/docs`), 24-hour file links, and hosted mode (the paywall,
+//! a remote facilitator or the sandbox chain) when asked for.
+//!
+//! [`start`] builds and starts all of it from [`Options`]; the [`Server`] it returns serves
+//! until the caller stops it ([`Server::stop`], or [`Server::run_until`] a signal of the
+//! caller's choosing), and leaves no task, port, process or open file behind once that
+//! returns. `paperchain serve`, the desktop app and the background service all start the
+//! server this way; none of them assembles it by hand.
+//!
+//! What this crate must not do: parse arguments, print, or contain route or payment logic.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use paperchain_engine::Context;
+use paperchain_gateway::hosted::config::{ConfigSources, HostedConfig};
+use paperchain_gateway::hosted::paywall::Paywall;
+use paperchain_gateway::hosted::sandbox::SandboxOptions;
+use paperchain_gateway::hosted::{Hosted, HostedOptions};
+use paperchain_gateway::{HttpServer, Running, ServerConfig};
+use serde_json::Value;
+
+pub use paperchain_gateway::server::interrupted;
+
+/// What to start.
+pub struct Options {
+    /// Address, data folder, public URL, allowed hosts, per-call timeout.
+    pub http: ServerConfig,
+    /// Hosted mode, when wanted; local mode (no payments) otherwise.
+    pub hosted: Option<HostedMode>,
+    /// The engine context; `None` reads the configuration from the environment
+    /// (`PAPERCHAIN_CHAINS`, `PAPERCHAIN_RPC_*`…) and refuses one it would not follow.
+    pub ctx: Option<Context>,
+}
+
+impl Options {
+    /// Local mode with `http`, the engine configured from the environment.
+    pub fn local(http: ServerConfig) -> Options {
+        Options { http, hosted: None, ctx: None }
+    }
+}
+
+/// How hosted mode is configured.
+pub struct HostedMode {
+    /// The hosted configuration file (TOML, a `[hosted]` table); environment variables win.
+    pub config_file: Option<PathBuf>,
+    /// The sandbox (local chain, test USDC, facilitator in process) instead of a remote
+    /// facilitator; listens on loopback only, since its test payer's key is printed.
+    pub sandbox: Option<SandboxOptions>,
+}
+
+/// Why the server did not start; the message names what to change.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct StartError(String);
+
+/// A started server.
+pub struct Server {
+    http: Running,
+    hosted: Option<Hosted>,
+    sandbox: Option<Value>,
+}
+
+/// Builds everything `options` asks for and starts serving; returns once the port answers.
+pub async fn start(options: Options) -> Result<Server, StartError> {
+    let Options { http: config, hosted: mode, ctx } = options;
+    if mode.as_ref().is_some_and(|m| m.sandbox.is_some()) && !config.listen.ip().is_loopback() {
+        return Err(StartError(format!(
+            "the sandbox listens on 127.0.0.1 only (its test payer's key is printed); drop --listen {}",
+            config.listen
+        )));
+    }
+    if !config.listen.ip().is_loopback() {
+        tracing::warn!(listen = %config.listen, "listening beyond loopback: anyone who can reach this address can use it");
+    }
+    // A configuration the server would not follow (a malformed PAPERCHAIN_CHAINS) stops it here.
+    let ctx = match ctx {
+        Some(ctx) => ctx,
+        None => Context::try_new().map_err(|e| StartError(e.to_string()))?,
+    };
+    let listener = config.bind().await.map_err(|e| StartError(format!("binding {}: {e}", config.listen)))?;
+    let local_addr = listener.local_addr().map_err(|e| StartError(format!("binding {}: {e}", config.listen)))?;
+    let base_url = config.base_url(local_addr);
+    let (ctx, hosted) = match mode {
+        None => (ctx, None),
+        Some(mode) => {
+            let hosted = start_hosted(&config, &base_url, mode, ctx).await?;
+            (hosted.ctx.clone(), Some(hosted))
+        }
+    };
+    let sandbox = hosted.as_ref().and_then(|h| h.sandbox_line(&base_url));
+    let mut server = HttpServer::new(config.clone(), ctx).mount(paperchain_mcp::http::mount);
+    if let Some(hosted) = &hosted {
+        server = server.paywall(hosted.paywall.clone());
+    }
+    let http = match server.start_on(listener).await {
+        Ok(http) => http,
+        Err(e) => {
+            if let Some(hosted) = hosted {
+                hosted.stop().await;
+            }
+            return Err(StartError(format!("serving on {}: {e}", config.listen)));
+        }
+    };
+    Ok(Server { http, hosted, sandbox })
+}
+
+async fn start_hosted(
+    config: &ServerConfig,
+    base_url: &str,
+    mode: HostedMode,
+    ctx: Context,
+) -> Result<Hosted, StartError> {
+    let sources = ConfigSources {
+        file: mode.config_file.as_deref(),
+        data_dir: &config.data_dir,
+        // The listen address is a public URL only for the sandbox, which is local by design.
+        public_url: Some(base_url).filter(|_| config.public_url.is_some() || mode.sandbox.is_some()),
+        sandbox: mode.sandbox.is_some(),
+    };
+    let hosted_config = HostedConfig::load(&sources).map_err(|e| StartError(e.to_string()))?;
+    let catalog = paperchain_engine::Catalog::standard();
+    let options = HostedOptions { run_timeout: config.request_timeout, ..HostedOptions::default() };
+    let hosted = match mode.sandbox {
+        Some(sandbox) => Hosted::start_sandbox(hosted_config, &catalog, ctx, options, sandbox).await,
+        None => Hosted::start(hosted_config, &catalog, ctx, options).await,
+    };
+    hosted.map_err(|e| StartError(e.to_string()))
+}
+
+impl Server {
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.http.local_addr()
+    }
+
+    /// Its base URL, without a trailing slash.
+    pub fn base_url(&self) -> &str {
+        self.http.base_url()
+    }
+
+    /// In the sandbox, where everything is (`{"sandbox": {base_url, rpc_url, chain_id, token,
+    /// payer, payer_private_key, pay_to}}`): test money on a throwaway chain.
+    pub fn sandbox(&self) -> Option<&Value> {
+        self.sandbox.as_ref()
+    }
+
+    /// The paywall, in hosted mode.
+    pub fn paywall(&self) -> Option<&Arc<Paywall>> {
+        self.hosted.as_ref().map(|h| &h.paywall)
+    }
+
+    /// Stops serving (calls in flight finish), then closes the hosted store and stops the
+    /// sandbox chain; returns when nothing of the server is left.
+    pub async fn stop(self) -> std::io::Result<()> {
+        let served = self.http.stop().await;
+        if let Some(hosted) = self.hosted {
+            hosted.stop().await;
+        }
+        served
+    }
+
+    /// Serves until `signal` completes (or serving fails), then stops as [`Server::stop`] does.
+    pub async fn run_until(self, signal: impl std::future::Future<Output = ()>) -> std::io::Result<()> {
+        let served = self.http.run_until(signal).await;
+        if let Some(hosted) = self.hosted {
+            hosted.stop().await;
+        }
+        served
+    }
+}
