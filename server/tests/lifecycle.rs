@@ -9,6 +9,7 @@ use paperchain_engine::Context;
 use paperchain_gateway::ServerConfig;
 use paperchain_gateway::hosted::sandbox::SandboxOptions;
 use paperchain_server::{HostedMode, Options, Server};
+use paperchain_testkit::b64;
 use serde_json::{Value, json};
 
 fn config(dir: &std::path::Path, port: u16) -> ServerConfig {
@@ -135,11 +136,6 @@ async fn the_sandbox_starts_each_run_with_a_fresh_store() {
         server.stop().await.unwrap();
         assert_eq!(settle_to(baseline).await, baseline, "run {run}: tasks left running after stop");
     }
-}
-
-fn b64(bytes: &[u8]) -> String {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// A one-page PDF.
