@@ -1,10 +1,12 @@
-//! x402 v2 payments made as a paying client makes them, through x402's own client
-//! (`x402-chain-eip155`'s exact scheme on EVM chains: an implementation other than ours, so
-//! the server is tested against what the ecosystem sends), and edited by hand for the tests
-//! of what a server must refuse. Encodings and EIP-3009 signing are `paperchain-protocol`'s.
+//! x402 v2 payments made as Paperchain's paying client makes them (`paperchain-protocol`'s
+//! `sign_exact_evm`, the signer the wallet uses), and edited by hand for the tests of what a
+//! server must refuse. The reference clients pay the sandbox in their own tests (x402-rs's
+//! in gateway/tests/hosted_paid.rs, the TypeScript ones in tests/ and mcp-bridge/tests).
 //!
 //! A `PAYMENT-SIGNATURE` header is the base64 of the PaymentPayload's JSON; MCP carries the
 //! JSON itself in `_meta["x402/payment"]`.
+
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use alloy::signers::local::PrivateKeySigner;
 use serde_json::Value;
@@ -12,21 +14,12 @@ use serde_json::Value;
 pub use paperchain_protocol::eip3009::TransferWithAuthorization;
 
 /// The `PAYMENT-SIGNATURE` value `signer` makes for one x402 v2 requirement (an entry of a
-/// 402's `accepts`), through x402's own client.
+/// 402's `accepts`), valid from now.
 pub async fn sign_x402(signer: &PrivateKeySigner, requirement: &Value) -> String {
-    use x402_types::proto::{self, OriginalJson, v2};
-    use x402_types::scheme::client::X402SchemeClient as _;
-    let accepts = serde_json::value::RawValue::from_string(requirement.to_string()).unwrap();
-    let required = proto::PaymentRequired::V2(v2::PaymentRequired {
-        x402_version: v2::X402Version2,
-        error: None,
-        resource: None,
-        accepts: vec![OriginalJson(accepts)],
-        extensions: Default::default(),
-    });
-    let candidates = x402_chain_eip155::V2Eip155ExactClient::new(signer.clone()).accept(&required);
-    assert_eq!(candidates.len(), 1, "the x402 client takes {requirement}");
-    candidates[0].sign().await.unwrap_or_else(|e| panic!("signing an x402 payment: {e}"))
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("a clock after 1970").as_secs();
+    let payment = paperchain_protocol::x402::sign_exact_evm(signer, requirement, None, now)
+        .unwrap_or_else(|e| panic!("signing an x402 payment for {requirement}: {e}"));
+    encode_x402(&payment)
 }
 
 /// The x402 v2 PaymentPayload (JSON, as `_meta["x402/payment"]` carries it) that `signer`
