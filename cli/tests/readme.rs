@@ -1,6 +1,5 @@
 //! The README's curl examples, run as written against `paperchain serve`.
 
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -17,7 +16,7 @@ impl Drop for Server {
 }
 
 fn examples() -> Vec<String> {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+    let readme = std::fs::read_to_string(paperchain_testkit::workspace_root().join("README.md")).unwrap();
     let start = readme.find("<!-- readme-examples:start -->").expect("README marks its examples");
     let end = readme.find("<!-- readme-examples:end -->").unwrap();
     readme[start..end].split("```sh\n").skip(1).map(|block| block.split("```").next().unwrap().to_string()).collect()

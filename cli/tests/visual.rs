@@ -38,7 +38,7 @@ const MAX_DIFFERING_SHARE: f64 = 0.01;
 const FILES: &[&str] = &["pdf/sample-files/pdflatex-4-pages.pdf", "pdf/sample-files/habibi-rotated.pdf"];
 
 fn references() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/visual")
+    paperchain_testkit::workspace_root().join("cli/tests/visual")
 }
 
 fn updating() -> bool {

@@ -293,7 +293,7 @@ async fn names_ensip15_refuses_are_422_on_name_saying_why() {
 /// A vendored subset of the official ENSIP-15 validation vectors (engine/data/ensip15).
 #[test]
 fn ensip15_validation_vectors_pass() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/ensip15/tests-subset.json");
+    let path = paperchain_testkit::workspace_root().join("engine/data/ensip15/tests-subset.json");
     let file: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let (mut run, mut skipped) = (0, 0);
     for case in file["vectors"].as_array().unwrap() {

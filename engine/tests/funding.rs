@@ -6,7 +6,6 @@ mod common;
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -98,7 +97,7 @@ fn context_for(base_url: &str, timeout: Duration) -> Context {
 }
 
 fn fixture(name: &str) -> Option<Vec<u8>> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hyperliquid").join(name);
+    let path = paperchain_testkit::workspace_root().join("engine/tests/fixtures/hyperliquid").join(name);
     std::fs::read(path).ok()
 }
 

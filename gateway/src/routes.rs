@@ -76,6 +76,17 @@ enum Received {
     TooLarge(usize),
 }
 
+impl Received {
+    /// The body as the paywall takes it, and the bytes an MPP challenge is bound to.
+    fn paid(&self) -> (PaidBody<'_>, &[u8]) {
+        match self {
+            Received::Json(bytes) => (PaidBody::Json(bytes), bytes),
+            Received::NotJson(content_type) => (PaidBody::NotJson(content_type.clone()), &[]),
+            Received::TooLarge(limit) => (PaidBody::TooLarge(*limit), &[]),
+        }
+    }
+}
+
 /// Reads the body once for either mode: a body not declared as JSON is not read.
 async fn receive(request: Request, limit: usize) -> Result<Received, ApiError> {
     if !is_json(request.headers()) {
@@ -117,12 +128,7 @@ async fn call_route(state: Arc<AppState>, path: &'static str, request: Request) 
         let Some(route) = state.catalog.by_path(path) else {
             return ApiError::not_found(format!("no route {path}")).into_response();
         };
-        let body = match &received {
-            Received::Json(bytes) => PaidBody::Json(bytes),
-            Received::NotJson(content_type) => PaidBody::NotJson(content_type.clone()),
-            Received::TooLarge(limit) => PaidBody::TooLarge(*limit),
-        };
-        let bytes: &[u8] = if let Received::Json(bytes) = &received { bytes } else { &[] };
+        let (body, bytes) = received.paid();
         let binding = Some(RequestBinding::new("POST", path, bytes));
         let answer = paywall.handle(Call { route, body, payment, free, client, binding }, &state.ctx).await;
         match answer {

@@ -2,7 +2,7 @@
 //! runs it until the caller stops it.
 //!
 //! [`HttpServer`] is the only way in: [`HttpServer::router`] gives the application (tests and
-//! benches drive it on a listener of their own), [`HttpServer::start`] binds and serves it
+//! benches drive it on a listener of their own), [`HttpServer::start_on`] serves it on a listener
 //! in a task and hands back a [`Running`] whose [`Running::stop`] ends everything the server
 //! started (connections, the file-link sweeper, the paywall's housekeeping) before it returns.
 
@@ -125,13 +125,8 @@ impl HttpServer {
         self
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &ServerConfig {
-        &self.config
-    }
-
     /// The application as it answers at `local_addr` (used for the default base URL),
-    /// without the background work [`HttpServer::start`] runs beside it.
+    /// without the background work [`HttpServer::start_on`] runs beside it.
     pub fn router(self, local_addr: SocketAddr) -> std::io::Result<Router> {
         Ok(self.assemble(local_addr)?.0)
     }
@@ -171,12 +166,6 @@ impl HttpServer {
         Ok((app, files, paywall))
     }
 
-    /// Binds the configured address and starts serving.
-    pub async fn start(self) -> std::io::Result<Running> {
-        let listener = self.config.bind().await?;
-        self.start_on(listener).await
-    }
-
     /// Starts serving on `listener`: the application, the hourly file-link sweep and, in
     /// hosted mode, the paywall's housekeeping, all in tasks that [`Running::stop`] ends.
     pub async fn start_on(self, listener: TcpListener) -> std::io::Result<Running> {
@@ -207,7 +196,7 @@ impl HttpServer {
     }
 }
 
-/// A server started by [`HttpServer::start`]; it serves until [`Running::stop`].
+/// A server started by [`HttpServer::start_on`]; it serves until [`Running::stop`].
 pub struct Running {
     local_addr: SocketAddr,
     base_url: String,

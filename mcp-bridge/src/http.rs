@@ -3,11 +3,9 @@
 //! check and request tracing are the HTTP API's.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
-use paperchain_engine::{Context, Family};
-use paperchain_gateway::hosted::paywall::Paywall;
+use paperchain_engine::Family;
 use paperchain_gateway::routes::BODY_LIMIT;
 use paperchain_gateway::server::Mount;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -24,40 +22,18 @@ pub fn endpoint(family: Family) -> &'static str {
     }
 }
 
-/// What the endpoints need from the HTTP server.
-#[derive(Clone)]
-pub struct HttpOptions {
-    /// The engine context the HTTP API runs with.
-    pub ctx: Context,
-    /// The hosted paywall, in hosted mode.
-    pub paywall: Option<Arc<Paywall>>,
-    /// The HTTP server's file-link store and base URL (`output: "url"`).
-    pub links: Links,
-    /// Longest a local call may take.
-    pub request_timeout: Duration,
-}
-
-/// `/mcp/chain` and `/mcp/docs` beside an HTTP API, sharing its context, paywall and file
-/// links: what `HttpServer::mount` takes.
+/// `/mcp/chain` and `/mcp/docs` beside an HTTP API, sharing its context, paywall, file
+/// links (`output: "url"`) and call timeout: what `HttpServer::mount` takes.
 pub fn mount(api: &Mount<'_>) -> Router {
-    router(HttpOptions {
-        ctx: api.ctx.clone(),
-        paywall: api.paywall.cloned(),
-        links: Links { files: api.files.clone(), base_url: api.base_url.to_string() },
-        request_timeout: api.request_timeout,
-    })
-}
-
-/// `/mcp/chain` and `/mcp/docs`.
-pub fn router(options: HttpOptions) -> Router {
+    let links = Links { files: api.files.clone(), base_url: api.base_url.to_string() };
     let mut router = Router::new();
     for family in [Family::Chain, Family::Docs] {
         let server = McpServer::new(ServerOptions {
             families: vec![family],
-            ctx: options.ctx.clone(),
-            paywall: options.paywall.clone(),
-            links: Some(options.links.clone()),
-            request_timeout: options.request_timeout,
+            ctx: api.ctx.clone(),
+            paywall: api.paywall.cloned(),
+            links: Some(links.clone()),
+            request_timeout: api.request_timeout,
         });
         // Stateless, JSON answers: every tool call stands alone, so any server behind a
         // name can answer any request and nothing is kept between them.

@@ -1,7 +1,7 @@
 //! Paperchain over MCP: every catalog route as a tool, generated from the catalog.
 //!
 //! Served over streamable HTTP by the gateway at `/mcp/chain` and `/mcp/docs`
-//! ([`http::router`], mounted by `paperchain serve`), and over stdio for desktop agents
+//! ([`http::mount`], mounted beside the HTTP API), and over stdio for desktop agents
 //! ([`stdio::serve_stdio`], `paperchain mcp --stdio`). In hosted mode a call goes through
 //! the gateway's paywall with the free pool asked for, and payments travel as the x402 MCP
 //! transport says (`_meta["x402/payment"]`, `_meta["x402/payment-response"]`).

@@ -140,5 +140,5 @@ async fn the_sandbox_starts_each_run_with_a_fresh_store() {
 
 /// A one-page PDF.
 fn one_page_pdf() -> Vec<u8> {
-    std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../gateway/benches/one-page.pdf")).expect("the one-page PDF")
+    std::fs::read(paperchain_testkit::workspace_root().join("gateway/benches/one-page.pdf")).expect("the one-page PDF")
 }

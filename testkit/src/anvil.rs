@@ -89,7 +89,6 @@ pub use client::*;
 
 #[cfg(feature = "suite")]
 mod client {
-    use std::path::Path;
     use std::process::Stdio;
     use std::time::Duration;
 
@@ -289,9 +288,7 @@ mod client {
     impl Artifact {
         /// The artifact of contract `name` (`FixtureToken`).
         pub fn load(name: &str) -> Artifact {
-            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../engine/tests/fixtures/contracts")
-                .join(format!("{name}.json"));
+            let path = crate::workspace_root().join("engine/tests/fixtures/contracts").join(format!("{name}.json"));
             let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let json: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let field =

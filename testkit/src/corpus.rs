@@ -8,7 +8,7 @@ pub fn corpus() -> PathBuf {
     let dir = std::env::var_os("PAPERCHAIN_CORPUS")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"));
+        .unwrap_or_else(|| crate::workspace_root().join("../shared/corpus"));
     assert!(dir.join("pdf").is_dir(), "the test corpus is missing at {}; set PAPERCHAIN_CORPUS", dir.display());
     dir
 }

@@ -6,7 +6,7 @@
 //! - [`corpus`]: the shared document corpus (`$PAPERCHAIN_CORPUS`, else `../shared/corpus`).
 //! - [`anvil`]: a local anvil chain; with the `suite` feature, its JSON-RPC helpers and the
 //!   compiled fixture contracts of `engine/tests/fixtures/contracts/`.
-//! - [`b64`] and [`b64_decode`]: standard base64.
+//! - [`b64`] and [`b64_decode`]: standard base64; [`workspace_root`]: the checkout's root.
 //! - `suite` feature (default): [`loopback`] (stand-in HTTP servers: request reader,
 //!   closed ports, silent servers), [`fake_node`] (a scripted JSON-RPC node), [`pdf`]
 //!   (page counts through qpdf), [`node`] (the interop scripts run by node).
@@ -39,3 +39,16 @@ pub mod server;
 pub mod x402;
 
 pub use b64::{b64, b64_decode};
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root of the checkout whose tests run: the parent of the crate folder cargo
+/// names at run time (`CARGO_MANIFEST_DIR`), else of testkit's own. A test binary that cargo
+/// reuses from another checkout sharing the target folder then still reads this
+/// checkout's files, not those of a folder that may be gone.
+pub fn workspace_root() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .filter(|dir| !dir.is_empty())
+        .and_then(|dir| Path::new(&dir).parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+}

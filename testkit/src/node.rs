@@ -11,7 +11,7 @@ use tokio::io::AsyncWriteExt as _;
 
 /// The interop script `name` (`x402-fetch-pay.mjs`).
 pub fn interop_script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/interop").join(name)
+    crate::workspace_root().join("tests/interop").join(name)
 }
 
 /// One run of a script.

@@ -105,7 +105,7 @@ fn the_paying_client_does_not_depend_on_the_server() {
             "--offline",
             "--manifest-path",
         ])
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml"))
+        .arg(paperchain_testkit::workspace_root().join("Cargo.toml"))
         .output()
         .expect("cargo tree");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
