@@ -12,6 +12,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use paperchain_engine::context::Progress;
 use paperchain_engine::output::OutputMode;
 use paperchain_engine::{Catalog, Context, ErrorKind, FileSet, Reply};
+use paperchain_gateway::routed;
+use paperchain_wallet::ledger::Caller;
 use serde_json::{Map, Value};
 
 #[derive(clap::Args)]
@@ -38,6 +40,14 @@ pub struct CallArgs {
     /// Overwrite files that already exist.
     #[arg(long)]
     force: bool,
+    /// Where it runs: here (`local`), on the hosted service, paid by the wallet (`hosted`),
+    /// or here unless the engine cannot (`auto`). Default: the configuration's routing.
+    #[arg(long, value_parser = ["local", "hosted", "auto"])]
+    route: Option<String>,
+    /// Only say what the hosted service would charge, and whether the spend policy would
+    /// pay it; nothing runs and nothing is paid.
+    #[arg(long)]
+    quote: bool,
 }
 
 /// Runs the call; exit code 2 for input errors, 1 for other failures.
@@ -72,12 +82,50 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     bar.set_message(entry.info().operation.to_string());
     bar.enable_steady_tick(Duration::from_millis(120));
     let ctx = ctx.with_progress(Arc::new(BarProgress(bar.clone())));
-    let result = entry.call(&body, &ctx).await;
+    let client = crate::paying::client(&crate::data_dir(), &ctx, Arc::new(crate::paying::TerminalApprover)).await?;
+    let mode = args.route.as_deref().map(str::parse).transpose().map_err(|e: String| anyhow!("--route: {e}"))?;
+    let call = routed::Call {
+        route: entry,
+        body: body.into(),
+        caller: Caller { front_door: "cli", client: None },
+        mode,
+        quote_only: args.quote,
+    };
+    // As long as it takes: the user is watching, and can stop it.
+    let ran = routed::run(Some(&client), &ctx, call, Duration::from_secs(24 * 3600)).await;
     bar.finish_and_clear();
+    client.ledger().close().await;
 
-    let reply = match result {
-        Ok(reply) => reply,
-        Err(e) => {
+    let reply = match ran {
+        routed::Ran::Quote(quote) => {
+            println!("{}", serde_json::to_string_pretty(&routed::quote_json(&quote?))?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        routed::Ran::Hosted(Err(error)) => {
+            eprintln!("error: {error}");
+            return Ok(ExitCode::FAILURE);
+        }
+        routed::Ran::Hosted(Ok(answer)) => {
+            let place = client.config().service_url.clone().unwrap_or_default();
+            match &answer.paid {
+                Some(paid) => eprintln!(
+                    "ran on {place}: paid {} on {}, transaction {}",
+                    paid.amount_text(),
+                    paid.network,
+                    paid.tx
+                ),
+                None => eprintln!("ran on {place}: nothing paid"),
+            }
+            match routed::answer_reply(&answer) {
+                Ok(reply) => reply,
+                Err((status, message)) => {
+                    eprintln!("error: {message}");
+                    return Ok(ExitCode::from(if (400..500).contains(&status) { 2 } else { 1 }));
+                }
+            }
+        }
+        routed::Ran::Local(Ok(reply), _) => reply,
+        routed::Ran::Local(Err(e), _) => {
             let field =
                 e.field.as_deref().filter(|f| !f.is_empty()).map(|f| format!(" (field {f})")).unwrap_or_default();
             eprintln!("error [{}]: {}{field}", e.code, e.message);

@@ -5,6 +5,9 @@
 //! catalog, `call` runs one operation in-process. Everything else lives in the engine.
 
 mod call;
+mod money_cmd;
+mod paying;
+mod wallet_cmd;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -60,6 +63,32 @@ enum Command {
     Call(call::CallArgs),
     /// Serve every route as an MCP tool over stdio, for desktop agents (Claude Desktop…).
     Mcp(McpArgs),
+    /// The wallet that pays hosted calls: its key in the OS keyring (or a keystore file).
+    Wallet(WalletArgs),
+    /// Every call made, local or hosted, and every payment; `reconcile` checks them on chain.
+    Ledger(money_cmd::LedgerArgs),
+    /// What was paid, by day, route, client and network.
+    Spend(money_cmd::SpendArgs),
+    /// The client's settings (config.toml): hosted service, routing, spend policy.
+    Config(money_cmd::ConfigArgs),
+}
+
+#[derive(clap::Args)]
+struct WalletArgs {
+    #[command(subcommand)]
+    command: WalletSub,
+}
+
+#[derive(Subcommand)]
+enum WalletSub {
+    #[command(flatten)]
+    Keys(wallet_cmd::WalletCommand),
+    /// USDC and gas on each network the wallet pays on (those with an RPC endpoint).
+    Balance {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(clap::Args)]
@@ -144,6 +173,16 @@ fn main() -> std::process::ExitCode {
             Command::Routes(args) => routes(args).map(|()| std::process::ExitCode::SUCCESS),
             Command::Call(args) => call::run(args).await,
             Command::Mcp(args) => mcp(args).await.map(|()| std::process::ExitCode::SUCCESS),
+            Command::Wallet(WalletArgs { command: WalletSub::Keys(command) }) => {
+                let data_dir = data_dir();
+                tokio::task::spawn_blocking(move || wallet_cmd::run(command, &data_dir)).await?
+            }
+            Command::Wallet(WalletArgs { command: WalletSub::Balance { json } }) => {
+                money_cmd::balance(&data_dir(), json).await
+            }
+            Command::Ledger(args) => money_cmd::run_ledger(args, &data_dir()).await,
+            Command::Spend(args) => money_cmd::run_spend(args, &data_dir()).await,
+            Command::Config(args) => money_cmd::run_config(args),
         }
     });
     match result {
@@ -155,18 +194,18 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn default_data_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir).join("paperchain");
-    }
-    match std::env::var_os("HOME") {
-        Some(home) => PathBuf::from(home).join(".local/share/paperchain"),
-        None => std::env::temp_dir().join("paperchain"),
+/// The data folder: `PAPERCHAIN_DATA_DIR`, else `$XDG_DATA_HOME/paperchain` (the ledger,
+/// the keystore file, result links).
+pub fn data_dir() -> PathBuf {
+    match std::env::var_os("PAPERCHAIN_DATA_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => paperchain_wallet::config::data_dir(),
     }
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let mut http = ServerConfig::local(args.data_dir.unwrap_or_else(default_data_dir));
+    let data_dir = args.data_dir.unwrap_or_else(data_dir);
+    let mut http = ServerConfig::local(data_dir.clone());
     http.listen = args.listen;
     http.public_url = args.public_url;
     http.request_timeout = Duration::from_secs(args.request_timeout.max(1));
@@ -177,7 +216,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let hosted = args
         .hosted
         .then(|| HostedMode { config_file: args.config, sandbox: args.sandbox.then(SandboxOptions::default) });
-    let server = paperchain_server::start(Options { http, hosted, ctx: None }).await?;
+    // A configuration the server would not follow (a malformed PAPERCHAIN_CHAINS) stops it here.
+    let ctx = Context::try_new()?;
+    // Local mode routes and records every call; the hosted service is paid, it does not pay.
+    let client = match hosted {
+        None => Some(paying::server_client(&data_dir, &ctx).await?),
+        Some(_) => None,
+    };
+    let server = paperchain_server::start(Options { http, hosted, ctx: Some(ctx), client }).await?;
     if let Some(line) = server.sandbox() {
         print_sandbox(line, server.base_url());
     }
@@ -193,7 +239,8 @@ async fn mcp(args: McpArgs) -> anyhow::Result<()> {
         _ => vec![Family::Chain, Family::Docs],
     };
     let ctx = Context::try_new()?;
-    paperchain_mcp::stdio::serve_stdio(families, ctx).await.context("serving MCP on stdio")
+    let client = paying::server_client(&data_dir(), &ctx).await?;
+    paperchain_mcp::stdio::serve_stdio(families, ctx, Some(client)).await.context("serving MCP on stdio")
 }
 
 /// The sandbox's first stdout line (one JSON object, for scripts), then how to try it.

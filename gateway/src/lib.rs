@@ -10,6 +10,7 @@ pub mod error;
 pub mod files;
 pub mod host;
 pub mod hosted;
+pub mod routed;
 pub mod routes;
 pub mod server;
 pub mod service_docs;

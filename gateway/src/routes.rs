@@ -13,14 +13,16 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use paperchain_engine::context::blocking;
 use paperchain_engine::output::{FileLink, OutputMode};
-use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, FileSet, OutFile, Reply};
+use paperchain_engine::{Catalog, Context, EngineError, FileSet, OutFile, Reply};
 
 use crate::error::ApiError;
 use crate::files::FileStore;
 use crate::hosted;
 use crate::hosted::mpp::RequestBinding;
 use crate::hosted::paywall::{Answer, Body as PaidBody, Call};
+use crate::routed;
 use crate::service_docs::ServiceDocs;
+use paperchain_wallet::ledger::Caller;
 
 /// Largest request body (`../shared/spec/routebook.md` §6).
 pub const BODY_LIMIT: usize = 64 * 1024 * 1024;
@@ -43,6 +45,8 @@ pub struct AppState {
     pub body_limit: usize,
     /// The paywall in hosted mode; local mode has none.
     pub paywall: Option<Arc<crate::hosted::paywall::Paywall>>,
+    /// Local mode's paying client (routing, ledger); `None` runs every call here, unrecorded.
+    pub client: Option<Arc<paperchain_wallet::client::PayingClient>>,
 }
 
 /// The router: every catalog route plus the service documents and file links.
@@ -101,16 +105,16 @@ async fn receive(request: Request, limit: usize) -> Result<Received, ApiError> {
 
 async fn call_route(state: Arc<AppState>, path: &'static str, request: Request) -> Response {
     let Some(paywall) = state.paywall.clone() else {
-        let timeout = state.request_timeout;
-        return match tokio::time::timeout(timeout, call_local(&state, path, request)).await {
+        // Its own task, limited inside (the engine's run by the timeout; a routed call by
+        // the client's): a caller that goes away cannot cut a payment or its ledger row short.
+        let task = tokio::spawn(async move { call_local(&state, path, request).await });
+        return match task.await {
             Ok(Ok(response)) => response,
             Ok(Err(error)) => error.into_response(),
-            Err(_) => ApiError::from(EngineError::new(
-                ErrorKind::Timeout,
-                "timeout",
-                format!("the operation took longer than {} s", timeout.as_secs()),
-            ))
-            .into_response(),
+            Err(e) => {
+                tracing::error!(error = %e, "a call's task failed");
+                ApiError::from(EngineError::internal("the call's task failed")).into_response()
+            }
         };
     };
     // The paywall limits the operation itself; verify and settle around it must not be cut short.
@@ -152,13 +156,25 @@ async fn call_route(state: Arc<AppState>, path: &'static str, request: Request) 
 
 async fn call_local(state: &AppState, path: &'static str, request: Request) -> Result<Response, ApiError> {
     let entry = state.catalog.by_path(path).ok_or_else(|| ApiError::not_found(format!("no route {path}")))?;
-    let bytes = match receive(request, state.body_limit).await? {
+    let mode = routed::mode_of(request.headers())?;
+    let quote_only = routed::quote_only(request.headers())?;
+    let client = request.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let body = match receive(request, state.body_limit).await? {
         Received::Json(bytes) => bytes,
         Received::NotJson(content_type) => return Err(unsupported_media_type(&content_type)),
         Received::TooLarge(limit) => return Err(too_large(limit)),
     };
-    let reply = entry.call(&bytes, &state.ctx).await?;
-    encode_reply(state, reply).await
+    let call = routed::Call { route: entry, body, caller: Caller { front_door: "http", client }, mode, quote_only };
+    match routed::run(state.client.as_ref(), &state.ctx, call, state.request_timeout).await {
+        routed::Ran::Local(reply, call_id) => {
+            let mut response = encode_reply(state, reply?).await?;
+            routed::mark_local(&mut response, call_id.as_deref());
+            Ok(response)
+        }
+        routed::Ran::Hosted(Ok(answer)) => Ok(routed::hosted_response(answer)),
+        routed::Ran::Hosted(Err(error)) => Err(routed::call_error(&error)),
+        routed::Ran::Quote(quote) => Ok(routed::quote_response(quote)),
+    }
 }
 
 /// Whether the request declares a JSON body.

@@ -6,6 +6,7 @@
 //! in a task and hands back a [`Running`] whose [`Running::stop`] ends everything the server
 //! started (connections, the file-link sweeper, the paywall's housekeeping) before it returns.
 
+use paperchain_wallet::client::PayingClient;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -87,6 +88,8 @@ pub struct Mount<'a> {
     pub ctx: &'a Context,
     /// The paywall, in hosted mode.
     pub paywall: Option<&'a Arc<Paywall>>,
+    /// The paying client, in local mode with a wallet.
+    pub client: Option<&'a Arc<PayingClient>>,
     /// The API's file-link store.
     pub files: &'a FileStore,
     /// The API's base URL.
@@ -104,13 +107,21 @@ pub struct HttpServer {
     config: ServerConfig,
     ctx: Context,
     paywall: Option<Arc<Paywall>>,
+    client: Option<Arc<PayingClient>>,
     mounts: Vec<Mounter>,
 }
 
 impl HttpServer {
     /// A local server (no paywall) of `config` running the engine with `ctx`.
     pub fn new(config: ServerConfig, ctx: Context) -> HttpServer {
-        HttpServer { config, ctx, paywall: None, mounts: Vec::new() }
+        HttpServer { config, ctx, paywall: None, client: None, mounts: Vec::new() }
+    }
+
+    /// Local mode with the wallet: calls run where the user's routing says (here, or the
+    /// hosted service, paid), and each one is in the ledger.
+    pub fn client(mut self, client: Arc<PayingClient>) -> HttpServer {
+        self.client = Some(client);
+        self
     }
 
     /// Hosted mode: every route goes through `paywall`.
@@ -132,7 +143,7 @@ impl HttpServer {
     }
 
     fn assemble(self, local_addr: SocketAddr) -> std::io::Result<(Router, FileStore, Option<Arc<Paywall>>)> {
-        let HttpServer { config, ctx, paywall, mounts } = self;
+        let HttpServer { config, ctx, paywall, client, mounts } = self;
         let catalog = Arc::new(Catalog::standard());
         let base_url = config.base_url(local_addr);
         let files = config.file_store()?;
@@ -142,6 +153,7 @@ impl HttpServer {
             let shared = Mount {
                 ctx: &ctx,
                 paywall: paywall.as_ref(),
+                client: client.as_ref(),
                 files: &files,
                 base_url: &base_url,
                 request_timeout: config.request_timeout,
@@ -157,6 +169,7 @@ impl HttpServer {
             request_timeout: config.request_timeout,
             body_limit: BODY_LIMIT,
             paywall: paywall.clone(),
+            client,
         });
         let hosts = Arc::new(HostPolicy::new(local_addr, config.public_url.as_deref(), &config.allowed_hosts));
         let app = mounted

@@ -32,6 +32,7 @@ pub fn mount(api: &Mount<'_>) -> Router {
             families: vec![family],
             ctx: api.ctx.clone(),
             paywall: api.paywall.cloned(),
+            client: api.client.cloned(),
             links: Some(links.clone()),
             request_timeout: api.request_timeout,
         });

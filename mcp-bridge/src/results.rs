@@ -10,6 +10,8 @@ use paperchain_engine::{EngineError, FileSet, Reply};
 use paperchain_gateway::error::ApiError;
 use paperchain_gateway::files::FileStore;
 use paperchain_gateway::routes::store_links;
+use paperchain_protocol::x402::{self, MCP_PAYMENT_RESPONSE, PAYMENT_RESPONSE};
+use paperchain_wallet::client::Answer;
 use rmcp::model::{CallToolResult, ContentBlock, EmbeddedResource, MetaObject, Resource, ResourceContents, Tool};
 use serde_json::{Value, json};
 
@@ -187,6 +189,35 @@ fn mcp_bazaar(tool: &Tool) -> Value {
         },
     })
 }
+
+/// The hosted service's answer to a routed call as a tool result: its JSON or its file,
+/// as a local call would give them, or its error; what was paid in `_meta`.
+pub async fn hosted(answer: Answer, wrap: bool, links: Option<&Links>) -> CallToolResult {
+    let mut result = match paperchain_gateway::routed::answer_reply(&answer) {
+        Ok(reply) => success(reply, wrap, links).await.unwrap_or_else(failure),
+        Err((_, message)) => {
+            let mut result = CallToolResult::error(vec![ContentBlock::text(message)]);
+            result.structured_content = serde_json::from_slice(&answer.body).ok().filter(Value::is_object);
+            result
+        }
+    };
+    let header = |name: &str| answer.header(name).map(str::to_string);
+    let mut meta = result.meta.take().unwrap_or_default();
+    meta.0.insert(RAN_META.into(), json!("hosted"));
+    if let Some(settlement) = header(PAYMENT_RESPONSE).and_then(|h| x402::decode(&h, "PAYMENT-RESPONSE").ok()) {
+        meta.0.insert(MCP_PAYMENT_RESPONSE.into(), settlement);
+    }
+    if let Some(paid) = &answer.paid {
+        meta.0.insert(PAID_META.into(), json!(paid.amount_text()));
+    }
+    result.meta = Some(meta);
+    result
+}
+
+/// Tool result `_meta` key: where a routed call ran (`hosted`).
+pub const RAN_META: &str = "paperchain/ran";
+/// Tool result `_meta` key: what a routed call cost (`0.002 USDC`).
+pub const PAID_META: &str = "paperchain/paid";
 
 /// A file name as one URI path segment (RFC 3986 unreserved characters kept).
 fn encode_segment(name: &str) -> String {

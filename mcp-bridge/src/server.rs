@@ -7,11 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use paperchain_engine::catalog::RouteEntry;
-use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, Family};
+use paperchain_engine::{Catalog, Context, EngineError, Family};
 use paperchain_gateway::error::ApiError;
 use paperchain_gateway::hosted::http::client_ip_of;
 use paperchain_gateway::hosted::paywall::{Answer, Body, Call, FreeAsk, Payment, Paywall};
+use paperchain_gateway::routed;
 use paperchain_protocol::x402::{MCP_PAYMENT, MCP_PAYMENT_RESPONSE};
+use paperchain_wallet::client::PayingClient;
+use paperchain_wallet::ledger::Caller;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, Implementation, ListToolsResult, MetaObject, PaginatedRequestParams,
     ServerCapabilities, ServerConfig, Tool,
@@ -35,6 +38,8 @@ pub struct ServerOptions {
     pub ctx: Context,
     /// The hosted paywall; `None` runs every call locally and free.
     pub paywall: Option<Arc<Paywall>>,
+    /// Local mode's paying client (routing, ledger); `None` runs every call here, unrecorded.
+    pub client: Option<Arc<PayingClient>>,
     /// Where `output: "url"` files are stored; `None` (stdio) refuses that output.
     pub links: Option<Links>,
     /// Longest a local call may take (hosted calls are limited by the paywall).
@@ -44,7 +49,14 @@ pub struct ServerOptions {
 impl ServerOptions {
     /// A local server of `families`: no paywall, no links, 120 s per call.
     pub fn local(families: Vec<Family>, ctx: Context) -> ServerOptions {
-        ServerOptions { families, ctx, paywall: None, links: None, request_timeout: Duration::from_secs(120) }
+        ServerOptions {
+            families,
+            ctx,
+            paywall: None,
+            client: None,
+            links: None,
+            request_timeout: Duration::from_secs(120),
+        }
     }
 }
 
@@ -94,6 +106,7 @@ impl McpServer {
         arguments: Value,
         payment: Option<Value>,
         client: Option<IpAddr>,
+        client_name: Option<String>,
     ) -> CallToolResult {
         let Some(route) = self.route(name) else {
             return results::failure(ApiError::not_found(format!("no tool {name}")));
@@ -117,7 +130,7 @@ impl McpServer {
             Err(e) => return results::failure(EngineError::internal(format!("encoding the arguments: {e}")).into()),
         };
         match self.inner.options.paywall.clone() {
-            None => self.call_local(route, &body, wrap, links.as_ref()).await,
+            None => self.call_local(route, body, wrap, links.as_ref(), client_name).await,
             Some(paywall) => {
                 // Its own task, as over HTTP: a client that goes away cannot cut a
                 // settlement (or its ledger entry) short.
@@ -144,19 +157,31 @@ impl McpServer {
         }
     }
 
-    async fn call_local(&self, route: &RouteEntry, body: &[u8], wrap: bool, links: Option<&Links>) -> CallToolResult {
-        let timeout = self.inner.options.request_timeout;
-        let outcome = match tokio::time::timeout(timeout, route.call(body, &self.inner.options.ctx)).await {
-            Ok(outcome) => outcome,
-            Err(_) => Err(EngineError::new(
-                ErrorKind::Timeout,
-                "timeout",
-                format!("the operation took longer than {} s", timeout.as_secs()),
-            )),
+    async fn call_local(
+        &self,
+        route: &RouteEntry,
+        body: Vec<u8>,
+        wrap: bool,
+        links: Option<&Links>,
+        client_name: Option<String>,
+    ) -> CallToolResult {
+        let options = &self.inner.options;
+        let call = routed::Call {
+            route,
+            body: body.into(),
+            caller: Caller { front_door: "mcp", client: client_name },
+            mode: None,
+            quote_only: false,
         };
-        match outcome {
-            Ok(reply) => results::success(reply, wrap, links).await.unwrap_or_else(results::failure),
-            Err(error) => results::failure(error.into()),
+        match routed::run(options.client.as_ref(), &options.ctx, call, options.request_timeout).await {
+            routed::Ran::Local(Ok(reply), _) => {
+                results::success(reply, wrap, links).await.unwrap_or_else(results::failure)
+            }
+            routed::Ran::Local(Err(error), _) => results::failure(error.into()),
+            routed::Ran::Hosted(Ok(answer)) => results::hosted(answer, wrap, links).await,
+            routed::Ran::Hosted(Err(error)) => results::failure(routed::call_error(&error)),
+            // Tools never ask for a quote only.
+            routed::Ran::Quote(_) => results::failure(EngineError::internal("a quote was not asked for").into()),
         }
     }
 }
@@ -241,7 +266,16 @@ impl ServerHandler for McpServer {
             }
             _ => None,
         };
+        // The MCP client's own name (from `initialize`), else the HTTP caller's user agent.
+        let client_name = context.peer.peer_info().map(|info| info.client_info.name.clone()).or_else(|| {
+            context
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|parts| parts.headers.get(http::header::USER_AGENT))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        });
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        Ok(self.call(&request.name, arguments, payment, client).await.into())
+        Ok(self.call(&request.name, arguments, payment, client, client_name).await.into())
     }
 }

@@ -7,7 +7,7 @@
 //! MCP transport) the same objects travel as JSON in `_meta["x402/payment"]` and
 //! `_meta["x402/payment-response"]`.
 
-use alloy::primitives::{Address, U256};
+use alloy::primitives::{Address, B256, U256};
 use alloy::signers::local::PrivateKeySigner;
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE};
@@ -86,16 +86,55 @@ pub fn signed_amount(payload: &Value) -> Option<u64> {
 /// the chain's must not make a fresh payment "not yet valid".
 pub const VALID_AFTER_SLACK_SECONDS: u64 = 600;
 
+/// The window and nonce of one EIP-3009 authorization. Keeping it lets a payer sign the
+/// very same authorization again (the same nonce: the token moves the money at most once)
+/// instead of a second one, when an answer is lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Authorization {
+    /// Unix time from which it is valid.
+    pub valid_after: u64,
+    /// Unix time before which it must be settled.
+    pub valid_before: u64,
+    /// Its random 32-byte nonce.
+    pub nonce: B256,
+}
+
+impl Authorization {
+    /// A fresh authorization for `requirement` at Unix time `now`: valid from `now - 600 s`
+    /// until `now + maxTimeoutSeconds`, with a random nonce.
+    pub fn fresh(requirement: &Value, now: u64) -> Result<Authorization, SignError> {
+        let timeout = requirement["maxTimeoutSeconds"]
+            .as_u64()
+            .ok_or_else(|| SignError::Malformed("the requirement has no `maxTimeoutSeconds`".into()))?;
+        Ok(Authorization {
+            valid_after: now.saturating_sub(VALID_AFTER_SLACK_SECONDS),
+            valid_before: now.saturating_add(timeout),
+            nonce: eip3009::random_nonce(),
+        })
+    }
+}
+
 /// The PaymentPayload (JSON) that pays `requirement` (one entry of a PaymentRequired's
-/// `accepts`) with an EIP-3009 authorization signed by `signer`, valid from
-/// `now - 600 s` until `now + maxTimeoutSeconds`. Exactly the requirement given is signed:
-/// its `amount` to its `payTo` in its `asset` on its `network`, under the token domain its
-/// `extra` names; `resource` is echoed when given.
+/// `accepts`) with a fresh EIP-3009 authorization signed by `signer` at Unix time `now`
+/// (see [`Authorization::fresh`] and [`sign_exact_evm_with`]).
 pub fn sign_exact_evm(
     signer: &PrivateKeySigner,
     requirement: &Value,
     resource: Option<&Value>,
     now: u64,
+) -> Result<Value, SignError> {
+    sign_exact_evm_with(signer, requirement, resource, &Authorization::fresh(requirement, now)?)
+}
+
+/// The PaymentPayload (JSON) that pays `requirement` with the EIP-3009 `authorization`
+/// signed by `signer`. Exactly the requirement given is signed: its `amount` to its
+/// `payTo` in its `asset` on its `network`, under the token domain its `extra` names;
+/// `resource` is echoed when given. The same inputs give the same payload.
+pub fn sign_exact_evm_with(
+    signer: &PrivateKeySigner,
+    requirement: &Value,
+    resource: Option<&Value>,
+    authorization: &Authorization,
 ) -> Result<Value, SignError> {
     let text = |key: &str| {
         requirement[key].as_str().ok_or_else(|| SignError::Malformed(format!("the requirement has no `{key}`")))
@@ -114,14 +153,8 @@ pub fn sign_exact_evm(
             .map_err(|_| SignError::Malformed(format!("the requirement's `{key}` is not an address")))
     };
     let (asset, pay_to) = (address("asset")?, address("payTo")?);
-    let amount = text("amount")?;
-    let value = (!amount.is_empty() && amount.len() <= 78 && amount.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| U256::from_str_radix(amount, 10).ok())
-        .flatten()
+    let value = parse_amount(text("amount")?)
         .ok_or_else(|| SignError::Malformed("the requirement's `amount` is not a whole number".into()))?;
-    let timeout = requirement["maxTimeoutSeconds"]
-        .as_u64()
-        .ok_or_else(|| SignError::Malformed("the requirement has no `maxTimeoutSeconds`".into()))?;
     let (name, version) = match (requirement["extra"]["name"].as_str(), requirement["extra"]["version"].as_str()) {
         (Some(name), Some(version)) => (name, version),
         _ => {
@@ -130,15 +163,14 @@ pub fn sign_exact_evm(
             ));
         }
     };
-    let valid_after = now.saturating_sub(VALID_AFTER_SLACK_SECONDS);
-    let valid_before = now.saturating_add(timeout);
+    let Authorization { valid_after, valid_before, nonce } = *authorization;
     let message = TransferWithAuthorization {
         from: signer.address(),
         to: pay_to,
         value,
         validAfter: U256::from(valid_after),
         validBefore: U256::from(valid_before),
-        nonce: eip3009::random_nonce(),
+        nonce,
     };
     let signature = eip3009::sign(signer, &message, &eip3009::token_domain(name, version, chain_id, asset))?;
     let mut payment = json!({ "x402Version": X402_VERSION, "accepted": requirement });
@@ -157,6 +189,13 @@ pub fn sign_exact_evm(
         },
     });
     Ok(payment)
+}
+
+/// An x402 `amount`: decimal digits only (no sign, no exponent), at most 78 of them.
+pub fn parse_amount(amount: &str) -> Option<U256> {
+    (!amount.is_empty() && amount.len() <= 78 && amount.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| U256::from_str_radix(amount, 10).ok())
+        .flatten()
 }
 
 #[cfg(test)]
@@ -188,6 +227,11 @@ mod tests {
         // Two payments never share a nonce.
         let again = sign_exact_evm(&signer, &requirement(), None, 1_000_000).unwrap();
         assert_ne!(again["payload"]["authorization"]["nonce"], auth["nonce"]);
+        // The same authorization signed again is the very same payload (one nonce, one payment).
+        let kept = Authorization::fresh(&requirement(), 1_000_000).unwrap();
+        let first = sign_exact_evm_with(&signer, &requirement(), None, &kept).unwrap();
+        assert_eq!(sign_exact_evm_with(&signer, &requirement(), None, &kept).unwrap(), first);
+        assert_eq!(first["payload"]["authorization"]["nonce"], kept.nonce.to_string());
     }
 
     #[test]

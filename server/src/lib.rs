@@ -20,6 +20,7 @@ use paperchain_gateway::hosted::paywall::Paywall;
 use paperchain_gateway::hosted::sandbox::SandboxOptions;
 use paperchain_gateway::hosted::{Hosted, HostedOptions};
 use paperchain_gateway::{HttpServer, Running, ServerConfig};
+use paperchain_wallet::client::PayingClient;
 use serde_json::Value;
 
 pub use paperchain_gateway::server::interrupted;
@@ -33,12 +34,15 @@ pub struct Options {
     /// The engine context; `None` reads the configuration from the environment
     /// (`PAPERCHAIN_CHAINS`, `PAPERCHAIN_RPC_*`…) and refuses one it would not follow.
     pub ctx: Option<Context>,
+    /// Local mode's paying client: routes calls as the user configured and records every
+    /// call in the ledger. `None` runs every call here, unrecorded. Not used in hosted mode.
+    pub client: Option<Arc<PayingClient>>,
 }
 
 impl Options {
     /// Local mode with `http`, the engine configured from the environment.
     pub fn local(http: ServerConfig) -> Options {
-        Options { http, hosted: None, ctx: None }
+        Options { http, hosted: None, ctx: None, client: None }
     }
 }
 
@@ -65,7 +69,7 @@ pub struct Server {
 
 /// Builds everything `options` asks for and starts serving; returns once the port answers.
 pub async fn start(options: Options) -> Result<Server, StartError> {
-    let Options { http: config, hosted: mode, ctx } = options;
+    let Options { http: config, hosted: mode, ctx, client } = options;
     if mode.as_ref().is_some_and(|m| m.sandbox.is_some()) && !config.listen.ip().is_loopback() {
         return Err(StartError(format!(
             "the sandbox listens on 127.0.0.1 only (its test payer's key is printed); drop --listen {}",
@@ -92,8 +96,10 @@ pub async fn start(options: Options) -> Result<Server, StartError> {
     };
     let sandbox = hosted.as_ref().and_then(|h| h.sandbox_line(&base_url));
     let mut server = HttpServer::new(config.clone(), ctx).mount(paperchain_mcp::http::mount);
-    if let Some(hosted) = &hosted {
-        server = server.paywall(hosted.paywall.clone());
+    match (&hosted, client) {
+        (Some(hosted), _) => server = server.paywall(hosted.paywall.clone()),
+        (None, Some(client)) => server = server.client(client),
+        (None, None) => {}
     }
     let http = match server.start_on(listener).await {
         Ok(http) => http,

@@ -117,6 +117,7 @@ async fn the_sandbox_starts_each_run_with_a_fresh_store() {
             http: config(dir.path(), 0),
             hosted: Some(HostedMode { config_file: None, sandbox: Some(SandboxOptions::default()) }),
             ctx: Some(Context::new()),
+            client: None,
         };
         let server = paperchain_server::start(options).await.unwrap_or_else(|e| panic!("run {run}: {e}"));
         let line = server.sandbox().expect("the sandbox line").clone();

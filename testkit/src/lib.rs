@@ -6,6 +6,8 @@
 //! - [`corpus`]: the shared document corpus (`$PAPERCHAIN_CORPUS`, else `../shared/corpus`).
 //! - [`anvil`]: a local anvil chain; with the `suite` feature, its JSON-RPC helpers and the
 //!   compiled fixture contracts of `engine/tests/fixtures/contracts/`.
+//! - [`keyring`]: a real Secret Service (gnome-keyring on a private D-Bus session bus) for the
+//!   wallet's keyring tests, and sessions without one (std only).
 //! - [`b64`] and [`b64_decode`]: standard base64; [`workspace_root`]: the checkout's root.
 //! - `suite` feature (default): [`loopback`] (stand-in HTTP servers: request reader,
 //!   closed ports, silent servers), [`fake_node`] (a scripted JSON-RPC node), [`pdf`]
@@ -21,6 +23,7 @@
 pub mod anvil;
 mod b64;
 pub mod corpus;
+pub mod keyring;
 pub mod tools;
 
 #[cfg(feature = "suite")]

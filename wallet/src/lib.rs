@@ -1,11 +1,30 @@
-//! The paying client: what a caller does when a hosted service answers 402.
+//! The paying client: a wallet whose key stays in the OS keyring, the spend policy the
+//! user sets, routing of calls between the local engine and a hosted service, and a
+//! SQLite ledger of every call and every cent.
 //!
-//! [`x402_client`] reads the PaymentRequired a 402 carries, keeps only the requirements the
-//! caller allows (networks, the most it will pay), and signs exactly the one it chose
-//! through the protocol crate; then it reads the settlement of the paid answer. It works
-//! against any x402 v2 server, not only Paperchain's.
+//! - [`config`]: `config.toml` (XDG paths): the hosted service, routing, the policy.
+//! - [`keys`]: the signing key in the OS keyring, or an encrypted V3 keystore file.
+//! - [`policy`]: which requirement of a 402 may be paid (before any signature).
+//! - [`ledger`]: the SQLite ledger; atomic reservations against the caps.
+//! - [`client`]: the x402 v2 exchange, paid once.
+//! - [`chain`], [`reconcile`]: what the chain says of each payment.
+//! - [`x402_client`]: reading a 402 and a settlement.
 //!
 //! What this crate must not do: depend on the server (`paperchain-gateway`), log or return
-//! a key or a signature in an error.
+//! a key or a signature, or let a call change the policy.
 
+pub mod chain;
+pub mod client;
+pub mod config;
+pub mod keys;
+pub mod ledger;
+pub mod money;
+pub mod policy;
+pub mod reconcile;
 pub mod x402_client;
+
+/// `text` without control characters, at most `max` characters: what a server or caller
+/// sent, made safe to store and print.
+pub fn clean(text: &str, max: usize) -> String {
+    text.chars().filter(|c| !c.is_control()).take(max).collect()
+}

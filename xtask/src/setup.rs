@@ -4,8 +4,9 @@
 //! What the project needs is listed once, in the constants at the top; adding a tool is
 //! adding a line there. Native libraries come out of PyPI wheels (libpdfium from
 //! `pypdfium2`); anvil, cast, solcjs and the x402 TypeScript client come from npm into
-//! `$PAPERCHAIN_TOOLS/npm`. Later work adds LibreOffice, tesseract and Chromium (Debian) the
-//! same way.
+//! `$PAPERCHAIN_TOOLS/npm`. The wallet's keyring tests need a real Secret Service:
+//! gnome-keyring on a private D-Bus session bus, both from Debian. Later work adds
+//! LibreOffice, tesseract and Chromium (Debian) the same way.
 
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
@@ -22,6 +23,16 @@ pub const DEBIAN_PACKAGES: &[DebianPackage] = &[
     DebianPackage { name: "ghostscript", why: "gs: the reference compressor in the docs bench" },
     DebianPackage { name: "python3-venv", why: "`python3 -m venv`, for the Python tools below" },
     DebianPackage { name: "time", why: "/usr/bin/time: peak memory in the bench" },
+    // The wallet's keyring tests (wallet/tests/keyring.rs) run a real Secret Service:
+    // testkit's `keyring::SecretService` starts a private session bus and an unlocked
+    // gnome-keyring on it.
+    DebianPackage { name: "dbus-daemon", why: "dbus-daemon: the private D-Bus session bus of the keyring tests" },
+    DebianPackage { name: "dbus-bin", why: "dbus-send: the keyring tests wait until the Secret Service is on the bus" },
+    DebianPackage {
+        name: "gnome-keyring",
+        why: "gnome-keyring-daemon: the Secret Service the wallet's keyring tests store keys in",
+    },
+    DebianPackage { name: "libsecret-tools", why: "secret-tool: reads the keyring independently in the keyring tests" },
 ];
 
 /// Python packages pip-installs into the tools venv (`$PAPERCHAIN_TOOLS`).

@@ -1,0 +1,432 @@
+//! `paperchain ledger`, `paperchain spend`, `paperchain config` and `paperchain wallet
+//! balance`: what was called and paid, the settings that decide it, and what the wallet holds.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, anyhow, bail};
+use paperchain_engine::Context;
+use paperchain_wallet::config::{ClientConfig, config_file};
+use paperchain_wallet::ledger::{Ledger, Row, now_ms};
+use paperchain_wallet::money::{Dollars, format_atomic};
+
+#[derive(clap::Args)]
+pub struct LedgerArgs {
+    #[command(subcommand)]
+    command: Option<LedgerCommand>,
+    /// Only calls since a date (`2026-11-01`) or for a span back from now (`24h`, `7d`).
+    #[arg(long, global = true)]
+    since: Option<String>,
+    /// Print CSV.
+    #[arg(long, conflicts_with = "json")]
+    csv: bool,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Subcommand)]
+enum LedgerCommand {
+    /// Checks every paid or pending row against the chain: the transaction moved exactly the
+    /// amount from the payer to the payee; a pending authorization used, unused or expired.
+    Reconcile {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(clap::Args)]
+pub struct SpendArgs {
+    /// Only payments since a date (`2026-11-01`) or a span back from now (`24h`, `7d`).
+    #[arg(long)]
+    since: Option<String>,
+    /// Group by: day, route, client or network (default: each in turn).
+    #[arg(long, value_parser = ["day", "route", "client", "network"])]
+    by: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+#[command(after_help = "\
+Keys are dotted paths into config.toml; quote a part with dots or colons in it:
+  paperchain config set service.url https://api.paperchain.example
+  paperchain config set policy.per_day 1.00
+  paperchain config set 'policy.networks.\"eip155:8453\"' 2.00
+  paperchain config set routing.routes.rotate_pdf_pages hosted
+  paperchain config add policy.hosts mirror.example.com
+  paperchain config unset policy.approve_above
+Every change is checked as a whole before the file is replaced.")]
+pub struct ConfigArgs {
+    #[command(subcommand)]
+    command: ConfigCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum ConfigCommand {
+    /// Prints the file, and where it is.
+    Show,
+    /// Sets a value (dollar amounts and modes are written as strings).
+    Set { key: String, value: String },
+    /// Adds a value to a list (policy.hosts, policy.payees).
+    Add { key: String, value: String },
+    /// Removes a key.
+    Unset { key: String },
+}
+
+/// Unix milliseconds of `--since`.
+fn since_ms(since: Option<&str>) -> anyhow::Result<i64> {
+    let Some(text) = since.map(str::trim) else { return Ok(0) };
+    let span = |unit: char, ms: i64| -> Option<i64> {
+        text.strip_suffix(unit).and_then(|n| n.parse::<i64>().ok()).map(|n| now_ms() - n.saturating_mul(ms))
+    };
+    if let Some(ms) = span('h', 3_600_000).or_else(|| span('d', 86_400_000)).or_else(|| span('m', 60_000)) {
+        return Ok(ms);
+    }
+    let format = time::macros::format_description!("[year]-[month]-[day]");
+    let date = time::Date::parse(text, &format)
+        .map_err(|_| anyhow!("--since `{text}`: write a date (2026-11-01) or a span (24h, 7d)"))?;
+    Ok(date.midnight().assume_utc().unix_timestamp() * 1000)
+}
+
+async fn ledger(data_dir: &Path) -> anyhow::Result<Ledger> {
+    Ledger::open_in(data_dir).await.context("opening the ledger")
+}
+
+fn amount_text(row: &Row) -> String {
+    match (&row.amount, row.decimals, &row.symbol) {
+        (Some(amount), Some(decimals), Some(symbol)) if row.micros > 0 || row.state == "paid" => {
+            let atomic = amount.parse::<u128>().unwrap_or(0);
+            format!("{} {symbol}", format_atomic(atomic, u8::try_from(decimals).unwrap_or(6)))
+        }
+        _ => String::new(),
+    }
+}
+
+pub async fn run_ledger(args: LedgerArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let ledger = ledger(data_dir).await?;
+    if let Some(LedgerCommand::Reconcile { json }) = args.command {
+        let ctx = Context::try_new()?;
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let checks = paperchain_wallet::reconcile::reconcile(&ledger, &ctx.chains, now).await?;
+        let bad = checks.iter().filter(|c| matches!(c.verdict.as_str(), "mismatch" | "unknown")).count();
+        if json {
+            println!("{}", serde_json::to_string_pretty(&checks)?);
+        } else {
+            for check in &checks {
+                println!(
+                    "{:<38} {:<10} {:<9} {} {}",
+                    check.call_id,
+                    check.was,
+                    check.verdict,
+                    check.tx.as_deref().unwrap_or("-"),
+                    check.detail
+                );
+            }
+            println!(
+                "{} payments checked, {} agree with the chain, {bad} do not or cannot be checked",
+                checks.len(),
+                checks.len() - bad
+            );
+        }
+        ledger.close().await;
+        return Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+    }
+    let rows = ledger.rows(since_ms(args.since.as_deref())?).await?;
+    ledger.close().await;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else if args.csv {
+        let mut out = csv_line(&[
+            "at",
+            "call_id",
+            "front_door",
+            "client",
+            "route",
+            "ran",
+            "service",
+            "duration_ms",
+            "status",
+            "input_bytes",
+            "output_sha256",
+            "state",
+            "quote",
+            "amount",
+            "asset",
+            "network",
+            "payer",
+            "payee",
+            "tx",
+            "error",
+        ]);
+        for r in &rows {
+            let number = |n: Option<i64>| n.map(|n| n.to_string()).unwrap_or_default();
+            let text = |t: &Option<String>| t.clone().unwrap_or_default();
+            out.push_str(&csv_line(&[
+                &r.at,
+                &r.call_id,
+                &r.front_door,
+                &text(&r.client),
+                &r.route,
+                &r.ran,
+                &text(&r.service),
+                &number(r.duration_ms),
+                &number(r.status),
+                &r.input_bytes.to_string(),
+                &text(&r.output_sha256),
+                &r.state,
+                &text(&r.quote),
+                &text(&r.amount),
+                &text(&r.asset),
+                &text(&r.network),
+                &text(&r.payer),
+                &text(&r.payee),
+                &text(&r.tx),
+                &text(&r.error),
+            ]));
+        }
+        print!("{out}");
+    } else {
+        println!(
+            "{:<20} {:<5} {:<26} {:<6} {:>6} {:>7} {:<9} {:<14} TRANSACTION",
+            "AT", "DOOR", "ROUTE", "RAN", "STATUS", "MS", "STATE", "PAID"
+        );
+        for r in &rows {
+            println!(
+                "{:<20} {:<5} {:<26} {:<6} {:>6} {:>7} {:<9} {:<14} {}",
+                r.at.trim_end_matches('Z').replace('T', " "),
+                r.front_door,
+                r.route,
+                r.ran,
+                r.status.map(|s| s.to_string()).unwrap_or_default(),
+                r.duration_ms.map(|s| s.to_string()).unwrap_or_default(),
+                r.state,
+                amount_text(r),
+                r.tx.as_deref().unwrap_or("")
+            );
+        }
+        println!("{} calls", rows.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One CSV record (RFC 4180), a leading `=`, `+`, `-` or `@` quoted so a spreadsheet does
+/// not run it.
+fn csv_line(fields: &[&str]) -> String {
+    let quoted: Vec<String> = fields
+        .iter()
+        .map(|f| {
+            let risky = f.starts_with(['=', '+', '-', '@']);
+            if risky || f.contains([',', '"', '\n', '\r']) {
+                format!("\"{}{}\"", if risky { "'" } else { "" }, f.replace('"', "\"\""))
+            } else {
+                f.to_string()
+            }
+        })
+        .collect();
+    format!("{}\r\n", quoted.join(","))
+}
+
+pub async fn run_spend(args: SpendArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let ledger = ledger(data_dir).await?;
+    let rows = ledger.rows(since_ms(args.since.as_deref())?).await?;
+    ledger.close().await;
+    let groups: Vec<&str> = match args.by.as_deref() {
+        Some(by) => vec![by],
+        None => vec!["day", "route", "client", "network"],
+    };
+    let mut report = serde_json::Map::new();
+    for by in &groups {
+        // Paid money, and money signed whose fate the chain has not told yet.
+        let mut totals: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
+        for r in rows.iter().filter(|r| matches!(r.state.as_str(), "paid" | "signed" | "unsettled")) {
+            let key = match *by {
+                "day" => r.at.get(..10).unwrap_or_default().to_string(),
+                "route" => r.route.clone(),
+                "client" => r.client.clone().unwrap_or_else(|| "(unnamed)".into()),
+                _ => r.network.clone().unwrap_or_default(),
+            };
+            let entry = totals.entry(key).or_default();
+            let micros = u64::try_from(r.micros).unwrap_or(0);
+            if r.state == "paid" {
+                entry.0 += micros;
+                entry.2 += 1;
+            } else {
+                entry.1 += micros;
+            }
+        }
+        if args.json {
+            let list: Vec<_> = totals
+                .iter()
+                .map(|(k, (paid, pending, calls))| {
+                    serde_json::json!({"key": k, "paid": Dollars::from_micros(*paid).to_string(),
+                        "paid_micros": paid, "pending_micros": pending, "paid_calls": calls})
+                })
+                .collect();
+            report.insert((*by).to_string(), serde_json::Value::Array(list));
+        } else {
+            println!("BY {}", by.to_uppercase());
+            for (key, (paid, pending, calls)) in &totals {
+                let pending = if *pending > 0 {
+                    format!("  (+{} pending)", Dollars::from_micros(*pending))
+                } else {
+                    String::new()
+                };
+                println!("  {key:<44} {:>12}  {calls} calls{pending}", Dollars::from_micros(*paid).to_string());
+            }
+            if totals.is_empty() {
+                println!("  nothing paid");
+            }
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Splits `policy.networks."eip155:8453"` into its parts.
+fn key_path(key: &str) -> anyhow::Result<Vec<String>> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    for c in key.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            '.' if !quoted => parts.push(std::mem::take(&mut current)),
+            c => current.push(c),
+        }
+    }
+    parts.push(current);
+    if quoted || parts.iter().any(String::is_empty) {
+        bail!("`{key}` is not a key path (write it like policy.per_day or 'policy.networks.\"eip155:8453\"')");
+    }
+    Ok(parts)
+}
+
+pub fn run_config(args: ConfigArgs) -> anyhow::Result<ExitCode> {
+    let file = config_file();
+    let text = match std::fs::read_to_string(&file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(anyhow!("reading {}: {e}", file.display())),
+    };
+    if let ConfigCommand::Show = args.command {
+        println!("# {}", file.display());
+        print!("{text}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut doc: toml_edit::DocumentMut = text.parse().with_context(|| format!("{} is not TOML", file.display()))?;
+    let (key, change) = match &args.command {
+        ConfigCommand::Set { key, value } => (key, Some((value, false))),
+        ConfigCommand::Add { key, value } => (key, Some((value, true))),
+        ConfigCommand::Unset { key } => (key, None),
+        ConfigCommand::Show => unreachable!("answered above"),
+    };
+    let path = key_path(key)?;
+    let (last, tables) = path.split_last().ok_or_else(|| anyhow!("empty key"))?;
+    let mut table = doc.as_table_mut();
+    for part in tables {
+        let entry = table.entry(part).or_insert(toml_edit::table());
+        // An inline table becomes an ordinary one so a nested key can be set.
+        if let Some(inline) = entry.as_inline_table().cloned() {
+            *entry = toml_edit::Item::Table(inline.into_table());
+        }
+        table = entry.as_table_mut().ok_or_else(|| anyhow!("`{part}` in `{key}` is a value, not a table"))?;
+    }
+    match change {
+        None => {
+            if table.remove(last).is_none() {
+                bail!("`{key}` is not set in {}", file.display());
+            }
+        }
+        Some((value, false)) => {
+            table.insert(last, toml_edit::value(value.as_str()));
+        }
+        Some((value, true)) => {
+            let item = table.entry(last).or_insert(toml_edit::value(toml_edit::Array::new()));
+            let list = item.as_array_mut().ok_or_else(|| anyhow!("`{key}` is not a list"))?;
+            if !list.iter().any(|v| v.as_str() == Some(value)) {
+                list.push(value.as_str());
+            }
+        }
+    }
+    let new_text = doc.to_string();
+    // The whole file must still be a configuration the client follows.
+    ClientConfig::parse(&new_text, Some(&file)).map_err(|e| anyhow!("not changed: {e}"))?;
+    write_atomically(&file, new_text.as_bytes())?;
+    println!("{key} changed in {}", file.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_atomically(file: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut temp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("writing in {}", dir.display()))?;
+    std::io::Write::write_all(&mut temp, bytes)?;
+    temp.as_file().sync_all()?;
+    temp.persist(file).map_err(|e| anyhow!("replacing {}: {}", file.display(), e.error))?;
+    Ok(())
+}
+
+/// `paperchain wallet balance`: USDC and gas on every network the wallet may pay on whose
+/// chain has an RPC endpoint configured.
+pub async fn balance(data_dir: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let key_config = paperchain_wallet::keys::KeyConfig::from_env(data_dir);
+    let status = tokio::task::spawn_blocking(move || paperchain_wallet::keys::status(&key_config)).await?;
+    let address = status.address.ok_or_else(|| anyhow!("no wallet: paperchain wallet new | import"))?;
+    let config = ClientConfig::load()?;
+    let ctx = Context::try_new()?;
+    let mut lines = Vec::new();
+    for asset in config.assets() {
+        let chain = match paperchain_wallet::chain::chain_of(&ctx.chains, &asset.network) {
+            Ok(chain) => chain,
+            Err(_) => continue,
+        };
+        let line = match paperchain_wallet::chain::balances(&chain, &asset.address, address).await {
+            Ok((native, held)) => serde_json::json!({
+                "network": asset.network, "chain": chain.name(), "asset": asset.address, "symbol": asset.symbol,
+                "balance": format_atomic(held.try_into().unwrap_or(u128::MAX), asset.decimals),
+                "gas": paperchain_engine::evm::format_units(native, 18),
+            }),
+            Err(e) => {
+                serde_json::json!({"network": asset.network, "chain": chain.name(), "asset": asset.address, "error": e})
+            }
+        };
+        lines.push(line);
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({"address": address.to_checksum(None), "balances": lines})
+            )?
+        );
+    } else {
+        println!("{}", address.to_checksum(None));
+        for l in &lines {
+            match l["error"].as_str() {
+                Some(e) => println!(
+                    "  {:<14} {:<10} cannot read: {e}",
+                    l["network"].as_str().unwrap_or(""),
+                    l["chain"].as_str().unwrap_or("")
+                ),
+                None => println!(
+                    "  {:<14} {:<10} {} {}  gas {}",
+                    l["network"].as_str().unwrap_or(""),
+                    l["chain"].as_str().unwrap_or(""),
+                    l["balance"].as_str().unwrap_or(""),
+                    l["symbol"].as_str().unwrap_or(""),
+                    l["gas"].as_str().unwrap_or("")
+                ),
+            }
+        }
+        if lines.is_empty() {
+            println!("  no configured network has an RPC endpoint (PAPERCHAIN_RPC_BASE, PAPERCHAIN_RPC_POLYGON)");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,61 @@
+//! The paying client as the CLI, `serve` and `mcp --stdio` set it up: the user's
+//! configuration, the ledger in the data folder, the key from the wallet's store, and who
+//! can approve a payment above the threshold.
+
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use paperchain_engine::Context;
+use paperchain_wallet::client::{Approval, Approver, BoxFuture, KeyLoader, NobodyToAsk, PayingClient};
+use paperchain_wallet::config::ClientConfig;
+use paperchain_wallet::keys::{self, KeyConfig};
+use paperchain_wallet::ledger::Ledger;
+
+/// The paying client for this user, with `approver`.
+pub async fn client(data_dir: &Path, ctx: &Context, approver: Arc<dyn Approver>) -> anyhow::Result<Arc<PayingClient>> {
+    let config = ClientConfig::load()?;
+    let ledger = Ledger::open_in(data_dir).await.context("opening the ledger")?;
+    let key_config = KeyConfig::from_env(data_dir);
+    let keys: KeyLoader =
+        Arc::new(move || keys::load(&key_config).map(|wallet| wallet.signer().clone()).map_err(|e| e.to_string()));
+    Ok(Arc::new(PayingClient::new(Arc::new(config), ledger, keys, approver, ctx.chains.clone())))
+}
+
+/// A server's client: nobody at a terminal answers its approvals (the desktop app will).
+pub async fn server_client(data_dir: &Path, ctx: &Context) -> anyhow::Result<Arc<PayingClient>> {
+    client(data_dir, ctx, Arc::new(NobodyToAsk)).await
+}
+
+/// Asks at the terminal; refuses when there is none.
+pub struct TerminalApprover;
+
+impl Approver for TerminalApprover {
+    fn approve<'a>(&'a self, approval: &'a Approval) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+                return NobodyToAsk.approve(approval).await;
+            }
+            let question = format!(
+                "{} on {} costs {} ({}), above policy.approve_above. Pay it? [y/N] ",
+                approval.route, approval.host, approval.dollars, approval.description
+            );
+            let answer = tokio::task::spawn_blocking(move || {
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(question.as_bytes());
+                let _ = err.flush();
+                let mut line = String::new();
+                std::io::stdin().lock().read_line(&mut line).map(|_| line)
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("reading the answer: {e}"))?;
+            if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+                Ok(())
+            } else {
+                Err(format!("the user did not approve {}", approval.description))
+            }
+        })
+    }
+}

@@ -1,0 +1,194 @@
+//! `paperchain wallet`: the paying client's key (`paperchain_wallet::keys`): create, import,
+//! show, remove. It never prints a key.
+
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use paperchain_wallet::keys::{self, KeyConfig, KeyError, Status, Store};
+use zeroize::Zeroizing;
+
+/// Where the key goes, said once for every subcommand's help.
+const STORES: &str = "\
+The key is kept in the OS keyring (Secret Service, macOS Keychain, Windows Credential
+Manager) when one answers, else in an encrypted V3 keystore file (<data dir>/wallet/keystore.json).
+Environment:
+  PAPERCHAIN_WALLET_STORE          auto (default), keyring or keystore
+  PAPERCHAIN_WALLET_KEYSTORE       the keystore file's path
+  PAPERCHAIN_WALLET_PASSWORD_FILE  a file holding the keystore's password
+  PAPERCHAIN_WALLET_PASSWORD       the keystore's password (else you are asked in a terminal)
+  PAPERCHAIN_WALLET_ACCOUNT        the keyring entry's user (default: wallet)";
+
+#[derive(clap::Subcommand)]
+pub enum WalletCommand {
+    /// Create a new random key and print its address and where it is kept.
+    #[command(after_help = STORES)]
+    New,
+    /// Import a key: a private key (64 hex digits) from standard input, or a V3 keystore file
+    /// (Foundry's `cast wallet`, geth) with --keystore.
+    #[command(after_help = STORES)]
+    Import {
+        /// A V3 keystore file to import; its password is read like the wallet's (password
+        /// file, environment, prompt). Without it, the private key is read from standard input.
+        #[arg(long, value_name = "FILE")]
+        keystore: Option<PathBuf>,
+    },
+    /// Print the wallet's address.
+    #[command(after_help = STORES)]
+    Address,
+    /// Where the key is kept, its address, and whether an OS keyring answers.
+    #[command(after_help = STORES)]
+    Status {
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete the key (asks first, unless --yes). Keep a copy: a deleted key cannot be recovered.
+    #[command(after_help = STORES)]
+    Remove {
+        /// Do not ask (required when standard input is not a terminal).
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+/// Runs `cmd` with the key store configured from the environment and `data_dir`. Blocking:
+/// the keyring client runs its own executor, so the work runs on a thread of its own and this
+/// may be called from `main` inside a tokio runtime as well as outside one.
+pub fn run(cmd: WalletCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let cfg = KeyConfig::from_env(data_dir);
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| run_blocking(cmd, &cfg))
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the wallet command panicked")))
+    })
+}
+
+fn run_blocking(cmd: WalletCommand, cfg: &KeyConfig) -> anyhow::Result<ExitCode> {
+    match cmd {
+        WalletCommand::New => {
+            let wallet = keys::create(cfg)?;
+            print_wallet("created", wallet.address(), wallet.store());
+            Ok(ExitCode::SUCCESS)
+        }
+        WalletCommand::Import { keystore: Some(file) } => {
+            let password = cfg.password.read(&format!("the keystore {}", file.display()))?;
+            let wallet = keys::import_keystore(cfg, &file, &password)?;
+            drop(password);
+            print_wallet("imported", wallet.address(), wallet.store());
+            if let Store::Keystore { .. } = wallet.store() {
+                println!("the keystore file keeps the password of {}", file.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        WalletCommand::Import { keystore: None } => {
+            let key = read_private_key()?;
+            let wallet = keys::import_private_key(cfg, &key)?;
+            drop(key);
+            print_wallet("imported", wallet.address(), wallet.store());
+            Ok(ExitCode::SUCCESS)
+        }
+        WalletCommand::Address => {
+            let status = keys::status(cfg);
+            match (status.address, &status.store) {
+                (Some(address), Some(_)) => println!("{address}"),
+                // A keystore file without an address field: its address needs the password.
+                (None, Some(_)) => println!("{}", keys::load(cfg)?.address()),
+                (_, None) => return Err(no_wallet(&status).into()),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        WalletCommand::Status { json } => {
+            let status = keys::status(cfg);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&status)?);
+            } else {
+                print_status(&status);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        WalletCommand::Remove { yes } => remove(cfg, yes),
+    }
+}
+
+fn print_wallet(what: &str, address: alloy::primitives::Address, store: &Store) {
+    println!("{what} wallet {address}");
+    println!("stored in the {store}");
+}
+
+/// The private key: asked without echo in a terminal, else the first line of standard input.
+fn read_private_key() -> anyhow::Result<Zeroizing<String>> {
+    let stdin = std::io::stdin();
+    let key = if stdin.is_terminal() {
+        Zeroizing::new(
+            rpassword::prompt_password("Private key (64 hex digits; not shown): ")
+                .context("reading the private key from the terminal")?,
+        )
+    } else {
+        // Room for a key and a line ending, so the line is not copied while it is read.
+        let mut line = Zeroizing::new(String::with_capacity(256));
+        stdin.lock().read_line(&mut line).context("reading the private key from standard input")?;
+        line
+    };
+    if key.trim().is_empty() {
+        bail!("no private key was given: pipe it in (`paperchain wallet import < key.txt`) or run in a terminal");
+    }
+    Ok(key)
+}
+
+fn no_wallet(status: &Status) -> KeyError {
+    let path = status.keystore_path.display();
+    let looked = match &status.keyring_unavailable_reason {
+        Some(reason) => format!("no keystore file at {path}; the keyring cannot be used: {reason}"),
+        None => format!("nothing in the keyring, no keystore file at {path}"),
+    };
+    KeyError::NoWallet { looked }
+}
+
+fn print_status(status: &Status) {
+    match (&status.store, status.address) {
+        (Some(store), Some(address)) => println!("wallet:   {address} in the {store}"),
+        (Some(store), None) => println!("wallet:   in the {store} (address shown by `paperchain wallet address`)"),
+        (None, _) => println!("wallet:   no wallet: paperchain wallet new | import"),
+    }
+    match (status.keyring_available, status.keyring_backend, &status.keyring_unavailable_reason) {
+        (true, Some(backend), _) => println!("keyring:  {backend} answers"),
+        (_, _, Some(reason)) => println!("keyring:  not available: {reason}"),
+        _ => println!("keyring:  not available"),
+    }
+    let exists = if status.keystore_exists { "exists" } else { "not there" };
+    println!("keystore: {} ({exists})", status.keystore_path.display());
+    println!("store:    {} ({})", status.choice, keys::ENV_STORE);
+    for note in &status.notes {
+        println!("note:     {note}");
+    }
+}
+
+fn remove(cfg: &KeyConfig, yes: bool) -> anyhow::Result<ExitCode> {
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            bail!("refusing to remove the key without --yes: standard input is not a terminal to confirm on");
+        }
+        let status = keys::status(cfg);
+        let Some(store) = &status.store else {
+            println!("no wallet to remove");
+            return Ok(ExitCode::SUCCESS);
+        };
+        let whose = status.address.map(|a| format!("the key of {a}")).unwrap_or_else(|| "the key".into());
+        print!("Delete {whose} from the {store}? Without a copy elsewhere it is lost for good. Type `yes`: ");
+        std::io::stdout().flush()?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer).context("reading the confirmation")?;
+        if answer.trim() != "yes" {
+            println!("nothing removed");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    match keys::remove(cfg)? {
+        Some(store) => println!("removed the key from the {store}"),
+        None => println!("no wallet to remove"),
+    }
+    Ok(ExitCode::SUCCESS)
+}

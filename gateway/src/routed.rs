@@ -1,0 +1,285 @@
+//! Local mode's calls, for every front door: where each runs (the engine here, or the
+//! hosted service paid by the wallet), and its ledger row.
+//!
+//! A route runs `local`, `hosted` or `auto` (local, then hosted when the engine cannot: a
+//! missing external tool, an unreachable RPC), as the user's configuration says per route;
+//! a call may ask for another mode (the `Paperchain-Route` header, `paperchain call
+//! --route`). Every call, local or hosted, gets a ledger row; a hosted answer is passed on
+//! as the service gave it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use paperchain_engine::catalog::RouteEntry;
+use paperchain_engine::output::OutputMode;
+use paperchain_engine::{Context, EngineError, ErrorKind, FileSet, OutFile, Reply};
+use paperchain_wallet::client::{Answer, CallError, PayingClient, Quote, Request};
+use paperchain_wallet::config::RouteMode;
+use paperchain_wallet::ledger::{Caller, Finish, NewCall};
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+
+use crate::error::ApiError;
+
+/// Request header choosing where one call runs: `local`, `hosted` or `auto`.
+pub const ROUTE_HEADER: &str = "paperchain-route";
+/// Request header asking only what the hosted service would charge: `only`.
+pub const QUOTE_HEADER: &str = "paperchain-quote";
+/// Answer header: where the call ran (`local` or `hosted`).
+pub const RAN_HEADER: &str = "paperchain-ran";
+/// Answer header: what the call cost (`0.002 USDC`), when it was paid.
+pub const PAID_HEADER: &str = "paperchain-paid";
+/// Answer header: the payment's network, payer, payee and transaction (JSON).
+pub const PAYMENT_HEADER: &str = "paperchain-payment";
+/// Answer header: the ledger's id of the call.
+pub const CALL_ID_HEADER: &str = "paperchain-call-id";
+
+/// One call as a front door received it.
+pub struct Call<'a> {
+    /// The route.
+    pub route: &'a RouteEntry,
+    /// The JSON body.
+    pub body: bytes::Bytes,
+    /// Who calls, through which door.
+    pub caller: Caller,
+    /// The mode the call asked for, if any.
+    pub mode: Option<RouteMode>,
+    /// Only a quote is wanted.
+    pub quote_only: bool,
+}
+
+/// Where a call ran and what came of it.
+pub enum Ran {
+    /// The engine ran it here; the ledger's call id.
+    Local(Result<Reply<Value>, EngineError>, Option<String>),
+    /// The hosted service answered (as it came).
+    Hosted(Result<Answer, CallError>),
+    /// Only a quote was asked for.
+    Quote(Result<Quote, CallError>),
+}
+
+/// Whether the engine's failure means it cannot do this call here (so `auto` goes hosted).
+fn cannot_run_here(error: &EngineError) -> bool {
+    matches!(error.kind, ErrorKind::Unavailable { .. } | ErrorKind::BadUpstream | ErrorKind::RateLimited { .. })
+}
+
+/// Runs `call` where it belongs; `client` is `None` when no wallet is set up (then every
+/// call runs here, unrecorded).
+pub async fn run(client: Option<&Arc<PayingClient>>, ctx: &Context, call: Call<'_>, timeout: Duration) -> Ran {
+    let Some(client) = client else {
+        return Ran::Local(local(call.route, &call.body, ctx, timeout).await, None);
+    };
+    let info = call.route.info();
+    let mode = call.mode.unwrap_or_else(|| client.config().mode_of(info.operation, info.path));
+    let request = Request { operation: info.operation, path: info.path, body: call.body.clone(), caller: &call.caller };
+    if call.quote_only {
+        return Ran::Quote(client.quote(&request).await);
+    }
+    if mode == RouteMode::Hosted {
+        return Ran::Hosted(client.call(&request).await);
+    }
+    let ledger = client.ledger();
+    let new = NewCall {
+        caller: &call.caller,
+        route: info.operation,
+        ran: "local",
+        service: None,
+        input_bytes: call.body.len(),
+    };
+    let call_id = match ledger.start(&new).await {
+        Ok(id) => Some(id),
+        Err(e) => {
+            tracing::error!(error = %e, "the ledger cannot record a call");
+            None
+        }
+    };
+    let started = Instant::now();
+    let outcome = local(call.route, &call.body, ctx, timeout).await;
+    if let Some(call_id) = &call_id {
+        let finish = match &outcome {
+            Ok(reply) => Finish {
+                status: 200,
+                duration: started.elapsed(),
+                output_sha256: Some(reply_sha256(reply)),
+                error: None,
+            },
+            Err(error) => Finish {
+                status: ApiError::from(error.clone()).status.as_u16(),
+                duration: started.elapsed(),
+                output_sha256: None,
+                error: Some(format!("{}: {}", error.code, error.message)),
+            },
+        };
+        if let Err(e) = ledger.finish(call_id, &finish).await {
+            tracing::error!(error = %e, "the ledger cannot record a call");
+        }
+    }
+    match outcome {
+        Err(error) if mode == RouteMode::Auto && cannot_run_here(&error) => {
+            tracing::info!(route = info.operation, reason = %error.message, "auto: running on the hosted service");
+            Ran::Hosted(client.call(&request).await)
+        }
+        outcome => Ran::Local(outcome, call_id),
+    }
+}
+
+async fn local(route: &RouteEntry, body: &[u8], ctx: &Context, timeout: Duration) -> Result<Reply<Value>, EngineError> {
+    match tokio::time::timeout(timeout, route.call(body, ctx)).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(EngineError::new(
+            ErrorKind::Timeout,
+            "timeout",
+            format!("the operation took longer than {} s", timeout.as_secs()),
+        )),
+    }
+}
+
+/// SHA-256 of a reply: of its JSON text, or of its files' bytes in order.
+pub fn reply_sha256(reply: &Reply<Value>) -> String {
+    let mut hash = Sha256::new();
+    match reply {
+        Reply::Json(value) => hash.update(value.to_string().as_bytes()),
+        Reply::Files(set) => set.files.iter().for_each(|f| hash.update(&f.bytes)),
+    }
+    hex::encode(hash.finalize())
+}
+
+/// The mode a request's `Paperchain-Route` header asks for; an unknown one is an error
+/// naming the header.
+pub fn mode_of(headers: &HeaderMap) -> Result<Option<RouteMode>, ApiError> {
+    match headers.get(ROUTE_HEADER).map(|v| v.to_str().unwrap_or("?")) {
+        None => Ok(None),
+        Some(text) => text.parse().map(Some).map_err(|e: String| {
+            ApiError::new(StatusCode::BAD_REQUEST, "invalid_input", format!("header Paperchain-Route: {e}"))
+        }),
+    }
+}
+
+/// Whether the request asks for a quote only (`Paperchain-Quote: only`).
+pub fn quote_only(headers: &HeaderMap) -> Result<bool, ApiError> {
+    match headers.get(QUOTE_HEADER).map(|v| v.to_str().unwrap_or("?")) {
+        None => Ok(false),
+        Some(text) if text.eq_ignore_ascii_case("only") => Ok(true),
+        Some(text) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+            format!("header Paperchain-Quote: `{text}` is not `only`"),
+        )),
+    }
+}
+
+/// A routed call's failure as an API error: what went wrong, and whether money moved.
+pub fn call_error(error: &CallError) -> ApiError {
+    let (status, code) = match error {
+        CallError::NoService(_) => (StatusCode::SERVICE_UNAVAILABLE, "no_hosted_service"),
+        CallError::Unreachable { .. } | CallError::Pay(_) => (StatusCode::BAD_GATEWAY, "upstream_error"),
+        CallError::Policy(_) => (StatusCode::PAYMENT_REQUIRED, "refused_by_policy"),
+        CallError::Keys(_) => (StatusCode::SERVICE_UNAVAILABLE, "wallet_unavailable"),
+        CallError::PaymentRefused { .. } => (StatusCode::PAYMENT_REQUIRED, "payment_refused"),
+        CallError::PaidAnswerLost { .. } => (StatusCode::BAD_GATEWAY, "paid_answer_lost"),
+        CallError::Ledger(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+    };
+    ApiError::new(status, code, error.to_string())
+}
+
+/// The hosted service's answer as this server's: its status, headers and body as they
+/// came, plus where it ran and what it cost.
+pub fn hosted_response(answer: Answer) -> Response {
+    let mut response = Response::new(axum::body::Body::from(answer.body.clone()));
+    *response.status_mut() = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    let headers = response.headers_mut();
+    for (name, value) in &answer.headers {
+        if let (Ok(name), Ok(value)) = (axum::http::HeaderName::try_from(name.as_str()), HeaderValue::from_str(value)) {
+            headers.append(name, value);
+        }
+    }
+    headers.insert(RAN_HEADER, HeaderValue::from_static("hosted"));
+    if let Ok(id) = HeaderValue::from_str(&answer.call_id) {
+        headers.insert(CALL_ID_HEADER, id);
+    }
+    if let Some(paid) = &answer.paid {
+        if let Ok(value) = HeaderValue::from_str(&paid.amount_text()) {
+            headers.insert(PAID_HEADER, value);
+        }
+        let payment = json!({
+            "amount": paid.amount, "network": paid.network, "payer": paid.payer, "payee": paid.payee, "transaction": paid.tx,
+        });
+        if let Ok(value) = HeaderValue::from_str(&payment.to_string()) {
+            headers.insert(PAYMENT_HEADER, value);
+        }
+    }
+    response
+}
+
+/// A hosted 2xx answer as the reply a local run gives: its JSON, or its one file (name from
+/// `Content-Disposition`, report from `Paperchain-Report`). A 4xx/5xx answer gives its
+/// status and the service's message.
+pub fn answer_reply(answer: &Answer) -> Result<Reply<Value>, (u16, String)> {
+    let media_type = answer.header("content-type").unwrap_or("application/octet-stream").to_string();
+    let is_json = media_type.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"));
+    if answer.status >= 400 {
+        let message = serde_json::from_slice::<Value>(&answer.body)
+            .ok()
+            .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
+            .unwrap_or_else(|| String::from_utf8_lossy(&answer.body).chars().take(2000).collect());
+        return Err((answer.status, format!("the hosted service answered {}: {message}", answer.status)));
+    }
+    if is_json {
+        return serde_json::from_slice(&answer.body)
+            .map(Reply::Json)
+            .map_err(|_| (502, "the hosted service's JSON cannot be read".to_string()));
+    }
+    let filename = answer
+        .header("content-disposition")
+        .and_then(|d| d.split("filename=\"").nth(1).and_then(|rest| rest.split('"').next()))
+        .map(|name| name.replace(['/', '\\'], "_"))
+        .filter(|name| !name.is_empty() && name != "." && name != "..")
+        .unwrap_or_else(|| "result".into());
+    let mut set = FileSet::single(OutFile { filename, media_type, bytes: answer.body.to_vec() }, OutputMode::File);
+    set.report = answer.header(crate::routes::REPORT_HEADER).and_then(|r| serde_json::from_str(r).ok());
+    Ok(Reply::Files(set))
+}
+
+/// A quote as JSON: what the service asks and what the policy would pay.
+pub fn quote_json(quote: &Quote) -> Value {
+    match (&quote.required, &quote.selected) {
+        (None, _) => json!({ "payment_required": false }),
+        (Some(required), selected) => {
+            let (allowed, choice, refusal) = match selected {
+                Some(Ok(selected)) => (
+                    true,
+                    json!({
+                        "amount": selected.atomic.to_string(), "dollars": selected.dollars.to_string(),
+                        "asset": selected.asset.address, "symbol": selected.asset.symbol, "network": selected.network,
+                        "payee": selected.payee, "needs_approval": selected.needs_approval,
+                    }),
+                    Value::Null,
+                ),
+                Some(Err(refusal)) => (false, Value::Null, json!(refusal.to_string())),
+                None => (false, Value::Null, Value::Null),
+            };
+            json!({
+                "payment_required": true, "accepts": required["accepts"], "policy_allows": allowed,
+                "would_pay": choice, "refusal": refusal,
+            })
+        }
+    }
+}
+
+/// Adds `Paperchain-Ran: local` (and the ledger's id) to a local answer.
+pub fn mark_local(response: &mut Response, call_id: Option<&str>) {
+    response.headers_mut().insert(RAN_HEADER, HeaderValue::from_static("local"));
+    if let Some(id) = call_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+        response.headers_mut().insert(CALL_ID_HEADER, id);
+    }
+}
+
+/// A quote's HTTP answer.
+pub fn quote_response(quote: Result<Quote, CallError>) -> Response {
+    match quote {
+        Ok(quote) => axum::Json(quote_json(&quote)).into_response(),
+        Err(error) => call_error(&error).into_response(),
+    }
+}

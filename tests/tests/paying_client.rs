@@ -1,0 +1,347 @@
+//! The paying client against the hosted sandbox (anvil, the test USDC, the in-process
+//! facilitator settling real EIP-3009 transfers): it pays exactly the quote, once; the
+//! spend policy refuses before any signature exists; a server that refuses or asks again
+//! gets no second signature; a lost paid answer is not paid twice.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use alloy::primitives::U256;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use paperchain_testkit::sandbox::{self, HostedServer, Setup};
+use paperchain_testkit::server::{loopback_listener, spawn_router};
+use paperchain_wallet::client::{
+    Approval, Approver, BoxFuture, CallError, KeyLoader, NobodyToAsk, PayingClient, Request as Outgoing,
+};
+use paperchain_wallet::config::ClientConfig;
+use paperchain_wallet::ledger::{Caller, Ledger};
+use paperchain_wallet::policy::Refusal;
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+const GAS: &str = "/v1/chain/gas";
+
+struct Rig {
+    hosted: HostedServer,
+    client: Arc<PayingClient>,
+    _dir: tempfile::TempDir,
+}
+
+/// The sandbox, and a paying client of `service` (the sandbox's URL when `None`) whose
+/// policy is `policy` (TOML lines of `[policy]`). The sandbox's test USDC sits at the Base
+/// USDC address, an asset the wallet knows.
+async fn rig_with(policy: &str, service: Option<&str>, approver: Arc<dyn Approver>) -> Rig {
+    let hosted = sandbox::start(Setup::default()).await;
+    client_for(hosted, policy, service, approver).await
+}
+
+async fn client_for(hosted: HostedServer, policy: &str, service: Option<&str>, approver: Arc<dyn Approver>) -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("[service]\nurl = \"{}\"\n[policy]\n{policy}\n", service.unwrap_or(&hosted.base));
+    let config = ClientConfig::parse(&text, None).unwrap();
+    let ledger = Ledger::open_in(dir.path()).await.unwrap();
+    let signer = hosted.chain.payer_signer();
+    let keys: KeyLoader = Arc::new(move || Ok(signer.clone()));
+    let chains = Arc::new(sandbox::sandbox_chains(&hosted.chain, &[]));
+    let client = Arc::new(PayingClient::new(Arc::new(config), ledger, keys, approver, chains));
+    Rig { hosted, client, _dir: dir }
+}
+
+async fn rig(policy: &str) -> Rig {
+    rig_with(policy, None, Arc::new(NobodyToAsk)).await
+}
+
+const CAPPED: &str = "networks = { \"eip155:8453\" = \"1.00\" }";
+
+fn caller() -> Caller {
+    Caller { front_door: "http", client: Some("test-agent".into()) }
+}
+
+async fn gas(client: &PayingClient) -> Result<paperchain_wallet::client::Answer, CallError> {
+    let caller = caller();
+    let request = Outgoing {
+        operation: "get_gas_price",
+        path: GAS,
+        body: json!({"chain": "base"}).to_string().into(),
+        caller: &caller,
+    };
+    client.call(&request).await
+}
+
+/// The sandbox's quote for the gas route, in atomic units.
+async fn quote(hosted: &HostedServer) -> u64 {
+    let response = hosted.post(GAS, &json!({"chain": "base"}), &[]).await;
+    assert_eq!(response.status(), 402);
+    let required: Value = response.json().await.unwrap();
+    required["accepts"][0]["amount"].as_str().unwrap().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paid_call_moves_exactly_the_quote_and_the_ledger_matches_the_chain() {
+    let rig = rig(CAPPED).await;
+    let price = quote(&rig.hosted).await;
+    let (payer_before, payee_before) = rig.hosted.balances().await;
+    let answer = gas(&rig.client).await.unwrap();
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    let body: Value = serde_json::from_slice(&answer.body).unwrap();
+    assert!(body.get("gas_price_wei").is_some() || body.is_object(), "{body}");
+    let paid = answer.paid.clone().expect("the call was paid");
+    assert_eq!(paid.amount, price.to_string());
+    assert_eq!(rig.hosted.tx_succeeded(&paid.tx).await, Some(true), "the settlement's transaction is on chain");
+    let (payer_after, payee_after) = rig.hosted.balances().await;
+    assert_eq!(payer_before - payer_after, U256::from(price));
+    assert_eq!(payee_after - payee_before, U256::from(price));
+    let row = rig.client.ledger().get(&answer.call_id).await.unwrap().unwrap();
+    assert_eq!((row.state.as_str(), row.ran.as_str(), row.status), ("paid", "hosted", Some(200)));
+    assert_eq!(row.tx.as_deref(), Some(paid.tx.as_str()));
+    assert_eq!(row.amount.as_deref(), Some(price.to_string().as_str()));
+    assert_eq!(row.payer.as_deref(), Some(rig.hosted.chain.payer().to_checksum(None).as_str()));
+    assert_eq!(row.client.as_deref(), Some("test-agent"));
+    // The reconciliation agrees with the chain.
+    let chains = sandbox::sandbox_chains(&rig.hosted.chain, &[]);
+    let checks = paperchain_wallet::reconcile::reconcile(rig.client.ledger(), &chains, 0).await.unwrap();
+    assert_eq!(checks.len(), 1);
+    assert_eq!(checks[0].verdict, "ok", "{:?}", checks[0]);
+}
+
+/// Balances, and that the sandbox's facilitator saw nothing: both unchanged.
+async fn assert_nothing_paid(rig: &Rig, before: (U256, U256)) {
+    assert_eq!(rig.hosted.balances().await, before, "no money moved");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_policy_refuses_before_any_signature() {
+    let base = sandbox::start(Setup::default()).await;
+    let price = quote(&base).await;
+    let under = format!("{:.6}", (price - 1) as f64 / 1e6);
+    // An offer in an asset the wallet does not pay in: the sandbox's own, at another address.
+    let (other_asset, payments) =
+        refusing_server(&base, None, Some("0x9999999999999999999999999999999999999999")).await;
+    let cases: Vec<(String, Option<&str>, &str)> = vec![
+        (format!("per_call = \"{under}\"\n{CAPPED}"), None, "allowed per call"),
+        (format!("hosts = [\"api.paperchain.example\"]\n{CAPPED}"), None, "is not a hosted service this wallet pays"),
+        (
+            format!("payees = [\"0x2222222222222222222222222222222222222222\"]\n{CAPPED}"),
+            None,
+            "is not in policy.payees",
+        ),
+        (CAPPED.to_string(), Some(&other_asset), "is not one this wallet pays in"),
+        (String::new(), None, "a main network: nothing is paid there until a day cap is set"),
+    ];
+    let mut hosted = Some(base);
+    for (policy, service, expected) in cases {
+        let server = match hosted.take() {
+            Some(server) => server,
+            None => sandbox::start(Setup::default()).await,
+        };
+        let rig = client_for(server, &policy, service, Arc::new(NobodyToAsk)).await;
+        let before = rig.hosted.balances().await;
+        let error = gas(&rig.client).await.unwrap_err();
+        assert!(matches!(error, CallError::Policy(_)), "{policy}: {error}");
+        assert!(error.to_string().contains(expected), "{policy}: {error}");
+        assert_nothing_paid(&rig, before).await;
+        let rows = rig.client.ledger().rows(0).await.unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].state, "failed");
+        assert!(rows[0].nonce.is_none() && rows[0].payer.is_none(), "nothing was signed: {:?}", rows[0]);
+        hosted = Some(rig.hosted);
+    }
+    assert_eq!(payments.load(Ordering::SeqCst), 0, "no payment reached the server");
+}
+
+struct Deny;
+
+impl Approver for Deny {
+    fn approve<'a>(&'a self, approval: &'a Approval) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move { Err(format!("the user said no to {}", approval.description)) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn above_the_threshold_the_user_decides() {
+    let policy = format!("approve_above = \"0.000001\"\n{CAPPED}");
+    let rig = rig_with(&policy, None, Arc::new(Deny)).await;
+    let before = rig.hosted.balances().await;
+    let error = gas(&rig.client).await.unwrap_err();
+    assert!(matches!(error, CallError::Policy(Refusal::Approval(_))), "{error}");
+    assert!(error.to_string().contains("the user said no"), "{error}");
+    assert_nothing_paid(&rig, before).await;
+    // Nothing to ask: refused, saying so.
+    let rig = client_for(rig.hosted, &policy, None, Arc::new(NobodyToAsk)).await;
+    let error = gas(&rig.client).await.unwrap_err().to_string();
+    assert!(error.contains("nothing here can ask"), "{error}");
+    assert_nothing_paid(&rig, before).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_cannot_together_pass_the_day_cap() {
+    let hosted = sandbox::start(Setup::default()).await;
+    let price = quote(&hosted).await;
+    // Room for exactly three calls, and less than a fourth.
+    let cap = format!("{:.6}", (3 * price + price / 2) as f64 / 1e6);
+    let rig = client_for(hosted, &format!("per_day = \"{cap}\"\n{CAPPED}"), None, Arc::new(NobodyToAsk)).await;
+    let (payer_before, _) = rig.hosted.balances().await;
+    let calls: Vec<_> = (0..20)
+        .map(|_| {
+            let client = rig.client.clone();
+            tokio::spawn(async move { gas(&client).await })
+        })
+        .collect();
+    let mut paid = 0;
+    let mut capped = 0;
+    for call in calls {
+        match call.await.unwrap() {
+            Ok(answer) => {
+                assert!(answer.paid.is_some());
+                paid += 1;
+            }
+            Err(CallError::Policy(Refusal::Cap(why))) => {
+                assert!(why.contains("policy.per_day"), "{why}");
+                capped += 1;
+            }
+            Err(other) => panic!("{other}"),
+        }
+    }
+    assert_eq!((paid, capped), (3, 17));
+    let (payer_after, _) = rig.hosted.balances().await;
+    assert_eq!(payer_before - payer_after, U256::from(3 * price));
+}
+
+/// A loopback x402 server that answers every call 402 with the sandbox's offer, and a paid
+/// one with `second` (a `price_mismatch`, or the same request again); counts the payments.
+/// `asset` replaces the offer's asset.
+async fn refusing_server(
+    hosted: &HostedServer,
+    second: Option<&'static str>,
+    asset: Option<&str>,
+) -> (String, Arc<AtomicUsize>) {
+    let response = hosted.post(GAS, &json!({"chain": "base"}), &[]).await;
+    let mut required: Value = response.json().await.unwrap();
+    if let Some(asset) = asset {
+        required["accepts"][0]["asset"] = json!(asset);
+    }
+    let payments = Arc::new(AtomicUsize::new(0));
+    let counter = payments.clone();
+    let router = axum::Router::new().route(
+        GAS,
+        axum::routing::post(move |request: Request| {
+            let counter = counter.clone();
+            let mut required = required.clone();
+            async move {
+                if request.headers().contains_key("payment-signature") {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    if let Some(error) = second {
+                        required["error"] = json!(error);
+                    }
+                }
+                let header = paperchain_protocol_encode(&required);
+                Response::builder()
+                    .status(402)
+                    .header("content-type", "application/json")
+                    .header("payment-required", header)
+                    .body(Body::from(required.to_string()))
+                    .unwrap()
+            }
+        }),
+    );
+    let (listener, _, base) = loopback_listener().await;
+    spawn_router(listener, router);
+    (base, payments)
+}
+
+fn paperchain_protocol_encode(value: &Value) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(value.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_payment_or_a_second_402_gets_no_second_signature() {
+    let mut hosted = Some(sandbox::start(Setup::default()).await);
+    for second in [Some("price_mismatch"), None] {
+        let server = hosted.take().unwrap();
+        let (fake, payments) = refusing_server(&server, second, None).await;
+        let rig = client_for(server, CAPPED, Some(&fake), Arc::new(NobodyToAsk)).await;
+        let before = rig.hosted.balances().await;
+        let error = gas(&rig.client).await.unwrap_err();
+        let CallError::PaymentRefused { reason, chain } = &error else { panic!("{second:?}: {error}") };
+        assert_eq!(reason, second.unwrap_or("402 again"));
+        assert!(chain.contains("unused"), "the chain was asked: {chain}");
+        assert_eq!(payments.load(Ordering::SeqCst), 1, "{second:?}: one signature, never a second");
+        assert_nothing_paid(&rig, before).await;
+        let rows = rig.client.ledger().rows(0).await.unwrap();
+        assert_eq!(rows[0].state, "unsettled", "counted until the authorization expires: {:?}", rows[0]);
+        hosted = Some(rig.hosted);
+    }
+}
+
+/// A proxy in front of the sandbox that drops the first paid answer after the sandbox
+/// settled it; records the nonce of every payment it forwards.
+async fn dropping_proxy(hosted: &HostedServer) -> (String, Arc<Mutex<Vec<String>>>) {
+    let nonces = Arc::new(Mutex::new(Vec::new()));
+    let upstream = hosted.base.clone();
+    let client = hosted.client.clone();
+    let seen = nonces.clone();
+    let router = axum::Router::new().fallback(move |State(()): State<()>, request: Request| {
+        let (upstream, client, seen) = (upstream.clone(), client.clone(), seen.clone());
+        async move {
+            let path = request.uri().path().to_string();
+            let payment = request.headers().get("payment-signature").and_then(|v| v.to_str().ok()).map(str::to_string);
+            let body = axum::body::to_bytes(request.into_body(), usize::MAX).await.unwrap();
+            let mut forward =
+                client.post(format!("{upstream}{path}")).header("content-type", "application/json").body(body);
+            let mut first_paid = false;
+            if let Some(payment) = &payment {
+                let payload = paperchain_protocol::x402::decode_payment(payment).unwrap();
+                let mut seen = seen.lock().await;
+                first_paid = seen.is_empty();
+                seen.push(payload["payload"]["authorization"]["nonce"].as_str().unwrap().to_string());
+                forward = forward.header("payment-signature", payment);
+            }
+            let answer = forward.send().await.unwrap();
+            let status = answer.status();
+            let headers = answer.headers().clone();
+            let bytes = answer.bytes().await.unwrap();
+            let mut response = if first_paid {
+                // Settled upstream; the connection breaks before the answer arrives.
+                Response::new(Body::from_stream(futures::stream::once(async {
+                    Err::<bytes::Bytes, _>(std::io::Error::other("dropped"))
+                })))
+            } else {
+                Response::new(Body::from(bytes))
+            };
+            *response.status_mut() = status;
+            for (name, value) in &headers {
+                if name != "content-length" && name != "transfer-encoding" {
+                    response.headers_mut().insert(name, value.clone());
+                }
+            }
+            response
+        }
+    });
+    let (listener, _, base) = loopback_listener().await;
+    spawn_router(listener, router.with_state(()));
+    (base, nonces)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_paid_answer_is_not_paid_twice() {
+    let hosted = sandbox::start(Setup::default()).await;
+    let price = quote(&hosted).await;
+    let (proxy, nonces) = dropping_proxy(&hosted).await;
+    let rig = client_for(hosted, CAPPED, Some(&proxy), Arc::new(NobodyToAsk)).await;
+    let (payer_before, _) = rig.hosted.balances().await;
+    let error = gas(&rig.client).await.unwrap_err();
+    let CallError::PaidAnswerLost { tx, call_id, .. } = &error else { panic!("{error}") };
+    let nonces = nonces.lock().await.clone();
+    assert!(nonces.len() >= 2, "the payment was sent again: {nonces:?}");
+    assert!(nonces.iter().all(|n| *n == nonces[0]), "one authorization, sent again, never a second: {nonces:?}");
+    let (payer_after, _) = rig.hosted.balances().await;
+    assert_eq!(payer_before - payer_after, U256::from(price), "paid exactly once");
+    assert_eq!(rig.hosted.tx_succeeded(tx).await, Some(true));
+    let rows = rig.client.ledger().rows(0).await.unwrap();
+    let paid: Vec<_> = rows.iter().filter(|r| r.state == "paid").collect();
+    assert_eq!(paid.len(), 1, "{rows:?}");
+    assert_eq!((&paid[0].call_id, paid[0].tx.as_deref()), (call_id, Some(tx.as_str())));
+}

@@ -1,0 +1,133 @@
+//! What the chain says about a payment: whether an EIP-3009 authorization was used, in
+//! which transaction, and whether that transaction moved the amount the ledger holds.
+//! Read through the engine's own chain code (its configured RPC endpoints).
+
+use alloy::primitives::{Address, B256, U256};
+use alloy::providers::Provider as _;
+use alloy::rpc::types::Filter;
+use alloy::sol_types::SolEvent as _;
+use paperchain_engine::evm::{Chains, EvmChain};
+use std::sync::Arc;
+
+alloy::sol! {
+    #[sol(rpc)]
+    interface Eip3009Token {
+        function authorizationState(address authorizer, bytes32 nonce) external view returns (bool);
+        event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
+        event Transfer(address indexed from, address indexed to, uint256 value);
+        function balanceOf(address holder) external view returns (uint256);
+    }
+}
+
+/// `holder`'s balance of the chain's native coin and of `asset`, in atomic units.
+pub async fn balances(chain: &EvmChain, asset: &str, holder: Address) -> Result<(U256, U256), String> {
+    let provider = chain.provider();
+    let native =
+        provider.get_balance(holder).await.map_err(|e| format!("eth_getBalance on chain {}: {e}", chain.chain_id()))?;
+    let token = Eip3009Token::new(parse::<Address>(asset, "asset")?, provider);
+    let held = token
+        .balanceOf(holder)
+        .call()
+        .await
+        .map_err(|e| format!("balanceOf {asset} on chain {}: {e}", chain.chain_id()))?;
+    Ok((native, held))
+}
+
+/// The chain of a CAIP-2 EVM network among the configured ones.
+pub fn chain_of(chains: &Chains, network: &str) -> Result<Arc<EvmChain>, String> {
+    let id: u64 = network
+        .strip_prefix("eip155:")
+        .and_then(|id| id.parse().ok())
+        .ok_or_else(|| format!("{network} is not an EVM network"))?;
+    chains
+        .names()
+        .into_iter()
+        .filter_map(|name| chains.get(name))
+        .find(|chain| chain.chain_id() == id)
+        .cloned()
+        .ok_or_else(|| format!("no RPC endpoint is configured for chain {id} ({network}); see PAPERCHAIN_CHAINS"))
+}
+
+fn parse<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, String> {
+    text.parse().map_err(|_| format!("the ledger's {what} `{text}` cannot be read"))
+}
+
+/// Whether `payer`'s authorization `nonce` on `asset` has been used.
+pub async fn authorization_used(chain: &EvmChain, asset: &str, payer: &str, nonce: &str) -> Result<bool, String> {
+    let token = Eip3009Token::new(parse::<Address>(asset, "asset")?, chain.provider());
+    token
+        .authorizationState(parse(payer, "payer")?, parse::<B256>(nonce, "nonce")?)
+        .call()
+        .await
+        .map_err(|e| format!("authorizationState on chain {}: {e}", chain.chain_id()))
+}
+
+/// The transaction that used `payer`'s authorization `nonce` on `asset`, searched in the
+/// last `depth` blocks (newest first, 5,000 at a time).
+pub async fn authorization_tx(
+    chain: &EvmChain,
+    asset: &str,
+    payer: &str,
+    nonce: &str,
+    depth: u64,
+) -> Result<Option<B256>, String> {
+    let provider = chain.provider();
+    let latest = provider.get_block_number().await.map_err(|e| format!("eth_blockNumber: {e}"))?;
+    let payer: Address = parse(payer, "payer")?;
+    let nonce: B256 = parse(nonce, "nonce")?;
+    let floor = latest.saturating_sub(depth);
+    let mut to = latest;
+    loop {
+        let from = to.saturating_sub(4_999).max(floor);
+        let filter = Filter::new()
+            .address(parse::<Address>(asset, "asset")?)
+            .event_signature(Eip3009Token::AuthorizationUsed::SIGNATURE_HASH)
+            .topic1(payer.into_word())
+            .topic2(nonce)
+            .from_block(from)
+            .to_block(to);
+        let logs = provider.get_logs(&filter).await.map_err(|e| format!("eth_getLogs: {e}"))?;
+        if let Some(hash) = logs.iter().find_map(|log| log.transaction_hash) {
+            return Ok(Some(hash));
+        }
+        if from <= floor {
+            return Ok(None);
+        }
+        to = from - 1;
+    }
+}
+
+/// Whether transaction `tx` succeeded and moved exactly `amount` of `asset` from `payer`
+/// to `payee`; the error says what differs.
+pub async fn check_transfer(
+    chain: &EvmChain,
+    tx: &str,
+    asset: &str,
+    payer: &str,
+    payee: &str,
+    amount: &str,
+) -> Result<(), String> {
+    let hash: B256 = parse(tx, "transaction")?;
+    let receipt = chain
+        .provider()
+        .get_transaction_receipt(hash)
+        .await
+        .map_err(|e| format!("eth_getTransactionReceipt: {e}"))?
+        .ok_or_else(|| format!("transaction {tx} is not on chain {}", chain.chain_id()))?;
+    if !receipt.status() {
+        return Err(format!("transaction {tx} reverted"));
+    }
+    let (asset, payer, payee): (Address, Address, Address) =
+        (parse(asset, "asset")?, parse(payer, "payer")?, parse(payee, "payee")?);
+    let amount: U256 = parse(amount, "amount")?;
+    let moved = receipt.inner.logs().iter().any(|log| {
+        log.address() == asset
+            && Eip3009Token::Transfer::decode_log_data(log.data())
+                .is_ok_and(|t| t.from == payer && t.to == payee && t.value == amount)
+    });
+    if moved {
+        Ok(())
+    } else {
+        Err(format!("transaction {tx} has no transfer of {amount} from {payer} to {payee} on {asset}"))
+    }
+}

@@ -1,0 +1,567 @@
+//! The paying client: sends one call to a hosted service and, when it answers 402, pays it
+//! under the spend policy (x402 v2), once.
+//!
+//! The order never changes: read the 402 → keep what the policy allows → ask the user
+//! when the amount is above the approval threshold → reserve the amount in the ledger
+//! (atomically against the day, session, client and network caps) → sign exactly the
+//! requirement that was checked → record the authorization's nonce (durably) → send it →
+//! record the settlement. A lost answer is retried with the *same* signed authorization,
+//! never a new one: the token moves the money for one nonce at most once. A second 402
+//! after paying (`price_mismatch`, a replay refused) is never answered with another
+//! signature; the chain is asked whether the first one was used.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alloy::signers::local::PrivateKeySigner;
+use paperchain_engine::evm::Chains;
+use paperchain_protocol::x402::{self, Authorization};
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+use tokio::sync::OnceCell;
+
+use crate::config::ClientConfig;
+use crate::ledger::{Caller, Caps, Finish, Ledger, LedgerError, NewCall};
+use crate::money::{Dollars, format_atomic};
+use crate::policy::{self, Refusal, Selected};
+use crate::x402_client::{self, PayError};
+
+/// The spec's idempotency extension: the payment's id, so a server that supports it can
+/// answer a repeated payment from its cache.
+pub const PAYMENT_IDENTIFIER: &str = "payment-identifier";
+
+/// Response headers that describe one connection, not the answer.
+const HOP_BY_HOP: &[&str] =
+    &["connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length", "date", "server"];
+
+/// A boxed future, for the approval hook.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What the user is asked to approve.
+#[derive(Clone, Debug)]
+pub struct Approval {
+    /// The operation.
+    pub route: String,
+    /// The hosted service's host.
+    pub host: String,
+    /// "0.25 USDC on eip155:8453 to 0x…".
+    pub description: String,
+    /// What it costs.
+    pub dollars: Dollars,
+}
+
+/// Asks the user to approve a payment above the approval threshold.
+pub trait Approver: Send + Sync {
+    /// `Ok(())` when the user approves; otherwise why not.
+    fn approve<'a>(&'a self, approval: &'a Approval) -> BoxFuture<'a, Result<(), String>>;
+}
+
+/// Where nothing can ask the user (a server without the desktop app): refuses, saying so.
+pub struct NobodyToAsk;
+
+impl Approver for NobodyToAsk {
+    fn approve<'a>(&'a self, approval: &'a Approval) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            Err(format!(
+                "{} needs the user's approval (above policy.approve_above) and nothing here can ask: \
+                 run it from the CLI or the desktop app, or raise policy.approve_above",
+                approval.description
+            ))
+        })
+    }
+}
+
+/// Where the signing key comes from (loaded on the first payment, then kept).
+pub type KeyLoader = Arc<dyn Fn() -> Result<PrivateKeySigner, String> + Send + Sync>;
+
+/// One call to send.
+#[derive(Clone, Debug)]
+pub struct Request<'a> {
+    /// The operation (`rotate_pdf_pages`).
+    pub operation: &'a str,
+    /// Its path on the service (`/v1/pdf/rotate`).
+    pub path: &'a str,
+    /// The JSON body.
+    pub body: bytes::Bytes,
+    /// Who calls, through which door.
+    pub caller: &'a Caller,
+}
+
+/// What was paid for a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Paid {
+    /// Atomic units of the asset.
+    pub amount: String,
+    /// The same in dollars.
+    pub dollars: Dollars,
+    /// The asset's symbol.
+    pub symbol: String,
+    /// The asset's decimals.
+    pub decimals: u8,
+    /// CAIP-2 network.
+    pub network: String,
+    /// Who paid.
+    pub payer: String,
+    /// Who was paid.
+    pub payee: String,
+    /// The settlement's transaction.
+    pub tx: String,
+}
+
+impl Paid {
+    /// "0.002 USDC".
+    pub fn amount_text(&self) -> String {
+        let atomic = self.amount.parse::<u128>().unwrap_or(0);
+        format!("{} {}", format_atomic(atomic, self.decimals), self.symbol)
+    }
+}
+
+/// The hosted service's answer, as it came.
+#[derive(Clone, Debug)]
+pub struct Answer {
+    /// Its HTTP status.
+    pub status: u16,
+    /// Its headers (lower-case names), less those about the connection.
+    pub headers: Vec<(String, String)>,
+    /// Its body.
+    pub body: bytes::Bytes,
+    /// What was paid for it.
+    pub paid: Option<Paid>,
+    /// The ledger's id of the call.
+    pub call_id: String,
+}
+
+impl Answer {
+    /// The value of header `name` (lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// What a quote-only request learns.
+#[derive(Clone, Debug)]
+pub struct Quote {
+    /// The service's PaymentRequired (`None` when the call needs no payment).
+    pub required: Option<Value>,
+    /// What the policy would pay, or why it would not.
+    pub selected: Option<Result<Selected, Refusal>>,
+}
+
+/// Why a routed call did not give an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// No hosted service is configured.
+    #[error(
+        "no hosted service is configured: set service.url in {0} or PAPERCHAIN_SERVICE_URL (routed calls go there)"
+    )]
+    NoService(String),
+    /// The service could not be reached or answered nothing usable.
+    #[error("the hosted service {host} did not answer: {message}")]
+    Unreachable {
+        /// Its host.
+        host: String,
+        /// What happened.
+        message: String,
+    },
+    /// The 402 could not be read or paid.
+    #[error("{0}")]
+    Pay(#[from] PayError),
+    /// The spend policy refused; nothing was signed.
+    #[error("refused by the spend policy, nothing was paid: {0}")]
+    Policy(#[from] Refusal),
+    /// The signing key could not be loaded; nothing was signed.
+    #[error("the wallet cannot sign, nothing was paid: {0}")]
+    Keys(String),
+    /// The service refused the payment it asked for; no second signature was made.
+    #[error("the hosted service refused the payment ({reason}); no second payment was signed. {chain}")]
+    PaymentRefused {
+        /// The service's reason (`price_mismatch`, `payment_already_used`…).
+        reason: String,
+        /// What the chain says of the first authorization.
+        chain: String,
+    },
+    /// The payment went through but its answer was lost.
+    #[error(
+        "the call was paid ({paid}, transaction {tx}) but its answer was lost; it was not paid again. \
+         Ledger call {call_id}."
+    )]
+    PaidAnswerLost {
+        /// What was paid.
+        paid: String,
+        /// The transaction.
+        tx: String,
+        /// The ledger row.
+        call_id: String,
+    },
+    /// The ledger could not record the call; nothing more was done.
+    #[error("{0}")]
+    Ledger(#[from] LedgerError),
+}
+
+/// The paying client.
+pub struct PayingClient {
+    http: reqwest::Client,
+    config: Arc<ClientConfig>,
+    ledger: Ledger,
+    keys: KeyLoader,
+    signer: OnceCell<Arc<PrivateKeySigner>>,
+    approver: Arc<dyn Approver>,
+    chains: Arc<Chains>,
+    /// Resends of a paid request whose answer was lost.
+    retries: u32,
+}
+
+impl PayingClient {
+    /// A client of the hosted service `config` names, recording in `ledger`, paying with
+    /// the key `keys` loads, asking `approver`, checking payments on `chains`.
+    pub fn new(
+        config: Arc<ClientConfig>,
+        ledger: Ledger,
+        keys: KeyLoader,
+        approver: Arc<dyn Approver>,
+        chains: Arc<Chains>,
+    ) -> PayingClient {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(config.service_timeout))
+            .connect_timeout(Duration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("paperchain/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .unwrap_or_default();
+        PayingClient { http, config, ledger, keys, signer: OnceCell::new(), approver, chains, retries: 2 }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// The ledger.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    fn service(&self) -> Result<(&str, String), CallError> {
+        let url = self.config.service_url.as_deref().ok_or_else(|| {
+            CallError::NoService(
+                self.config
+                    .file
+                    .as_ref()
+                    .map(|f| f.display().to_string())
+                    .unwrap_or_else(|| crate::config::config_file().display().to_string()),
+            )
+        })?;
+        let host =
+            url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase)).unwrap_or_default();
+        Ok((url, host))
+    }
+
+    async fn send(
+        &self,
+        url: &str,
+        host: &str,
+        body: &bytes::Bytes,
+        payment: Option<&str>,
+    ) -> Result<Received, CallError> {
+        let mut request = self.http.post(url).header("content-type", "application/json").body(body.clone());
+        if let Some(payment) = payment {
+            request = request.header(x402::PAYMENT_SIGNATURE, payment);
+        }
+        let unreachable = |e: reqwest::Error| CallError::Unreachable { host: host.to_string(), message: e.to_string() };
+        let response = request.send().await.map_err(unreachable)?;
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .filter(|(name, _)| !HOP_BY_HOP.contains(&name.as_str()))
+            .filter_map(|(name, value)| Some((name.as_str().to_string(), value.to_str().ok()?.to_string())))
+            .collect();
+        let body = response.bytes().await.map_err(unreachable)?;
+        Ok(Received { status, headers, body })
+    }
+
+    /// What the hosted service would charge for `request`, and whether the policy would
+    /// pay it: the call is sent without a payment, nothing is signed or recorded.
+    pub async fn quote(&self, request: &Request<'_>) -> Result<Quote, CallError> {
+        let (base, host) = self.service()?;
+        let received = self.send(&format!("{base}{}", request.path), &host, &request.body, None).await?;
+        if received.status != 402 {
+            return Ok(Quote { required: None, selected: None });
+        }
+        let required = x402_client::read_payment_required(received.header(x402::PAYMENT_REQUIRED), &received.body)?;
+        let selected = policy::select(&self.config, &host, &required);
+        Ok(Quote { required: Some(required), selected: Some(selected) })
+    }
+
+    /// Sends `request` to the hosted service, pays its 402 under the policy, and returns
+    /// its answer as it came; every step is in the ledger.
+    pub async fn call(&self, request: &Request<'_>) -> Result<Answer, CallError> {
+        let (base, host) = self.service()?;
+        let url = format!("{base}{}", request.path);
+        let started = Instant::now();
+        let call_id = self
+            .ledger
+            .start(&NewCall {
+                caller: request.caller,
+                route: request.operation,
+                ran: "hosted",
+                service: Some(&host),
+                input_bytes: request.body.len(),
+            })
+            .await?;
+        let outcome = self.exchange(request, &url, &host, &call_id).await;
+        let finish = match &outcome {
+            Ok(answer) => Finish {
+                status: answer.status,
+                duration: started.elapsed(),
+                output_sha256: Some(hex::encode(Sha256::digest(&answer.body))),
+                error: (answer.status >= 400).then(|| format!("the hosted service answered {}", answer.status)),
+            },
+            Err(error) => {
+                Finish { status: 0, duration: started.elapsed(), output_sha256: None, error: Some(error.to_string()) }
+            }
+        };
+        self.ledger.finish(&call_id, &finish).await?;
+        outcome.map(|mut answer| {
+            answer.call_id = call_id;
+            answer
+        })
+    }
+
+    async fn exchange(&self, request: &Request<'_>, url: &str, host: &str, call_id: &str) -> Result<Answer, CallError> {
+        let first = self.send(url, host, &request.body, None).await?;
+        if first.status != 402 {
+            return Ok(first.answer(None));
+        }
+        let required = x402_client::read_payment_required(first.header(x402::PAYMENT_REQUIRED), &first.body)?;
+        let selected = policy::select(&self.config, host, &required)?;
+        self.ledger.quote(call_id, &selected.atomic.to_string()).await?;
+        if selected.needs_approval {
+            let approval = Approval {
+                route: request.operation.to_string(),
+                host: host.to_string(),
+                description: selected.describe(),
+                dollars: selected.dollars,
+            };
+            self.approver.approve(&approval).await.map_err(Refusal::Approval)?;
+        }
+        let policy = &self.config.policy;
+        let caps = Caps {
+            per_day: policy.per_day,
+            per_session: policy.per_session,
+            per_client: request.caller.client.as_deref().and_then(|c| policy.clients.get(c)).copied(),
+            per_network: policy.networks.get(&selected.network).copied(),
+        };
+        if let Err(why) = self.ledger.reserve(call_id, &selected, &caps, request.caller.client.as_deref()).await? {
+            return Err(Refusal::Cap(why).into());
+        }
+        let signer = match self.signer().await {
+            Ok(signer) => signer,
+            Err(why) => {
+                self.ledger.release(call_id, &why).await?;
+                return Err(CallError::Keys(why));
+            }
+        };
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let signed = Authorization::fresh(&selected.requirement, now)
+            .and_then(|auth| {
+                let resource = required.get("resource").filter(|r| r.is_object());
+                x402::sign_exact_evm_with(&signer, &selected.requirement, resource, &auth)
+                    .map(|payload| (auth, payload))
+            })
+            .map_err(PayError::from);
+        let (auth, mut payload) = match signed {
+            Ok(signed) => signed,
+            Err(e) => {
+                self.ledger.release(call_id, &e.to_string()).await?;
+                return Err(e.into());
+            }
+        };
+        if let Some(extension) = required["extensions"].get(PAYMENT_IDENTIFIER) {
+            let mut echoed = extension.clone();
+            echoed["info"]["id"] = json!(call_id);
+            payload["extensions"] = json!({ PAYMENT_IDENTIFIER: echoed });
+        }
+        let payer = signer.address().to_checksum(None);
+        // On disk before the signature leaves this process: a crash from here on leaves a
+        // row the reconciliation checks on chain.
+        self.ledger.signing(call_id, &payer, &auth.nonce.to_string(), auth.valid_before).await?;
+        let header = x402::encode(&payload);
+        let paying = Paying { selected: &selected, payer: &payer, nonce: auth.nonce.to_string(), call_id };
+        let mut attempt = 0;
+        loop {
+            match self.send(url, host, &request.body, Some(&header)).await {
+                Ok(received) if received.status == 402 => return Err(self.refused(&paying, &received).await?),
+                Ok(received) => return self.delivered(&paying, received).await,
+                Err(lost) if attempt < self.retries => {
+                    attempt += 1;
+                    tracing::warn!(%host, attempt, error = %lost, "a paid call's answer was lost; sending the same payment again");
+                    tokio::time::sleep(Duration::from_millis(250 * u64::from(attempt))).await;
+                }
+                Err(lost) => return Err(self.lost(&paying, lost).await?),
+            }
+        }
+    }
+
+    async fn signer(&self) -> Result<Arc<PrivateKeySigner>, String> {
+        let keys = self.keys.clone();
+        self.signer
+            .get_or_try_init(|| async move {
+                tokio::task::spawn_blocking(move || keys())
+                    .await
+                    .map_err(|e| format!("loading the key failed: {e}"))?
+                    .map(Arc::new)
+            })
+            .await
+            .cloned()
+    }
+
+    /// A paid request answered (2xx, or an error the service gave after reading the payment).
+    async fn delivered(&self, paying: &Paying<'_>, received: Received) -> Result<Answer, CallError> {
+        let settlement = received.header(x402::PAYMENT_RESPONSE).map(x402_client::read_settlement);
+        match settlement {
+            Some(Ok(settlement)) => {
+                let tx = settlement["transaction"].as_str().unwrap_or_default().to_string();
+                self.ledger.paid(paying.call_id, &tx, &settlement).await?;
+                let paid = paying.paid(tx);
+                Ok(received.answer(Some(paid)))
+            }
+            Some(Err(e)) => {
+                self.ledger.unsettled(paying.call_id, &e.to_string()).await?;
+                Ok(received.answer(None))
+            }
+            None => {
+                // No settlement named: the chain may still say it was used.
+                let why = format!("the hosted service answered {} without a settlement", received.status);
+                match self.check_chain(paying).await {
+                    ChainSays::Used(tx) => {
+                        self.ledger.paid(paying.call_id, &tx, &json!({"found_on_chain": true})).await?;
+                        Ok(received.answer(Some(paying.paid(tx))))
+                    }
+                    _ => {
+                        self.ledger.unsettled(paying.call_id, &why).await?;
+                        Ok(received.answer(None))
+                    }
+                }
+            }
+        }
+    }
+
+    /// A 402 to a paid request: never answered with a second signature.
+    async fn refused(&self, paying: &Paying<'_>, received: &Received) -> Result<CallError, LedgerError> {
+        let reason = x402_client::read_payment_required(received.header(x402::PAYMENT_REQUIRED), &received.body)
+            .ok()
+            .and_then(|r| r["error"].as_str().map(|e| crate::clean(e, 300)))
+            .unwrap_or_else(|| "402 again".into());
+        match self.check_chain(paying).await {
+            ChainSays::Used(tx) => {
+                self.ledger.paid(paying.call_id, &tx, &json!({"found_on_chain": true})).await?;
+                Ok(CallError::PaidAnswerLost {
+                    paid: paying.paid(tx.clone()).amount_text(),
+                    tx,
+                    call_id: paying.call_id.into(),
+                })
+            }
+            says => {
+                self.ledger.unsettled(paying.call_id, &reason).await?;
+                Ok(CallError::PaymentRefused { reason, chain: says.describe() })
+            }
+        }
+    }
+
+    /// No answer to a paid request after every resend.
+    async fn lost(&self, paying: &Paying<'_>, lost: CallError) -> Result<CallError, LedgerError> {
+        match self.check_chain(paying).await {
+            ChainSays::Used(tx) => {
+                self.ledger.paid(paying.call_id, &tx, &json!({"found_on_chain": true})).await?;
+                Ok(CallError::PaidAnswerLost {
+                    paid: paying.paid(tx.clone()).amount_text(),
+                    tx,
+                    call_id: paying.call_id.into(),
+                })
+            }
+            says => {
+                self.ledger.unsettled(paying.call_id, &lost.to_string()).await?;
+                Ok(CallError::Unreachable { host: String::new(), message: format!("{lost}; {}", says.describe()) })
+            }
+        }
+    }
+
+    async fn check_chain(&self, paying: &Paying<'_>) -> ChainSays {
+        let chain = match crate::chain::chain_of(&self.chains, &paying.selected.network) {
+            Ok(chain) => chain,
+            Err(e) => return ChainSays::Unknown(e),
+        };
+        let asset = &paying.selected.asset.address;
+        match crate::chain::authorization_used(&chain, asset, paying.payer, &paying.nonce).await {
+            Ok(false) => ChainSays::Unused,
+            Ok(true) => {
+                match crate::chain::authorization_tx(&chain, asset, paying.payer, &paying.nonce, 50_000).await {
+                    Ok(Some(tx)) => ChainSays::Used(tx.to_string()),
+                    Ok(None) => ChainSays::Used("(not found in the last 50,000 blocks)".into()),
+                    Err(e) => ChainSays::Used(format!("(unknown: {e})")),
+                }
+            }
+            Err(e) => ChainSays::Unknown(e),
+        }
+    }
+}
+
+/// A payment in flight.
+struct Paying<'a> {
+    selected: &'a Selected,
+    payer: &'a str,
+    nonce: String,
+    call_id: &'a str,
+}
+
+impl Paying<'_> {
+    fn paid(&self, tx: String) -> Paid {
+        Paid {
+            amount: self.selected.atomic.to_string(),
+            dollars: self.selected.dollars,
+            symbol: self.selected.asset.symbol.clone(),
+            decimals: self.selected.asset.decimals,
+            network: self.selected.network.clone(),
+            payer: self.payer.to_string(),
+            payee: self.selected.payee.clone(),
+            tx,
+        }
+    }
+}
+
+enum ChainSays {
+    Used(String),
+    Unused,
+    Unknown(String),
+}
+
+impl ChainSays {
+    fn describe(&self) -> String {
+        match self {
+            ChainSays::Used(tx) => format!("The chain shows the authorization used in {tx}."),
+            ChainSays::Unused => "The chain shows the authorization unused: nothing was paid.".into(),
+            ChainSays::Unknown(why) => {
+                format!("Whether it was used is not known ({why}); `paperchain ledger reconcile` checks it later.")
+            }
+        }
+    }
+}
+
+struct Received {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: bytes::Bytes,
+}
+
+impl Received {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    fn answer(self, paid: Option<Paid>) -> Answer {
+        Answer { status: self.status, headers: self.headers, body: self.body, paid, call_id: String::new() }
+    }
+}

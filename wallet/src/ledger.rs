@@ -1,0 +1,510 @@
+//! The ledger: one SQLite row per call through any front door, local or hosted, and the
+//! money each paid call moved.
+//!
+//! A row holds when, which front door, which client, which route, where it ran, how long
+//! it took, its status, the input's size, the output's SHA-256 and, for a paid call, the
+//! quote, the amount, the network, the payer, the payee, the authorization's nonce, the
+//! transaction and the settlement answer. Never a key, a signature or a body.
+//!
+//! A paid call's row goes through `reserved` (the amount counts against the caps; no
+//! signature yet), `signed` (the authorization's nonce and expiry are on disk before the
+//! signature leaves the process), then `paid` (the settlement's transaction), `unsettled`
+//! (the server did not say it settled; still counted until the chain says otherwise) or
+//! `released` (nothing was signed). Every money step is committed with `synchronous=FULL`
+//! before the call goes on, so a crash at any point leaves a row that the reconciliation
+//! ([`crate::reconcile`]) can check against the chain. Rows of calls that move no money
+//! are committed with `synchronous=NORMAL` (durable across a crash, not a power loss).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Row as _, SqliteConnection};
+
+use crate::money::Dollars;
+use crate::policy::Selected;
+
+/// A ledger failure; names the file.
+#[derive(Debug, thiserror::Error)]
+#[error("the ledger {path}: {message}")]
+pub struct LedgerError {
+    path: String,
+    message: String,
+}
+
+/// States whose amount counts against the caps.
+const COUNTED: &str = "('reserved', 'signed', 'paid', 'unsettled')";
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS calls (
+    id INTEGER PRIMARY KEY,
+    call_id TEXT NOT NULL UNIQUE,
+    at_ms INTEGER NOT NULL,
+    day TEXT NOT NULL,
+    front_door TEXT NOT NULL,
+    client TEXT,
+    session TEXT NOT NULL,
+    route TEXT NOT NULL,
+    ran TEXT NOT NULL,
+    service TEXT,
+    duration_ms INTEGER,
+    status INTEGER,
+    input_bytes INTEGER NOT NULL,
+    output_sha256 TEXT,
+    state TEXT NOT NULL,
+    quote TEXT,
+    amount TEXT,
+    micros INTEGER NOT NULL DEFAULT 0,
+    asset TEXT,
+    symbol TEXT,
+    decimals INTEGER,
+    network TEXT,
+    payer TEXT,
+    payee TEXT,
+    nonce TEXT,
+    valid_before INTEGER,
+    tx TEXT,
+    settlement TEXT,
+    error TEXT
+);
+CREATE INDEX IF NOT EXISTS calls_day ON calls (day, state);
+CREATE INDEX IF NOT EXISTS calls_state ON calls (state);
+";
+
+/// Who made a call and through which door.
+#[derive(Clone, Debug, Default)]
+pub struct Caller {
+    /// `http`, `mcp`, `cli` or `app`.
+    pub front_door: &'static str,
+    /// The MCP client's name or the HTTP caller's user agent.
+    pub client: Option<String>,
+}
+
+/// One call as the ledger starts it.
+#[derive(Clone, Debug)]
+pub struct NewCall<'a> {
+    /// Who and through which door.
+    pub caller: &'a Caller,
+    /// The operation.
+    pub route: &'a str,
+    /// `local` or `hosted`.
+    pub ran: &'a str,
+    /// The hosted service's host, for a hosted call.
+    pub service: Option<&'a str>,
+    /// Size of the request body.
+    pub input_bytes: usize,
+}
+
+/// How a call ended.
+#[derive(Clone, Debug, Default)]
+pub struct Finish {
+    /// HTTP status of the answer (200, 400, 402…).
+    pub status: u16,
+    /// How long it took.
+    pub duration: Duration,
+    /// SHA-256 of the answer's body, hex.
+    pub output_sha256: Option<String>,
+    /// What went wrong, in words (no secrets).
+    pub error: Option<String>,
+}
+
+/// The caps a reservation must stay within, besides the per-call cap already checked.
+#[derive(Clone, Debug, Default)]
+pub struct Caps {
+    /// All calls in a UTC day.
+    pub per_day: Option<Dollars>,
+    /// This process's calls.
+    pub per_session: Option<Dollars>,
+    /// This client's calls in a UTC day.
+    pub per_client: Option<Dollars>,
+    /// This network's calls in a UTC day.
+    pub per_network: Option<Dollars>,
+}
+
+/// One ledger row, as listed.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub id: i64,
+    pub call_id: String,
+    pub at: String,
+    pub front_door: String,
+    pub client: Option<String>,
+    pub route: String,
+    pub ran: String,
+    pub service: Option<String>,
+    pub duration_ms: Option<i64>,
+    pub status: Option<i64>,
+    pub input_bytes: i64,
+    pub output_sha256: Option<String>,
+    pub state: String,
+    pub quote: Option<String>,
+    pub amount: Option<String>,
+    pub micros: i64,
+    pub asset: Option<String>,
+    pub symbol: Option<String>,
+    pub decimals: Option<i64>,
+    pub network: Option<String>,
+    pub payer: Option<String>,
+    pub payee: Option<String>,
+    pub nonce: Option<String>,
+    pub valid_before: Option<i64>,
+    pub tx: Option<String>,
+    pub settlement: Option<String>,
+    pub error: Option<String>,
+}
+
+/// The ledger file.
+#[derive(Clone, Debug)]
+pub struct Ledger {
+    /// `synchronous=FULL`: money steps.
+    full: SqlitePool,
+    /// `synchronous=NORMAL`: calls that move no money.
+    normal: SqlitePool,
+    path: PathBuf,
+    session: String,
+}
+
+/// Unix milliseconds now.
+pub fn now_ms() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0),
+    )
+    .unwrap_or(i64::MAX)
+}
+
+/// The UTC day (`2026-11-25`) of Unix milliseconds.
+pub fn day_of(ms: i64) -> String {
+    let at = time::OffsetDateTime::from_unix_timestamp(ms / 1000).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let format = time::macros::format_description!("[year]-[month]-[day]");
+    at.format(&format).unwrap_or_default()
+}
+
+fn rfc3339(ms: i64) -> String {
+    let at = time::OffsetDateTime::from_unix_timestamp(ms / 1000).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}
+
+/// A random call id (`call_` and 32 hex digits); also the payment-identifier sent.
+pub fn new_call_id() -> String {
+    format!("call_{}", hex::encode(rand::random::<[u8; 16]>()))
+}
+
+impl Ledger {
+    /// `ledger.sqlite` in `data_dir` (created with the folder when missing).
+    pub async fn open_in(data_dir: &Path) -> Result<Ledger, LedgerError> {
+        std::fs::create_dir_all(data_dir).map_err(|e| LedgerError {
+            path: data_dir.display().to_string(),
+            message: format!("creating the folder: {e}"),
+        })?;
+        Ledger::open(&data_dir.join("ledger.sqlite")).await
+    }
+
+    /// Opens (creating and migrating) the ledger at `path`.
+    pub async fn open(path: &Path) -> Result<Ledger, LedgerError> {
+        let filename = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let connect = SqliteConnectOptions::new()
+            .filename(&filename)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(30));
+        let error = |e: sqlx::Error| LedgerError { path: filename.display().to_string(), message: e.to_string() };
+        let full = SqlitePoolOptions::new().max_connections(4).connect_with(connect.clone()).await.map_err(error)?;
+        let mut tx = full.begin_with("BEGIN IMMEDIATE").await.map_err(error)?;
+        sqlx::raw_sql(SCHEMA).execute(&mut *tx).await.map_err(error)?;
+        tx.commit().await.map_err(error)?;
+        let normal = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(connect.synchronous(SqliteSynchronous::Normal))
+            .await
+            .map_err(error)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let _ = std::fs::set_permissions(&filename, std::fs::Permissions::from_mode(0o600));
+        }
+        let session = format!("session_{}", hex::encode(rand::random::<[u8; 8]>()));
+        Ok(Ledger { full, normal, path: filename, session })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// This process's session id (the per-session budget counts its rows).
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// Closes the connections.
+    pub async fn close(&self) {
+        self.normal.close().await;
+        self.full.close().await;
+    }
+
+    fn error(&self, e: sqlx::Error) -> LedgerError {
+        LedgerError { path: self.path.display().to_string(), message: e.to_string() }
+    }
+
+    /// Starts a row for `call`; returns its call id.
+    pub async fn start(&self, call: &NewCall<'_>) -> Result<String, LedgerError> {
+        let call_id = new_call_id();
+        let at = now_ms();
+        sqlx::query(
+            "INSERT INTO calls (call_id, at_ms, day, front_door, client, session, route, ran, service, input_bytes, state)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'started')",
+        )
+        .bind(&call_id)
+        .bind(at)
+        .bind(day_of(at))
+        .bind(call.caller.front_door)
+        .bind(call.caller.client.as_deref().map(|c| crate::clean(c, 200)))
+        .bind(&self.session)
+        .bind(call.route)
+        .bind(call.ran)
+        .bind(call.service)
+        .bind(i64::try_from(call.input_bytes).unwrap_or(i64::MAX))
+        .execute(&self.normal)
+        .await
+        .map_err(|e| self.error(e))?;
+        Ok(call_id)
+    }
+
+    /// Ends a call that moved no money (`done`, or `failed` with an error), or records the
+    /// answer of a paid one without touching its money state.
+    pub async fn finish(&self, call_id: &str, finish: &Finish) -> Result<(), LedgerError> {
+        sqlx::query(
+            "UPDATE calls SET status = ?2, duration_ms = ?3, output_sha256 = ?4, error = COALESCE(?5, error),
+                 state = CASE WHEN state = 'started' THEN (CASE WHEN ?5 IS NULL THEN 'done' ELSE 'failed' END) ELSE state END
+             WHERE call_id = ?1",
+        )
+        .bind(call_id)
+        .bind(i64::from(finish.status))
+        .bind(i64::try_from(finish.duration.as_millis()).unwrap_or(i64::MAX))
+        .bind(finish.output_sha256.as_deref())
+        .bind(finish.error.as_deref().map(|e| crate::clean(e, 1000)))
+        .execute(&self.full)
+        .await
+        .map_err(|e| self.error(e))?;
+        Ok(())
+    }
+
+    /// Records the quote a 402 carried (atomic units of the chosen offer).
+    pub async fn quote(&self, call_id: &str, quote: &str) -> Result<(), LedgerError> {
+        sqlx::query("UPDATE calls SET quote = ?2 WHERE call_id = ?1")
+            .bind(call_id)
+            .bind(quote)
+            .execute(&self.normal)
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(())
+    }
+
+    /// Reserves `selected`'s amount for `call_id` if every cap in `caps` still holds with
+    /// it, counting every reserved, signed, paid or unsettled row, in one `BEGIN IMMEDIATE`
+    /// transaction: concurrent calls (in this process or another) cannot together pass a cap.
+    pub async fn reserve(
+        &self,
+        call_id: &str,
+        selected: &Selected,
+        caps: &Caps,
+        client: Option<&str>,
+    ) -> Result<Result<(), String>, LedgerError> {
+        let mut tx = self.full.begin_with("BEGIN IMMEDIATE").await.map_err(|e| self.error(e))?;
+        let day = day_of(now_ms());
+        let amount = selected.dollars;
+        let checks: [(Option<Dollars>, String, String, Option<&str>); 4] = [
+            (caps.per_day, format!("day = ?1 AND state IN {COUNTED}"), "the day's cap (policy.per_day)".into(), None),
+            (
+                caps.per_session,
+                format!("session = ?2 AND state IN {COUNTED}"),
+                "this session's budget (policy.per_session)".into(),
+                None,
+            ),
+            (
+                caps.per_client,
+                format!("day = ?1 AND client IS ?3 AND state IN {COUNTED}"),
+                format!("the day's budget of client {} (policy.clients)", client.unwrap_or("(unnamed)")),
+                client,
+            ),
+            (
+                caps.per_network,
+                format!("day = ?1 AND network = ?3 AND state IN {COUNTED}"),
+                format!("the day's cap on {} (policy.networks)", selected.network),
+                Some(selected.network.as_str()),
+            ),
+        ];
+        for (cap, filter, name, third) in checks {
+            let Some(cap) = cap else { continue };
+            let spent = spent(&mut tx, &filter, &day, &self.session, third).await.map_err(|e| self.error(e))?;
+            if Dollars::from_micros(spent.saturating_add(amount.micros())) > cap {
+                tx.rollback().await.map_err(|e| self.error(e))?;
+                return Ok(Err(format!(
+                    "{amount} would pass {name} of {cap}: {} already spent or reserved",
+                    Dollars::from_micros(spent)
+                )));
+            }
+        }
+        sqlx::query(
+            "UPDATE calls SET state = 'reserved', quote = ?2, amount = ?2, micros = ?3, asset = ?4, symbol = ?5,
+                 decimals = ?6, network = ?7, payee = ?8, day = ?9
+             WHERE call_id = ?1",
+        )
+        .bind(call_id)
+        .bind(selected.atomic.to_string())
+        .bind(i64::try_from(amount.micros()).unwrap_or(i64::MAX))
+        .bind(&selected.asset.address)
+        .bind(&selected.asset.symbol)
+        .bind(i64::from(selected.asset.decimals))
+        .bind(&selected.network)
+        .bind(&selected.payee)
+        .bind(&day)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| self.error(e))?;
+        tx.commit().await.map_err(|e| self.error(e))?;
+        Ok(Ok(()))
+    }
+
+    /// Records that an authorization is about to be signed and sent: who pays, its nonce
+    /// and its expiry. Committed before the signature exists.
+    pub async fn signing(&self, call_id: &str, payer: &str, nonce: &str, valid_before: u64) -> Result<(), LedgerError> {
+        sqlx::query("UPDATE calls SET state = 'signed', payer = ?2, nonce = ?3, valid_before = ?4 WHERE call_id = ?1")
+            .bind(call_id)
+            .bind(payer)
+            .bind(nonce)
+            .bind(i64::try_from(valid_before).unwrap_or(i64::MAX))
+            .execute(&self.full)
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(())
+    }
+
+    /// The reservation of a call that signed nothing is given back.
+    pub async fn release(&self, call_id: &str, why: &str) -> Result<(), LedgerError> {
+        sqlx::query(
+            "UPDATE calls SET state = 'released', error = ?2, micros = 0 WHERE call_id = ?1 AND state = 'reserved'",
+        )
+        .bind(call_id)
+        .bind(crate::clean(why, 1000))
+        .execute(&self.full)
+        .await
+        .map_err(|e| self.error(e))?;
+        Ok(())
+    }
+
+    /// The call was paid: the settlement's transaction and answer.
+    pub async fn paid(&self, call_id: &str, tx: &str, settlement: &Value) -> Result<(), LedgerError> {
+        sqlx::query("UPDATE calls SET state = 'paid', tx = ?2, settlement = ?3 WHERE call_id = ?1")
+            .bind(call_id)
+            .bind(crate::clean(tx, 200))
+            .bind(crate::clean(&settlement.to_string(), 4000))
+            .execute(&self.full)
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(())
+    }
+
+    /// A signed call whose settlement is not known: it counts until the chain says.
+    pub async fn unsettled(&self, call_id: &str, why: &str) -> Result<(), LedgerError> {
+        sqlx::query("UPDATE calls SET state = 'unsettled', error = ?2 WHERE call_id = ?1 AND state = 'signed'")
+            .bind(call_id)
+            .bind(crate::clean(why, 1000))
+            .execute(&self.full)
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(())
+    }
+
+    /// A signed authorization the chain shows unused past its expiry: it can never move
+    /// money, so it no longer counts.
+    pub async fn expired(&self, call_id: &str) -> Result<(), LedgerError> {
+        sqlx::query(
+            "UPDATE calls SET state = 'expired', micros = 0 WHERE call_id = ?1 AND state IN ('signed', 'unsettled')",
+        )
+        .bind(call_id)
+        .execute(&self.full)
+        .await
+        .map_err(|e| self.error(e))?;
+        Ok(())
+    }
+
+    /// The row of `call_id`.
+    pub async fn get(&self, call_id: &str) -> Result<Option<Row>, LedgerError> {
+        let row = sqlx::query("SELECT * FROM calls WHERE call_id = ?1")
+            .bind(call_id)
+            .fetch_optional(&self.full)
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(row.as_ref().map(row_of))
+    }
+
+    /// Rows since Unix milliseconds `since_ms`, oldest first.
+    pub async fn rows(&self, since_ms: i64) -> Result<Vec<Row>, LedgerError> {
+        let rows = sqlx::query("SELECT * FROM calls WHERE at_ms >= ?1 ORDER BY id")
+            .bind(since_ms)
+            .fetch_all(&self.full)
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(rows.iter().map(row_of).collect())
+    }
+
+    /// Rows whose money the chain can confirm: signed, unsettled or paid.
+    pub async fn payments(&self) -> Result<Vec<Row>, LedgerError> {
+        let rows = sqlx::query("SELECT * FROM calls WHERE state IN ('signed', 'unsettled', 'paid') ORDER BY id")
+            .fetch_all(&self.full)
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(rows.iter().map(row_of).collect())
+    }
+}
+
+async fn spent(
+    conn: &mut SqliteConnection,
+    filter: &str,
+    day: &str,
+    session: &str,
+    third: Option<&str>,
+) -> Result<u64, sqlx::Error> {
+    let sql = format!("SELECT COALESCE(SUM(micros), 0) FROM calls WHERE {filter}");
+    // The filters are this file's own constants; the values are bound.
+    let total: i64 =
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(day).bind(session).bind(third).fetch_one(&mut *conn).await?;
+    Ok(u64::try_from(total).unwrap_or(0))
+}
+
+fn row_of(row: &sqlx::sqlite::SqliteRow) -> Row {
+    let at_ms: i64 = row.get("at_ms");
+    Row {
+        id: row.get("id"),
+        call_id: row.get("call_id"),
+        at: rfc3339(at_ms),
+        front_door: row.get("front_door"),
+        client: row.get("client"),
+        route: row.get("route"),
+        ran: row.get("ran"),
+        service: row.get("service"),
+        duration_ms: row.get("duration_ms"),
+        status: row.get("status"),
+        input_bytes: row.get("input_bytes"),
+        output_sha256: row.get("output_sha256"),
+        state: row.get("state"),
+        quote: row.get("quote"),
+        amount: row.get("amount"),
+        micros: row.get("micros"),
+        asset: row.get("asset"),
+        symbol: row.get("symbol"),
+        decimals: row.get("decimals"),
+        network: row.get("network"),
+        payer: row.get("payer"),
+        payee: row.get("payee"),
+        nonce: row.get("nonce"),
+        valid_before: row.get("valid_before"),
+        tx: row.get("tx"),
+        settlement: row.get("settlement"),
+        error: row.get("error"),
+    }
+}

@@ -1,0 +1,217 @@
+//! The spend policy's decision on one 402: which requirement, if any, may be paid.
+//!
+//! Everything here is decided before a signature exists: the host, then each offer's
+//! scheme, network, asset, payee and amount against the per-call cap. The caps that add
+//! calls up (day, session, client, network) are checked when the amount is reserved in the
+//! ledger, atomically ([`crate::ledger::Ledger::reserve`]).
+
+use serde_json::Value;
+
+use crate::config::{Asset, ClientConfig, TEST_NETWORKS};
+use crate::money::{Dollars, format_atomic};
+
+/// The requirement the policy allows, with what it costs.
+#[derive(Clone, Debug)]
+pub struct Selected {
+    /// The `accepts` entry to sign, exactly as the server sent it.
+    pub requirement: Value,
+    /// Its amount in the asset's atomic units.
+    pub atomic: u128,
+    /// The same in micro-dollars (rounded up).
+    pub dollars: Dollars,
+    /// The asset paid in.
+    pub asset: Asset,
+    /// CAIP-2 network.
+    pub network: String,
+    /// The address paid.
+    pub payee: String,
+    /// Whether the user must approve it first.
+    pub needs_approval: bool,
+}
+
+impl Selected {
+    /// "0.002 USDC on eip155:8453 to 0x…".
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {} on {} to {}",
+            format_atomic(self.atomic, self.asset.decimals),
+            self.asset.symbol,
+            self.network,
+            self.payee
+        )
+    }
+}
+
+/// Why nothing may be paid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// The host is not one the policy pays.
+    #[error(
+        "{0} is not a hosted service this wallet pays: add it to policy.hosts (paperchain config add policy.hosts {0})"
+    )]
+    Host(String),
+    /// No offer passes; one reason per offer.
+    #[error("no payment option is allowed by the spend policy: {0}")]
+    Offers(String),
+    /// A cap that adds calls up would be passed.
+    #[error("{0}")]
+    Cap(String),
+    /// The user said no, or nothing could ask.
+    #[error("{0}")]
+    Approval(String),
+}
+
+/// Chooses what to pay of the PaymentRequired `required`, sent by `host`: the cheapest
+/// offer the policy allows (the server's order breaks ties).
+pub fn select(config: &ClientConfig, host: &str, required: &Value) -> Result<Selected, Refusal> {
+    let host = host.to_ascii_lowercase();
+    let service_host = config
+        .service_url
+        .as_deref()
+        .and_then(|u| url::Url::parse(u).ok())
+        .and_then(|u| u.host_str().map(str::to_ascii_lowercase));
+    // The hosts listed, or when none is, the configured service's.
+    let allowed = match config.policy.hosts.as_slice() {
+        [] => service_host.as_deref() == Some(host.as_str()),
+        hosts => hosts.contains(&host),
+    };
+    if !allowed {
+        return Err(Refusal::Host(host));
+    }
+    let assets = config.assets();
+    let policy = &config.policy;
+    let mut refused = Vec::new();
+    let mut best: Option<Selected> = None;
+    for offer in required["accepts"].as_array().map(Vec::as_slice).unwrap_or_default() {
+        let network = offer["network"].as_str().unwrap_or("an unnamed network").to_string();
+        let mut refuse = |why: String| refused.push(format!("{network}: {why}"));
+        if offer["scheme"] != paperchain_protocol::x402::SCHEME_EXACT {
+            refuse(format!("scheme {} is not `exact`", offer["scheme"]));
+            continue;
+        }
+        if !network.starts_with("eip155:") {
+            refuse("this wallet pays on EVM networks only".into());
+            continue;
+        }
+        if !TEST_NETWORKS.contains(&network.as_str()) && !policy.networks.contains_key(&network) {
+            refuse(format!(
+                "a main network: nothing is paid there until a day cap is set for it (policy.networks.\"{network}\")"
+            ));
+            continue;
+        }
+        let asset_address = offer["asset"].as_str().unwrap_or_default();
+        let Some(asset) = assets.iter().find(|a| a.network == network && a.address.eq_ignore_ascii_case(asset_address))
+        else {
+            refuse(format!("asset {asset_address} is not one this wallet pays in (policy.assets)"));
+            continue;
+        };
+        let payee = offer["payTo"].as_str().unwrap_or_default().to_string();
+        if !policy.payees.is_empty() && !policy.payees.iter().any(|p| p.eq_ignore_ascii_case(&payee)) {
+            refuse(format!("payee {payee} is not in policy.payees"));
+            continue;
+        }
+        let Some(atomic) = offer["amount"].as_str().and_then(|a| a.parse::<u128>().ok()).filter(|a| *a > 0) else {
+            refuse(format!("the amount {} is not a positive whole number", offer["amount"]));
+            continue;
+        };
+        let Some(dollars) = Dollars::of_atomic(atomic, asset.decimals) else {
+            refuse("the amount is beyond any cap".into());
+            continue;
+        };
+        if let Some(cap) = policy.per_call
+            && dollars > cap
+        {
+            refuse(format!("{dollars} is more than the {cap} allowed per call (policy.per_call)"));
+            continue;
+        }
+        if best.as_ref().is_some_and(|b| b.dollars <= dollars) {
+            continue;
+        }
+        best = Some(Selected {
+            requirement: offer.clone(),
+            atomic,
+            dollars,
+            asset: asset.clone(),
+            network: network.clone(),
+            payee,
+            needs_approval: policy.approve_above.is_some_and(|limit| dollars > limit),
+        });
+    }
+    match best {
+        Some(selected) => Ok(selected),
+        None if refused.is_empty() => Err(Refusal::Offers("the server offered no way to pay".into())),
+        None => Err(Refusal::Offers(refused.join("; "))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const BASE_USDC: &str = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+    const POLYGON_USDC: &str = "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359";
+    const PAYEE: &str = "0x1111111111111111111111111111111111111111";
+
+    fn offer(network: &str, asset: &str, amount: &str) -> Value {
+        json!({"scheme": "exact", "network": network, "amount": amount, "asset": asset, "payTo": PAYEE,
+               "maxTimeoutSeconds": 300, "extra": {"name": "USD Coin", "version": "2"}})
+    }
+
+    fn config(text: &str) -> ClientConfig {
+        ClientConfig::parse(&format!("[service]\nurl = \"https://api.example.test\"\n{text}"), None).unwrap()
+    }
+
+    #[test]
+    fn a_main_network_needs_a_cap() {
+        let required = json!({"accepts": [offer("eip155:8453", BASE_USDC, "2000")]});
+        let error = select(&config(""), "api.example.test", &required).unwrap_err().to_string();
+        assert!(error.contains("main network"), "{error}");
+        let chosen =
+            select(&config("[policy]\nnetworks = {\"eip155:8453\" = \"1\"}"), "api.example.test", &required).unwrap();
+        assert_eq!((chosen.atomic, chosen.dollars.micros()), (2_000, 2_000));
+        assert_eq!(chosen.describe(), format!("0.002 USDC on eip155:8453 to {PAYEE}"));
+    }
+
+    #[test]
+    fn each_refusal_names_its_reason() {
+        let c = config(
+            "[policy]\nper_call = \"0.01\"\npayees = [\"0x2222222222222222222222222222222222222222\"]\n\
+             networks = {\"eip155:8453\" = \"1\", \"eip155:137\" = \"1\"}",
+        );
+        assert_eq!(select(&c, "evil.test", &json!({"accepts": []})).unwrap_err(), Refusal::Host("evil.test".into()));
+        let required = json!({"accepts": [
+            offer("eip155:8453", BASE_USDC, "2000"),
+            offer("eip155:8453", "0x9999999999999999999999999999999999999999", "1"),
+            json!({"scheme": "upto", "network": "eip155:137"}),
+            offer("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "x", "1"),
+        ]});
+        let error = select(&c, "api.example.test", &required).unwrap_err().to_string();
+        for part in ["payee 0x1111", "asset 0x9999", "`exact`", "EVM networks only"] {
+            assert!(error.contains(part), "{part}: {error}");
+        }
+        let c = config("[policy]\nper_call = \"0.001\"\nnetworks = {\"eip155:8453\" = \"1\"}");
+        let error = select(&c, "api.example.test", &json!({"accepts": [offer("eip155:8453", BASE_USDC, "2000")]}))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("$0.002 is more than the $0.001 allowed per call"), "{error}");
+    }
+
+    #[test]
+    fn the_cheapest_allowed_offer_wins_and_approval_is_flagged() {
+        let c = config(
+            "[policy]\napprove_above = \"0.0015\"\nhosts = [\"mirror.example.test\", \"api.example.test\"]\n\
+             networks = {\"eip155:8453\" = \"1\", \"eip155:137\" = \"1\"}",
+        );
+        let required =
+            json!({"accepts": [offer("eip155:8453", BASE_USDC, "2000"), offer("eip155:137", POLYGON_USDC, "1000")]});
+        let chosen = select(&c, "mirror.example.test", &required).unwrap();
+        assert_eq!(chosen.network, "eip155:137");
+        assert!(!chosen.needs_approval);
+        let required = json!({"accepts": [offer("eip155:8453", BASE_USDC, "2000")]});
+        assert!(select(&c, "API.example.test", &required).unwrap().needs_approval);
+        // Once hosts are listed, the service's own host must be among them.
+        let c = config("[policy]\nhosts = [\"mirror.example.test\"]\nnetworks = {\"eip155:8453\" = \"1\"}");
+        assert_eq!(select(&c, "api.example.test", &required).unwrap_err(), Refusal::Host("api.example.test".into()));
+    }
+}

@@ -1,0 +1,85 @@
+//! The ledger against the chain: every row that signed a payment is checked.
+//!
+//! A `paid` row's transaction must have succeeded and moved exactly the row's amount from
+//! the payer to the payee in the row's asset. A `signed` or `unsettled` row (a crash, a
+//! lost answer, a refused payment) is settled by the chain: its authorization used means
+//! paid (the transaction is found by the token's `AuthorizationUsed` event), unused past
+//! its expiry means it can never move money (`expired`), unused before it is still open.
+
+use serde::Serialize;
+
+use crate::chain;
+use crate::ledger::{Ledger, LedgerError, Row};
+use paperchain_engine::evm::Chains;
+
+/// What the chain says of one row.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Check {
+    /// The ledger's call id.
+    pub call_id: String,
+    /// The row's state before the check.
+    pub was: String,
+    /// `ok`, `now_paid`, `expired`, `open`, `mismatch` or `unknown`.
+    pub verdict: String,
+    /// The transaction, when known.
+    pub tx: Option<String>,
+    /// Details.
+    pub detail: String,
+}
+
+/// Checks every paying row of `ledger` on `chains`, updating rows the chain settles.
+pub async fn reconcile(ledger: &Ledger, chains: &Chains, now_secs: u64) -> Result<Vec<Check>, LedgerError> {
+    let mut checks = Vec::new();
+    for row in ledger.payments().await? {
+        let check = check_row(ledger, chains, &row, now_secs).await?;
+        checks.push(check);
+    }
+    Ok(checks)
+}
+
+async fn check_row(ledger: &Ledger, chains: &Chains, row: &Row, now_secs: u64) -> Result<Check, LedgerError> {
+    let verdict = |verdict: &str, tx: Option<String>, detail: String| Check {
+        call_id: row.call_id.clone(),
+        was: row.state.clone(),
+        verdict: verdict.into(),
+        tx,
+        detail,
+    };
+    let (Some(network), Some(asset), Some(payer), Some(payee), Some(amount)) =
+        (&row.network, &row.asset, &row.payer, &row.payee, &row.amount)
+    else {
+        return Ok(verdict("unknown", row.tx.clone(), "the row lacks the payment's details".into()));
+    };
+    let chain = match chain::chain_of(chains, network) {
+        Ok(chain) => chain,
+        Err(e) => return Ok(verdict("unknown", row.tx.clone(), e)),
+    };
+    if row.state == "paid"
+        && let Some(tx) = row.tx.as_deref().filter(|tx| tx.starts_with("0x"))
+    {
+        return Ok(match chain::check_transfer(&chain, tx, asset, payer, payee, amount).await {
+            Ok(()) => verdict("ok", Some(tx.into()), format!("{amount} moved from {payer} to {payee}")),
+            Err(e) => verdict("mismatch", Some(tx.into()), e),
+        });
+    }
+    let Some(nonce) = row.nonce.as_deref() else {
+        return Ok(verdict("unknown", None, "the row has no authorization nonce".into()));
+    };
+    match chain::authorization_used(&chain, asset, payer, nonce).await {
+        Ok(true) => match chain::authorization_tx(&chain, asset, payer, nonce, 200_000).await {
+            Ok(Some(tx)) => {
+                let tx = tx.to_string();
+                ledger.paid(&row.call_id, &tx, &serde_json::json!({"found_on_chain": true})).await?;
+                Ok(verdict("now_paid", Some(tx), "the authorization was used: recorded as paid".into()))
+            }
+            Ok(None) => Ok(verdict("unknown", None, "the authorization was used, its transaction not found".into())),
+            Err(e) => Ok(verdict("unknown", None, e)),
+        },
+        Ok(false) if row.valid_before.is_some_and(|before| u64::try_from(before).unwrap_or(0) <= now_secs) => {
+            ledger.expired(&row.call_id).await?;
+            Ok(verdict("expired", None, "never used and past its expiry: it can no longer move money".into()))
+        }
+        Ok(false) => Ok(verdict("open", None, "not used yet; it can be until its expiry".into())),
+        Err(e) => Ok(verdict("unknown", None, e)),
+    }
+}
