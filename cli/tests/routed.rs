@@ -1,0 +1,415 @@
+//! Routed calls end to end, every front door as a user runs it: a wallet imported with
+//! `paperchain wallet import` (the keystore file here; the keyring has its own tests), the
+//! policy set with `paperchain config`, then `paperchain serve`, `paperchain mcp --stdio`
+//! and `paperchain call --route hosted` sending calls to the hosted sandbox (anvil, the
+//! test USDC, the facilitator settling real EIP-3009 transfers) and paying exactly its
+//! quote; the ledger and its reconciliation agree with the chain, also after the local
+//! server is killed with SIGKILL in the middle of a paid call.
+
+use std::io::Write as _;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alloy::primitives::U256;
+use base64::Engine as _;
+use paperchain_testkit::corpus::corpus_file;
+use paperchain_testkit::pdf::qpdf_pages;
+use paperchain_testkit::sandbox::{self, HostedServer, Setup};
+use paperchain_testkit::server::{loopback_listener, spawn_router};
+use rmcp::ServiceExt as _;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+
+const PASSWORD: &str = "correct horse battery staple";
+
+/// A user's home: config, data and the keystore's password file, all in a temporary folder.
+struct Home {
+    dir: tempfile::TempDir,
+    rpc: String,
+}
+
+impl Home {
+    fn new(hosted: &HostedServer) -> Home {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("password"), PASSWORD).unwrap();
+        Home { dir, rpc: hosted.chain.rpc_url().to_string() }
+    }
+
+    fn apply(&self, command: &mut Command) {
+        let home = self.dir.path();
+        command
+            .env("HOME", home)
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("PAPERCHAIN_WALLET_STORE", "keystore")
+            .env("PAPERCHAIN_WALLET_PASSWORD_FILE", home.join("password"))
+            .env("PAPERCHAIN_RPC_BASE", &self.rpc)
+            .env_remove("PAPERCHAIN_WALLET_PASSWORD")
+            .env_remove("PAPERCHAIN_DATA_DIR")
+            .env_remove("PAPERCHAIN_CLIENT_CONFIG")
+            .env_remove("PAPERCHAIN_SERVICE_URL")
+            .env_remove("PAPERCHAIN_ROUTE")
+            .env_remove("PAPERCHAIN_CHAINS")
+            .env_remove("DBUS_SESSION_BUS_ADDRESS");
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_paperchain"));
+        command.args(args);
+        self.apply(&mut command);
+        command
+    }
+
+    /// Runs `paperchain args…` with `stdin`; panics unless it succeeds.
+    fn run(&self, args: &[&str], stdin: &str) -> Output {
+        let mut child =
+            self.command(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "paperchain {args:?}: {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let output = self.run(args, "");
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    /// The sandbox payer's key imported, and the client pointed at `service` with a day cap
+    /// on Base (a main network: nothing is paid there without one).
+    fn set_up(&self, hosted: &HostedServer, service: &str) {
+        let imported = self.run(&["wallet", "import"], &format!("{}\n", hosted.chain.payer_private_key()));
+        let payer = hosted.chain.payer().to_checksum(None);
+        assert!(String::from_utf8_lossy(&imported.stdout).contains(&payer), "the address is shown");
+        let status = String::from_utf8_lossy(&self.run(&["wallet", "status"], "").stdout).to_string();
+        assert!(status.contains("keystore"), "status names the store: {status}");
+        self.run(&["config", "set", "service.url", service], "");
+        self.run(&["config", "set", "policy.networks.\"eip155:8453\"", "1.00"], "");
+        self.run(&["config", "set", "policy.per_call", "0.05"], "");
+    }
+
+    fn serve(&self) -> Server {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        // Its log, at debug level, stays in the home: no key may appear in it.
+        let log = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join(format!("serve-{port}.log")))
+            .unwrap();
+        let child = self
+            .command(&["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .env("PAPERCHAIN_LOG", "debug,lopdf=off")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "paperchain serve did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Server { child, base: format!("http://127.0.0.1:{port}") }
+    }
+}
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(120)).build().unwrap()
+}
+
+fn rotate_body() -> Value {
+    let data = base64::engine::general_purpose::STANDARD.encode(corpus_file("sample-files/pdflatex-4-pages.pdf"));
+    json!({"file": {"data": data, "filename": "four.pdf"}, "degrees": 90})
+}
+
+fn balance_body() -> Value {
+    json!({"chain": "base", "address": "0x000000000000000000000000000000000000dEaD"})
+}
+
+/// The sandbox's quote for `path` with `body`.
+async fn quote(hosted: &HostedServer, path: &str, body: &Value) -> U256 {
+    let response = hosted.post(path, body, &[]).await;
+    assert_eq!(response.status(), 402);
+    let required: Value = response.json().await.unwrap();
+    U256::from_str_radix(required["accepts"][0]["amount"].as_str().unwrap(), 10).unwrap()
+}
+
+fn free_pools() -> Setup {
+    Setup {
+        env: vec![("PAPERCHAIN_FREE_DOCS", "20".into()), ("PAPERCHAIN_FREE_CHAIN_READS", "20".into())],
+        ..Setup::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_front_door_routed_to_the_sandbox_pays_the_quote_once_and_the_ledger_agrees() {
+    let hosted = sandbox::start(free_pools()).await;
+    let home = Home::new(&hosted);
+    home.set_up(&hosted, &hosted.base);
+    home.run(&["config", "set", "routing.routes.rotate_pdf_pages", "hosted"], "");
+    let server = home.serve();
+    let http = client();
+    let payer = hosted.chain.payer();
+
+    // The HTTP API: rotate routed by the configuration, balance by the call's header.
+    let calls = [("/v1/pdf/rotate", rotate_body(), None), ("/v1/chain/balance", balance_body(), Some("hosted"))];
+    for (path, body, header) in calls {
+        let price = quote(&hosted, path, &body).await;
+        let before = hosted.balance(payer).await;
+        let mut request = http.post(format!("{}{path}", server.base)).json(&body);
+        if let Some(mode) = header {
+            request = request.header("paperchain-route", mode);
+        }
+        let routed = request.send().await.unwrap();
+        assert_eq!(routed.status(), 200, "{path}");
+        assert_eq!(routed.headers()["paperchain-ran"], "hosted", "{path}");
+        assert!(routed.headers().contains_key("payment-response"), "{path}: the service's settlement is passed on");
+        let paid = routed.headers()["paperchain-paid"].to_str().unwrap().to_string();
+        let content_type = routed.headers()["content-type"].clone();
+        let routed_body = routed.bytes().await.unwrap();
+        assert_eq!(hosted.balance(payer).await, before - price, "{path}: the payer paid exactly the quote");
+        assert!(paid.ends_with(" USDC"), "{paid}");
+        // What the hosted service itself answers (a free call from its pool).
+        let direct = hosted.post(path, &body, &[("X-Svc-Free", "1")]).await;
+        assert_eq!(direct.status(), 200, "{path}");
+        assert_eq!(direct.headers()["content-type"], content_type, "{path}");
+        let direct_body = direct.bytes().await.unwrap();
+        if path.ends_with("rotate") {
+            assert_eq!(qpdf_pages(&routed_body), 4);
+            assert_eq!(routed_body, direct_body, "the routed answer is the hosted service's, byte for byte");
+        } else {
+            assert_eq!(
+                serde_json::from_slice::<Value>(&routed_body).unwrap(),
+                serde_json::from_slice::<Value>(&direct_body).unwrap()
+            );
+        }
+    }
+    // A local call stays local and free.
+    let local = http.post(format!("{}/v1/pdf/rotate", server.base)).header("paperchain-route", "local");
+    let local = local.json(&rotate_body()).send().await.unwrap();
+    assert_eq!((local.status().as_u16(), local.headers()["paperchain-ran"].to_str().unwrap()), (200, "local"));
+    // A quote only: nothing paid.
+    let before = hosted.balance(payer).await;
+    let quoted = http
+        .post(format!("{}/v1/chain/balance", server.base))
+        .header("paperchain-route", "hosted")
+        .header("paperchain-quote", "only")
+        .json(&balance_body())
+        .send()
+        .await
+        .unwrap();
+    let quoted: Value = quoted.json().await.unwrap();
+    assert_eq!(quoted["policy_allows"], true, "{quoted}");
+    assert_eq!(quoted["would_pay"]["amount"], "2000", "{quoted}");
+    assert_eq!(hosted.balance(payer).await, before);
+    drop(server);
+
+    // `paperchain call --route hosted`.
+    let input = home.dir.path().join("rotate.json");
+    std::fs::write(&input, json!({"degrees": 180}).to_string()).unwrap();
+    let file = corpus_file("sample-files/pdflatex-4-pages.pdf");
+    let pdf = home.dir.path().join("in.pdf");
+    std::fs::write(&pdf, &file).unwrap();
+    let out = home.dir.path().join("rotated.pdf");
+    let price = quote(&hosted, "/v1/pdf/rotate", &rotate_body()).await;
+    let before = hosted.balance(payer).await;
+    let called = home.run(
+        &[
+            "call",
+            "rotate_pdf_pages",
+            "--route",
+            "hosted",
+            "--input",
+            input.to_str().unwrap(),
+            "-f",
+            &format!("file={}", pdf.display()),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(
+        String::from_utf8_lossy(&called.stderr).contains("paid 0.0"),
+        "{}",
+        String::from_utf8_lossy(&called.stderr)
+    );
+    assert_eq!(qpdf_pages(&std::fs::read(&out).unwrap()), 4);
+    assert_eq!(hosted.balance(payer).await, before - price);
+
+    // `paperchain mcp --stdio`, routed by the configuration.
+    home.run(&["config", "set", "routing.routes.get_wallet_balance", "hosted"], "");
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_paperchain"));
+    command.args(["mcp", "--stdio"]);
+    home.apply(command.as_std_mut());
+    let mcp = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+    let price = quote(&hosted, "/v1/chain/balance", &balance_body()).await;
+    let before = hosted.balance(payer).await;
+    let params =
+        CallToolRequestParams::new("get_wallet_balance").with_arguments(balance_body().as_object().cloned().unwrap());
+    let result = mcp.call_tool(params).await.unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let meta = result.meta.clone().expect("the result says where it ran");
+    assert_eq!(meta.0["paperchain/ran"], "hosted");
+    assert_eq!(meta.0["x402/payment-response"]["success"], true);
+    assert_eq!(result.structured_content.as_ref().unwrap()["chain"], "base");
+    assert_eq!(hosted.balance(payer).await, before - price);
+    mcp.cancel().await.unwrap();
+
+    // The ledger: every call, four paid ones, each transaction on chain for its amount.
+    let rows = home.json(&["ledger", "--json"]);
+    let rows = rows.as_array().unwrap();
+    let paid: Vec<&Value> = rows.iter().filter(|r| r["state"] == "paid").collect();
+    assert_eq!(paid.len(), 4, "{rows:#?}");
+    let doors: Vec<&str> = paid.iter().map(|r| r["front_door"].as_str().unwrap()).collect();
+    assert_eq!(doors, ["http", "http", "cli", "mcp"]);
+    for row in &paid {
+        assert_eq!(hosted.tx_succeeded(row["tx"].as_str().unwrap()).await, Some(true));
+        assert_eq!(row["payer"], payer.to_checksum(None));
+        assert!(row["output_sha256"].as_str().is_some_and(|s| s.len() == 64));
+    }
+    assert!(
+        rows.iter().any(|r| r["ran"] == "local" && r["route"] == "rotate_pdf_pages"),
+        "local calls are recorded too"
+    );
+    let checks = home.json(&["ledger", "reconcile", "--json"]);
+    let verdicts: Vec<&str> = checks.as_array().unwrap().iter().map(|c| c["verdict"].as_str().unwrap()).collect();
+    assert_eq!(verdicts, ["ok", "ok", "ok", "ok"], "{checks:#}");
+    let spend = home.json(&["spend", "--json", "--by", "network"]);
+    assert_eq!(spend["network"][0]["key"], "eip155:8453");
+    assert_eq!(spend["network"][0]["paid_calls"], 4);
+    // No key in the ledger, the server's debug log or any other file (the keystore holds it
+    // encrypted).
+    let logs: Vec<PathBuf> =
+        walk(home.dir.path()).into_iter().filter(|p| p.extension().is_some_and(|e| e == "log")).collect();
+    assert!(!logs.is_empty() && logs.iter().all(|l| std::fs::metadata(l).unwrap().len() > 0), "{logs:?}");
+    assert_no_key(home.dir.path(), &hosted.chain.payer_private_key());
+}
+
+/// `key` (hex, with or without 0x, either case) appears in no file under `dir`.
+fn assert_no_key(dir: &Path, key: &str) {
+    let bare = key.trim_start_matches("0x").to_ascii_lowercase();
+    for entry in walk(dir) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes).to_ascii_lowercase();
+        assert!(!text.contains(&bare), "{} holds the key in clear", entry.display());
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// A proxy in front of the sandbox that, once the sandbox has answered (and settled) the
+/// first paid call, tells the test and never answers.
+async fn stalling_proxy(hosted: &HostedServer) -> (String, Arc<tokio::sync::Notify>) {
+    let settled = Arc::new(tokio::sync::Notify::new());
+    let (upstream, http, notify) = (hosted.base.clone(), hosted.client.clone(), settled.clone());
+    let router = axum::Router::new().fallback(move |request: axum::extract::Request| {
+        let (upstream, http, notify) = (upstream.clone(), http.clone(), notify.clone());
+        async move {
+            let path = request.uri().path().to_string();
+            let payment = request.headers().get("payment-signature").cloned();
+            let body = axum::body::to_bytes(request.into_body(), usize::MAX).await.unwrap();
+            let mut forward =
+                http.post(format!("{upstream}{path}")).header("content-type", "application/json").body(body);
+            if let Some(payment) = &payment {
+                forward = forward.header("payment-signature", payment.clone());
+            }
+            let answer = forward.send().await.unwrap();
+            let status = answer.status();
+            let headers = answer.headers().clone();
+            let bytes = answer.bytes().await.unwrap();
+            if payment.is_some() {
+                notify.notify_one();
+                std::future::pending::<()>().await;
+            }
+            let mut response = axum::response::Response::new(axum::body::Body::from(bytes));
+            *response.status_mut() = status;
+            for (name, value) in &headers {
+                if name != "content-length" && name != "transfer-encoding" {
+                    response.headers_mut().insert(name, value.clone());
+                }
+            }
+            response
+        }
+    });
+    let (listener, _, base) = loopback_listener().await;
+    spawn_router(listener, router);
+    (base, settled)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_during_a_paid_call_keeps_the_payment_in_its_ledger() {
+    let hosted = sandbox::start(Setup::default()).await;
+    let (proxy, settled) = stalling_proxy(&hosted).await;
+    let home = Home::new(&hosted);
+    home.set_up(&hosted, &proxy);
+    let mut server = home.serve();
+    let payer = hosted.chain.payer();
+    let before = hosted.balance(payer).await;
+    let price = quote(&hosted, "/v1/chain/balance", &balance_body()).await;
+    let base = server.base.clone();
+    let call = tokio::spawn(async move {
+        client()
+            .post(format!("{base}/v1/chain/balance"))
+            .header("paperchain-route", "hosted")
+            .json(&balance_body())
+            .send()
+            .await
+    });
+    tokio::time::timeout(Duration::from_secs(60), settled.notified()).await.expect("the sandbox settled the call");
+    // SIGKILL: no shutdown, no flush beyond what was committed.
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    assert!(call.await.unwrap().is_err(), "the caller got no answer");
+    assert_eq!(hosted.balance(payer).await, before - price, "the payment settled");
+
+    let rows = home.json(&["ledger", "--json"]);
+    let row = rows.as_array().unwrap().iter().find(|r| r["ran"] == "hosted").cloned().expect("the call's row");
+    assert_eq!(row["state"], "signed", "on disk before the signature left: {row:#}");
+    let checks = home.json(&["ledger", "reconcile", "--json"]);
+    assert_eq!(checks[0]["verdict"], "now_paid", "{checks:#}");
+    let tx = checks[0]["tx"].as_str().unwrap().to_string();
+    assert_eq!(hosted.tx_succeeded(&tx).await, Some(true));
+    let rows = home.json(&["ledger", "--json"]);
+    let row = rows.as_array().unwrap().iter().find(|r| r["ran"] == "hosted").cloned().unwrap();
+    assert_eq!((row["state"].as_str(), row["tx"].as_str()), (Some("paid"), Some(tx.as_str())));
+    assert_eq!(row["amount"], price.to_string());
+    // A second reconciliation finds the transaction moved exactly that amount.
+    let checks = home.json(&["ledger", "reconcile", "--json"]);
+    assert_eq!(checks[0]["verdict"], "ok", "{checks:#}");
+    // The server starts again on the same ledger.
+    let server = home.serve();
+    let local = client().post(format!("{}/v1/pdf/rotate", server.base)).json(&rotate_body()).send().await.unwrap();
+    assert_eq!(local.status(), 200);
+}
