@@ -29,6 +29,8 @@ const PASSWORD: &str = "correct horse battery staple";
 /// A user's home: config, data and the keystore's password file, all in a temporary folder.
 struct Home {
     dir: tempfile::TempDir,
+    /// The RPC endpoint the engine reads Base from (the sandbox chain's, unless a test
+    /// makes the local engine unable to reach it).
     rpc: String,
 }
 
@@ -295,6 +297,16 @@ async fn every_front_door_routed_to_the_sandbox_pays_the_quote_once_and_the_ledg
     let checks = home.json(&["ledger", "reconcile", "--json"]);
     let verdicts: Vec<&str> = checks.as_array().unwrap().iter().map(|c| c["verdict"].as_str().unwrap()).collect();
     assert_eq!(verdicts, ["ok", "ok", "ok", "ok"], "{checks:#}");
+    // The wallet's balance, read through the engine's chain code, is the chain's.
+    let balance = home.json(&["wallet", "balance", "--json"]);
+    assert_eq!(balance["address"], payer.to_checksum(None));
+    let base_usdc = balance["balances"].as_array().unwrap().iter().find(|b| b["network"] == "eip155:8453").unwrap();
+    let held = hosted.balance(payer).await;
+    let shown = base_usdc["balance"].as_str().unwrap();
+    let (whole, fraction) = shown.split_once('.').unwrap_or((shown, ""));
+    let atomic = U256::from_str_radix(&format!("{whole}{fraction:0<6}"), 10).unwrap();
+    assert_eq!(atomic, held, "{balance:#}");
+    assert!(base_usdc["gas"].as_str().is_some(), "{balance:#}");
     let spend = home.json(&["spend", "--json", "--by", "network"]);
     assert_eq!(spend["network"][0]["key"], "eip155:8453");
     assert_eq!(spend["network"][0]["paid_calls"], 4);
@@ -412,4 +424,44 @@ async fn a_server_killed_during_a_paid_call_keeps_the_payment_in_its_ledger() {
     let server = home.serve();
     let local = client().post(format!("{}/v1/pdf/rotate", server.base)).json(&rotate_body()).send().await.unwrap();
     assert_eq!(local.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_goes_to_the_service_only_when_the_engine_cannot_run_the_call_here() {
+    let hosted = sandbox::start(Setup::default()).await;
+    let mut home = Home::new(&hosted);
+    home.set_up(&hosted, &hosted.base);
+    home.run(&["config", "set", "routing.default", "auto"], "");
+    // This machine cannot reach Base: nothing listens on the RPC port it is given.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    home.rpc = format!("http://{dead}");
+    let server = home.serve();
+    let payer = hosted.chain.payer();
+    let before = hosted.balance(payer).await;
+    let price = quote(&hosted, "/v1/chain/balance", &balance_body()).await;
+    let http = client();
+    let read = http.post(format!("{}/v1/chain/balance", server.base)).json(&balance_body()).send().await.unwrap();
+    assert_eq!(read.status(), 200);
+    assert_eq!(read.headers()["paperchain-ran"], "hosted", "the engine could not reach Base");
+    assert_eq!(hosted.balance(payer).await, before - price);
+    let rotated = http.post(format!("{}/v1/pdf/rotate", server.base)).json(&rotate_body()).send().await.unwrap();
+    assert_eq!(rotated.status(), 200);
+    assert_eq!(rotated.headers()["paperchain-ran"], "local", "the engine can rotate here");
+    assert_eq!(hosted.balance(payer).await, before - price, "a local call is free");
+    drop(server);
+    let rows = home.json(&["ledger", "--json"]);
+    let rows: Vec<(&str, &str, &str)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["route"].as_str().unwrap(), r["ran"].as_str().unwrap(), r["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("get_wallet_balance", "local", "failed"),
+            ("get_wallet_balance", "hosted", "paid"),
+            ("rotate_pdf_pages", "local", "done")
+        ]
+    );
 }

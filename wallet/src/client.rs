@@ -389,7 +389,7 @@ impl PayingClient {
         // row the reconciliation checks on chain.
         self.ledger.signing(call_id, &payer, &auth.nonce.to_string(), auth.valid_before).await?;
         let header = x402::encode(&payload);
-        let paying = Paying { selected: &selected, payer: &payer, nonce: auth.nonce.to_string(), call_id };
+        let paying = Paying { selected: &selected, payer: &payer, nonce: auth.nonce.to_string(), call_id, host };
         let mut attempt = 0;
         loop {
             match self.send(url, host, &request.body, Some(&header)).await {
@@ -484,7 +484,10 @@ impl PayingClient {
             }
             says => {
                 self.ledger.unsettled(paying.call_id, &lost.to_string()).await?;
-                Ok(CallError::Unreachable { host: String::new(), message: format!("{lost}; {}", says.describe()) })
+                Ok(CallError::Unreachable {
+                    host: paying.host.to_string(),
+                    message: format!("{lost}; {}", says.describe()),
+                })
             }
         }
     }
@@ -515,6 +518,7 @@ struct Paying<'a> {
     payer: &'a str,
     nonce: String,
     call_id: &'a str,
+    host: &'a str,
 }
 
 impl Paying<'_> {

@@ -508,3 +508,73 @@ fn row_of(row: &sqlx::sqlite::SqliteRow) -> Row {
         error: row.get("error"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::known_assets;
+
+    fn selected(network: &str, micros: u64) -> Selected {
+        let asset = known_assets().into_iter().find(|a| a.network == network).unwrap();
+        Selected {
+            requirement: serde_json::json!({}),
+            atomic: u128::from(micros),
+            dollars: Dollars::from_micros(micros),
+            asset,
+            network: network.into(),
+            payee: "0x1111111111111111111111111111111111111111".into(),
+            needs_approval: false,
+        }
+    }
+
+    async fn started(ledger: &Ledger, client: Option<&str>) -> String {
+        let caller = Caller { front_door: "http", client: client.map(str::to_string) };
+        let call = NewCall { caller: &caller, route: "get_gas_price", ran: "hosted", service: None, input_bytes: 2 };
+        ledger.start(&call).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn each_cap_counts_what_it_names_and_released_money_is_given_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open_in(dir.path()).await.unwrap();
+        let cap = |micros| Some(Dollars::from_micros(micros));
+        let base = "eip155:8453";
+        // Per client: agent A's budget does not limit agent B.
+        let caps = Caps { per_client: cap(2_500), ..Caps::default() };
+        for _ in 0..2 {
+            let id = started(&ledger, Some("a")).await;
+            ledger.reserve(&id, &selected(base, 1_000), &caps, Some("a")).await.unwrap().unwrap();
+        }
+        let id = started(&ledger, Some("a")).await;
+        let refused = ledger.reserve(&id, &selected(base, 1_000), &caps, Some("a")).await.unwrap().unwrap_err();
+        assert!(refused.contains("client a") && refused.contains("$0.002 already"), "{refused}");
+        let id = started(&ledger, Some("b")).await;
+        ledger.reserve(&id, &selected(base, 1_000), &caps, Some("b")).await.unwrap().unwrap();
+        // Per network: Polygon's spending does not count on Base.
+        let caps = Caps { per_network: cap(3_500), ..Caps::default() };
+        let id = started(&ledger, None).await;
+        let refused = ledger.reserve(&id, &selected(base, 1_000), &caps, None).await.unwrap().unwrap_err();
+        assert!(refused.contains("eip155:8453"), "{refused}");
+        ledger.reserve(&id, &selected("eip155:137", 1_000), &caps, None).await.unwrap().unwrap();
+        // Per session: another process's ledger handle is another session.
+        let caps = Caps { per_session: cap(4_500), ..Caps::default() };
+        let id = started(&ledger, None).await;
+        assert!(ledger.reserve(&id, &selected(base, 1_000), &caps, None).await.unwrap().is_err());
+        let other = Ledger::open_in(dir.path()).await.unwrap();
+        let id = started(&other, None).await;
+        other.reserve(&id, &selected(base, 1_000), &caps, None).await.unwrap().unwrap();
+        // A released reservation and an expired authorization no longer count.
+        let caps = Caps { per_day: cap(5_500), ..Caps::default() };
+        let id = started(&ledger, None).await;
+        assert!(ledger.reserve(&id, &selected(base, 1_000), &caps, None).await.unwrap().is_err());
+        let last = ledger.rows(0).await.unwrap().into_iter().rev().find(|r| r.state == "reserved").unwrap();
+        ledger.release(&last.call_id, "the key could not be loaded").await.unwrap();
+        ledger.reserve(&id, &selected(base, 1_000), &caps, None).await.unwrap().unwrap();
+        ledger.signing(&id, "0x2222222222222222222222222222222222222222", "0x01", 1).await.unwrap();
+        ledger.expired(&id).await.unwrap();
+        let again = started(&ledger, None).await;
+        ledger.reserve(&again, &selected(base, 1_000), &caps, None).await.unwrap().unwrap();
+        let row = ledger.get(&id).await.unwrap().unwrap();
+        assert_eq!((row.state.as_str(), row.micros), ("expired", 0));
+    }
+}

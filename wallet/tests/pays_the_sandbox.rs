@@ -5,12 +5,17 @@
 use std::io::BufRead as _;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{SystemTime, UNIX_EPOCH};
+
+use std::sync::Arc;
 
 use alloy::signers::local::PrivateKeySigner;
-use paperchain_engine::Price;
+use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_protocol::x402;
-use paperchain_wallet::x402_client::{self, Acceptable};
+use paperchain_wallet::client::{KeyLoader, NobodyToAsk, PayingClient, Request};
+use paperchain_wallet::config::ClientConfig;
+use paperchain_wallet::ledger::{Caller, Ledger};
+use paperchain_wallet::reconcile::reconcile;
+use paperchain_wallet::x402_client;
 use serde_json::{Value, json};
 
 /// The `paperchain` binary of this build (the workspace's tests build every binary).
@@ -51,41 +56,52 @@ fn start_sandbox() -> Sandbox {
     Sandbox { child, line, _data: data }
 }
 
-fn now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
-}
-
 #[tokio::test]
-async fn a_payment_signed_without_the_server_crate_settles_on_the_sandbox() {
+async fn the_paying_client_without_the_server_crate_pays_the_sandbox_process() {
     let sandbox = start_sandbox();
-    let base = sandbox.line["sandbox"]["base_url"].as_str().expect("base_url").to_string();
-    let payer: PrivateKeySigner =
-        sandbox.line["sandbox"]["payer_private_key"].as_str().expect("the test payer's key").parse().unwrap();
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    let call = || http.post(format!("{base}/v1/chain/gas")).json(&json!({ "chain": "base" }));
-
-    let unpaid = call().send().await.unwrap();
-    assert_eq!(unpaid.status(), 402);
-    let header = unpaid.headers().get(x402::PAYMENT_REQUIRED).map(|v| v.to_str().unwrap().to_string());
-    let required = x402_client::read_payment_required(header.as_deref(), &unpaid.bytes().await.unwrap()).unwrap();
-    let acceptable = Acceptable { networks: vec!["eip155:8453".into()], max_amount: Price::micros(10_000) };
-    let requirement = x402_client::choose(&required, &acceptable).unwrap();
-    let signature = x402_client::pay(&payer, &required, &requirement, now()).unwrap();
-
-    let paid = call().header(x402::PAYMENT_SIGNATURE, &signature).send().await.unwrap();
-    assert_eq!(paid.status(), 200);
-    let settlement = paid.headers().get(x402::PAYMENT_RESPONSE).expect("the settlement").to_str().unwrap().to_string();
-    let settlement = x402_client::read_settlement(&settlement).unwrap();
+    let line = &sandbox.line["sandbox"];
+    let base = line["base_url"].as_str().expect("base_url").to_string();
+    let payer: PrivateKeySigner = line["payer_private_key"].as_str().expect("the test payer's key").parse().unwrap();
+    let rpc = line["rpc_url"].as_str().expect("rpc_url").parse().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[service]\nurl = \"{base}\"\n[policy]\nper_call = \"0.01\"\nnetworks = {{ \"eip155:8453\" = \"1\" }}\n"
+    );
+    let config = ClientConfig::parse(&config, None).unwrap();
+    let signer = payer.clone();
+    let keys: KeyLoader = Arc::new(move || Ok(signer.clone()));
+    let chains = Chains::new(vec![ChainConfig::new("base", 8453, vec![rpc])], ChainTimeouts::default());
+    let ledger = Ledger::open_in(dir.path()).await.unwrap();
+    let client = PayingClient::new(Arc::new(config), ledger, keys, Arc::new(NobodyToAsk), Arc::new(chains));
+    let caller = Caller { front_door: "cli", client: None };
+    let request = Request {
+        operation: "get_gas_price",
+        path: "/v1/chain/gas",
+        body: json!({ "chain": "base" }).to_string().into(),
+        caller: &caller,
+    };
+    let answer = client.call(&request).await.unwrap();
+    assert_eq!(answer.status, 200);
+    let settlement = answer.header(x402::PAYMENT_RESPONSE).expect("the settlement");
+    let settlement = x402_client::read_settlement(settlement).unwrap();
     assert_eq!(settlement["network"], "eip155:8453");
     assert_eq!(settlement["payer"].as_str().map(str::to_lowercase), Some(payer.address().to_string().to_lowercase()));
-    let answer: Value = paid.json().await.unwrap();
-    assert!(answer.is_object(), "the gas answer: {answer}");
-
-    // The same payment a second time is refused, not charged again.
-    let replay = call().header(x402::PAYMENT_SIGNATURE, &signature).send().await.unwrap();
-    assert_eq!(replay.status(), 402);
-    let body: Value = replay.json().await.unwrap();
-    assert!(body["error"].as_str().is_some_and(|e| e.starts_with("payment_already_used")), "{body}");
+    let paid = answer.paid.expect("paid");
+    assert_eq!(paid.tx, settlement["transaction"].as_str().unwrap());
+    let body: Value = serde_json::from_slice(&answer.body).unwrap();
+    assert!(body.is_object(), "the gas answer: {body}");
+    // The ledger and the chain agree on it.
+    let checks = reconcile(
+        client.ledger(),
+        &Chains::new(
+            vec![ChainConfig::new("base", 8453, vec![line["rpc_url"].as_str().unwrap().parse().unwrap()])],
+            ChainTimeouts::default(),
+        ),
+        0,
+    )
+    .await
+    .unwrap();
+    assert_eq!(checks.iter().map(|c| c.verdict.as_str()).collect::<Vec<_>>(), ["ok"]);
 }
 
 #[test]
