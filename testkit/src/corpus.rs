@@ -1,7 +1,7 @@
 //! The shared document corpus: `$PAPERCHAIN_CORPUS`, else `shared/corpus` beside the clone
 //! (`../shared/corpus` from the workspace root). Its PDFs are under `pdf/`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The corpus folder; panics, saying how to point at it, when it has no `pdf/` folder.
 pub fn corpus() -> PathBuf {
@@ -24,6 +24,6 @@ pub fn corpus_file(relative: &str) -> Vec<u8> {
 pub fn file_input(relative: &str) -> serde_json::Value {
     serde_json::json!({
         "data": crate::b64(&corpus_file(relative)),
-        "filename": Path::new(relative).file_name().expect("a file name").to_string_lossy(),
+        "filename": std::path::Path::new(relative).file_name().expect("a file name").to_string_lossy(),
     })
 }

@@ -456,14 +456,7 @@ impl PayingClient {
             .and_then(|r| r["error"].as_str().map(|e| crate::clean(e, 300)))
             .unwrap_or_else(|| "402 again".into());
         match self.check_chain(paying).await {
-            ChainSays::Used(tx) => {
-                self.ledger.paid(paying.call_id, &tx, &json!({"found_on_chain": true})).await?;
-                Ok(CallError::PaidAnswerLost {
-                    paid: paying.paid(tx.clone()).amount_text(),
-                    tx,
-                    call_id: paying.call_id.into(),
-                })
-            }
+            ChainSays::Used(tx) => self.paid_but_lost(paying, tx).await,
             says => {
                 self.ledger.unsettled(paying.call_id, &reason).await?;
                 Ok(CallError::PaymentRefused { reason, chain: says.describe() })
@@ -471,17 +464,20 @@ impl PayingClient {
         }
     }
 
+    /// The chain shows the payment made, its answer is gone: recorded as paid, not paid again.
+    async fn paid_but_lost(&self, paying: &Paying<'_>, tx: String) -> Result<CallError, LedgerError> {
+        self.ledger.paid(paying.call_id, &tx, &json!({"found_on_chain": true})).await?;
+        Ok(CallError::PaidAnswerLost {
+            paid: paying.paid(tx.clone()).amount_text(),
+            tx,
+            call_id: paying.call_id.into(),
+        })
+    }
+
     /// No answer to a paid request after every resend.
     async fn lost(&self, paying: &Paying<'_>, lost: CallError) -> Result<CallError, LedgerError> {
         match self.check_chain(paying).await {
-            ChainSays::Used(tx) => {
-                self.ledger.paid(paying.call_id, &tx, &json!({"found_on_chain": true})).await?;
-                Ok(CallError::PaidAnswerLost {
-                    paid: paying.paid(tx.clone()).amount_text(),
-                    tx,
-                    call_id: paying.call_id.into(),
-                })
-            }
+            ChainSays::Used(tx) => self.paid_but_lost(paying, tx).await,
             says => {
                 self.ledger.unsettled(paying.call_id, &lost.to_string()).await?;
                 Ok(CallError::Unreachable {

@@ -34,6 +34,9 @@ pub struct LedgerError {
     message: String,
 }
 
+/// A statement with its values bound.
+type Update<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
+
 /// States whose amount counts against the caps.
 const COUNTED: &str = "('reserved', 'signed', 'paid', 'unsettled')";
 
@@ -245,6 +248,12 @@ impl Ledger {
         self.full.close().await;
     }
 
+    /// Runs one UPDATE or INSERT on `pool` (FULL or NORMAL sync).
+    async fn apply(&self, update: Update<'_>, pool: &SqlitePool) -> Result<(), LedgerError> {
+        update.execute(pool).await.map_err(|e| self.error(e))?;
+        Ok(())
+    }
+
     fn error(&self, e: sqlx::Error) -> LedgerError {
         LedgerError { path: self.path.display().to_string(), message: e.to_string() }
     }
@@ -253,7 +262,7 @@ impl Ledger {
     pub async fn start(&self, call: &NewCall<'_>) -> Result<String, LedgerError> {
         let call_id = new_call_id();
         let at = now_ms();
-        sqlx::query(
+        let insert = sqlx::query(
             "INSERT INTO calls (call_id, at_ms, day, front_door, client, session, route, ran, service, input_bytes, state)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'started')",
         )
@@ -266,17 +275,15 @@ impl Ledger {
         .bind(call.route)
         .bind(call.ran)
         .bind(call.service)
-        .bind(i64::try_from(call.input_bytes).unwrap_or(i64::MAX))
-        .execute(&self.normal)
-        .await
-        .map_err(|e| self.error(e))?;
+        .bind(i64::try_from(call.input_bytes).unwrap_or(i64::MAX));
+        self.apply(insert, &self.normal).await?;
         Ok(call_id)
     }
 
     /// Ends a call that moved no money (`done`, or `failed` with an error), or records the
     /// answer of a paid one without touching its money state.
     pub async fn finish(&self, call_id: &str, finish: &Finish) -> Result<(), LedgerError> {
-        sqlx::query(
+        let update = sqlx::query(
             "UPDATE calls SET status = ?2, duration_ms = ?3, output_sha256 = ?4, error = COALESCE(?5, error),
                  state = CASE WHEN state = 'started' THEN (CASE WHEN ?5 IS NULL THEN 'done' ELSE 'failed' END) ELSE state END
              WHERE call_id = ?1",
@@ -285,22 +292,14 @@ impl Ledger {
         .bind(i64::from(finish.status))
         .bind(i64::try_from(finish.duration.as_millis()).unwrap_or(i64::MAX))
         .bind(finish.output_sha256.as_deref())
-        .bind(finish.error.as_deref().map(|e| crate::clean(e, 1000)))
-        .execute(&self.full)
-        .await
-        .map_err(|e| self.error(e))?;
-        Ok(())
+        .bind(finish.error.as_deref().map(|e| crate::clean(e, 1000)));
+        self.apply(update, &self.full).await
     }
 
     /// Records the quote a 402 carried (atomic units of the chosen offer).
     pub async fn quote(&self, call_id: &str, quote: &str) -> Result<(), LedgerError> {
-        sqlx::query("UPDATE calls SET quote = ?2 WHERE call_id = ?1")
-            .bind(call_id)
-            .bind(quote)
-            .execute(&self.normal)
-            .await
-            .map_err(|e| self.error(e))?;
-        Ok(())
+        let update = sqlx::query("UPDATE calls SET quote = ?2 WHERE call_id = ?1").bind(call_id).bind(quote);
+        self.apply(update, &self.normal).await
     }
 
     /// Reserves `selected`'s amount for `call_id` if every cap in `caps` still holds with
@@ -372,64 +371,52 @@ impl Ledger {
     /// Records that an authorization is about to be signed and sent: who pays, its nonce
     /// and its expiry. Committed before the signature exists.
     pub async fn signing(&self, call_id: &str, payer: &str, nonce: &str, valid_before: u64) -> Result<(), LedgerError> {
-        sqlx::query("UPDATE calls SET state = 'signed', payer = ?2, nonce = ?3, valid_before = ?4 WHERE call_id = ?1")
-            .bind(call_id)
-            .bind(payer)
-            .bind(nonce)
-            .bind(i64::try_from(valid_before).unwrap_or(i64::MAX))
-            .execute(&self.full)
-            .await
-            .map_err(|e| self.error(e))?;
-        Ok(())
+        let update = sqlx::query(
+            "UPDATE calls SET state = 'signed', payer = ?2, nonce = ?3, valid_before = ?4 WHERE call_id = ?1",
+        )
+        .bind(call_id)
+        .bind(payer)
+        .bind(nonce)
+        .bind(i64::try_from(valid_before).unwrap_or(i64::MAX));
+        self.apply(update, &self.full).await
     }
 
     /// The reservation of a call that signed nothing is given back.
     pub async fn release(&self, call_id: &str, why: &str) -> Result<(), LedgerError> {
-        sqlx::query(
+        let update = sqlx::query(
             "UPDATE calls SET state = 'released', error = ?2, micros = 0 WHERE call_id = ?1 AND state = 'reserved'",
         )
         .bind(call_id)
-        .bind(crate::clean(why, 1000))
-        .execute(&self.full)
-        .await
-        .map_err(|e| self.error(e))?;
-        Ok(())
+        .bind(crate::clean(why, 1000));
+        self.apply(update, &self.full).await
     }
 
     /// The call was paid: the settlement's transaction and answer.
     pub async fn paid(&self, call_id: &str, tx: &str, settlement: &Value) -> Result<(), LedgerError> {
-        sqlx::query("UPDATE calls SET state = 'paid', tx = ?2, settlement = ?3 WHERE call_id = ?1")
+        let update = sqlx::query("UPDATE calls SET state = 'paid', tx = ?2, settlement = ?3 WHERE call_id = ?1")
             .bind(call_id)
             .bind(crate::clean(tx, 200))
-            .bind(crate::clean(&settlement.to_string(), 4000))
-            .execute(&self.full)
-            .await
-            .map_err(|e| self.error(e))?;
-        Ok(())
+            .bind(crate::clean(&settlement.to_string(), 4000));
+        self.apply(update, &self.full).await
     }
 
     /// A signed call whose settlement is not known: it counts until the chain says.
     pub async fn unsettled(&self, call_id: &str, why: &str) -> Result<(), LedgerError> {
-        sqlx::query("UPDATE calls SET state = 'unsettled', error = ?2 WHERE call_id = ?1 AND state = 'signed'")
-            .bind(call_id)
-            .bind(crate::clean(why, 1000))
-            .execute(&self.full)
-            .await
-            .map_err(|e| self.error(e))?;
-        Ok(())
+        let update =
+            sqlx::query("UPDATE calls SET state = 'unsettled', error = ?2 WHERE call_id = ?1 AND state = 'signed'")
+                .bind(call_id)
+                .bind(crate::clean(why, 1000));
+        self.apply(update, &self.full).await
     }
 
     /// A signed authorization the chain shows unused past its expiry: it can never move
     /// money, so it no longer counts.
     pub async fn expired(&self, call_id: &str) -> Result<(), LedgerError> {
-        sqlx::query(
+        let update = sqlx::query(
             "UPDATE calls SET state = 'expired', micros = 0 WHERE call_id = ?1 AND state IN ('signed', 'unsettled')",
         )
-        .bind(call_id)
-        .execute(&self.full)
-        .await
-        .map_err(|e| self.error(e))?;
-        Ok(())
+        .bind(call_id);
+        self.apply(update, &self.full).await
     }
 
     /// The row of `call_id`.
