@@ -345,3 +345,69 @@ async fn a_lost_paid_answer_is_not_paid_twice() {
     assert_eq!(paid.len(), 1, "{rows:?}");
     assert_eq!((&paid[0].call_id, paid[0].tx.as_deref()), (call_id, Some(tx.as_str())));
 }
+
+/// A server that advertises the spec's `payment-identifier` extension: it drops the first
+/// paid answer, and answers a payment it has seen (same id) from its cache.
+async fn idempotent_server(hosted: &HostedServer) -> (String, Arc<Mutex<Vec<(String, String)>>>) {
+    let response = hosted.post(GAS, &json!({"chain": "base"}), &[]).await;
+    let mut required: Value = response.json().await.unwrap();
+    required["extensions"] = json!({"payment-identifier": {"info": {"required": false}, "schema": {"type": "object"}}});
+    let seen = Arc::new(Mutex::new(Vec::<(String, String)>::new()));
+    let log = seen.clone();
+    let router = axum::Router::new().route(
+        GAS,
+        axum::routing::post(move |request: Request| {
+            let (required, log) = (required.clone(), log.clone());
+            async move {
+                let Some(payment) = request.headers().get("payment-signature").and_then(|v| v.to_str().ok()) else {
+                    return Response::builder()
+                        .status(402)
+                        .header("payment-required", paperchain_protocol_encode(&required))
+                        .body(Body::from(required.to_string()))
+                        .unwrap();
+                };
+                let payload = paperchain_protocol::x402::decode_payment(payment).unwrap();
+                let id = payload["extensions"]["payment-identifier"]["info"]["id"].as_str().unwrap_or("").to_string();
+                let nonce = payload["payload"]["authorization"]["nonce"].as_str().unwrap().to_string();
+                let mut log = log.lock().await;
+                let first = log.is_empty();
+                log.push((id, nonce));
+                let settlement = json!({"success": true, "network": "eip155:8453",
+                    "transaction": format!("0x{}", "ab".repeat(32)), "payer": payload["payload"]["authorization"]["from"]});
+                let body = if first {
+                    Body::from_stream(futures::stream::once(async {
+                        Err::<bytes::Bytes, _>(std::io::Error::other("dropped"))
+                    }))
+                } else {
+                    Body::from(json!({"chain": "base", "cached": true}).to_string())
+                };
+                Response::builder()
+                    .status(200)
+                    .header("content-type", "application/json")
+                    .header("payment-response", paperchain_protocol_encode(&settlement))
+                    .body(body)
+                    .unwrap()
+            }
+        }),
+    );
+    let (listener, _, base) = loopback_listener().await;
+    spawn_router(listener, router);
+    (base, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_with_payment_identifiers_answers_the_resent_payment_from_its_cache() {
+    let hosted = sandbox::start(Setup::default()).await;
+    let (server, seen) = idempotent_server(&hosted).await;
+    let rig = client_for(hosted, CAPPED, Some(&server), Arc::new(NobodyToAsk)).await;
+    let answer = gas(&rig.client).await.unwrap();
+    assert_eq!(answer.status, 200);
+    assert_eq!(serde_json::from_slice::<Value>(&answer.body).unwrap()["cached"], true);
+    let seen = seen.lock().await.clone();
+    assert_eq!(seen.len(), 2, "sent once, resent once: {seen:?}");
+    assert_eq!(seen[0], seen[1], "the same payment id and nonce both times");
+    assert_eq!(seen[0].0, answer.call_id, "the payment id is the ledger's call id");
+    assert!((16..=128).contains(&seen[0].0.len()), "the spec's id length: {}", seen[0].0);
+    let row = rig.client.ledger().get(&answer.call_id).await.unwrap().unwrap();
+    assert_eq!(row.state, "paid");
+}
