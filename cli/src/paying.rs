@@ -24,8 +24,24 @@ pub async fn client(data_dir: &Path, ctx: &Context, approver: Arc<dyn Approver>)
 }
 
 /// A server's client: nobody at a terminal answers its approvals (the desktop app will).
+/// Payments an earlier run left open (killed mid-call, an answer lost) are settled from
+/// the chain in the background as it starts.
 pub async fn server_client(data_dir: &Path, ctx: &Context) -> anyhow::Result<Arc<PayingClient>> {
-    client(data_dir, ctx, Arc::new(NobodyToAsk)).await
+    let client = client(data_dir, ctx, Arc::new(NobodyToAsk)).await?;
+    let (ledger, chains) = (client.ledger().clone(), ctx.chains.clone());
+    tokio::spawn(async move {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        match paperchain_wallet::reconcile::settle_open(&ledger, &chains, now).await {
+            Ok(checks) => {
+                for check in checks {
+                    tracing::info!(call = %check.call_id, was = %check.was, verdict = %check.verdict, tx = ?check.tx,
+                        "an open payment checked on chain: {}", check.detail);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "open payments could not be checked on chain"),
+        }
+    });
+    Ok(client)
 }
 
 /// Asks at the terminal; refuses when there is none.

@@ -29,8 +29,23 @@ pub struct Check {
 
 /// Checks every paying row of `ledger` on `chains`, updating rows the chain settles.
 pub async fn reconcile(ledger: &Ledger, chains: &Chains, now_secs: u64) -> Result<Vec<Check>, LedgerError> {
+    check_rows(ledger, chains, now_secs, false).await
+}
+
+/// Checks only the rows whose payment is not known yet (signed or unsettled: a crash, a
+/// lost answer, a refused payment), as a server does when it starts.
+pub async fn settle_open(ledger: &Ledger, chains: &Chains, now_secs: u64) -> Result<Vec<Check>, LedgerError> {
+    check_rows(ledger, chains, now_secs, true).await
+}
+
+async fn check_rows(
+    ledger: &Ledger,
+    chains: &Chains,
+    now_secs: u64,
+    open_only: bool,
+) -> Result<Vec<Check>, LedgerError> {
     let mut checks = Vec::new();
-    for row in ledger.payments().await? {
+    for row in ledger.payments().await?.into_iter().filter(|r| !open_only || r.state != "paid") {
         let check = check_row(ledger, chains, &row, now_secs).await?;
         checks.push(check);
     }
