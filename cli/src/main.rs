@@ -2,7 +2,8 @@
 //!
 //! The binary is a thin front door: it parses arguments and prints. `serve` starts the
 //! server library (`paperchain-server`), `mcp --stdio` the MCP bridge, `routes` lists the
-//! catalog, `call` runs one operation in-process. Everything else lives in the engine.
+//! catalog, `call` runs one operation (here or routed); `wallet`, `ledger`, `spend` and
+//! `config` are the paying client's. Everything else lives in the engine and the wallet.
 
 mod call;
 mod money_cmd;
@@ -28,7 +29,9 @@ Chain reads and document operations on your own machine.
 Paperchain serves the same routes as the hosted pay-per-call service, locally and free:
 an HTTP API on 127.0.0.1:8402 (`paperchain serve`), or one operation at a time from
 the shell (`paperchain call`). `paperchain routes` lists every operation and its price
-on the hosted service.";
+on the hosted service. A call routed there is paid by the wallet (`paperchain wallet`)
+within the spend policy you set (`paperchain config`), and every call is in the ledger
+(`paperchain ledger`, `paperchain spend`).";
 
 const EXAMPLES: &str = "\
 Examples:
@@ -55,7 +58,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the HTTP API (local mode: no payments, loopback only by default).
+    /// Serve the HTTP API and MCP (local mode: calls run here, or on the hosted service the
+    /// configuration routes them to, paid by the wallet; loopback only by default).
     Serve(ServeArgs),
     /// List every route: operation, path, price.
     Routes(RoutesArgs),
@@ -100,6 +104,8 @@ struct McpArgs {
     /// Which tools: the chain reads, the document operations, or all.
     #[arg(long, default_value = "all", value_parser = ["chain", "docs", "all"])]
     family: String,
+    #[command(flatten)]
+    routing: paying::RoutingArgs,
 }
 
 #[derive(clap::Args)]
@@ -135,6 +141,8 @@ struct ServeArgs {
     /// Hosted configuration file (TOML, a [hosted] table).
     #[arg(long, value_name = "FILE", env = "PAPERCHAIN_CONFIG")]
     config: Option<PathBuf>,
+    #[command(flatten)]
+    routing: paying::RoutingArgs,
 }
 
 #[derive(clap::Args)]
@@ -220,7 +228,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let ctx = Context::try_new()?;
     // Local mode routes and records every call; the hosted service is paid, it does not pay.
     let client = match hosted {
-        None => Some(paying::server_client(&data_dir, &ctx).await?),
+        None => Some(paying::server_client(&data_dir, &ctx, &args.routing).await?),
         Some(_) => None,
     };
     let server = paperchain_server::start(Options { http, hosted, ctx: Some(ctx), client }).await?;
@@ -239,7 +247,7 @@ async fn mcp(args: McpArgs) -> anyhow::Result<()> {
         _ => vec![Family::Chain, Family::Docs],
     };
     let ctx = Context::try_new()?;
-    let client = paying::server_client(&data_dir(), &ctx).await?;
+    let client = paying::server_client(&data_dir(), &ctx, &args.routing).await?;
     paperchain_mcp::stdio::serve_stdio(families, ctx, Some(client)).await.context("serving MCP on stdio")
 }
 

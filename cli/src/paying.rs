@@ -13,9 +13,35 @@ use paperchain_wallet::config::ClientConfig;
 use paperchain_wallet::keys::{self, KeyConfig};
 use paperchain_wallet::ledger::Ledger;
 
-/// The paying client for this user, with `approver`.
-pub async fn client(data_dir: &Path, ctx: &Context, approver: Arc<dyn Approver>) -> anyhow::Result<Arc<PayingClient>> {
-    let config = ClientConfig::load()?;
+/// Where local mode sends calls, over `config.toml` and the environment
+/// (`serve` and `mcp --stdio`; `call` has `--route` for one call).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct RoutingArgs {
+    /// The hosted service routed calls go to (over service.url and PAPERCHAIN_SERVICE_URL).
+    #[arg(long, value_name = "URL")]
+    pub service_url: Option<String>,
+    /// Where routes run unless config.toml names the route: local, hosted or auto (over
+    /// routing.default and PAPERCHAIN_ROUTE).
+    #[arg(long = "route", value_name = "MODE", value_parser = ["local", "hosted", "auto"])]
+    pub default_route: Option<String>,
+}
+
+/// The paying client for this user, with `approver`; `routing` overrides the configuration.
+pub async fn client(
+    data_dir: &Path,
+    ctx: &Context,
+    approver: Arc<dyn Approver>,
+    routing: &RoutingArgs,
+) -> anyhow::Result<Arc<PayingClient>> {
+    let mut config = ClientConfig::load()?;
+    if let Some(url) = &routing.service_url {
+        paperchain_wallet::config::check_service_url(url).map_err(|e| anyhow::anyhow!("--service-url: {e}"))?;
+    }
+    config.apply_env(|name| match name {
+        "PAPERCHAIN_SERVICE_URL" => routing.service_url.clone(),
+        "PAPERCHAIN_ROUTE" => routing.default_route.clone(),
+        _ => None,
+    })?;
     let ledger = Ledger::open_in(data_dir).await.context("opening the ledger")?;
     let key_config = KeyConfig::from_env(data_dir);
     let keys: KeyLoader =
@@ -26,8 +52,8 @@ pub async fn client(data_dir: &Path, ctx: &Context, approver: Arc<dyn Approver>)
 /// A server's client: nobody at a terminal answers its approvals (the desktop app will).
 /// Payments an earlier run left open (killed mid-call, an answer lost) are settled from
 /// the chain in the background as it starts.
-pub async fn server_client(data_dir: &Path, ctx: &Context) -> anyhow::Result<Arc<PayingClient>> {
-    let client = client(data_dir, ctx, Arc::new(NobodyToAsk)).await?;
+pub async fn server_client(data_dir: &Path, ctx: &Context, routing: &RoutingArgs) -> anyhow::Result<Arc<PayingClient>> {
+    let client = client(data_dir, ctx, Arc::new(NobodyToAsk), routing).await?;
     let (ledger, chains) = (client.ledger().clone(), ctx.chains.clone());
     tokio::spawn(async move {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
