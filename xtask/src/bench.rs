@@ -8,12 +8,13 @@
 //! the same wrapper on both sides. The cases of a group live in its own module
 //! (`bench/pages.rs`, `bench/docs.rs`); a group is added to [`Group`] and to [`run`].
 //! The `chain` group (`bench/chain.rs`) times a warm server's answers against `cast` and
-//! prints its own table.
+//! prints its own table; so do `paywall` (`bench/paywall.rs`) and `wallet` (`bench/wallet.rs`).
 
 mod chain;
 mod docs;
 mod pages;
 mod paywall;
+mod wallet;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -54,6 +55,8 @@ enum Group {
     Chain,
     /// Hosted mode's paywall: unpaid 402s a second under 64 connections, and its own cost on a paid call.
     Paywall,
+    /// The paying client's own cost on a paid call (everything but the server and the chain): p50 and p99.
+    Wallet,
 }
 
 impl Group {
@@ -70,7 +73,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     } else {
         PathBuf::new()
     };
-    let paperchain = build_paperchain()?;
+    // The wallet group builds its own bench; the others run the release binary.
+    let binary = [Group::Pages, Group::Docs, Group::Chain, Group::Paywall].into_iter().any(|g| args.group.includes(g));
+    let paperchain = if binary { build_paperchain()? } else { PathBuf::new() };
     let work = WorkDir::create()?;
     let memory = Path::new(TIME_PROGRAM).is_file();
     let bench = Bench {
@@ -97,6 +102,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    let wallet =
+        if args.group.includes(Group::Wallet) { Some(wallet::measure(&work.path.join("wallet"))?) } else { None };
 
     if documents {
         print_documents(&rows, args.runs, memory);
@@ -106,6 +113,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(paywall) = &paywall {
         paywall.print();
+    }
+    if let Some(wallet) = &wallet {
+        wallet.print();
     }
     let mut failures: Vec<(bool, String)> = rows
         .iter()
@@ -120,6 +130,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         .collect();
     failures.extend(chain.iter().flat_map(chain::Report::failures));
     failures.extend(paywall.iter().flat_map(paywall::Report::failures));
+    failures.extend(wallet.iter().flat_map(wallet::Report::failures));
     if failures.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
