@@ -2,8 +2,8 @@
 //! calls (`PayingClient::call`, each a whole x402 v2 exchange) against a loopback server
 //! that answers at once, and the bare transport of the same exchange (the same two HTTP
 //! requests made with a plain reqwest client). The difference is what the client adds:
-//! reading the 402, the policy's choice, the ledger's rows (start and quote without a
-//! flush; reserve in a `BEGIN IMMEDIATE` transaction, signing, paid and finish each with
+//! reading the 402, the policy's choice, the ledger's rows (start, quote and finish
+//! without a flush; reserve in a `BEGIN IMMEDIATE` transaction, signing and paid each with
 //! one, `synchronous=FULL`, WAL), the EIP-3009 signature, encoding the payment, reading
 //! the settlement.
 //!

@@ -44,7 +44,8 @@ enum Task {
         #[arg(last = true)]
         args: Vec<OsString>,
     },
-    /// Time Paperchain's operations against reference tools (qpdf, Ghostscript, pdftoppm) on the same inputs.
+    /// Benchmarks: operations against reference tools (qpdf, Ghostscript, pdftoppm, cast) on the same
+    /// inputs, the hosted paywall under load, and the paying client's own cost on a paid call.
     Bench(bench::BenchArgs),
 }
 

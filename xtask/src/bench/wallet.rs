@@ -152,9 +152,9 @@ impl Report {
              per-day cap whose check sums the day's paid rows, so it grows by one row a paid call, warm-ups \
              included). Bare: the same two requests with plain reqwest, a fixed signed payment on the second. The \
              client columns are paid minus bare (differences of the percentiles, not percentiles of differences): \
-             reading the 402, the policy, the ledger's six statements (start and quote without a flush; reserve in \
-             BEGIN IMMEDIATE, signing, paid and finish with one each, synchronous=FULL, WAL; on the memory file \
-             system their flushes cost nothing), the EIP-3009 signature, encoding the payment, reading the \
+             reading the 402, the policy, the ledger's six statements (start, quote and finish without a flush; \
+             reserve in BEGIN IMMEDIATE, signing and paid with one each, synchronous=FULL, WAL; on the memory \
+             file system their flushes cost nothing), the EIP-3009 signature, encoding the payment, reading the \
              settlement."
         );
     }
