@@ -82,7 +82,7 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     bar.set_message(entry.info().operation.to_string());
     bar.enable_steady_tick(Duration::from_millis(120));
     let ctx = ctx.with_progress(Arc::new(BarProgress(bar.clone())));
-    let approver = Arc::new(crate::paying::TerminalApprover);
+    let approver = Arc::new(crate::paying::TerminalApprover { bar: Some(bar.clone()) });
     let client = crate::paying::client(&crate::data_dir(), &ctx, approver, &Default::default()).await?;
     let mode = args.route.as_deref().map(str::parse).transpose().map_err(|e: String| anyhow!("--route: {e}"))?;
     let call = routed::Call {

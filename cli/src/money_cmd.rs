@@ -213,13 +213,13 @@ pub async fn run_ledger(args: LedgerArgs, data_dir: &Path) -> anyhow::Result<Exi
     Ok(ExitCode::SUCCESS)
 }
 
-/// One CSV record (RFC 4180), a leading `=`, `+`, `-` or `@` quoted so a spreadsheet does
-/// not run it.
+/// One CSV record (RFC 4180), a field starting with `=`, `+`, `-`, `@`, a tab or a carriage
+/// return prefixed with `'` so a spreadsheet does not run it.
 fn csv_line(fields: &[&str]) -> String {
     let quoted: Vec<String> = fields
         .iter()
         .map(|f| {
-            let risky = f.starts_with(['=', '+', '-', '@']);
+            let risky = f.starts_with(['=', '+', '-', '@', '\t', '\r']);
             if risky || f.contains([',', '"', '\n', '\r']) {
                 format!("\"{}{}\"", if risky { "'" } else { "" }, f.replace('"', "\"\""))
             } else {

@@ -70,8 +70,12 @@ pub async fn server_client(data_dir: &Path, ctx: &Context, routing: &RoutingArgs
     Ok(client)
 }
 
-/// Asks at the terminal; refuses when there is none.
-pub struct TerminalApprover;
+/// Asks at the terminal; refuses when there is none. `bar`, a progress spinner on the same
+/// terminal, is hidden while the question waits.
+pub struct TerminalApprover {
+    /// The spinner to hide while asking.
+    pub bar: Option<indicatif::ProgressBar>,
+}
 
 impl Approver for TerminalApprover {
     fn approve<'a>(&'a self, approval: &'a Approval) -> BoxFuture<'a, Result<(), String>> {
@@ -83,12 +87,19 @@ impl Approver for TerminalApprover {
                 "{} on {} costs {} ({}), above policy.approve_above. Pay it? [y/N] ",
                 approval.route, approval.host, approval.dollars, approval.description
             );
+            let bar = self.bar.clone();
             let answer = tokio::task::spawn_blocking(move || {
-                let mut err = std::io::stderr().lock();
-                let _ = err.write_all(question.as_bytes());
-                let _ = err.flush();
-                let mut line = String::new();
-                std::io::stdin().lock().read_line(&mut line).map(|_| line)
+                let ask = || {
+                    let mut err = std::io::stderr().lock();
+                    let _ = err.write_all(question.as_bytes());
+                    let _ = err.flush();
+                    let mut line = String::new();
+                    std::io::stdin().lock().read_line(&mut line).map(|_| line)
+                };
+                match bar {
+                    Some(bar) => bar.suspend(ask),
+                    None => ask(),
+                }
             })
             .await
             .map_err(|e| e.to_string())?

@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use paperchain_engine::catalog::RouteEntry;
 use paperchain_engine::output::OutputMode;
-use paperchain_engine::{Context, EngineError, ErrorKind, FileSet, OutFile, Reply};
+use paperchain_engine::{Context, EngineError, ErrorKind, Family, FileSet, OutFile, Reply};
 use paperchain_wallet::client::{Answer, CallError, PayingClient, Quote, Request};
 use paperchain_wallet::config::RouteMode;
 use paperchain_wallet::ledger::{Caller, Finish, NewCall};
@@ -60,9 +60,15 @@ pub enum Ran {
     Quote(Result<Quote, CallError>),
 }
 
-/// Whether the engine's failure means it cannot do this call here (so `auto` goes hosted).
-fn cannot_run_here(error: &EngineError) -> bool {
-    matches!(error.kind, ErrorKind::Unavailable { .. } | ErrorKind::BadUpstream | ErrorKind::RateLimited { .. })
+/// Whether the engine's failure means it cannot do this call here (so `auto` goes hosted):
+/// a missing tool or upstream, an upstream that refuses or talks nonsense, and for chain
+/// reads an RPC that does not answer in time. Input errors never go hosted.
+fn cannot_run_here(error: &EngineError, family: Family) -> bool {
+    match error.kind {
+        ErrorKind::Unavailable { .. } | ErrorKind::BadUpstream | ErrorKind::RateLimited { .. } => true,
+        ErrorKind::Timeout => family == Family::Chain,
+        _ => false,
+    }
 }
 
 /// Runs `call` where it belongs; `client` is `None` when no wallet is set up (then every
@@ -117,7 +123,7 @@ pub async fn run(client: Option<&Arc<PayingClient>>, ctx: &Context, call: Call<'
         }
     }
     match outcome {
-        Err(error) if mode == RouteMode::Auto && cannot_run_here(&error) => {
+        Err(error) if mode == RouteMode::Auto && cannot_run_here(&error, info.family) => {
             tracing::info!(route = info.operation, reason = %error.message, "auto: running on the hosted service");
             Ran::Hosted(client.call(&request).await)
         }
@@ -191,6 +197,10 @@ pub fn hosted_response(answer: Answer) -> Response {
     *response.status_mut() = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
     let headers = response.headers_mut();
     for (name, value) in &answer.headers {
+        // What ran where and what it cost is this server's to say, not the service's.
+        if name.starts_with("paperchain-") && name != crate::routes::REPORT_HEADER {
+            continue;
+        }
         if let (Ok(name), Ok(value)) = (axum::http::HeaderName::try_from(name.as_str()), HeaderValue::from_str(value)) {
             headers.append(name, value);
         }
@@ -223,7 +233,8 @@ pub fn answer_reply(answer: &Answer) -> Result<Reply<Value>, (u16, String)> {
         let message = serde_json::from_slice::<Value>(&answer.body)
             .ok()
             .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
-            .unwrap_or_else(|| String::from_utf8_lossy(&answer.body).chars().take(2000).collect());
+            .unwrap_or_else(|| String::from_utf8_lossy(&answer.body).into_owned());
+        let message = paperchain_wallet::clean(&message, 2000);
         return Err((answer.status, format!("the hosted service answered {}: {message}", answer.status)));
     }
     if is_json {
@@ -231,15 +242,49 @@ pub fn answer_reply(answer: &Answer) -> Result<Reply<Value>, (u16, String)> {
             .map(Reply::Json)
             .map_err(|_| (502, "the hosted service's JSON cannot be read".to_string()));
     }
-    let filename = answer
+    let offered = answer
         .header("content-disposition")
-        .and_then(|d| d.split("filename=\"").nth(1).and_then(|rest| rest.split('"').next()))
-        .map(|name| name.replace(['/', '\\'], "_"))
-        .filter(|name| !name.is_empty() && name != "." && name != "..")
-        .unwrap_or_else(|| "result".into());
+        .and_then(|d| d.split("filename=\"").nth(1).and_then(|rest| rest.split('"').next()));
+    let filename = safe_filename(offered, &media_type);
     let mut set = FileSet::single(OutFile { filename, media_type, bytes: answer.body.to_vec() }, OutputMode::File);
     set.report = answer.header(crate::routes::REPORT_HEADER).and_then(|r| serde_json::from_str(r).ok());
     Ok(Reply::Files(set))
+}
+
+/// A file name a hosted service offered, made safe to write in the user's folder: letters,
+/// digits, `-`, `_` and `.` only, no leading dot (no `.bashrc`), at most 100 characters,
+/// the extension of its media type (no `conftest.py` for a PDF), and no Windows device
+/// name; otherwise `result.<ext>`.
+pub fn safe_filename(offered: Option<&str>, media_type: &str) -> String {
+    let extension = match media_type.split(';').next().unwrap_or("").trim() {
+        "application/pdf" => "pdf",
+        "application/zip" => "zip",
+        "image/png" => "png",
+        "image/jpeg" => "jpg",
+        "text/markdown" => "md",
+        "text/csv" => "csv",
+        "text/plain" => "txt",
+        "application/json" => "json",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document" => "docx",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" => "xlsx",
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation" => "pptx",
+        _ => "bin",
+    };
+    let stem = offered
+        .and_then(|name| name.rsplit_once('.').map(|(stem, _)| stem).or(Some(name)))
+        .map(|stem| {
+            stem.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')).collect::<String>()
+        })
+        .map(|stem| stem.trim_start_matches('.').chars().take(90).collect::<String>())
+        .filter(|stem| !stem.is_empty())
+        .unwrap_or_else(|| "result".into());
+    // Windows' device names stay devices whatever their extension.
+    let device = stem.split('.').next().unwrap_or("").to_ascii_uppercase();
+    let reserved = matches!(device.as_str(), "CON" | "PRN" | "AUX" | "NUL")
+        || (device.len() == 4
+            && (device.starts_with("COM") || device.starts_with("LPT"))
+            && device.as_bytes()[3].is_ascii_digit());
+    if reserved { format!("file-{stem}.{extension}") } else { format!("{stem}.{extension}") }
 }
 
 /// A quote as JSON: what the service asks and what the policy would pay.
@@ -281,5 +326,25 @@ pub fn quote_response(quote: Result<Quote, CallError>) -> Response {
     match quote {
         Ok(quote) => axum::Json(quote_json(&quote)).into_response(),
         Err(error) => call_error(&error).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offered_file_names_are_made_safe() {
+        assert_eq!(safe_filename(Some("rotated.pdf"), "application/pdf"), "rotated.pdf");
+        assert_eq!(safe_filename(Some("../../.bashrc"), "application/pdf"), "result.pdf");
+        assert_eq!(safe_filename(Some("../x/.bashrc.pdf"), "application/pdf"), "x.bashrc.pdf");
+        assert_eq!(safe_filename(Some(".envrc"), "application/pdf"), "result.pdf");
+        assert_eq!(safe_filename(Some("conftest.py"), "application/pdf"), "conftest.pdf");
+        assert_eq!(safe_filename(Some("C:x"), "application/zip"), "Cx.zip");
+        assert_eq!(safe_filename(Some("CON"), "image/png"), "file-CON.png");
+        assert_eq!(safe_filename(Some("lpt1.x.pdf"), "application/pdf"), "file-lpt1.x.pdf");
+        assert_eq!(safe_filename(Some("///"), "application/pdf"), "result.pdf");
+        assert_eq!(safe_filename(None, "application/x-unknown"), "result.bin");
+        assert_eq!(safe_filename(Some(&"a".repeat(500)), "application/pdf").len(), 94);
     }
 }

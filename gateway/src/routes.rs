@@ -159,7 +159,16 @@ async fn call_local(state: &AppState, path: &'static str, request: Request) -> R
     let mode = routed::mode_of(request.headers())?;
     let quote_only = routed::quote_only(request.headers())?;
     let client = request.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_string);
-    let body = match receive(request, state.body_limit).await? {
+    // Receiving the body is bounded like the call (a caller that sends slowly cannot hold a task).
+    let received =
+        tokio::time::timeout(state.request_timeout, receive(request, state.body_limit)).await.map_err(|_| {
+            ApiError::from(EngineError::new(
+                paperchain_engine::ErrorKind::Timeout,
+                "timeout",
+                format!("the request body did not arrive within {} s", state.request_timeout.as_secs()),
+            ))
+        })??;
+    let body = match received {
         Received::Json(bytes) => bytes,
         Received::NotJson(content_type) => return Err(unsupported_media_type(&content_type)),
         Received::TooLarge(limit) => return Err(too_large(limit)),

@@ -36,6 +36,15 @@ pub const PAYMENT_IDENTIFIER: &str = "payment-identifier";
 const HOP_BY_HOP: &[&str] =
     &["connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length", "date", "server"];
 
+/// The largest answer read from a hosted service: the largest result a route gives
+/// (256 MiB), and room for its JSON envelope.
+pub const MAX_ANSWER_BYTES: usize = 300 << 20;
+
+/// How long a paid request may take beyond `service.timeout_seconds`: the service verifies
+/// and settles after the operation's own limit, and an answer cut off there is a payment
+/// whose answer is lost.
+pub const SETTLEMENT_MARGIN: Duration = Duration::from_secs(60);
+
 /// A boxed future, for the approval hook.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -224,7 +233,7 @@ impl PayingClient {
         chains: Arc<Chains>,
     ) -> PayingClient {
         let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(config.service_timeout))
+            .timeout(Duration::from_secs(config.service_timeout) + SETTLEMENT_MARGIN)
             .connect_timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("paperchain/", env!("CARGO_PKG_VERSION")))
@@ -278,8 +287,18 @@ impl PayingClient {
             .filter(|(name, _)| !HOP_BY_HOP.contains(&name.as_str()))
             .filter_map(|(name, value)| Some((name.as_str().to_string(), value.to_str().ok()?.to_string())))
             .collect();
-        let body = response.bytes().await.map_err(unreachable)?;
-        Ok(Received { status, headers, body })
+        let mut response = response;
+        let mut body = bytes::BytesMut::new();
+        while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
+            if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(CallError::Unreachable {
+                    host: host.to_string(),
+                    message: format!("its answer is larger than {} MiB", MAX_ANSWER_BYTES >> 20),
+                });
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(Received { status, headers, body: body.freeze() })
     }
 
     /// What the hosted service would charge for `request`, and whether the policy would
@@ -323,7 +342,7 @@ impl PayingClient {
                 Finish { status: 0, duration: started.elapsed(), output_sha256: None, error: Some(error.to_string()) }
             }
         };
-        self.ledger.finish(&call_id, &finish).await?;
+        kept(self.ledger.finish(&call_id, &finish).await);
         outcome.map(|mut answer| {
             answer.call_id = call_id;
             answer
@@ -354,16 +373,11 @@ impl PayingClient {
             per_client: request.caller.client.as_deref().and_then(|c| policy.clients.get(c)).copied(),
             per_network: policy.networks.get(&selected.network).copied(),
         };
+        // The key first (a keyring may ask to be unlocked): nothing is reserved while waiting.
+        let signer = self.signer().await.map_err(CallError::Keys)?;
         if let Err(why) = self.ledger.reserve(call_id, &selected, &caps, request.caller.client.as_deref()).await? {
             return Err(Refusal::Cap(why).into());
         }
-        let signer = match self.signer().await {
-            Ok(signer) => signer,
-            Err(why) => {
-                self.ledger.release(call_id, &why).await?;
-                return Err(CallError::Keys(why));
-            }
-        };
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         let signed = Authorization::fresh(&selected.requirement, now)
             .and_then(|auth| {
@@ -379,9 +393,13 @@ impl PayingClient {
                 return Err(e.into());
             }
         };
-        if let Some(extension) = required["extensions"].get(PAYMENT_IDENTIFIER) {
+        if let Some(extension) = required["extensions"].get(PAYMENT_IDENTIFIER).filter(|e| e.is_object()) {
+            // The extension echoed with the call's id in its `info` (whatever shape the
+            // server gave `info`, the id goes into an object).
+            let mut info = extension.get("info").filter(|i| i.is_object()).cloned().unwrap_or_else(|| json!({}));
+            info["id"] = json!(call_id);
             let mut echoed = extension.clone();
-            echoed["info"]["id"] = json!(call_id);
+            echoed["info"] = info;
             payload["extensions"] = json!({ PAYMENT_IDENTIFIER: echoed });
         }
         let payer = signer.address().to_checksum(None);
@@ -389,7 +407,14 @@ impl PayingClient {
         // row the reconciliation checks on chain.
         self.ledger.signing(call_id, &payer, &auth.nonce.to_string(), auth.valid_before).await?;
         let header = x402::encode(&payload);
-        let paying = Paying { selected: &selected, payer: &payer, nonce: auth.nonce.to_string(), call_id, host };
+        let paying = Paying {
+            selected: &selected,
+            payer: &payer,
+            nonce: auth.nonce.to_string(),
+            valid_before: auth.valid_before,
+            call_id,
+            host,
+        };
         let mut attempt = 0;
         loop {
             match self.send(url, host, &request.body, Some(&header)).await {
@@ -424,12 +449,12 @@ impl PayingClient {
         match settlement {
             Some(Ok(settlement)) => {
                 let tx = settlement["transaction"].as_str().unwrap_or_default().to_string();
-                self.ledger.paid(paying.call_id, &tx, &settlement).await?;
+                kept(self.ledger.paid(paying.call_id, Some(&tx), &settlement).await);
                 let paid = paying.paid(tx);
                 Ok(received.answer(Some(paid)))
             }
             Some(Err(e)) => {
-                self.ledger.unsettled(paying.call_id, &e.to_string()).await?;
+                kept(self.ledger.unsettled(paying.call_id, &e.to_string()).await);
                 Ok(received.answer(None))
             }
             None => {
@@ -437,11 +462,11 @@ impl PayingClient {
                 let why = format!("the hosted service answered {} without a settlement", received.status);
                 match self.check_chain(paying).await {
                     ChainSays::Used(tx) => {
-                        self.ledger.paid(paying.call_id, &tx, &json!({"found_on_chain": true})).await?;
-                        Ok(received.answer(Some(paying.paid(tx))))
+                        kept(self.ledger.paid(paying.call_id, tx.as_deref(), &json!({"found_on_chain": true})).await);
+                        Ok(received.answer(Some(paying.paid(tx.unwrap_or_default()))))
                     }
                     _ => {
-                        self.ledger.unsettled(paying.call_id, &why).await?;
+                        kept(self.ledger.unsettled(paying.call_id, &why).await);
                         Ok(received.answer(None))
                     }
                 }
@@ -465,11 +490,11 @@ impl PayingClient {
     }
 
     /// The chain shows the payment made, its answer is gone: recorded as paid, not paid again.
-    async fn paid_but_lost(&self, paying: &Paying<'_>, tx: String) -> Result<CallError, LedgerError> {
-        self.ledger.paid(paying.call_id, &tx, &json!({"found_on_chain": true})).await?;
+    async fn paid_but_lost(&self, paying: &Paying<'_>, tx: Option<String>) -> Result<CallError, LedgerError> {
+        self.ledger.paid(paying.call_id, tx.as_deref(), &json!({"found_on_chain": true})).await?;
         Ok(CallError::PaidAnswerLost {
-            paid: paying.paid(tx.clone()).amount_text(),
-            tx,
+            paid: paying.paid(String::new()).amount_text(),
+            tx: tx.unwrap_or_else(|| "not found yet; `paperchain ledger reconcile` finds it".into()),
             call_id: paying.call_id.into(),
         })
     }
@@ -495,16 +520,24 @@ impl PayingClient {
         };
         let asset = &paying.selected.asset.address;
         match crate::chain::authorization_used(&chain, asset, paying.payer, &paying.nonce).await {
-            Ok(false) => ChainSays::Unused,
+            Ok(false) => ChainSays::Unused(paying.valid_before),
             Ok(true) => {
                 match crate::chain::authorization_tx(&chain, asset, paying.payer, &paying.nonce, 50_000).await {
-                    Ok(Some(tx)) => ChainSays::Used(tx.to_string()),
-                    Ok(None) => ChainSays::Used("(not found in the last 50,000 blocks)".into()),
-                    Err(e) => ChainSays::Used(format!("(unknown: {e})")),
+                    Ok(Some(tx)) => ChainSays::Used(Some(tx.to_string())),
+                    Ok(None) | Err(_) => ChainSays::Used(None),
                 }
             }
             Err(e) => ChainSays::Unknown(e),
         }
+    }
+}
+
+/// A ledger write after the money moved: its failure is logged, and the answer (paid
+/// for) still goes to the caller; the `signed` row already on disk lets the reconciliation
+/// recover the payment.
+fn kept(written: Result<(), LedgerError>) {
+    if let Err(e) = written {
+        tracing::error!(error = %e, "the ledger could not record a paid call; `paperchain ledger reconcile` recovers it");
     }
 }
 
@@ -513,6 +546,7 @@ struct Paying<'a> {
     selected: &'a Selected,
     payer: &'a str,
     nonce: String,
+    valid_before: u64,
     call_id: &'a str,
     host: &'a str,
 }
@@ -533,16 +567,22 @@ impl Paying<'_> {
 }
 
 enum ChainSays {
-    Used(String),
-    Unused,
+    /// Used, in this transaction when it was found.
+    Used(Option<String>),
+    /// Not used yet; usable until this Unix time.
+    Unused(u64),
     Unknown(String),
 }
 
 impl ChainSays {
     fn describe(&self) -> String {
         match self {
-            ChainSays::Used(tx) => format!("The chain shows the authorization used in {tx}."),
-            ChainSays::Unused => "The chain shows the authorization unused: nothing was paid.".into(),
+            ChainSays::Used(Some(tx)) => format!("The chain shows the authorization used in {tx}."),
+            ChainSays::Used(None) => "The chain shows the authorization used.".into(),
+            ChainSays::Unused(before) => format!(
+                "The chain shows the authorization unused so far: nothing is paid unless it is used before it \
+                 expires (Unix time {before}); it counts against the caps until then."
+            ),
             ChainSays::Unknown(why) => {
                 format!("Whether it was used is not known ({why}); `paperchain ledger reconcile` checks it later.")
             }

@@ -353,6 +353,16 @@ pub fn check_service_url(text: &str) -> Result<String, String> {
     if url.host_str().is_none_or(str::is_empty) {
         return Err(format!("`{text}` names no host"));
     }
+    // Over plain HTTP anyone on the way could rewrite the payee of a 402: only this machine.
+    let loopback = match url.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    if url.scheme() == "http" && !loopback {
+        return Err(format!("`{text}` is plain HTTP: a hosted service is paid over https (http only on this machine)"));
+    }
     if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() || url.password().is_some() {
         return Err(format!("`{text}` must be a plain base URL (no query, fragment or credentials)"));
     }
@@ -428,6 +438,8 @@ mod tests {
         assert!(error("[policy]\nnetworks = { base = \"1\" }").contains("`base` is not a CAIP-2 network"));
         assert!(error("[routing]\ndefault = \"cloud\"").contains("c.toml"));
         assert!(error("[service]\nurl = \"ftp://x\"").contains("not an http(s) URL"));
+        assert!(error("[service]\nurl = \"http://api.example.test\"").contains("plain HTTP"));
+        assert!(ClientConfig::parse("[service]\nurl = \"http://127.0.0.1:8402\"", None).is_ok());
         assert!(error("[polcy]\nper_day = \"1\"").contains("polcy"));
         assert!(error("[policy]\nclients = { a = \"-1\" }").contains("policy.clients.\"a\""));
         let mut config = ClientConfig::default();

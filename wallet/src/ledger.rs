@@ -325,6 +325,9 @@ impl Ledger {
         caps: &Caps,
         client: Option<&str>,
     ) -> Result<Result<(), String>, LedgerError> {
+        // The name as `start` stored it.
+        let client = client.map(|c| crate::clean(c, 200));
+        let client = client.as_deref();
         let mut tx = self.full.begin_with("BEGIN IMMEDIATE").await.map_err(|e| self.error(e))?;
         let day = day_of(now_ms());
         let amount = selected.dollars;
@@ -405,10 +408,12 @@ impl Ledger {
     }
 
     /// The call was paid: the settlement's transaction and answer.
-    pub async fn paid(&self, call_id: &str, tx: &str, settlement: &Value) -> Result<(), LedgerError> {
+    /// `tx` is `None` when the chain shows the authorization used but its transaction was
+    /// not found yet (the reconciliation looks again).
+    pub async fn paid(&self, call_id: &str, tx: Option<&str>, settlement: &Value) -> Result<(), LedgerError> {
         let update = sqlx::query("UPDATE calls SET state = 'paid', tx = ?2, settlement = ?3 WHERE call_id = ?1")
             .bind(call_id)
-            .bind(crate::clean(tx, 200))
+            .bind(tx.map(|tx| crate::clean(tx, 200)))
             .bind(crate::clean(&settlement.to_string(), 4000));
         self.apply(update, &self.full).await
     }
@@ -450,6 +455,21 @@ impl Ledger {
             .await
             .map_err(|e| self.error(e))?;
         Ok(rows.iter().map(row_of).collect())
+    }
+
+    /// Gives back reservations older than `older_than_ms` (Unix ms) that never signed: the
+    /// call stopped between reserving and signing (a crash, a closed client). Nothing left
+    /// the process for them, so nothing can be paid.
+    pub async fn release_stale(&self, older_than_ms: i64) -> Result<u64, LedgerError> {
+        let done = sqlx::query(
+            "UPDATE calls SET state = 'released', micros = 0, error = 'stopped before signing'
+             WHERE state = 'reserved' AND nonce IS NULL AND at_ms < ?1",
+        )
+        .bind(older_than_ms)
+        .execute(&self.full)
+        .await
+        .map_err(|e| self.error(e))?;
+        Ok(done.rows_affected())
     }
 
     /// Rows whose money the chain can confirm: signed, unsettled or paid.

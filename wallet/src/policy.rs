@@ -61,6 +61,10 @@ pub enum Refusal {
     Approval(String),
 }
 
+/// The longest an authorization may stay usable: a hosted call that takes longer is not
+/// one this wallet pays for.
+pub const MAX_TIMEOUT_SECONDS: u64 = 3600;
+
 /// Chooses what to pay of the PaymentRequired `required`, sent by `host`: the cheapest
 /// offer the policy allows (the server's order breaks ties).
 pub fn select(config: &ClientConfig, host: &str, required: &Value) -> Result<Selected, Refusal> {
@@ -105,7 +109,23 @@ pub fn select(config: &ClientConfig, host: &str, required: &Value) -> Result<Sel
             refuse(format!("asset {asset_address} is not one this wallet pays in (policy.assets)"));
             continue;
         };
-        let payee = offer["payTo"].as_str().unwrap_or_default().to_string();
+        let Some(payee) =
+            offer["payTo"].as_str().filter(|p| p.parse::<alloy::primitives::Address>().is_ok()).map(str::to_string)
+        else {
+            refuse(format!("payTo {} is not an address", offer["payTo"]));
+            continue;
+        };
+        match offer["maxTimeoutSeconds"].as_u64() {
+            Some(1..=MAX_TIMEOUT_SECONDS) => {}
+            other => {
+                refuse(format!(
+                    "maxTimeoutSeconds {} is not between 1 and {MAX_TIMEOUT_SECONDS}: an authorization is not left \
+                     open that long",
+                    other.map(|t| t.to_string()).unwrap_or_else(|| "(missing)".into())
+                ));
+                continue;
+            }
+        }
         if !policy.payees.is_empty() && !policy.payees.iter().any(|p| p.eq_ignore_ascii_case(&payee)) {
             refuse(format!("payee {payee} is not in policy.payees"));
             continue;
@@ -180,14 +200,26 @@ mod tests {
              networks = {\"eip155:8453\" = \"1\", \"eip155:137\" = \"1\"}",
         );
         assert_eq!(select(&c, "evil.test", &json!({"accepts": []})).unwrap_err(), Refusal::Host("evil.test".into()));
+        let mut long = offer("eip155:8453", BASE_USDC, "1");
+        long["payTo"] = json!("0x2222222222222222222222222222222222222222");
+        long["maxTimeoutSeconds"] = json!(86400);
         let required = json!({"accepts": [
             offer("eip155:8453", BASE_USDC, "2000"),
             offer("eip155:8453", "0x9999999999999999999999999999999999999999", "1"),
             json!({"scheme": "upto", "network": "eip155:137"}),
+            json!({"scheme": "exact", "network": "eip155:8453", "asset": BASE_USDC, "amount": "1", "payTo": "nobody"}),
+            long,
             offer("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "x", "1"),
         ]});
         let error = select(&c, "api.example.test", &required).unwrap_err().to_string();
-        for part in ["payee 0x1111", "asset 0x9999", "`exact`", "EVM networks only"] {
+        for part in [
+            "payee 0x1111",
+            "asset 0x9999",
+            "`exact`",
+            "EVM networks only",
+            "payTo \"nobody\"",
+            "maxTimeoutSeconds 86400",
+        ] {
             assert!(error.contains(part), "{part}: {error}");
         }
         let c = config("[policy]\nper_call = \"0.001\"\nnetworks = {\"eip155:8453\" = \"1\"}");

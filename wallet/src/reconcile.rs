@@ -12,6 +12,14 @@ use crate::chain;
 use crate::ledger::{Ledger, LedgerError, Row};
 use paperchain_engine::evm::Chains;
 
+/// A reservation this old that never signed belongs to a call that stopped.
+const STALE_RESERVATION_SECONDS: u64 = 600;
+
+/// How far past its `validBefore` an unused authorization must be before it is taken as
+/// expired: this machine's clock may run ahead of the chain's (the same slack the payer
+/// gives `validAfter`).
+const EXPIRY_SLACK_SECONDS: u64 = paperchain_protocol::x402::VALID_AFTER_SLACK_SECONDS;
+
 /// What the chain says of one row.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct Check {
@@ -44,6 +52,11 @@ async fn check_rows(
     now_secs: u64,
     open_only: bool,
 ) -> Result<Vec<Check>, LedgerError> {
+    let stale = i64::try_from(now_secs.saturating_sub(STALE_RESERVATION_SECONDS)).unwrap_or(0).saturating_mul(1000);
+    let released = ledger.release_stale(stale).await?;
+    if released > 0 {
+        tracing::info!(released, "reservations of calls that stopped before signing were given back");
+    }
     let mut checks = Vec::new();
     for row in ledger.payments().await?.into_iter().filter(|r| !open_only || r.state != "paid") {
         let check = check_row(ledger, chains, &row, now_secs).await?;
@@ -84,13 +97,17 @@ async fn check_row(ledger: &Ledger, chains: &Chains, row: &Row, now_secs: u64) -
         Ok(true) => match chain::authorization_tx(&chain, asset, payer, nonce, 200_000).await {
             Ok(Some(tx)) => {
                 let tx = tx.to_string();
-                ledger.paid(&row.call_id, &tx, &serde_json::json!({"found_on_chain": true})).await?;
+                ledger.paid(&row.call_id, Some(&tx), &serde_json::json!({"found_on_chain": true})).await?;
                 Ok(verdict("now_paid", Some(tx), "the authorization was used: recorded as paid".into()))
             }
             Ok(None) => Ok(verdict("unknown", None, "the authorization was used, its transaction not found".into())),
             Err(e) => Ok(verdict("unknown", None, e)),
         },
-        Ok(false) if row.valid_before.is_some_and(|before| u64::try_from(before).unwrap_or(0) <= now_secs) => {
+        Ok(false)
+            if row.valid_before.is_some_and(|before| {
+                u64::try_from(before).unwrap_or(0).saturating_add(EXPIRY_SLACK_SECONDS) <= now_secs
+            }) =>
+        {
             ledger.expired(&row.call_id).await?;
             Ok(verdict("expired", None, "never used and past its expiry: it can no longer move money".into()))
         }

@@ -42,8 +42,16 @@ pub fn read_settlement(header: &str) -> Result<Value, PayError> {
     if settlement["success"] != true {
         return Err(PayError::Settlement(format!("it says the settlement failed: {}", settlement["errorReason"])));
     }
-    if settlement["transaction"].as_str().is_none_or(str::is_empty) {
+    let Some(transaction) = settlement["transaction"].as_str().filter(|t| !t.is_empty()) else {
         return Err(PayError::Settlement("it names no transaction".into()));
+    };
+    // An EVM transaction is a 32-byte hash; anything else would reach the ledger and the screen.
+    let evm = settlement["network"].as_str().is_none_or(|n| n.starts_with("eip155:"));
+    if evm && transaction.parse::<alloy::primitives::B256>().is_err() {
+        return Err(PayError::Settlement(format!(
+            "its transaction `{}` is not a transaction hash",
+            crate::clean(transaction, 80)
+        )));
     }
     Ok(settlement)
 }
@@ -74,5 +82,8 @@ mod tests {
         assert_eq!(required["accepts"].as_array().map(Vec::len), Some(2));
         let failed = x402::encode(&json!({"success": false, "errorReason": "insufficient_funds"}));
         assert!(read_settlement(&failed).unwrap_err().to_string().contains("insufficient_funds"));
+        let forged = x402::encode(&json!({"success": true, "network": "eip155:8453", "transaction": "\u{1b}[2Jpaid"}));
+        let error = read_settlement(&forged).unwrap_err().to_string();
+        assert!(error.contains("not a transaction hash") && !error.contains('\u{1b}'), "{error}");
     }
 }
