@@ -277,8 +277,9 @@ async fn a_refused_payment_or_a_second_402_gets_no_second_signature() {
 }
 
 /// A proxy in front of the sandbox that drops the first paid answer after the sandbox
-/// settled it; records the nonce of every payment it forwards.
-async fn dropping_proxy(hosted: &HostedServer) -> (String, Arc<Mutex<Vec<String>>>) {
+/// settled it; records the nonce of every payment it forwards. With `hide_identifier` it
+/// takes the `payment-identifier` extension out of the 402s: a service without it.
+async fn dropping_proxy(hosted: &HostedServer, hide_identifier: bool) -> (String, Arc<Mutex<Vec<String>>>) {
     let nonces = Arc::new(Mutex::new(Vec::new()));
     let upstream = hosted.base.clone();
     let client = hosted.client.clone();
@@ -301,8 +302,16 @@ async fn dropping_proxy(hosted: &HostedServer) -> (String, Arc<Mutex<Vec<String>
             }
             let answer = forward.send().await.unwrap();
             let status = answer.status();
-            let headers = answer.headers().clone();
-            let bytes = answer.bytes().await.unwrap();
+            let mut headers = answer.headers().clone();
+            let mut bytes = answer.bytes().await.unwrap();
+            if hide_identifier && status == 402 {
+                let mut required: Value = serde_json::from_slice(&bytes).unwrap();
+                if let Some(extensions) = required["extensions"].as_object_mut() {
+                    extensions.remove("payment-identifier");
+                }
+                bytes = required.to_string().into();
+                headers.insert("payment-required", paperchain_protocol_encode(&required).parse().unwrap());
+            }
             let mut response = if first_paid {
                 // Settled upstream; the connection breaks before the answer arrives.
                 Response::new(Body::from_stream(futures::stream::once(async {
@@ -326,10 +335,33 @@ async fn dropping_proxy(hosted: &HostedServer) -> (String, Arc<Mutex<Vec<String>
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lost_paid_answer_is_not_paid_twice() {
+async fn a_lost_paid_answer_is_answered_again_by_the_service_and_paid_once() {
     let hosted = sandbox::start(Setup::default()).await;
     let price = quote(&hosted).await;
-    let (proxy, nonces) = dropping_proxy(&hosted).await;
+    let (proxy, nonces) = dropping_proxy(&hosted, false).await;
+    let rig = client_for(hosted, CAPPED, Some(&proxy), Arc::new(NobodyToAsk)).await;
+    let (payer_before, _) = rig.hosted.balances().await;
+    // The sandbox supports payment-identifier: the resent payment gets the answer.
+    let answer = gas(&rig.client).await.unwrap();
+    assert_eq!(answer.status, 200);
+    let paid = answer.paid.clone().expect("paid");
+    let nonces = nonces.lock().await.clone();
+    assert!(nonces.len() >= 2, "the payment was sent again: {nonces:?}");
+    assert!(nonces.iter().all(|n| *n == nonces[0]), "one authorization, sent again, never a second: {nonces:?}");
+    let (payer_after, _) = rig.hosted.balances().await;
+    assert_eq!(payer_before - payer_after, U256::from(price), "paid exactly once");
+    assert_eq!(rig.hosted.tx_succeeded(&paid.tx).await, Some(true));
+    let rows = rig.client.ledger().rows(0).await.unwrap();
+    let paid_rows: Vec<_> = rows.iter().filter(|r| r.state == "paid").collect();
+    assert_eq!(paid_rows.len(), 1, "{rows:?}");
+    assert_eq!((&paid_rows[0].call_id, paid_rows[0].tx.as_deref()), (&answer.call_id, Some(paid.tx.as_str())));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_paid_answer_from_a_service_without_identifiers_is_not_paid_twice() {
+    let hosted = sandbox::start(Setup::default()).await;
+    let price = quote(&hosted).await;
+    let (proxy, nonces) = dropping_proxy(&hosted, true).await;
     let rig = client_for(hosted, CAPPED, Some(&proxy), Arc::new(NobodyToAsk)).await;
     let (payer_before, _) = rig.hosted.balances().await;
     let error = gas(&rig.client).await.unwrap_err();

@@ -18,6 +18,14 @@
 //! the same moment cannot both run; the claim is released when the call fails before
 //! settlement (nothing ran to completion, nothing was charged: the same signed payload may
 //! be sent again) and made permanent once settlement was attempted.
+//!
+//! Every 402 advertises the spec's `payment-identifier` extension (optional). A paid
+//! call whose answer was lost can be resent with the very same payload: when its replay
+//! key is already `settled`, and it carries the same payment id, for the same route and
+//! the same body bytes (sha256) as the settled call, the operation runs again without
+//! verifying or settling anything and the answer goes out with the stored settlement
+//! (exactly-once payment, at-least-once execution; ledger outcome `redelivered`). Any
+//! other resend of a used payload is refused `payment_already_used` as before.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -37,7 +45,7 @@ use x402_types::proto;
 use super::config::{HostedConfig, PayTo};
 use super::facilitator::{FacilitatorFailure, PaymentFacilitator, Settled};
 use super::mpp::{MppConfig, MppError, RequestBinding, now_unix};
-use super::store::{Claim, Decision, FreeTake, Outcome, PaymentOutcome, PaymentState, Store};
+use super::store::{Claim, Decision, FreeTake, Outcome, PaidRequest, PaymentOutcome, PaymentState, Store};
 
 /// The time, injectable so tests can cross a UTC day.
 pub trait Clock: Send + Sync {
@@ -328,9 +336,12 @@ impl Paywall {
         }
         body["resource"] = resource;
         body["accepts"] = Value::Array(self.requirements(price).await);
+        let mut extensions = serde_json::Map::new();
         if let Some(bazaar) = self.bazaar.get(info.path) {
-            body["extensions"] = json!({ "bazaar": bazaar });
+            extensions.insert("bazaar".into(), bazaar.clone());
         }
+        extensions.insert(PAYMENT_IDENTIFIER.into(), payment_identifier_extension());
+        body["extensions"] = Value::Object(extensions);
         body
     }
 
@@ -482,6 +493,15 @@ impl Paywall {
         };
         let accepted = &payload["accepted"];
         decision.network = accepted["network"].as_str().map(str::to_string);
+        let key = payment_key(&payload);
+        let paid_request = PaidRequest { payment_id: payment_id(&payload), request_sha256: body_sha256(&call.body) };
+        if paid_request.payment_id.is_some() {
+            match self.store.redeliver(&key, call.route.info().path, &paid_request).await {
+                Ok(Some(stored)) => return self.redeliver(prepared, key, stored, ctx, decision).await,
+                Ok(None) => {}
+                Err(e) => return Answer::Failed(store_failure(e)),
+            }
+        }
         let offered = self.requirements(price).await;
         let Some(ours) = offered.iter().find(|r| r["network"] == accepted["network"]) else {
             let networks: Vec<&str> = offered.iter().filter_map(|r| r["network"].as_str()).collect();
@@ -507,8 +527,8 @@ impl Paywall {
             return self.required(call, price, Some(error)).await;
         }
         let request = json!({ "x402Version": 2, "paymentPayload": payload, "paymentRequirements": ours });
-        let key = payment_key(&payload);
-        let (reply, settled) = match self.verify_run_settle(call, price, prepared, key, &request, ctx, decision).await {
+        let settle = self.verify_run_settle(call, price, prepared, key, &paid_request, &request, ctx, decision);
+        let (reply, settled) = match settle.await {
             Ok(done) => done,
             Err(answer) => return answer,
         };
@@ -546,7 +566,10 @@ impl Paywall {
         decision.network = Some(format!("eip155:{}", auth.chain_id));
         let request = mpp.to_x402_verify_request(&auth);
         let key: [u8; 32] = Sha256::digest(auth.replay_key().as_bytes()).into();
-        let (reply, settled) = match self.verify_run_settle(call, price, prepared, key, &request, ctx, decision).await {
+        // No payment id in MPP: its payments are never redelivered.
+        let paid_request = PaidRequest { payment_id: None, request_sha256: body_sha256(&call.body) };
+        let settle = self.verify_run_settle(call, price, prepared, key, &paid_request, &request, ctx, decision);
+        let (reply, settled) = match settle.await {
             Ok(done) => done,
             Err(answer) => return answer,
         };
@@ -554,6 +577,40 @@ impl Paywall {
         let mpp_receipt = Some(mpp.receipt(&auth.challenge_id, &settled.transaction, now_unix()));
         let settlement = settlement_response(&settled, &decision.payer);
         Answer::Delivered { reply, receipt: Some(Receipt { settlement, mpp_receipt }), free_left: None }
+    }
+
+    /// A settled payment resent for the same request with the same payment id
+    /// ([`Store::redeliver`] matched it): runs the operation again and delivers its answer
+    /// with the stored settlement. Nothing is verified, claimed, settled or released.
+    ///
+    /// The ledger row: outcome `redelivered`, the input's quote (for the same route and
+    /// body, the price paid by the original call; not counted in the totals, which sum
+    /// `paid` and `mpp_paid` only), the original settlement's tx hash, network and payer.
+    async fn redeliver(
+        &self,
+        prepared: PreparedCall,
+        key: [u8; 32],
+        stored: super::store::StoredSettlement,
+        ctx: &Context,
+        decision: &mut Decision,
+    ) -> Answer {
+        decision.payment_key = Some(key);
+        decision.network = Some(stored.network.clone());
+        decision.payer = stored.payer.clone();
+        decision.tx_hash = Some(stored.tx_hash.clone());
+        match self.run(prepared, ctx).await {
+            Ok(reply) => {
+                decision.outcome = Outcome::Redelivered;
+                let settlement = x402::settlement_response(&stored.tx_hash, &stored.network, stored.payer.as_deref());
+                Answer::Delivered { reply, receipt: Some(Receipt { settlement, mpp_receipt: None }), free_left: None }
+            }
+            Err(error) => {
+                // Already paid for: the same payment may be resent again.
+                decision.outcome = Outcome::OperationFailed;
+                decision.error_code = Some(error.code.to_string());
+                Answer::Failed(error.into())
+            }
+        }
     }
 
     /// Claims the payment `key`, verifies `request` with the facilitator, runs the
@@ -565,12 +622,14 @@ impl Paywall {
         price: Price,
         prepared: PreparedCall,
         key: [u8; 32],
+        paid_request: &PaidRequest,
         request: &Value,
         ctx: &Context,
         decision: &mut Decision,
     ) -> Result<(Reply<Value>, Settled), Answer> {
         decision.payment_key = Some(key);
-        match self.store.claim_payment(&key, call.route.info().path, decision.network.as_deref().unwrap_or("")).await {
+        let network = decision.network.as_deref().unwrap_or("");
+        match self.store.claim_payment_for(&key, call.route.info().path, network, paid_request).await {
             Ok(Claim::Claimed) => {}
             Ok(Claim::AlreadyUsed { state }) => {
                 decision.outcome = Outcome::Replay;
@@ -615,7 +674,8 @@ impl Paywall {
             Ok(s) => PaymentOutcome::Settled { tx_hash: s.transaction.clone() },
             Err(failure) => PaymentOutcome::SettleFailed { reason: failure_reason(failure) },
         };
-        if let Err(e) = self.store.finish_payment(&key, &end).await {
+        let payer = settled.as_ref().ok().and_then(|s| s.payer.clone()).or_else(|| decision.payer.clone());
+        if let Err(e) = self.store.finish_payment_by(&key, &end, payer.as_deref()).await {
             tracing::error!(error = %e, "recording a settlement failed");
         }
         match settled {
@@ -716,6 +776,49 @@ impl Paywall {
 /// The x402 SettlementResponse of a successful settlement.
 fn settlement_response(settled: &Settled, payer: &Option<String>) -> Value {
     x402::settlement_response(&settled.transaction, &settled.network, settled.payer.as_deref().or(payer.as_deref()))
+}
+
+/// The spec's `payment-identifier` extension.
+pub const PAYMENT_IDENTIFIER: &str = "payment-identifier";
+/// Shortest and longest payment id the extension allows.
+const PAYMENT_ID_LENGTH: std::ops::RangeInclusive<usize> = 16..=128;
+
+/// The `payment-identifier` extension as advertised: optional, with its schema.
+fn payment_identifier_extension() -> Value {
+    json!({
+        "info": { "required": false },
+        "schema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "required": { "type": "boolean" },
+                "id": {
+                    "type": "string",
+                    "minLength": PAYMENT_ID_LENGTH.start(),
+                    "maxLength": PAYMENT_ID_LENGTH.end(),
+                    "pattern": "^[a-zA-Z0-9_-]+$",
+                },
+            },
+            "required": ["required"],
+        },
+    })
+}
+
+/// The payload's payment id (`extensions["payment-identifier"].info.id`), when it is a
+/// valid one (16 to 128 of `[A-Za-z0-9_-]`); an invalid one counts as none.
+fn payment_id(payload: &Value) -> Option<String> {
+    let id = payload["extensions"][PAYMENT_IDENTIFIER]["info"]["id"].as_str()?;
+    let valid = PAYMENT_ID_LENGTH.contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    valid.then(|| id.to_string())
+}
+
+/// The sha256 of a JSON body's bytes (paid calls only get here with one).
+fn body_sha256(body: &Body<'_>) -> Option<[u8; 32]> {
+    match body {
+        Body::Json(bytes) => Some(Sha256::digest(bytes).into()),
+        _ => None,
+    }
 }
 
 fn requirement(pay_to: &PayTo, price: Price, max_timeout_seconds: u64, extra: Value) -> Value {
@@ -864,6 +967,23 @@ mod tests {
         assert_eq!(payment_key(&a), payment_key(&b));
         let c = json!({"accepted": {"network": "eip155:137"}, "payload": {"signature": "0xabcd", "authorization": {"from": "0x1", "value": "2"}}});
         assert_ne!(payment_key(&a), payment_key(&c));
+    }
+
+    #[test]
+    fn payment_ids_are_read_only_when_valid() {
+        let with = |id: Value| json!({"extensions": {"payment-identifier": {"info": {"required": false, "id": id}}}});
+        assert_eq!(payment_id(&with(json!("call_0123456789abcdef"))).as_deref(), Some("call_0123456789abcdef"));
+        assert_eq!(payment_id(&with(json!("A-b_".repeat(32)))).as_deref(), Some("A-b_".repeat(32).as_str()));
+        assert_eq!(payment_id(&with(json!("short_id_15chars"[..15]))), None, "under 16");
+        assert_eq!(payment_id(&with(json!("a".repeat(129)))), None, "over 128");
+        assert_eq!(payment_id(&with(json!("call 0123456789abcdef"))), None, "a space");
+        assert_eq!(payment_id(&with(json!("call_0123456789abcdé"))), None, "not ASCII");
+        assert_eq!(payment_id(&with(json!(12345678901234567u64))), None, "not a string");
+        assert_eq!(payment_id(&json!({"payload": {}})), None);
+        let schema = payment_identifier_extension();
+        assert_eq!(schema["info"], json!({"required": false}));
+        assert_eq!(schema["schema"]["properties"]["id"]["minLength"], 16);
+        assert_eq!(schema["schema"]["properties"]["id"]["maxLength"], 128);
     }
 
     #[test]

@@ -19,7 +19,10 @@
 //! What is stored, and what is not: no secrets and no request bodies. There is no column
 //! for a payment signature or payload, a private key, a request body or a result.
 //! Payments are identified by the sha256 of their canonical payload (computed by the
-//! caller), which cannot be turned back into the signed authorization. Text fields are
+//! caller), which cannot be turned back into the signed authorization. A claim also keeps
+//! the client's payment id (the `payment-identifier` extension) and the sha256 of the
+//! request body, so that a settled payment resent for the very same request can have its
+//! answer delivered again without paying twice ([`Store::redeliver`]). Text fields are
 //! clipped (see [`MAX_TEXT`]) so that hostile header values cannot bloat the file.
 //!
 //! The schema is created on open; migrations are plain SQL below (`MIGRATIONS`), applied
@@ -84,6 +87,16 @@ CREATE TABLE IF NOT EXISTS decisions (
     payment_key  TEXT                             -- hex, joins payments.key
 );
 CREATE INDEX IF NOT EXISTS decisions_outcome_quote ON decisions (outcome, quote);
+"#,
+    // 2: what a settled payment's answer can be delivered again for (the spec's
+    // `payment-identifier` extension): the client's payment id, the request it paid for,
+    // who paid, and how often the answer was delivered again. Older rows keep NULLs, so
+    // their payments are never redelivered.
+    r#"
+ALTER TABLE payments ADD COLUMN payment_id TEXT;      -- the payload's payment-identifier id, if valid
+ALTER TABLE payments ADD COLUMN request_sha256 TEXT;  -- hex sha256 of the request body bytes
+ALTER TABLE payments ADD COLUMN payer TEXT;           -- the payer the settlement named
+ALTER TABLE payments ADD COLUMN redelivered INTEGER NOT NULL DEFAULT 0;
 "#,
 ];
 
@@ -253,6 +266,27 @@ pub enum PaymentOutcome {
     },
 }
 
+/// What a claimed payment pays for, kept with the claim (both optional: an MPP payment or
+/// a payload without a valid payment id is never redelivered).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PaidRequest {
+    /// The `payment-identifier` extension's `info.id`, when the payload carries a valid one.
+    pub payment_id: Option<String>,
+    /// The sha256 of the request body bytes.
+    pub request_sha256: Option<[u8; 32]>,
+}
+
+/// The recorded settlement of a payment, as [`Store::redeliver`] gives it back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredSettlement {
+    /// The settlement transaction.
+    pub tx_hash: String,
+    /// The network (CAIP-2) it was paid on.
+    pub network: String,
+    /// The payer the settlement named, if recorded.
+    pub payer: Option<String>,
+}
+
 /// The answer of [`Store::take_free`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FreeTake {
@@ -292,13 +326,18 @@ pub enum Outcome {
     OperationFailed,
     /// The payload was used before.
     Replay,
+    /// A settled payment resent with the same payment id for the same route and body: the
+    /// operation ran again and its answer was delivered with the stored settlement; no
+    /// money moved (the row's `tx_hash` is the original settlement's, and it is not counted
+    /// in [`Totals`]).
+    Redelivered,
     /// The facilitator could not be reached (503).
     FacilitatorUnavailable,
 }
 
 impl Outcome {
     /// Every outcome.
-    pub const ALL: [Outcome; 13] = [
+    pub const ALL: [Outcome; 14] = [
         Outcome::PaymentRequired,
         Outcome::PriceMismatch,
         Outcome::InvalidInput,
@@ -311,6 +350,7 @@ impl Outcome {
         Outcome::SettleFailed,
         Outcome::OperationFailed,
         Outcome::Replay,
+        Outcome::Redelivered,
         Outcome::FacilitatorUnavailable,
     ];
 
@@ -329,6 +369,7 @@ impl Outcome {
             Outcome::SettleFailed => "settle_failed",
             Outcome::OperationFailed => "operation_failed",
             Outcome::Replay => "replay",
+            Outcome::Redelivered => "redelivered",
             Outcome::FacilitatorUnavailable => "facilitator_unavailable",
         }
     }
@@ -571,18 +612,34 @@ impl Store {
     /// A payload seen before is refused whatever became of it, except one explicitly
     /// [released](Store::release_payment), which can be claimed again.
     pub async fn claim_payment(&self, key: &PaymentKey, route: &str, network: &str) -> Result<Claim, StoreError> {
+        self.claim_payment_for(key, route, network, &PaidRequest::default()).await
+    }
+
+    /// [`claim_payment`](Store::claim_payment), keeping what the payment is for (its
+    /// payment id and request hash), which a later [`redeliver`](Store::redeliver) compares.
+    pub async fn claim_payment_for(
+        &self,
+        key: &PaymentKey,
+        route: &str,
+        network: &str,
+        request: &PaidRequest,
+    ) -> Result<Claim, StoreError> {
         let key_hex = hex::encode(key);
+        let payment_id = request.payment_id.as_deref().map(|id| clip(id, MAX_TEXT));
+        let request_sha256 = request.request_sha256.map(hex::encode);
         let now = now_ms();
         // A claim can only be lost to a concurrent release between our two statements;
         // a few rounds settle it, and giving up still refuses (the safe side).
         for _ in 0..4 {
             let won = sqlx::query(
-                "INSERT INTO payments (key, route, network, state, attempts, refused, claimed_at_ms, updated_at_ms)
-                 VALUES (?1, ?2, ?3, 'claimed', 1, 0, ?4, ?4)
+                "INSERT INTO payments (key, route, network, state, attempts, refused, claimed_at_ms, updated_at_ms,
+                                       payment_id, request_sha256)
+                 VALUES (?1, ?2, ?3, 'claimed', 1, 0, ?4, ?4, ?5, ?6)
                  ON CONFLICT (key) DO UPDATE SET
                      state = 'claimed', attempts = payments.attempts + 1, route = excluded.route,
                      network = excluded.network, claimed_at_ms = excluded.claimed_at_ms,
-                     updated_at_ms = excluded.updated_at_ms
+                     updated_at_ms = excluded.updated_at_ms, payment_id = excluded.payment_id,
+                     request_sha256 = excluded.request_sha256
                  WHERE payments.state = 'released'
                  RETURNING attempts",
             )
@@ -590,6 +647,8 @@ impl Store {
             .bind(clip(route, MAX_TEXT))
             .bind(clip(network, MAX_TEXT))
             .bind(now)
+            .bind(payment_id)
+            .bind(request_sha256.as_deref())
             .fetch_optional(&self.inner.pool)
             .await?;
             if won.is_some() {
@@ -634,13 +693,24 @@ impl Store {
     /// Accepted from `claimed`, and from `abandoned` too: another process opening the
     /// file may have marked a slow claim abandoned, and the settlement must still be recorded.
     pub async fn finish_payment(&self, key: &PaymentKey, outcome: &PaymentOutcome) -> Result<(), StoreError> {
+        self.finish_payment_by(key, outcome, None).await
+    }
+
+    /// [`finish_payment`](Store::finish_payment), keeping the payer the settlement named
+    /// (a redelivered answer reports it again).
+    pub async fn finish_payment_by(
+        &self,
+        key: &PaymentKey,
+        outcome: &PaymentOutcome,
+        payer: Option<&str>,
+    ) -> Result<(), StoreError> {
         let key_hex = hex::encode(key);
         let (state, tx_hash, reason) = match outcome {
             PaymentOutcome::Settled { tx_hash } => (PaymentState::Settled, Some(clip(tx_hash, MAX_TEXT)), None),
             PaymentOutcome::SettleFailed { reason } => (PaymentState::SettleFailed, None, Some(clip(reason, MAX_TEXT))),
         };
         let done = sqlx::query(
-            "UPDATE payments SET state = ?2, tx_hash = ?3, reason = ?4, updated_at_ms = ?5
+            "UPDATE payments SET state = ?2, tx_hash = ?3, reason = ?4, updated_at_ms = ?5, payer = ?6
              WHERE key = ?1 AND state IN ('claimed', 'abandoned')",
         )
         .bind(&key_hex)
@@ -648,12 +718,53 @@ impl Store {
         .bind(tx_hash)
         .bind(reason)
         .bind(now_ms())
+        .bind(payer.map(|p| clip(p, MAX_TEXT)))
         .execute(&self.inner.pool)
         .await?;
         if done.rows_affected() == 1 {
             return Ok(());
         }
         Err(StoreError::BadTransition { action: "finished", state: self.payment_state(key).await?, key: key_hex })
+    }
+
+    /// The settlement of `key` when its answer may be delivered again: the payment is
+    /// `settled`, with a transaction, and was claimed with this very `route`, the same
+    /// payment id (never absent) and the same request hash (never absent). Counts the
+    /// redelivery. `None` for anything else: the caller then claims as usual, which refuses
+    /// a used payment.
+    ///
+    /// `settled` is final, so a match cannot be undone by a concurrent call; nothing here
+    /// claims, verifies or settles anything.
+    pub async fn redeliver(
+        &self,
+        key: &PaymentKey,
+        route: &str,
+        request: &PaidRequest,
+    ) -> Result<Option<StoredSettlement>, StoreError> {
+        let (Some(payment_id), Some(request_sha256)) = (request.payment_id.as_deref(), request.request_sha256) else {
+            return Ok(None);
+        };
+        let row = sqlx::query(
+            "UPDATE payments SET redelivered = redelivered + 1, updated_at_ms = ?5
+             WHERE key = ?1 AND state = 'settled' AND tx_hash IS NOT NULL
+               AND route = ?2 AND payment_id = ?3 AND request_sha256 = ?4
+             RETURNING tx_hash, network, payer",
+        )
+        .bind(hex::encode(key))
+        .bind(clip(route, MAX_TEXT))
+        .bind(clip(payment_id, MAX_TEXT))
+        .bind(hex::encode(request_sha256))
+        .bind(now_ms())
+        .fetch_optional(&self.inner.pool)
+        .await?;
+        row.map(|row| {
+            Ok(StoredSettlement {
+                tx_hash: row.try_get("tx_hash")?,
+                network: row.try_get("network")?,
+                payer: row.try_get("payer")?,
+            })
+        })
+        .transpose()
     }
 
     /// Where a payment stands (`None` if never claimed).
@@ -1248,6 +1359,116 @@ mod tests {
         store.close().await;
         let err = Store::open(&path).await.unwrap_err();
         assert!(matches!(err, StoreError::SchemaTooNew { found: 99, .. }), "{err}");
+    }
+
+    fn paid_request(id: Option<&str>, body: &[u8]) -> PaidRequest {
+        use sha2::Digest as _;
+        PaidRequest { payment_id: id.map(str::to_string), request_sha256: Some(sha2::Sha256::digest(body).into()) }
+    }
+
+    #[tokio::test]
+    async fn only_a_settled_payment_for_the_same_request_and_id_is_redelivered() {
+        let store = Store::open_in_memory().await.unwrap();
+        let id = Some("call_0123456789abcdef");
+        let request = paid_request(id, b"{\"a\":1}");
+        // Never claimed.
+        assert_eq!(store.redeliver(&key(1), "/v1/a", &request).await.unwrap(), None);
+        store.claim_payment_for(&key(1), "/v1/a", "eip155:8453", &request).await.unwrap();
+        // Still claimed (the first call runs), then settle failed: never redelivered.
+        assert_eq!(store.redeliver(&key(1), "/v1/a", &request).await.unwrap(), None);
+        store.claim_payment_for(&key(2), "/v1/a", "eip155:8453", &request).await.unwrap();
+        store.finish_payment(&key(2), &PaymentOutcome::SettleFailed { reason: "x".into() }).await.unwrap();
+        assert_eq!(store.redeliver(&key(2), "/v1/a", &request).await.unwrap(), None);
+
+        let settled = PaymentOutcome::Settled { tx_hash: "0xfeed".into() };
+        store.finish_payment_by(&key(1), &settled, Some("0xPayer")).await.unwrap();
+        let expected =
+            StoredSettlement { tx_hash: "0xfeed".into(), network: "eip155:8453".into(), payer: Some("0xPayer".into()) };
+        assert_eq!(store.redeliver(&key(1), "/v1/a", &request).await.unwrap(), Some(expected.clone()));
+        assert_eq!(store.redeliver(&key(1), "/v1/a", &request).await.unwrap(), Some(expected));
+        // Anything else is not the same request.
+        assert_eq!(store.redeliver(&key(1), "/v1/b", &request).await.unwrap(), None, "another route");
+        let other_body = paid_request(id, b"{\"a\":2}");
+        assert_eq!(store.redeliver(&key(1), "/v1/a", &other_body).await.unwrap(), None, "another body");
+        let other_id = paid_request(Some("call_ffffffffffffffff"), b"{\"a\":1}");
+        assert_eq!(store.redeliver(&key(1), "/v1/a", &other_id).await.unwrap(), None, "another id");
+        let no_id = paid_request(None, b"{\"a\":1}");
+        assert_eq!(store.redeliver(&key(1), "/v1/a", &no_id).await.unwrap(), None, "no id");
+        let no_hash = PaidRequest { request_sha256: None, ..request.clone() };
+        assert_eq!(store.redeliver(&key(1), "/v1/a", &no_hash).await.unwrap(), None, "no body hash");
+        // A claim without an id is never redelivered, even to a request without one.
+        store.claim_payment(&key(3), "/v1/a", "eip155:8453").await.unwrap();
+        store.finish_payment(&key(3), &settled).await.unwrap();
+        assert_eq!(store.redeliver(&key(3), "/v1/a", &no_id).await.unwrap(), None);
+
+        let r =
+            sqlx::query("SELECT redelivered, refused, payment_id, request_sha256, payer FROM payments WHERE key = ?1")
+                .bind(hex::encode(key(1)))
+                .fetch_one(&store.inner.pool)
+                .await
+                .unwrap();
+        assert_eq!(r.get::<i64, _>(0), 2);
+        assert_eq!(r.get::<i64, _>(1), 0, "a redelivery is no refusal");
+        assert_eq!(r.get::<String, _>(2), "call_0123456789abcdef");
+        assert_eq!(r.get::<String, _>(3), hex::encode(request.request_sha256.unwrap()));
+        assert_eq!(r.get::<String, _>(4), "0xPayer");
+    }
+
+    #[tokio::test]
+    async fn a_reclaimed_payment_keeps_the_new_request() {
+        let store = Store::open_in_memory().await.unwrap();
+        let first = paid_request(Some("call_0123456789abcdef"), b"one");
+        let second = paid_request(Some("call_ffffffffffffffff"), b"two");
+        store.claim_payment_for(&key(4), "/v1/a", "eip155:8453", &first).await.unwrap();
+        store.release_payment(&key(4)).await.unwrap();
+        store.claim_payment_for(&key(4), "/v1/b", "eip155:8453", &second).await.unwrap();
+        store.finish_payment(&key(4), &PaymentOutcome::Settled { tx_hash: "0x4".into() }).await.unwrap();
+        assert_eq!(store.redeliver(&key(4), "/v1/a", &first).await.unwrap(), None);
+        let again = store.redeliver(&key(4), "/v1/b", &second).await.unwrap().expect("the settled request");
+        assert_eq!((again.tx_hash.as_str(), again.payer), ("0x4", None));
+    }
+
+    #[tokio::test]
+    async fn a_version_1_file_is_migrated_and_its_payments_stay_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hosted.sqlite");
+        {
+            // A file as the first release wrote it.
+            let pool = SqlitePoolOptions::new()
+                .max_connections(1)
+                .connect_with(SqliteConnectOptions::new().filename(&path).create_if_missing(true))
+                .await
+                .unwrap();
+            sqlx::raw_sql(MIGRATIONS[0]).execute(&pool).await.unwrap();
+            sqlx::raw_sql(
+                "CREATE TABLE schema_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+                 INSERT INTO schema_version (id, version) VALUES (1, 1);",
+            )
+            .execute(&pool)
+            .await
+            .unwrap();
+            sqlx::query(
+                "INSERT INTO payments (key, route, network, state, claimed_at_ms, updated_at_ms, tx_hash)
+                 VALUES (?1, '/v1/a', 'eip155:8453', 'settled', 1, 1, '0xold')",
+            )
+            .bind(hex::encode(key(8)))
+            .execute(&pool)
+            .await
+            .unwrap();
+            pool.close().await;
+        }
+        let store = Store::open(&path).await.unwrap();
+        assert_eq!(store.schema_version().await.unwrap(), 2);
+        assert_eq!(
+            store.claim_payment(&key(8), "/v1/a", "eip155:8453").await.unwrap(),
+            Claim::AlreadyUsed { state: PaymentState::Settled }
+        );
+        let request = paid_request(Some("call_0123456789abcdef"), b"{}");
+        assert_eq!(store.redeliver(&key(8), "/v1/a", &request).await.unwrap(), None, "no id was kept");
+        // New payments in the old file keep theirs.
+        store.claim_payment_for(&key(9), "/v1/a", "eip155:8453", &request).await.unwrap();
+        store.finish_payment(&key(9), &PaymentOutcome::Settled { tx_hash: "0x9".into() }).await.unwrap();
+        assert!(store.redeliver(&key(9), "/v1/a", &request).await.unwrap().is_some());
     }
 
     #[test]
