@@ -475,3 +475,55 @@ async fn auto_goes_to_the_service_only_when_the_engine_cannot_run_the_call_here(
         ]
     );
 }
+
+/// `paperchain call` on a terminal (util-linux `script` gives it one), answering `answer`
+/// to the approval question; its output, terminal and all.
+fn call_on_a_terminal(home: &Home, input: &Path, answer: &str) -> (bool, String) {
+    let command = format!(
+        "{} call get_wallet_balance --route hosted --input {}",
+        env!("CARGO_BIN_EXE_paperchain"),
+        input.display()
+    );
+    let mut script = Command::new("script");
+    script.args(["-qec", &command, "/dev/null"]);
+    home.apply(&mut script);
+    let mut child = script.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // The question comes once the 402 is read; the answer waits in the terminal's input.
+    stdin.write_all(answer.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    drop(stdin);
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.success(), text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn above_the_threshold_the_cli_asks_and_pays_only_on_yes() {
+    let hosted = sandbox::start(Setup::default()).await;
+    let home = Home::new(&hosted);
+    home.set_up(&hosted, &hosted.base);
+    home.run(&["config", "set", "policy.approve_above", "0.001"], "");
+    let input = home.dir.path().join("balance.json");
+    std::fs::write(&input, balance_body().to_string()).unwrap();
+    let payer = hosted.chain.payer();
+    let price = quote(&hosted, "/v1/chain/balance", &balance_body()).await;
+    let before = hosted.balance(payer).await;
+
+    let (paid, text) = call_on_a_terminal(&home, &input, "n\n");
+    assert!(!paid, "{text}");
+    assert!(text.contains("above policy.approve_above. Pay it? [y/N]"), "the question was asked: {text}");
+    assert!(text.contains("the user did not approve"), "{text}");
+    assert_eq!(hosted.balance(payer).await, before, "nothing was paid");
+
+    let (paid, text) = call_on_a_terminal(&home, &input, "y\n");
+    assert!(paid, "{text}");
+    assert!(text.contains("\"chain\": \"base\""), "the answer is printed: {text}");
+    assert_eq!(hosted.balance(payer).await, before - price, "paid once, on yes");
+
+    // Without a terminal nothing can ask: refused, saying so.
+    let mut command = home.command(&["call", "get_wallet_balance", "--route", "hosted", "--input"]);
+    let output = command.arg(&input).stdin(Stdio::null()).output().unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("nothing here can ask"), "{output:?}");
+    assert_eq!(hosted.balance(payer).await, before - price);
+}
