@@ -39,6 +39,7 @@ use paperchain_gateway::hosted::paywall::{Paywall, SystemClock};
 use paperchain_gateway::hosted::store::Store;
 use paperchain_gateway::{HttpServer, ServerConfig};
 use paperchain_protocol::x402::{self, PAYMENT_REQUIRED, PAYMENT_RESPONSE, PAYMENT_SIGNATURE};
+use paperchain_testkit::bench::BenchArgs;
 use paperchain_testkit::sandbox::sandbox_config;
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
@@ -96,30 +97,7 @@ fn cases() -> Vec<Case> {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--list") {
-        // nextest asks what to run: one smoke test, nothing ignored.
-        if !args.iter().any(|a| a == "--ignored") {
-            println!("paywall: test");
-        }
-        return;
-    }
-    let bench = args.iter().any(|a| a == "--bench");
-    let calls = match args.iter().position(|a| a == "--calls") {
-        Some(i) => args.get(i + 1).and_then(|n| n.parse().ok()).filter(|&n: &usize| n > 0).unwrap_or_else(|| {
-            eprintln!("error: --calls takes a positive number");
-            std::process::exit(2)
-        }),
-        None if bench => DEFAULT_CALLS,
-        None => 3,
-    };
-    let parent = match args.iter().position(|a| a == "--dir") {
-        Some(i) => args.get(i + 1).map(std::path::PathBuf::from).unwrap_or_else(|| {
-            eprintln!("error: --dir takes a folder");
-            std::process::exit(2)
-        }),
-        None => std::env::temp_dir(),
-    };
+    let Some(BenchArgs { bench, calls, parent }) = BenchArgs::from_env("paywall", DEFAULT_CALLS) else { return };
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     runtime.block_on(run(calls, bench, &parent));
 }

@@ -22,6 +22,7 @@
 
 pub mod anvil;
 mod b64;
+pub mod bench;
 pub mod corpus;
 pub mod keyring;
 pub mod tools;

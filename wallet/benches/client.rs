@@ -42,6 +42,7 @@ use alloy::signers::local::PrivateKeySigner;
 use bytes::Bytes;
 use paperchain_engine::evm::{ChainTimeouts, Chains};
 use paperchain_protocol::x402::{self, PAYMENT_REQUIRED, PAYMENT_RESPONSE, PAYMENT_SIGNATURE};
+use paperchain_testkit::bench::BenchArgs;
 use paperchain_wallet::client::{KeyLoader, NobodyToAsk, PayingClient, Request};
 use paperchain_wallet::config::ClientConfig;
 use paperchain_wallet::ledger::{Caller, Ledger};
@@ -64,30 +65,7 @@ const PAYER_KEY: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784
 const POLICY: &str = "per_call = \"0.01\"\nper_day = \"1000\"";
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--list") {
-        // nextest asks what to run: one smoke test, nothing ignored.
-        if !args.iter().any(|a| a == "--ignored") {
-            println!("client: test");
-        }
-        return;
-    }
-    let bench = args.iter().any(|a| a == "--bench");
-    let calls = match args.iter().position(|a| a == "--calls") {
-        Some(i) => args.get(i + 1).and_then(|n| n.parse().ok()).filter(|&n: &usize| n > 0).unwrap_or_else(|| {
-            eprintln!("error: --calls takes a positive number");
-            std::process::exit(2)
-        }),
-        None if bench => DEFAULT_CALLS,
-        None => 3,
-    };
-    let parent = match args.iter().position(|a| a == "--dir") {
-        Some(i) => args.get(i + 1).map(std::path::PathBuf::from).unwrap_or_else(|| {
-            eprintln!("error: --dir takes a folder");
-            std::process::exit(2)
-        }),
-        None => std::env::temp_dir(),
-    };
+    let Some(BenchArgs { bench, calls, parent }) = BenchArgs::from_env("client", DEFAULT_CALLS) else { return };
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     runtime.block_on(run(calls, bench, &parent));
 }

@@ -163,10 +163,10 @@ pub(super) fn measure(paperchain: &Path, tools: &Path, dir: &Path) -> anyhow::Re
 }
 
 /// A memory file system on Linux.
-const MEMORY_FOLDER: &str = "/dev/shm";
+pub(super) const MEMORY_FOLDER: &str = "/dev/shm";
 
 /// A folder removed when dropped.
-struct Removed(PathBuf);
+pub(super) struct Removed(pub(super) PathBuf);
 
 impl Drop for Removed {
     fn drop(&mut self) {
@@ -175,7 +175,7 @@ impl Drop for Removed {
 }
 
 /// `/tmp (ext4)`: a folder and its file system's type.
-fn store_label(folder: &Path) -> String {
+pub(super) fn store_label(folder: &Path) -> String {
     let parent = folder.parent().unwrap_or(folder);
     match filesystem_of(folder) {
         Some(kind) => format!("{} ({kind})", parent.display()),
@@ -185,7 +185,7 @@ fn store_label(folder: &Path) -> String {
 
 /// The type of the file system holding `path`: the longest mount point of /proc/mounts
 /// that contains it.
-fn filesystem_of(path: &Path) -> Option<String> {
+pub(super) fn filesystem_of(path: &Path) -> Option<String> {
     let path = std::path::absolute(path).ok()?;
     let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
     mounts
@@ -607,7 +607,7 @@ impl Report {
     }
 }
 
-fn print_table(header: &[&str], rows: &[Vec<String>]) {
+pub(super) fn print_table(header: &[&str], rows: &[Vec<String>]) {
     let widths: Vec<usize> = (0..header.len())
         .map(|i| {
             let cells = rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count());
@@ -629,7 +629,7 @@ fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3
 }
 
-fn first_chars(text: &str, n: usize) -> String {
+pub(super) fn first_chars(text: &str, n: usize) -> String {
     let line = text.lines().next().unwrap_or_default();
     let short: String = line.chars().take(n).collect();
     if short.len() < text.len() { format!("{short}…") } else { short }

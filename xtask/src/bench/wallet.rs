@@ -9,10 +9,11 @@
 //! folder's disk, and on a memory file system (/dev/shm, when it is tmpfs), where a flush
 //! costs nothing, so the table shows what the disk adds to the ledger's FULL commits.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context as _, ensure};
 
+use super::paywall::{MEMORY_FOLDER, Removed, filesystem_of, first_chars, print_table, store_label};
 use crate::cargo;
 
 /// Timed calls of each side.
@@ -169,67 +170,6 @@ impl Report {
             })
             .collect()
     }
-}
-
-/// A memory file system on Linux.
-const MEMORY_FOLDER: &str = "/dev/shm";
-
-/// A folder removed when dropped.
-struct Removed(PathBuf);
-
-impl Drop for Removed {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// `/tmp (ext4)`: a folder's parent and its file system's type (as in the paywall group).
-fn store_label(folder: &Path) -> String {
-    let parent = folder.parent().unwrap_or(folder);
-    match filesystem_of(folder) {
-        Some(kind) => format!("{} ({kind})", parent.display()),
-        None => parent.display().to_string(),
-    }
-}
-
-/// The type of the file system holding `path`: the longest mount point of /proc/mounts
-/// that contains it.
-fn filesystem_of(path: &Path) -> Option<String> {
-    let path = std::path::absolute(path).ok()?;
-    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
-    mounts
-        .lines()
-        .filter_map(|line| {
-            let mut fields = line.split_whitespace();
-            let (_, point, kind) = (fields.next()?, fields.next()?, fields.next()?);
-            path.starts_with(point).then(|| (point.len(), kind.to_string()))
-        })
-        .max_by_key(|(length, _)| *length)
-        .map(|(_, kind)| kind)
-}
-
-fn print_table(header: &[&str], rows: &[Vec<String>]) {
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            let cells = rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count());
-            cells.max().unwrap_or(0).max(header[i].chars().count())
-        })
-        .collect();
-    let line = |cells: &[String]| {
-        let padded: Vec<String> = cells.iter().zip(&widths).map(|(c, &w)| format!("{c:<w$}")).collect();
-        println!("| {} |", padded.join(" | "));
-    };
-    line(&header.iter().map(|h| h.to_string()).collect::<Vec<_>>());
-    line(&widths.iter().map(|&w| "-".repeat(w)).collect::<Vec<_>>());
-    for row in rows {
-        line(row);
-    }
-}
-
-fn first_chars(text: &str, n: usize) -> String {
-    let line = text.lines().next().unwrap_or_default();
-    let short: String = line.chars().take(n).collect();
-    if short.len() < text.len() { format!("{short}…") } else { short }
 }
 
 #[cfg(test)]
