@@ -240,6 +240,8 @@ fn node_calls() -> Vec<(&'static str, Value)> {
         ("/v1/chain/price", json!({"chain": "ethereum", "pair": "ETH/USD"})),
         ("/v1/chain/ens", json!({"name": "vitalik.eth"})),
         ("/v1/chain/ens", json!({"address": EOA})),
+        ("/v1/chain/nonce", json!({"chain": "ethereum", "address": EOA})),
+        ("/v1/chain/storage", json!({"chain": "base", "address": EOA, "slot": "0x0"})),
     ]
 }
 
@@ -324,6 +326,8 @@ async fn a_wrong_json_rpc_shape_is_502() {
         ("/v1/chain/balance", json!({"chain": "ethereum", "address": EOA})),
         ("/v1/chain/token", json!({"chain": "ethereum", "address": EOA})),
         ("/v1/chain/tx", json!({"chain": "ethereum", "hash": HASH})),
+        ("/v1/chain/nonce", json!({"chain": "ethereum", "address": EOA})),
+        ("/v1/chain/storage", json!({"chain": "ethereum", "address": EOA, "slot": "1"})),
     ] {
         let answer = call(&server, path, &body).await;
         assert_eq!(answer.status, 502, "{path} {body}: {}", answer.body);

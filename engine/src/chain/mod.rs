@@ -10,7 +10,9 @@ pub mod calldata;
 pub mod ens;
 pub mod funding;
 pub mod gas;
+pub mod nonce;
 pub mod price;
+pub mod storage;
 pub mod token;
 pub mod tx;
 
@@ -26,4 +28,6 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<ens::EnsRoute>();
     catalog.add::<price::PriceRoute>();
     catalog.add::<address_check::AddressCheckRoute>();
+    catalog.add::<storage::StorageRoute>();
+    catalog.add::<nonce::NonceRoute>();
 }
