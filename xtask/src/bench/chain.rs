@@ -175,6 +175,26 @@ fn cases(owner: &str, token: &str, tx: &str) -> Vec<Case> {
             },
         },
         Case {
+            route: "nonce",
+            body: format!(r#"{{"chain":"ethereum","address":"{owner}"}}"#),
+            cast: vec![args(&["nonce", &owner])],
+            agree: |ours, cast| {
+                let nonce = field(ours, "nonce")?;
+                same("nonce", &nonce, first_word(&cast[0]))?;
+                Ok(format!("nonce {nonce}"))
+            },
+        },
+        Case {
+            route: "storage",
+            body: format!(r#"{{"chain":"ethereum","address":"{token}","slot":"2"}}"#),
+            cast: vec![args(&["storage", &token, "2"])],
+            agree: |ours, cast| {
+                let value = field(ours, "value")?;
+                same("slot 2", &value, first_word(&cast[0]))?;
+                Ok(format!("slot 2 = {value}"))
+            },
+        },
+        Case {
             route: "gas",
             body: r#"{"chain":"ethereum"}"#.into(),
             cast: vec![args(&["gas-price"])],
