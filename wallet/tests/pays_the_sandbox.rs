@@ -34,7 +34,17 @@ struct Sandbox {
 }
 
 impl Drop for Sandbox {
+    /// SIGTERM first: the server stops its anvil on the way out (a SIGKILL would leave the
+    /// chain running); SIGKILL only if it has not exited within 20 s.
     fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
