@@ -177,6 +177,11 @@ fn the_sandbox_prints_where_everything_is_first() {
     stream.read_to_string(&mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 402"), "{answer}");
     assert!(answer.to_ascii_lowercase().contains("payment-required:"), "{answer}");
-    server.kill().unwrap();
-    server.wait().unwrap();
+    // SIGTERM: the server stops its anvil on the way out (SIGKILL would leave it running).
+    assert!(Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the sandbox server did not stop after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
