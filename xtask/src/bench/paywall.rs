@@ -108,11 +108,11 @@ struct PaidRow {
 }
 
 #[derive(Clone, Copy, Default)]
-struct Percentiles {
-    p50_us: f64,
-    p99_us: f64,
-    max_us: f64,
-    mean_us: f64,
+pub(super) struct Percentiles {
+    pub(super) p50_us: f64,
+    pub(super) p99_us: f64,
+    pub(super) max_us: f64,
+    pub(super) mean_us: f64,
 }
 
 pub(super) fn measure(paperchain: &Path, tools: &Path, dir: &Path) -> anyhow::Result<Report> {
@@ -442,17 +442,32 @@ fn paid_calls(store: &str, folder: &Path) -> anyhow::Result<Vec<PaidRow>> {
 
 /// `result route=/v1/x mode=local calls=3000 p50_us=1.0 p99_us=2.0 max_us=3.0 mean_us=1.5`.
 fn parse_result(line: &str) -> Option<(String, String, u64, Percentiles)> {
-    let fields = line.strip_prefix("result ")?;
-    let value =
-        |key: &str| fields.split_whitespace().find_map(|f| f.strip_prefix(key).and_then(|rest| rest.strip_prefix('=')));
-    let number = |key: &str| value(key)?.parse::<f64>().ok();
+    let (fields, percentiles) = result_line(line)?;
+    let calls = fields.get("calls")?.parse().ok()?;
+    Some((fields.get("route")?.to_string(), fields.get("mode")?.to_string(), calls, percentiles))
+}
+
+/// A bench's `result key=value …` line: its fields by key, and its timings.
+pub(super) fn result_line(line: &str) -> Option<(ResultFields<'_>, Percentiles)> {
+    let fields = ResultFields(line.strip_prefix("result ")?);
+    let number = |key: &str| fields.get(key)?.parse::<f64>().ok();
     let percentiles = Percentiles {
         p50_us: number("p50_us")?,
         p99_us: number("p99_us")?,
         max_us: number("max_us")?,
         mean_us: number("mean_us")?,
     };
-    Some((value("route")?.to_string(), value("mode")?.to_string(), value("calls")?.parse().ok()?, percentiles))
+    Some((fields, percentiles))
+}
+
+/// The `key=value` fields of a `result` line.
+pub(super) struct ResultFields<'a>(&'a str);
+
+impl<'a> ResultFields<'a> {
+    /// The value of `key`.
+    pub(super) fn get(&self, key: &str) -> Option<&'a str> {
+        self.0.split_whitespace().find_map(|f| f.strip_prefix(key).and_then(|rest| rest.strip_prefix('=')))
+    }
 }
 
 impl Report {

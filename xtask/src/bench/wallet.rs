@@ -13,7 +13,9 @@ use std::path::Path;
 
 use anyhow::{Context as _, ensure};
 
-use super::paywall::{MEMORY_FOLDER, Removed, filesystem_of, first_chars, print_table, store_label};
+use super::paywall::{
+    MEMORY_FOLDER, Percentiles, Removed, filesystem_of, first_chars, print_table, result_line, store_label,
+};
 use crate::cargo;
 
 /// Timed calls of each side.
@@ -37,14 +39,6 @@ struct Figures {
     bare: Percentiles,
     /// Paid minus bare, figure by figure.
     own: Percentiles,
-}
-
-#[derive(Clone, Copy, Default)]
-struct Percentiles {
-    p50_us: f64,
-    p99_us: f64,
-    max_us: f64,
-    mean_us: f64,
 }
 
 pub(super) fn measure(dir: &Path) -> anyhow::Result<Report> {
@@ -89,17 +83,8 @@ fn run_bench(folder: &Path) -> anyhow::Result<Figures> {
 
 /// `result side=paid calls=2000 p50_us=1.0 p99_us=2.0 max_us=3.0 mean_us=1.5`.
 fn parse_result(line: &str) -> Option<(String, u64, Percentiles)> {
-    let fields = line.strip_prefix("result ")?;
-    let value =
-        |key: &str| fields.split_whitespace().find_map(|f| f.strip_prefix(key).and_then(|rest| rest.strip_prefix('=')));
-    let number = |key: &str| value(key)?.parse::<f64>().ok();
-    let percentiles = Percentiles {
-        p50_us: number("p50_us")?,
-        p99_us: number("p99_us")?,
-        max_us: number("max_us")?,
-        mean_us: number("mean_us")?,
-    };
-    Some((value("side")?.to_string(), value("calls")?.parse().ok()?, percentiles))
+    let (fields, percentiles) = result_line(line)?;
+    Some((fields.get("side")?.to_string(), fields.get("calls")?.parse().ok()?, percentiles))
 }
 
 impl Report {
