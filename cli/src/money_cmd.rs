@@ -110,7 +110,7 @@ pub async fn run_ledger(args: LedgerArgs, data_dir: &Path) -> anyhow::Result<Exi
     let ledger = ledger(data_dir).await?;
     if let Some(LedgerCommand::Reconcile { json }) = args.command {
         let ctx = Context::try_new()?;
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let now = paperchain_wallet::ledger::now_secs();
         let checks = paperchain_wallet::reconcile::reconcile(&ledger, &ctx.chains, now).await?;
         let bad = checks.iter().filter(|c| matches!(c.verdict.as_str(), "mismatch" | "unknown")).count();
         if json {

@@ -56,7 +56,7 @@ pub async fn server_client(data_dir: &Path, ctx: &Context, routing: &RoutingArgs
     let client = client(data_dir, ctx, Arc::new(NobodyToAsk), routing).await?;
     let (ledger, chains) = (client.ledger().clone(), ctx.chains.clone());
     tokio::spawn(async move {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let now = paperchain_wallet::ledger::now_secs();
         match paperchain_wallet::reconcile::settle_open(&ledger, &chains, now).await {
             Ok(checks) => {
                 for check in checks {

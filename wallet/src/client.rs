@@ -378,7 +378,7 @@ impl PayingClient {
         if let Err(why) = self.ledger.reserve(call_id, &selected, &caps, request.caller.client.as_deref()).await? {
             return Err(Refusal::Cap(why).into());
         }
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let now = crate::ledger::now_secs();
         let signed = Authorization::fresh(&selected.requirement, now)
             .and_then(|auth| {
                 let resource = required.get("resource").filter(|r| r.is_object());

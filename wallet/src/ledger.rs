@@ -182,6 +182,11 @@ pub fn now_ms() -> i64 {
     .unwrap_or(i64::MAX)
 }
 
+/// Unix seconds now.
+pub fn now_secs() -> u64 {
+    u64::try_from(now_ms() / 1000).unwrap_or(0)
+}
+
 /// The UTC day (`2026-11-25`) of Unix milliseconds.
 pub fn day_of(ms: i64) -> String {
     let at = time::OffsetDateTime::from_unix_timestamp(ms / 1000).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
