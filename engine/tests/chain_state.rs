@@ -5,37 +5,14 @@
 
 mod common;
 
-use std::process::Command;
-use std::sync::Arc;
-use std::time::Duration;
-
-use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
-use paperchain_engine::{Context, EngineError, ErrorKind};
+use common::chain::{cast, ethereum as context};
+use common::route::call;
+use paperchain_engine::ErrorKind;
 use paperchain_testkit::anvil::Anvil;
 use paperchain_testkit::loopback::closed_port_url;
-use paperchain_testkit::tools::cast_binary;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const CONTRACT: &str = "0x00000000000000000000000000000000000c0de0";
-
-/// A context whose only chain is `ethereum` (id 1) at `url`.
-fn context(url: &str) -> Context {
-    let timeouts = ChainTimeouts { total: Duration::from_secs(5), attempt: Duration::from_secs(2) };
-    let mut ctx = Context::new();
-    ctx.chains = Arc::new(Chains::new(vec![ChainConfig::new("ethereum", 1, vec![url.parse().unwrap()])], timeouts));
-    ctx
-}
-
-async fn call(ctx: &Context, path: &str, body: Value) -> Result<Value, EngineError> {
-    common::route::call(ctx, path, body).await
-}
-
-/// `cast <args> --rpc-url <rpc>`, its trimmed standard output.
-fn cast(rpc: &str, args: &[&str]) -> String {
-    let output = Command::new(cast_binary()).args(args).args(["--rpc-url", rpc]).output().expect("running cast");
-    assert!(output.status.success(), "cast {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).unwrap().trim().to_string()
-}
 
 #[tokio::test]
 async fn nonces_match_cast() {

@@ -113,6 +113,16 @@ fn bad_inputs() -> Vec<Bad> {
     let ens = "/v1/chain/ens";
     let calldata = "/v1/chain/calldata";
     let funding = "/v1/defi/funding";
+    let receipt = "/v1/chain/receipt";
+    let logs = "/v1/chain/logs";
+    let call = "/v1/chain/call";
+    let code = "/v1/chain/code";
+    let by_number = "/v1/chain/block/by-number";
+    let fees = "/v1/chain/fees";
+    let status = "/v1/chain/status";
+    let signature = "/v1/chain/signature";
+    let encode = "/v1/chain/encode";
+    let decode_log = "/v1/chain/decode-log";
     vec![
         // Bad chain.
         bad(gas, json!({"chain": "solana"}), "/chain"),
@@ -179,6 +189,57 @@ fn bad_inputs() -> Vec<Bad> {
         bad(funding, json!({"symbol": ""}), "/symbol"),
         bad(funding, json!({"symbol": "A".repeat(21)}), "/symbol"),
         bad(funding, json!({"min_volume_usd": -1}), "/min_volume_usd"),
+        // Receipts, logs, calls, code, blocks, fees, status.
+        bad(receipt, json!({"chain": "solana", "hash": HASH}), "/chain"),
+        bad(receipt, json!({"chain": "ethereum", "hash": hex(63)}), "/hash"),
+        unknown(receipt, json!({"chain": "ethereum", "hash": HASH})),
+        bad(logs, json!({"chain": "ethereum", "from_block": 0, "to_block": 10_000}), "/from_block"),
+        bad(logs, json!({"chain": "ethereum", "to_block": "tomorrow"}), "/to_block"),
+        bad(logs, json!({"chain": "ethereum", "topics": [null, hex(63)]}), "/topics/1"),
+        bad(logs, json!({"chain": "ethereum", "event": "Transfer(address"}), "/event"),
+        unknown(logs, json!({"chain": "ethereum"})),
+        bad(call, json!({"chain": "ethereum", "to": EOA, "signature": "f(uint8)", "args": [256]}), "/args/0"),
+        bad(call, json!({"chain": "ethereum", "to": EOA, "signature": "f(uint8", "args": []}), "/signature"),
+        bad(call, json!({"chain": "ethereum", "to": "0x12", "signature": "f()"}), "/to"),
+        bad(call, json!({"chain": "ethereum", "to": EOA}), "/signature"),
+        unknown(call, json!({"chain": "ethereum", "to": EOA, "signature": "f()"})),
+        bad(code, json!({"chain": "ethereum", "address": "0x12"}), "/address"),
+        unknown(code, json!({"chain": "ethereum", "address": EOA})),
+        bad(by_number, json!({"chain": "ethereum"}), "/block"),
+        bad(by_number, json!({"chain": "ethereum", "block": "newest"}), "/block"),
+        bad(by_number, json!({"chain": "ethereum", "block": -1}), "/block"),
+        bad(fees, json!({"chain": "ethereum", "blocks": 0}), "/blocks"),
+        bad(fees, json!({"chain": "ethereum", "percentiles": [90, 10]}), "/percentiles/1"),
+        bad(status, json!({"chains": ["ethereum", "solana"]}), "/chains/1"),
+        unknown(status, json!({})),
+        // Offline ABI routes.
+        bad(signature, json!({}), "/query"),
+        bad(signature, json!({"query": "0x1234"}), "/query"),
+        bad(encode, json!({"signature": "transfer(address,uint256)", "args": [EOA]}), "/args"),
+        bad(encode, json!({"signature": "transfer(address,uint256)", "args": ["0x1", 1]}), "/args/0"),
+        bad(decode_log, json!({"topics": [hex(64), hex(63)]}), "/topics/1"),
+        bad(decode_log, json!({"topics": [], "data": "0x1"}), "/data"),
+        unknown(decode_log, json!({"topics": []})),
+        // Simulation, balances, allowances, NFTs.
+        bad(
+            "/v1/chain/simulate",
+            json!({"chain": "ethereum", "to": EOA, "data": "0x", "signature": "f()"}),
+            "/signature",
+        ),
+        bad(
+            "/v1/chain/simulate",
+            json!({"chain": "ethereum", "to": EOA, "state_overrides": {"0x12": {}}}),
+            "/state_overrides/0x12",
+        ),
+        unknown("/v1/chain/simulate", json!({"chain": "ethereum", "to": EOA})),
+        bad("/v1/chain/balances", json!({"chain": "ethereum", "address": EOA, "tokens": [EOA, EOA]}), "/tokens/1"),
+        unknown("/v1/chain/balances", json!({"chain": "ethereum", "address": EOA})),
+        bad("/v1/chain/allowance", json!({"chain": "ethereum", "token": EOA, "owner": EOA}), "/spender"),
+        unknown("/v1/chain/allowance", json!({"chain": "ethereum", "token": EOA, "owner": EOA, "spender": EOA})),
+        bad("/v1/chain/nft", json!({"chain": "ethereum", "contract": EOA, "token_id": "1e3"}), "/token_id"),
+        unknown("/v1/chain/nft", json!({"chain": "ethereum", "contract": EOA, "token_id": "1"})),
+        bad("/v1/chain/estimate-gas", json!({"chain": "ethereum", "to": EOA, "value": "-1"}), "/value"),
+        unknown("/v1/chain/estimate-gas", json!({"chain": "ethereum", "to": EOA})),
     ]
 }
 
@@ -242,6 +303,22 @@ fn node_calls() -> Vec<(&'static str, Value)> {
         ("/v1/chain/ens", json!({"address": EOA})),
         ("/v1/chain/nonce", json!({"chain": "ethereum", "address": EOA})),
         ("/v1/chain/storage", json!({"chain": "base", "address": EOA, "slot": "0x0"})),
+        ("/v1/chain/receipt", json!({"chain": "ethereum", "hash": HASH})),
+        ("/v1/chain/logs", json!({"chain": "ethereum", "from_block": 1, "to_block": 2})),
+        ("/v1/chain/logs", json!({"chain": "base"})),
+        (
+            "/v1/chain/call",
+            json!({"chain": "ethereum", "to": EOA, "signature": "balanceOf(address)(uint256)", "args": [EOA]}),
+        ),
+        ("/v1/chain/code", json!({"chain": "polygon", "address": EOA})),
+        ("/v1/chain/block/by-number", json!({"chain": "ethereum", "block": "latest"})),
+        ("/v1/chain/block/by-number", json!({"chain": "ethereum", "block": HASH})),
+        ("/v1/chain/fees", json!({"chain": "ethereum"})),
+        ("/v1/chain/simulate", json!({"chain": "ethereum", "to": EOA, "value": "1"})),
+        ("/v1/chain/balances", json!({"chain": "base", "address": EOA, "tokens": [HASH[..42].to_string()]})),
+        ("/v1/chain/allowance", json!({"chain": "ethereum", "token": EOA, "owner": EOA, "spender": EOA})),
+        ("/v1/chain/nft", json!({"chain": "ethereum", "contract": EOA, "token_id": "1", "holder": EOA})),
+        ("/v1/chain/estimate-gas", json!({"chain": "base", "to": EOA})),
     ]
 }
 
@@ -328,6 +405,12 @@ async fn a_wrong_json_rpc_shape_is_502() {
         ("/v1/chain/tx", json!({"chain": "ethereum", "hash": HASH})),
         ("/v1/chain/nonce", json!({"chain": "ethereum", "address": EOA})),
         ("/v1/chain/storage", json!({"chain": "ethereum", "address": EOA, "slot": "1"})),
+        ("/v1/chain/receipt", json!({"chain": "ethereum", "hash": HASH})),
+        ("/v1/chain/logs", json!({"chain": "ethereum", "from_block": 1, "to_block": 2})),
+        ("/v1/chain/call", json!({"chain": "ethereum", "to": EOA, "signature": "f()"})),
+        ("/v1/chain/code", json!({"chain": "ethereum", "address": EOA})),
+        ("/v1/chain/block/by-number", json!({"chain": "ethereum", "block": 7})),
+        ("/v1/chain/fees", json!({"chain": "ethereum"})),
     ] {
         let answer = call(&server, path, &body).await;
         assert_eq!(answer.status, 502, "{path} {body}: {}", answer.body);
@@ -581,4 +664,43 @@ async fn every_evm_route_answers_anvil() {
     )
     .await;
     assert_eq!(decoded["selector"], format!("0x{transfer}"));
+
+    // The newer reads, each through HTTP in its published shape (the engine's tests compare
+    // their answers with cast field by field).
+    let receipt =
+        ok(&server, "/v1/chain/receipt", json!({"chain": "ethereum", "hash": hash}), &["status", "logs"]).await;
+    assert_eq!(receipt["status"], "success", "{receipt}");
+    let logs = ok(&server, "/v1/chain/logs", json!({"chain": "ethereum", "from_block": 0}), &["count", "logs"]).await;
+    assert_eq!(logs["logs"][0]["event"]["name"], "Transfer", "the token's mint: {logs}");
+    let decimals = ok(
+        &server,
+        "/v1/chain/call",
+        json!({"chain": "ethereum", "to": token, "signature": "decimals() returns (uint8)"}),
+        &["success", "outputs", "revert"],
+    )
+    .await;
+    assert_eq!(decimals["outputs"][0]["value"], "6", "{decimals}");
+    let code =
+        ok(&server, "/v1/chain/code", json!({"chain": "ethereum", "address": token}), &["kind", "code_hash"]).await;
+    assert_eq!(code["kind"], "contract");
+    let genesis = ok(&server, "/v1/chain/block/by-number", json!({"chain": "ethereum", "block": 0}), &["hash"]).await;
+    assert_eq!(genesis["number"], 0);
+    ok(&server, "/v1/chain/fees", json!({"chain": "ethereum", "blocks": 3}), &["suggestions"]).await;
+    let status = ok(&server, "/v1/chain/status", json!({}), &["chains", "ok"]).await;
+    // All three chains point at this anvil (chain id 1): only ethereum is what it says it is.
+    assert_eq!(status["ok"], 1, "{status}");
+    let sig = ok(&server, "/v1/chain/signature", json!({"query": "transfer(address,uint256)"}), &["selector"]).await;
+    assert_eq!(sig["selector"], format!("0x{transfer}"));
+    let encoded = ok(
+        &server,
+        "/v1/chain/encode",
+        json!({"signature": "transfer(address,uint256)", "args": [EOA, 5]}),
+        &["calldata"],
+    )
+    .await;
+    assert_eq!(encoded["calldata"], data);
+    let log = &logs["logs"][0];
+    let decoded_log =
+        ok(&server, "/v1/chain/decode-log", json!({"topics": log["topics"], "data": log["data"]}), &["best"]).await;
+    assert_eq!(decoded_log["best"], log["event"]);
 }

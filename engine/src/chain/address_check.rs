@@ -104,7 +104,7 @@ const IMPLEMENTATION: [u8; 4] = [0x5c, 0x60, 0xda, 0x1b];
 /// `owner()`.
 const OWNER: [u8; 4] = [0x8d, 0xa5, 0xcb, 0x5b];
 /// Code of an EIP-7702 delegated account: this prefix and the delegate's 20 bytes.
-const DELEGATION_PREFIX: [u8; 3] = [0xef, 0x01, 0x00];
+pub const DELEGATION_PREFIX: [u8; 3] = [0xef, 0x01, 0x00];
 
 const DISCLAIMER: &str = "Automated heuristic check, not an audit. Findings can be false positives; \
     a low verdict is not proof of safety. Strings read from the chain are untrusted data.";

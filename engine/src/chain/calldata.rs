@@ -12,14 +12,13 @@
 //! calldata's, the answer is still 200: `decoded` is empty, `best` null and `note` says
 //! the selectors differ (the input is well-formed; the mismatch is the answer).
 
-use alloy::dyn_abi::{DynSolType, DynSolValue};
-use alloy::primitives::I256;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
 use crate::error::EngineError;
+use crate::evm::abi::{self, DecodedArg};
 use crate::evm::signatures::{self, Selector, Signature};
 use crate::output::Reply;
 use crate::price::Price;
@@ -66,16 +65,6 @@ pub struct DecodedCall {
     pub name: String,
     /// The arguments, in order.
     pub args: Vec<DecodedArg>,
-}
-
-/// One argument.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
-pub struct DecodedArg {
-    /// The canonical ABI type, such as `uint256` or `(address,bytes)[]`.
-    #[serde(rename = "type")]
-    pub ty: String,
-    /// The value as text: addresses EIP-55 checksummed, integers in decimal, bytes as 0x hex, bools `true`/`false`, strings as given; arrays and tuples as JSON text, an array of their elements' texts (tuples in member order).
-    pub value: String,
 }
 
 /// The checked call.
@@ -234,151 +223,18 @@ fn hex_selector(selector: Selector) -> String {
 
 /// Decodes `args` with `sig`, or says why the decode is not clean.
 fn clean_decode(sig: &Signature, args: &[u8]) -> Result<DecodedCall, String> {
-    let values = if sig.types.is_empty() {
-        if !args.is_empty() {
-            return Err(format!("{} bytes follow the selector and the function takes no arguments", args.len()));
+    let values = abi::clean_decode(&sig.types, args).map_err(|why| {
+        if sig.types.is_empty() {
+            format!("{} bytes follow the selector and the function takes no arguments", args.len())
+        } else {
+            why
         }
-        Vec::new()
-    } else {
-        if !args.len().is_multiple_of(32) {
-            return Err(format!("the {} bytes of arguments are not a whole number of 32-byte words", args.len()));
-        }
-        if !within_budget(&sig.types, args) {
-            return Err("offsets point into shared or missing data, which is not a canonical encoding".into());
-        }
-        let tuple = DynSolType::Tuple(sig.types.clone());
-        let value = tuple.abi_decode_sequence(args).map_err(|e| format!("the ABI decoder refused them ({e})"))?;
-        check_ranges(&value)?;
-        if value.abi_encode_sequence().as_deref() != Some(args) {
-            return Err("encoding the decoded values again does not give the same bytes (dirty padding, \
-                extra bytes or non-canonical offsets)"
-                .into());
-        }
-        match value {
-            DynSolValue::Tuple(values) => values,
-            _ => return Err("the ABI decoder did not answer a list of arguments".into()),
-        }
-    };
-    let args = sig
-        .types
-        .iter()
-        .zip(&values)
-        .map(|(ty, value)| DecodedArg { ty: ty.sol_type_name().into_owned(), value: render(value) })
-        .collect();
-    Ok(DecodedCall { signature: sig.text.clone(), name: sig.name.clone(), args })
-}
-
-/// Whether decoding `types` from `data` builds no more values than `data` has words.
-///
-/// In a canonical encoding every value owns at least one word of its own, so a walk that
-/// meets more values than there are words has found offsets pointing at shared data:
-/// a few kilobytes of such calldata could make the decoder build millions of values.
-fn within_budget(types: &[DynSolType], data: &[u8]) -> bool {
-    let mut budget = data.len() / 32 + 1;
-    walk_seq(types.iter(), data, &mut budget, 0).is_some()
-}
-
-fn walk_seq<'t>(
-    types: impl Iterator<Item = &'t DynSolType>,
-    buf: &[u8],
-    budget: &mut usize,
-    depth: usize,
-) -> Option<()> {
-    let mut head = 0usize;
-    for ty in types {
-        walk_value(ty, buf, head, budget, depth)?;
-        let size = if ty.is_dynamic() { 32 } else { ty.minimum_words().checked_mul(32)? };
-        head = head.checked_add(size)?;
-    }
-    Some(())
-}
-
-fn walk_value(ty: &DynSolType, buf: &[u8], head: usize, budget: &mut usize, depth: usize) -> Option<()> {
-    if depth > 32 {
-        return None;
-    }
-    if !ty.is_dynamic() {
-        *budget = budget.checked_sub(ty.minimum_words().max(1))?;
-        return Some(());
-    }
-    *budget = budget.checked_sub(1)?;
-    let content = buf.get(read_usize(buf, head)?..)?;
-    match ty {
-        DynSolType::Array(inner) => {
-            let len = read_usize(content, 0)?;
-            if len > *budget {
-                return None;
-            }
-            walk_seq(std::iter::repeat_n(&**inner, len), content.get(32..)?, budget, depth + 1)
-        }
-        DynSolType::FixedArray(inner, size) => {
-            walk_seq(std::iter::repeat_n(&**inner, *size), content, budget, depth + 1)
-        }
-        DynSolType::Tuple(members) => walk_seq(members.iter(), content, budget, depth + 1),
-        _ => Some(()),
-    }
-}
-
-/// A word at `pos` read as an offset or length: None past the end or when it does not fit.
-fn read_usize(buf: &[u8], pos: usize) -> Option<usize> {
-    let word = buf.get(pos..pos.checked_add(32)?)?;
-    let (high, low) = word.split_at(24);
-    if high.iter().any(|&b| b != 0) {
-        return None;
-    }
-    usize::try_from(u64::from_be_bytes(low.try_into().ok()?)).ok()
-}
-
-/// alloy keeps the whole word for narrow types; a clean value has nothing beyond its width.
-fn check_ranges(value: &DynSolValue) -> Result<(), String> {
-    match value {
-        DynSolValue::Uint(v, bits) if *bits < 256 && (*v >> *bits) != alloy::primitives::U256::ZERO => {
-            Err(format!("a value is too large for uint{bits}"))
-        }
-        DynSolValue::Int(v, bits) if *bits < 256 => {
-            let rest = v.asr(bits.saturating_sub(1));
-            if rest == I256::ZERO || rest == I256::MINUS_ONE {
-                Ok(())
-            } else {
-                Err(format!("a value is out of range for int{bits}"))
-            }
-        }
-        DynSolValue::FixedBytes(word, size) if word.get(*size..).is_some_and(|rest| rest.iter().any(|&b| b != 0)) => {
-            Err(format!("a bytes{size} value has bytes beyond its length"))
-        }
-        DynSolValue::Array(items) | DynSolValue::FixedArray(items) | DynSolValue::Tuple(items) => {
-            items.iter().try_for_each(check_ranges)
-        }
-        _ => Ok(()),
-    }
-}
-
-/// The value as the text the answer gives.
-fn render(value: &DynSolValue) -> String {
-    match value {
-        DynSolValue::Array(_) | DynSolValue::FixedArray(_) | DynSolValue::Tuple(_) => render_json(value).to_string(),
-        DynSolValue::Address(a) => a.to_checksum(None),
-        DynSolValue::Function(f) => format!("0x{}", hex::encode(f.as_slice())),
-        DynSolValue::Bool(b) => b.to_string(),
-        DynSolValue::Int(v, _) => v.to_string(),
-        DynSolValue::Uint(v, _) => v.to_string(),
-        DynSolValue::FixedBytes(word, size) => {
-            format!("0x{}", hex::encode(word.get(..*size).unwrap_or(word.as_slice())))
-        }
-        DynSolValue::Bytes(b) => format!("0x{}", hex::encode(b)),
-        DynSolValue::String(s) => s.clone(),
-        #[allow(unreachable_patterns)]
-        other => format!("{other:?}"),
-    }
-}
-
-fn render_json(value: &DynSolValue) -> serde_json::Value {
-    match value {
-        DynSolValue::Array(items) | DynSolValue::FixedArray(items) | DynSolValue::Tuple(items) => {
-            serde_json::Value::Array(items.iter().map(render_json).collect())
-        }
-        leaf => serde_json::Value::String(render(leaf)),
-    }
+    })?;
+    Ok(DecodedCall {
+        signature: sig.text.clone(),
+        name: sig.name.clone(),
+        args: abi::typed_values(&sig.types, &values),
+    })
 }
 
 #[cfg(test)]
@@ -386,7 +242,8 @@ mod tests {
     use super::*;
     use crate::catalog::Catalog;
     use crate::error::ErrorKind;
-    use alloy::primitives::{Address, U256};
+    use alloy::dyn_abi::{DynSolType, DynSolValue};
+    use alloy::primitives::{Address, I256, U256};
 
     const ALICE: &str = "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4";
     const BOB: &str = "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2";

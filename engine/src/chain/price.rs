@@ -20,8 +20,8 @@ use crate::output::Reply;
 use crate::price::Price;
 
 /// Selectors of the AggregatorV3Interface views (checked against their signatures in the tests).
-const LATEST_ROUND_DATA: [u8; 4] = [0xfe, 0xaf, 0x96, 0x8c];
-const DECIMALS: [u8; 4] = [0x31, 0x3c, 0xe5, 0x67];
+pub const LATEST_ROUND_DATA: [u8; 4] = [0xfe, 0xaf, 0x96, 0x8c];
+pub const DECIMALS: [u8; 4] = [0x31, 0x3c, 0xe5, 0x67];
 
 /// The chains that have feeds here; polygon (the spec's `chain3`) is not one of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -336,16 +336,20 @@ async fn read_feed(chain: &EvmChain, proxy: Address) -> Result<(Option<Bytes>, O
 
 /// A feed's latest round, checked.
 #[derive(Debug, PartialEq, Eq)]
-struct Round {
-    round_id: U256,
-    answer: U256,
-    updated_at: u64,
-    decimals: u8,
+pub struct Round {
+    /// The round's id.
+    pub round_id: U256,
+    /// The answer, positive, with `decimals` decimals.
+    pub answer: U256,
+    /// When the round was updated, Unix seconds.
+    pub updated_at: u64,
+    /// The feed's decimals.
+    pub decimals: u8,
 }
 
 /// The round in the answers to `latestRoundData()` and `decimals()`, or why there is no
 /// valid one (a revert, an empty or short answer, a non-positive answer, no update time).
-fn decode_round(latest: Option<&[u8]>, decimals: Option<&[u8]>) -> Result<Round, String> {
+pub fn decode_round(latest: Option<&[u8]>, decimals: Option<&[u8]>) -> Result<Round, String> {
     let latest = latest.ok_or("latestRoundData() reverted")?;
     let word = |i: usize| latest.get(i * 32..(i + 1) * 32).map(U256::from_be_slice);
     let (Some(round_id), Some(answer), Some(updated_at)) = (word(0), word(1), word(3)) else {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::Context;
 use crate::error::EngineError;
-use crate::evm::{ChainName, EvmAddress, EvmChain};
+use crate::evm::{ChainName, EvmAddress, EvmChain, parse_uint256};
 use crate::output::Reply;
 use crate::price::Price;
 
@@ -78,7 +78,7 @@ impl Route for StorageRoute {
 
     async fn prepare(input: StorageInput, ctx: &Context) -> Result<StorageRequest, EngineError> {
         let chain = ctx.chains.resolve(&input.chain, "/chain")?;
-        let slot = parse_slot(&input.slot).ok_or_else(|| {
+        let slot = parse_uint256(&input.slot).ok_or_else(|| {
             EngineError::invalid(
                 "/slot",
                 "/slot: write a slot as 0x and 1 to 64 hex digits (\"0x0\") or as a decimal number below 2^256 (\"3\")",
@@ -102,21 +102,6 @@ impl Route for StorageRoute {
             value: value.to_string(),
             value_decimal: U256::from_be_bytes(value.0).to_string(),
         }))
-    }
-}
-
-/// A slot written as 0x-hex (1 to 64 digits) or decimal (below 2^256).
-fn parse_slot(text: &str) -> Option<U256> {
-    let text = text.trim();
-    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) if (1..=64).contains(&hex.len()) && hex.bytes().all(|b| b.is_ascii_hexdigit()) => {
-            U256::from_str_radix(hex, 16).ok()
-        }
-        Some(_) => None,
-        None if (1..=78).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_digit()) => {
-            U256::from_str_radix(text, 10).ok()
-        }
-        None => None,
     }
 }
 
@@ -146,13 +131,13 @@ mod tests {
 
     #[test]
     fn slots_read_as_hex_or_decimal() {
-        assert_eq!(parse_slot("0x0"), Some(U256::ZERO));
-        assert_eq!(parse_slot("3"), Some(U256::from(3)));
+        assert_eq!(parse_uint256("0x0"), Some(U256::ZERO));
+        assert_eq!(parse_uint256("3"), Some(U256::from(3)));
         let eip1967 = "0x360894a13ba1a3210667c828492db98dca3e2076cc3735a920a3ca505d382bbc";
-        assert_eq!(parse_slot(eip1967).map(|s| B256::from(s).to_string()), Some(eip1967.to_string()));
-        assert_eq!(parse_slot(&"9".repeat(78)), None, "past 2^256");
+        assert_eq!(parse_uint256(eip1967).map(|s| B256::from(s).to_string()), Some(eip1967.to_string()));
+        assert_eq!(parse_uint256(&"9".repeat(78)), None, "past 2^256");
         for bad in ["", "0x", "-1", "0x1g", "1e3", &format!("0x{}", "f".repeat(65))] {
-            assert_eq!(parse_slot(bad), None, "{bad}");
+            assert_eq!(parse_uint256(bad), None, "{bad}");
         }
     }
 }

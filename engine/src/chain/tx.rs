@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::Context;
 use crate::error::{EngineError, ErrorKind};
+use crate::evm::node_json::{address_member, hash_member, quantity, small};
 use crate::evm::{ChainName, EvmChain, clean_text, format_units, parse_quantity};
 use crate::output::Reply;
 use crate::price::Price;
@@ -484,47 +485,6 @@ fn parse_mined(receipt: &Map<String, Value>) -> Result<(Mined, Option<u64>), Str
         blob_fee,
     };
     Ok((mined, small(receipt, "blockTimestamp")?))
-}
-
-/// A quantity member: a 0x hex string (or, as some nodes send, a JSON integer); None when absent or null.
-fn quantity(object: &Map<String, Value>, key: &str) -> Result<Option<U256>, String> {
-    match object.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => parse_quantity(text).map(Some).ok_or_else(|| format!("`{key}` is not a quantity")),
-        Some(Value::Number(number)) => {
-            number.as_u64().map(|n| Some(U256::from(n))).ok_or_else(|| format!("`{key}` is not a quantity"))
-        }
-        Some(_) => Err(format!("`{key}` is not a quantity")),
-    }
-}
-
-/// A quantity member that must fit 64 bits.
-fn small(object: &Map<String, Value>, key: &str) -> Result<Option<u64>, String> {
-    quantity(object, key)?.map(|q| u64::try_from(q).map_err(|_| format!("`{key}` is out of range"))).transpose()
-}
-
-/// A 32-byte hash member, lower-case.
-fn hash_member(object: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
-    hex_member(object, key, 64)
-}
-
-/// A 20-byte address member, lower-case.
-fn address_member(object: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
-    hex_member(object, key, 40)
-}
-
-fn hex_member(object: &Map<String, Value>, key: &str, digits: usize) -> Result<Option<String>, String> {
-    match object.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text))
-            if text.len() == digits + 2
-                && text.starts_with("0x")
-                && text.bytes().skip(2).all(|b| b.is_ascii_hexdigit()) =>
-        {
-            Ok(Some(text.to_ascii_lowercase()))
-        }
-        Some(_) => Err(format!("`{key}` is not 0x and {digits} hex digits")),
-    }
 }
 
 #[cfg(test)]

@@ -14,11 +14,11 @@ use crate::evm::EvmChain;
 pub const MAX_TOKEN_TEXT: usize = 256;
 
 /// Selectors of the ERC-20 views (checked against their signatures in the tests).
-const NAME: [u8; 4] = [0x06, 0xfd, 0xde, 0x03];
-const SYMBOL: [u8; 4] = [0x95, 0xd8, 0x9b, 0x41];
-const DECIMALS: [u8; 4] = [0x31, 0x3c, 0xe5, 0x67];
-const TOTAL_SUPPLY: [u8; 4] = [0x18, 0x16, 0x0d, 0xdd];
-const BALANCE_OF: [u8; 4] = [0x70, 0xa0, 0x82, 0x31];
+pub const NAME: [u8; 4] = [0x06, 0xfd, 0xde, 0x03];
+pub const SYMBOL: [u8; 4] = [0x95, 0xd8, 0x9b, 0x41];
+pub const DECIMALS: [u8; 4] = [0x31, 0x3c, 0xe5, 0x67];
+pub const TOTAL_SUPPLY: [u8; 4] = [0x18, 0x16, 0x0d, 0xdd];
+pub const BALANCE_OF: [u8; 4] = [0x70, 0xa0, 0x82, 0x31];
 
 /// What an address answers to the ERC-20 views; None where it reverted or answered
 /// something that does not decode.

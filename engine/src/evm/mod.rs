@@ -2,8 +2,10 @@
 //!
 //! This module itself is the EVM chains: which ones the product reads, their RPC
 //! endpoints, and the one way every chain route reaches them. Its submodules read what
-//! several routes read (a token's ERC-20 views, the latest block's header), scan bytecode,
-//! hold the bundled function signatures and simulate a trade.
+//! several routes read (a token's ERC-20 views, the latest block's header, node JSON
+//! members, logs), name blocks, call contracts (a revert told apart from a failure), scan
+//! bytecode, hold the one ABI layer (clean decoding, JSON arguments, revert reasons) with
+//! the bundled function, error and event signatures, and simulate a trade.
 //!
 //! Requests go through alloy's [`RpcClient`] over [`FallbackTransport`], our own HTTP
 //! transport: it tries the configured URLs in order, checks once per URL that the node
@@ -18,9 +20,15 @@
 //!
 //! Addresses in answers are lower-case hex (`0xabc…`), as the spec's shapes show them.
 
+pub mod abi;
 pub mod block_header;
+pub mod block_ref;
 pub mod bytecode;
+pub mod call;
 pub mod erc20;
+pub mod events;
+pub mod logs;
+pub mod node_json;
 pub mod signatures;
 pub mod trade_sim;
 
@@ -730,6 +738,22 @@ pub fn parse_quantity(text: &str) -> Option<U256> {
         return None;
     }
     U256::from_str_radix(digits, 16).ok()
+}
+
+/// An unsigned 256-bit number a caller wrote as decimal (`"1000"`, below 2^256) or as 0x and
+/// 1 to 64 hex digits (`"0x3e8"`); None for anything else (signs, exponents, spaces inside).
+pub fn parse_uint256(text: &str) -> Option<U256> {
+    let text = text.trim();
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) if (1..=64).contains(&hex.len()) && hex.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            U256::from_str_radix(hex, 16).ok()
+        }
+        Some(_) => None,
+        None if (1..=78).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_digit()) => {
+            U256::from_str_radix(text, 10).ok()
+        }
+        None => None,
+    }
 }
 
 /// Untrusted text cut to `max` characters, control characters but newline and tab dropped.

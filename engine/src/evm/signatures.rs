@@ -37,11 +37,15 @@ pub struct Signature {
     pub types: Vec<DynSolType>,
     /// keccak-256 of `text`, first 4 bytes.
     pub selector: Selector,
+    /// Return types, from `returns (...)` or the short form `f(address)(uint256)`; empty
+    /// when the text gives none.
+    pub outputs: Vec<DynSolType>,
 }
 
-/// Parses a signature such as `transfer(address,uint256)`; parameter names, `function`,
-/// modifiers and `returns (...)` are accepted and dropped, type aliases (`uint`) are
-/// made canonical. The error is a sentence for the user.
+/// Parses a signature such as `transfer(address,uint256)`; parameter names, `function` and
+/// modifiers are accepted and dropped, type aliases (`uint`) are made canonical, and
+/// return types (`returns (uint256)`, or `balanceOf(address)(uint256)` as `cast` writes
+/// them) are kept in `outputs`. The error is a sentence for the user.
 pub fn parse_signature(text: &str) -> Result<Signature, String> {
     let text = text.trim();
     if text.is_empty() {
@@ -60,7 +64,17 @@ pub fn parse_signature(text: &str) -> Result<Signature, String> {
         check_type(&ty).map_err(|why| format!("parameter {} (`{}`): {why}", index + 1, ty.sol_type_name()))?;
         types.push(ty);
     }
-    Ok(Signature::new(function.name, types))
+    let mut outputs = Vec::with_capacity(function.outputs.len());
+    for (index, param) in function.outputs.iter().enumerate() {
+        let ty = param.resolve().map_err(|e| {
+            format!("return value {} has type `{}`, which is not an ABI type: {}", index + 1, param.ty, first_line(&e))
+        })?;
+        check_type(&ty).map_err(|why| format!("return value {} (`{}`): {why}", index + 1, ty.sol_type_name()))?;
+        outputs.push(ty);
+    }
+    let mut sig = Signature::new(function.name, types);
+    sig.outputs = outputs;
+    Ok(sig)
 }
 
 impl Signature {
@@ -69,7 +83,7 @@ impl Signature {
         let text = format!("{name}({})", list.join(","));
         let hash = keccak256(text.as_bytes());
         let selector = [hash[0], hash[1], hash[2], hash[3]];
-        Signature { text, name, types, selector }
+        Signature { text, name, types, selector, outputs: Vec::new() }
     }
 }
 
@@ -248,9 +262,16 @@ mod tests {
         assert_eq!(sig.text, "transfer(address,uint256)");
         assert_eq!(sig.name, "transfer");
         assert_eq!(sig.selector, [0xa9, 0x05, 0x9c, 0xbb]);
+        assert_eq!(sig.outputs, [DynSolType::Bool]);
         let sig = parse_signature(" f((uint,bytes)[2], int) ").unwrap();
         assert_eq!(sig.text, "f((uint256,bytes)[2],int256)");
         assert_eq!(parse_signature("totalSupply()").unwrap().types, []);
+        let short = parse_signature("balanceOf(address)(uint256)").unwrap();
+        assert_eq!(
+            (short.text.as_str(), short.outputs.as_slice()),
+            ("balanceOf(address)", &[DynSolType::Uint(256)][..])
+        );
+        assert!(parse_signature("f() returns (uint7)").unwrap_err().starts_with("return value 1"));
     }
 
     #[test]

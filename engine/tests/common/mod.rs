@@ -3,4 +3,5 @@
 
 #![allow(dead_code)]
 
+pub mod chain;
 pub mod route;

@@ -1,4 +1,4 @@
-//! The `chain` group: Paperchain's chain reads (balance, token, block, tx, gas) answered by a
+//! The `chain` group: Paperchain's chain reads (every route `cast` has an equivalent for) answered by a
 //! warm `paperchain serve`, against Foundry's `cast` asking the same anvil the same question.
 //!
 //! Both sides reach anvil through a small counting HTTP proxy (a thread here), so the table
@@ -36,6 +36,9 @@ const NOTES: &[&str] = &[
     "token: cast has no one-shot token info; its side is `cast erc20 name`, `symbol`, `decimals` and \
      `total-supply`, four processes and four requests.",
     "tx: cast's side is `cast tx` and `cast receipt` (status and fees need both).",
+    "code: Paperchain also names a proxy's implementation and admin; cast's side is `cast codesize`, \
+     `cast implementation` and `cast admin`. balances: `cast balance` and one `cast call balanceOf` per token.",
+    "block/by-number, status: Paperchain reads the block once; receipt and logs: Paperchain also decodes every log.",
     "RPC requests: HTTP requests to anvil through the counting proxy per call (a JSON-RPC batch is one), \
      with the JSON-RPC calls inside them in brackets.",
 ];
@@ -107,7 +110,7 @@ pub(super) fn measure(paperchain: &Path, tools: &Path, runs: u32, dir: &Path) ->
     println!("bench: token {token} deployed, transfer {tx}");
 
     let server = Server::start(paperchain, &chain, dir)?;
-    let cases = cases(owner, &token, &tx);
+    let cases = cases(owner, receiver, &token, &tx);
     let mut rows = Vec::new();
     for case in &cases {
         rows.push(measure_case(case, runs, &server.url, &Cast { program: &cast, url: &chain }, &proxy));
@@ -115,9 +118,9 @@ pub(super) fn measure(paperchain: &Path, tools: &Path, runs: u32, dir: &Path) ->
     Ok(Report { rows, runs })
 }
 
-fn cases(owner: &str, token: &str, tx: &str) -> Vec<Case> {
+fn cases(owner: &str, receiver: &str, token: &str, tx: &str) -> Vec<Case> {
     let args = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<String>>();
-    let (owner, token, tx) = (owner.to_string(), token.to_string(), tx.to_string());
+    let (owner, receiver, token, tx) = (owner.to_string(), receiver.to_string(), token.to_string(), tx.to_string());
     vec![
         Case {
             route: "balance",
@@ -202,6 +205,111 @@ fn cases(owner: &str, token: &str, tx: &str) -> Vec<Case> {
                 let price = field(ours, "gas_price_wei")?;
                 same("gas price", &price, first_word(&cast[0]))?;
                 Ok(format!("gas price {price} wei"))
+            },
+        },
+        Case {
+            route: "receipt",
+            body: format!(r#"{{"chain":"ethereum","hash":"{tx}"}}"#),
+            cast: vec![args(&["receipt", &tx])],
+            agree: |ours, cast| {
+                same("block", &field(ours, "block")?, line_value(&cast[0], "blockNumber")?)?;
+                same("gas used", &field(ours, "gas_used")?, line_value(&cast[0], "gasUsed")?)?;
+                Ok("block, gas used".into())
+            },
+        },
+        Case {
+            route: "logs",
+            body: format!(r#"{{"chain":"ethereum","address":"{token}","from_block":0,"to_block":"latest"}}"#),
+            cast: vec![args(&["logs", "--from-block", "0", "--to-block", "latest", "--address", &token])],
+            agree: |ours, cast| {
+                let count = field(ours, "count")?;
+                let theirs = cast[0].lines().filter(|l| l.trim_start().starts_with("- address:")).count();
+                same("log count", &count, &theirs.to_string())?;
+                Ok(format!("{count} logs"))
+            },
+        },
+        Case {
+            route: "call",
+            body: format!(
+                r#"{{"chain":"ethereum","to":"{token}","signature":"balanceOf(address)(uint256)","args":["{receiver}"]}}"#
+            ),
+            cast: vec![args(&["call", &token, "balanceOf(address)(uint256)", &receiver])],
+            agree: |ours, cast| {
+                let value = field(ours, "value")?;
+                same("balanceOf", &value, first_word(&cast[0]))?;
+                Ok(format!("balanceOf = {value}"))
+            },
+        },
+        Case {
+            route: "code",
+            body: format!(r#"{{"chain":"ethereum","address":"{token}"}}"#),
+            cast: vec![args(&["codesize", &token]), args(&["implementation", &token]), args(&["admin", &token])],
+            agree: |ours, cast| {
+                let size = field(ours, "code_size")?;
+                same("code size", &size, first_word(&cast[0]))?;
+                let zero = "0x0000000000000000000000000000000000000000";
+                ensure!(
+                    field(ours, "proxy")? == "null" && first_word(&cast[1]) == zero && first_word(&cast[2]) == zero,
+                    "proxy: paperchain says one, or cast found a slot set"
+                );
+                Ok(format!("{size} bytes, not a proxy"))
+            },
+        },
+        Case {
+            route: "block/by-number",
+            body: r#"{"chain":"ethereum","block":1}"#.into(),
+            cast: vec![args(&["block", "1"])],
+            agree: |ours, cast| {
+                let hash = field(ours, "hash")?;
+                same("hash", &hash, line_value(&cast[0], "hash")?)?;
+                same("gas used", &field(ours, "gas_used")?, line_value(&cast[0], "gasUsed")?)?;
+                Ok(format!("block 1 {hash}"))
+            },
+        },
+        Case {
+            route: "fees",
+            body: r#"{"chain":"ethereum","blocks":2,"percentiles":[10,50,90]}"#.into(),
+            cast: vec![args(&["rpc", "eth_feeHistory", "0x2", "latest", "[10,50,90]"])],
+            agree: |ours, cast| {
+                let oldest = field(ours, "oldest_block")?;
+                let theirs = json_field(&cast[0], "oldestBlock").context("cast printed no oldestBlock")?;
+                let theirs = u64::from_str_radix(theirs.trim_start_matches("0x"), 16)?;
+                same("oldest block", &oldest, &theirs.to_string())?;
+                Ok(format!("oldest block {oldest}"))
+            },
+        },
+        Case {
+            route: "allowance",
+            body: format!(r#"{{"chain":"ethereum","token":"{token}","owner":"{owner}","spender":"{receiver}"}}"#),
+            cast: vec![args(&["call", &token, "allowance(address,address)(uint256)", &owner, &receiver])],
+            agree: |ours, cast| {
+                let raw = field(ours, "allowance_raw")?;
+                same("allowance", &raw, first_word(&cast[0]))?;
+                Ok(format!("allowance {raw}"))
+            },
+        },
+        Case {
+            route: "balances",
+            body: format!(r#"{{"chain":"ethereum","address":"{receiver}","tokens":["{token}"]}}"#),
+            cast: vec![
+                args(&["balance", &receiver]),
+                args(&["call", &token, "balanceOf(address)(uint256)", &receiver]),
+            ],
+            agree: |ours, cast| {
+                same("native", &field(ours, "wei")?, first_word(&cast[0]))?;
+                let raw = field(ours, "raw")?;
+                same("token balance", &raw, first_word(&cast[1]))?;
+                Ok(format!("native and token {raw}"))
+            },
+        },
+        Case {
+            route: "status",
+            body: r#"{"chains":["ethereum"]}"#.into(),
+            cast: vec![args(&["block", "latest"])],
+            agree: |ours, cast| {
+                let head = field(ours, "head_block")?;
+                same("head", &head, line_value(&cast[0], "number")?)?;
+                Ok(format!("head {head}"))
             },
         },
     ]

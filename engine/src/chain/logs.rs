@@ -1,0 +1,305 @@
+//! `POST /v1/chain/logs`: `eth_getLogs` over a bounded block range (at most 10,000 blocks
+//! and 1,000 logs), each log decoded with the caller's event or a well-known one.
+//!
+//! Tags (`latest`, `finalized`…) are turned into numbers first, in one batch, so that the
+//! range is checked before the logs are asked for and the answer says exactly which blocks
+//! it covers; a range given as two numbers takes a single request.
+
+use std::sync::Arc;
+
+use alloy::primitives::B256;
+use alloy::rpc::client::Waiter;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
+use crate::context::Context;
+use crate::error::{EngineError, ErrorKind};
+use crate::evm::abi;
+use crate::evm::block_ref::BlockRef;
+use crate::evm::events::{self, EventSignature, MAX_TOPICS};
+use crate::evm::logs::{self, LogEntry};
+use crate::evm::node_json::small;
+use crate::evm::{ChainName, EvmAddress, EvmChain};
+use crate::output::Reply;
+use crate::price::Price;
+
+/// Widest block range one call reads.
+pub const MAX_BLOCK_RANGE: u64 = 10_000;
+/// Most logs one call answers.
+pub const MAX_LOGS: usize = 1_000;
+/// Blocks read when `from_block` is not given: the last 1,000 up to `to_block`.
+pub const DEFAULT_BLOCKS: u64 = 1_000;
+/// Most alternatives one topic position may list.
+const MAX_TOPIC_CHOICES: usize = 16;
+
+/// Request of `/v1/chain/logs`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LogsInput {
+    /// Chain to read: `ethereum`, `base` or `polygon`.
+    pub chain: ChainName,
+    /// Only logs emitted by this contract, 0x and 40 hex digits; all contracts when omitted.
+    #[serde(default)]
+    pub address: Option<EvmAddress>,
+    /// An event to filter on and decode with, written as Solidity declares it: `Transfer(address indexed from, address indexed to, uint256 value)`. Its topic is the first topic filter unless `topics` gives one.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 2048))]
+    pub event: Option<String>,
+    /// Topic filters by position (at most 4): null matches anything, a topic (0x and 64 hex digits) matches that topic, a list of up to 16 topics matches any of them.
+    #[serde(default)]
+    #[schemars(length(max = 4))]
+    pub topics: Vec<Option<TopicFilter>>,
+    /// First block of the range: a number or a tag. Defaults to 999 blocks before `to_block`, so that 1,000 blocks are read.
+    #[serde(default)]
+    pub from_block: Option<BlockRef>,
+    /// Last block of the range: a number or a tag. Defaults to `latest`. The range covers at most 10,000 blocks.
+    #[serde(default)]
+    pub to_block: Option<BlockRef>,
+}
+
+/// One position's topic filter.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum TopicFilter {
+    /// Exactly this topic.
+    One(#[schemars(regex(pattern = r"^0[xX][0-9a-fA-F]{64}$"))] String),
+    /// Any of these topics.
+    AnyOf(#[schemars(length(min = 1, max = 16), inner(regex(pattern = r"^0[xX][0-9a-fA-F]{64}$")))] Vec<String>),
+}
+
+/// Answer of `/v1/chain/logs`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LogsOutput {
+    /// Chain read.
+    pub chain: String,
+    /// First block read.
+    pub from_block: u64,
+    /// Last block read.
+    pub to_block: u64,
+    /// Number of logs.
+    pub count: u64,
+    /// How many of `logs` decoded as the given or a well-known event.
+    pub decoded_logs: u64,
+    /// The logs, in chain order.
+    pub logs: Vec<LogEntry>,
+}
+
+/// A checked request.
+pub struct LogsRequest {
+    chain: Arc<EvmChain>,
+    address: Option<EvmAddress>,
+    event: Option<EventSignature>,
+    topics: Vec<Option<Vec<B256>>>,
+    from: Option<BlockRef>,
+    to: BlockRef,
+}
+
+/// The route.
+pub struct LogsRoute;
+
+impl Route for LogsRoute {
+    type Input = LogsInput;
+    type Prepared = LogsRequest;
+    type Output = LogsOutput;
+
+    const INFO: RouteInfo = RouteInfo {
+        path: "/v1/chain/logs",
+        operation: "get_logs",
+        family: Family::Chain,
+        summary: "Event logs of a block range, decoded",
+        description: "eth_getLogs by contract address, event and topics over at most 10,000 blocks (the last 1,000 \
+            by default), at most 1,000 logs: a wider range or more logs is 422 saying how to narrow it. Each log is \
+            decoded with the given `event`, or with a well-known event (Transfer, Approval, Swap, Sync, Deposit…) \
+            when its topics and data fit one exactly.",
+        base_price: Price::micros(3_000),
+        price_rule: "flat",
+        free_pool: FreePool::ChainReads,
+        produces: Produces::Json,
+        open_world: true,
+    };
+
+    async fn prepare(input: LogsInput, ctx: &Context) -> Result<LogsRequest, EngineError> {
+        let chain = ctx.chains.resolve(&input.chain, "/chain")?;
+        let event = match input.event.as_deref() {
+            None => None,
+            Some(text) => Some(
+                events::parse_event(text).map_err(|why| EngineError::invalid("/event", format!("/event: {why}")))?,
+            ),
+        };
+        if input.topics.len() > MAX_TOPICS {
+            return Err(EngineError::invalid(
+                "/topics",
+                format!(
+                    "/topics: a log has at most {MAX_TOPICS} topics, and {} filters were given",
+                    input.topics.len()
+                ),
+            ));
+        }
+        let mut topics = Vec::with_capacity(MAX_TOPICS);
+        for (i, filter) in input.topics.iter().enumerate() {
+            topics.push(match filter {
+                None => None,
+                Some(TopicFilter::One(text)) => Some(vec![abi::parse_word(&format!("/topics/{i}"), text)?]),
+                Some(TopicFilter::AnyOf(list)) => {
+                    if list.is_empty() || list.len() > MAX_TOPIC_CHOICES {
+                        return Err(EngineError::invalid(
+                            format!("/topics/{i}"),
+                            format!("/topics/{i}: list 1 to {MAX_TOPIC_CHOICES} topics, or null for any"),
+                        ));
+                    }
+                    let words = list
+                        .iter()
+                        .enumerate()
+                        .map(|(j, t)| abi::parse_word(&format!("/topics/{i}/{j}"), t))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Some(words)
+                }
+            });
+        }
+        if let Some(event) = event.as_ref().filter(|e| !e.anonymous) {
+            match topics.first_mut() {
+                Some(slot @ None) => *slot = Some(vec![event.topic]),
+                None => topics.push(Some(vec![event.topic])),
+                Some(Some(_)) => {}
+            }
+        }
+        let to = input.to_block.unwrap_or(BlockRef::Tag("latest"));
+        if let (Some(from), Some(to)) = (input.from_block.and_then(|b| b.number()), to.number()) {
+            check_range(from, to)?;
+        }
+        Ok(LogsRequest { chain, address: input.address, event, topics, from: input.from_block, to })
+    }
+
+    fn quote(_: &LogsRequest) -> Price {
+        Self::INFO.base_price
+    }
+
+    async fn run(request: LogsRequest, _: &Context) -> Result<Reply<LogsOutput>, EngineError> {
+        let chain = Arc::clone(&request.chain);
+        let answer = chain.deadline(read_logs(request)).await?;
+        Ok(Reply::Json(answer))
+    }
+}
+
+/// Refuses a range that runs backwards or covers more than [`MAX_BLOCK_RANGE`] blocks.
+fn check_range(from: u64, to: u64) -> Result<(), EngineError> {
+    if from > to {
+        return Err(EngineError::invalid(
+            "/from_block",
+            format!("/from_block: block {from} comes after to_block {to}; the range runs from the first to the last"),
+        ));
+    }
+    let blocks = to - from + 1;
+    if blocks > MAX_BLOCK_RANGE {
+        return Err(EngineError::invalid(
+            "/from_block",
+            format!(
+                "/from_block: blocks {from} to {to} are {blocks} blocks; at most {MAX_BLOCK_RANGE} are read in one call. \
+                 Narrow the range (from_block {} reads the last {MAX_BLOCK_RANGE} up to {to}) or split it into calls",
+                to + 1 - MAX_BLOCK_RANGE
+            ),
+        ));
+    }
+    Ok(())
+}
+
+async fn read_logs(request: LogsRequest) -> Result<LogsOutput, EngineError> {
+    let LogsRequest { chain, address, event, topics, from, to } = request;
+    let (from, to) = resolve_range(&chain, from, to).await?;
+    check_range(from, to)?;
+    let mut filter = json!({
+        "fromBlock": format!("{from:#x}"),
+        "toBlock": format!("{to:#x}"),
+        "topics": topics.iter().map(|t| match t {
+            None => Value::Null,
+            Some(list) if list.len() == 1 => Value::String(list[0].to_string()),
+            Some(list) => Value::Array(list.iter().map(|w| Value::String(w.to_string())).collect()),
+        }).collect::<Vec<_>>(),
+    });
+    if let Some(address) = &address {
+        filter["address"] = Value::String(address.text());
+    }
+    let answer: Value = chain.request("eth_getLogs", (filter,)).await?;
+    let bad = |why: String| {
+        EngineError::new(
+            ErrorKind::BadUpstream,
+            "upstream_error",
+            format!("the {} RPC's logs for blocks {from} to {to} are not usable: {why}", chain.name()),
+        )
+    };
+    let items = answer.as_array().ok_or_else(|| bad("the answer is not a list".into()))?;
+    if items.len() > MAX_LOGS {
+        return Err(EngineError::invalid_with(
+            "too_many_logs",
+            "/from_block",
+            format!(
+                "blocks {from} to {to} hold {} matching logs, more than the {MAX_LOGS} one call answers; narrow the \
+                 range (from_block, to_block) or filter by address, event or topics",
+                items.len()
+            ),
+        ));
+    }
+    let declared: Vec<EventSignature> = event.into_iter().collect();
+    let mut entries = Vec::with_capacity(items.len());
+    for item in items {
+        let log = logs::parse_node_log(item).map_err(bad)?;
+        if log.entry.block.is_some_and(|b| b < from || b > to) {
+            return Err(bad(format!("a log of block {:?} is outside the range asked for", log.entry.block)));
+        }
+        entries.push(logs::decoded_entry(log, &declared));
+    }
+    Ok(LogsOutput {
+        chain: chain.name().to_string(),
+        from_block: from,
+        to_block: to,
+        count: entries.len() as u64,
+        decoded_logs: entries.iter().filter(|e| e.event.is_some()).count() as u64,
+        logs: entries,
+    })
+}
+
+/// The range as block numbers: tags are read in one batch (`earliest` is 0).
+async fn resolve_range(chain: &EvmChain, from: Option<BlockRef>, to: BlockRef) -> Result<(u64, u64), EngineError> {
+    const METHOD: &str = "eth_getBlockByNumber";
+    let wanted: Vec<&'static str> = [from, Some(to)]
+        .into_iter()
+        .flatten()
+        .filter_map(|b| match b {
+            BlockRef::Tag("earliest") | BlockRef::Number(_) => None,
+            BlockRef::Tag(tag) => Some(tag),
+        })
+        .collect();
+    let mut numbers: Vec<(&str, u64)> = Vec::new();
+    if !wanted.is_empty() {
+        let mut batch = chain.client().new_batch();
+        let mut waiters: Vec<(&str, Waiter<Value>)> = Vec::new();
+        for tag in wanted {
+            if waiters.iter().any(|(t, _)| *t == tag) {
+                continue;
+            }
+            waiters.push((tag, batch.add_call(METHOD, &(tag, false)).map_err(|e| chain.error(METHOD, e))?));
+        }
+        batch.send().await.map_err(|e| chain.error(METHOD, e))?;
+        for (tag, waiter) in waiters {
+            let block = waiter.await.map_err(|e| chain.error(METHOD, e))?;
+            let number = block.as_object().and_then(|b| small(b, "number").ok().flatten()).ok_or_else(|| {
+                EngineError::new(
+                    ErrorKind::BadUpstream,
+                    "upstream_error",
+                    format!("the {} RPC answered no usable `{tag}` block", chain.name()),
+                )
+            })?;
+            numbers.push((tag, number));
+        }
+    }
+    let number = |b: BlockRef| match b {
+        BlockRef::Number(n) => n,
+        BlockRef::Tag("earliest") => 0,
+        BlockRef::Tag(tag) => numbers.iter().find(|(t, _)| *t == tag).map(|(_, n)| *n).unwrap_or_default(),
+    };
+    let to = number(to);
+    let from = from.map(number).unwrap_or_else(|| to.saturating_sub(DEFAULT_BLOCKS - 1));
+    Ok((from, to))
+}
