@@ -909,3 +909,77 @@ async fn gas_estimates_match_cast_and_are_priced_from_the_oracle() {
         assert_eq!((error.kind, error.field.as_deref()), (ErrorKind::InvalidInput, Some(field)), "{body}: {error:?}");
     }
 }
+
+#[tokio::test]
+async fn standing_approvals_are_found_read_and_flagged() {
+    let f = Fixture::new().await;
+    let url = &f.anvil.url;
+    // A well-known router (code put at the Universal Router's address), an unknown contract,
+    // a wallet (EOA, approved 7 by the fixture), and an approval given then revoked.
+    let router = "0x3fc91a3afd70395cd496c647d5a6cc9d4b2b7fad";
+    f.anvil.set_code(router, &Artifact::load("ChainReads").deployed_bytecode).await;
+    let max = U256::MAX.to_string();
+    let revoked = "0x00000000000000000000000000000000000e0e0e";
+    for (spender, amount) in [(router, max.as_str()), (f.reads.as_str(), "100"), (revoked, "9"), (revoked, "0")] {
+        f.anvil.send(Some(&f.token), &calldata("approve(address,uint256)", &[spender, amount])).await;
+    }
+    let answer = ok(&f.ctx, "/v1/check/approvals", json!({"chain": "ethereum", "owner": f.sender})).await;
+    assert_eq!(
+        (answer["source"].as_str(), answer["checked"].as_u64(), answer["zero"].as_u64()),
+        (Some("event_scan"), Some(4), Some(1))
+    );
+    assert_eq!(answer["to_block"].to_string(), cast(url, &["block-number"]));
+    let approvals = answer["approvals"].as_array().unwrap();
+    let spenders: Vec<&str> = approvals.iter().map(|a| a["spender"].as_str().unwrap()).collect();
+    assert_eq!(spenders, [EOA, router, f.reads.as_str()], "riskiest first");
+    let codes = |a: &Value| {
+        a["reasons"].as_array().unwrap().iter().map(|r| r["code"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    assert_eq!(codes(&approvals[0]), ["spender_without_code"]);
+    assert_eq!(codes(&approvals[1]), ["unlimited_approval"]);
+    assert_eq!(approvals[1]["spender_name"], "Uniswap Universal Router");
+    assert_eq!(
+        (approvals[1]["allowance"].as_str(), approvals[1]["unlimited"].as_bool()),
+        (Some("unlimited"), Some(true))
+    );
+    assert_eq!(codes(&approvals[2]), ["unknown_spender"]);
+    assert_eq!(approvals[2]["allowance"], "0.0001");
+    for approval in approvals {
+        let spender = approval["spender"].as_str().unwrap();
+        let read = cast(url, &["call", &f.token, "allowance(address,address)(uint256)", &f.sender, spender]);
+        assert_eq!(approval["allowance_raw"].as_str(), read.split_whitespace().next(), "{spender}");
+        assert_eq!(approval["symbol"], "FIX");
+    }
+    assert_eq!((answer["score"].as_u64(), answer["verdict"].as_str()), (Some(50), Some("high")));
+
+    // Given pairs, no scan.
+    let body = json!({"chain": "ethereum", "owner": f.sender, "tokens": [f.token], "spenders": [router, revoked]});
+    let answer = ok(&f.ctx, "/v1/check/approvals", body).await;
+    assert_eq!(
+        (answer["source"].as_str(), answer["checked"].as_u64(), answer["zero"].as_u64()),
+        (Some("pairs"), Some(2), Some(1))
+    );
+    assert!(answer["from_block"].is_null());
+    assert_eq!((answer["score"].as_u64(), answer["verdict"].as_str()), (Some(20), Some("caution")));
+    // A token that does not answer allowance() is listed as unreadable.
+    let body = json!({"chain": "ethereum", "owner": f.sender, "tokens": [f.reads], "spenders": [router]});
+    let answer = ok(&f.ctx, "/v1/check/approvals", body).await;
+    assert_eq!(answer["unreadable"].as_array().unwrap().len(), 1);
+
+    let down = context(&closed_port_url().await);
+    let owner = f.sender.as_str();
+    for (body, field) in [
+        (json!({"chain": "ethereum", "owner": owner, "spenders": [router]}), "/tokens"),
+        (json!({"chain": "ethereum", "owner": owner, "tokens": [EOA], "spenders": []}), "/spenders"),
+        (
+            json!({"chain": "ethereum", "owner": owner, "tokens": [EOA], "spenders": [router], "from_block": 1}),
+            "/from_block",
+        ),
+        (json!({"chain": "ethereum", "owner": owner, "from_block": 0, "to_block": 10_000}), "/from_block"),
+        (json!({"chain": "ethereum", "owner": owner, "tokens": [EOA, EOA]}), "/tokens/1"),
+        (json!({"chain": "ethereum", "owner": "0x12"}), "/owner"),
+    ] {
+        let error = err(&down, "/v1/check/approvals", body.clone()).await;
+        assert_eq!((error.kind, error.field.as_deref()), (ErrorKind::InvalidInput, Some(field)), "{body}: {error:?}");
+    }
+}

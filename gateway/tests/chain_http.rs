@@ -240,6 +240,10 @@ fn bad_inputs() -> Vec<Bad> {
         unknown("/v1/chain/nft", json!({"chain": "ethereum", "contract": EOA, "token_id": "1"})),
         bad("/v1/chain/estimate-gas", json!({"chain": "ethereum", "to": EOA, "value": "-1"}), "/value"),
         unknown("/v1/chain/estimate-gas", json!({"chain": "ethereum", "to": EOA})),
+        bad("/v1/check/typed-data", json!({"typed_data": {"primaryType": "X"}}), "/typed_data"),
+        unknown("/v1/check/typed-data", json!({"typed_data": "{}"})),
+        bad("/v1/check/approvals", json!({"chain": "ethereum", "owner": EOA, "spenders": [EOA]}), "/tokens"),
+        unknown("/v1/check/approvals", json!({"chain": "ethereum", "owner": EOA})),
     ]
 }
 
@@ -319,6 +323,8 @@ fn node_calls() -> Vec<(&'static str, Value)> {
         ("/v1/chain/allowance", json!({"chain": "ethereum", "token": EOA, "owner": EOA, "spender": EOA})),
         ("/v1/chain/nft", json!({"chain": "ethereum", "contract": EOA, "token_id": "1", "holder": EOA})),
         ("/v1/chain/estimate-gas", json!({"chain": "base", "to": EOA})),
+        ("/v1/check/approvals", json!({"chain": "ethereum", "owner": EOA})),
+        ("/v1/check/approvals", json!({"chain": "ethereum", "owner": EOA, "tokens": [EOA], "spenders": [EOA]})),
     ]
 }
 

@@ -5,6 +5,7 @@ use crate::catalog::Catalog;
 
 pub mod address_check;
 pub mod allowance;
+pub mod approvals_check;
 pub mod balance;
 pub mod balances;
 pub mod block;
@@ -30,6 +31,7 @@ pub mod status;
 pub mod storage;
 pub mod token;
 pub mod tx;
+pub mod typed_data_check;
 
 /// Adds every chain route to the catalog.
 pub fn register(catalog: &mut Catalog) {
@@ -60,4 +62,6 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<allowance::AllowanceRoute>();
     catalog.add::<nft::NftRoute>();
     catalog.add::<estimate_gas::EstimateGasRoute>();
+    catalog.add::<typed_data_check::TypedDataRoute>();
+    catalog.add::<approvals_check::ApprovalsRoute>();
 }

@@ -509,32 +509,32 @@ pub fn decode_revert(data: &[u8], declared: &[Signature]) -> Revert {
         panic_code: None,
         data: hex_data,
     };
-    if *selector == ERROR_SELECTOR {
-        if let Ok(values) = clean_decode(&[DynSolType::String], args) {
-            let reason = match values.first() {
-                Some(DynSolValue::String(s)) => super::clean_text(s, 1024),
-                _ => String::new(),
-            };
-            revert.kind = RevertKind::Error;
-            revert.signature = Some("Error(string)".into());
-            revert.args = vec![DecodedArg { ty: "string".into(), value: reason.clone() }];
-            revert.message = format!("reverted: {reason}");
-            return revert;
-        }
+    if *selector == ERROR_SELECTOR
+        && let Ok(values) = clean_decode(&[DynSolType::String], args)
+    {
+        let reason = match values.first() {
+            Some(DynSolValue::String(s)) => super::clean_text(s, 1024),
+            _ => String::new(),
+        };
+        revert.kind = RevertKind::Error;
+        revert.signature = Some("Error(string)".into());
+        revert.args = vec![DecodedArg { ty: "string".into(), value: reason.clone() }];
+        revert.message = format!("reverted: {reason}");
+        return revert;
     }
-    if *selector == PANIC_SELECTOR {
-        if let Ok(values) = clean_decode(&[DynSolType::Uint(256)], args) {
-            let code = match values.first() {
-                Some(DynSolValue::Uint(code, _)) => *code,
-                _ => U256::ZERO,
-            };
-            revert.kind = RevertKind::Panic;
-            revert.signature = Some("Panic(uint256)".into());
-            revert.args = vec![DecodedArg { ty: "uint256".into(), value: code.to_string() }];
-            revert.panic_code = Some(format!("{code:#x}"));
-            revert.message = format!("panicked: {}", panic_meaning(code));
-            return revert;
-        }
+    if *selector == PANIC_SELECTOR
+        && let Ok(values) = clean_decode(&[DynSolType::Uint(256)], args)
+    {
+        let code = match values.first() {
+            Some(DynSolValue::Uint(code, _)) => *code,
+            _ => U256::ZERO,
+        };
+        revert.kind = RevertKind::Panic;
+        revert.signature = Some("Panic(uint256)".into());
+        revert.args = vec![DecodedArg { ty: "uint256".into(), value: code.to_string() }];
+        revert.panic_code = Some(format!("{code:#x}"));
+        revert.message = format!("panicked: {}", panic_meaning(code));
+        return revert;
     }
     let candidates = declared.iter().filter(|s| s.selector == *selector).chain(error_table().lookup(*selector));
     for sig in candidates {

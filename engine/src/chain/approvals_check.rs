@@ -1,0 +1,509 @@
+//! `POST /v1/check/approvals`: an owner's ERC-20 approvals that still stand, each flagged
+//! when it is unlimited or given to a spender that is not a contract or not a well-known
+//! one. The pairs come from the caller (`tokens` × `spenders`) or from a bounded scan of the
+//! owner's `Approval` events (at most 10,000 blocks, the last 10,000 by default); the
+//! current allowances, the tokens' symbols, decimals and supplies and the spenders' code
+//! are then read in one JSON-RPC batch.
+
+use std::sync::Arc;
+
+use alloy::primitives::{Address, B256, Bytes, U256};
+use alloy::rpc::client::Waiter;
+use alloy::transports::RpcError;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
+use crate::chain::address_check::{CAUTION_FROM, HIGH_FROM, Reason, ScoreRule, Severity, Verdict};
+use crate::chain::typed_data_check::known_name;
+use crate::context::Context;
+use crate::error::{EngineError, ErrorKind};
+use crate::evm::block_ref::BlockRef;
+use crate::evm::erc20::{DECIMALS, SYMBOL, TOTAL_SUPPLY, decode_text};
+use crate::evm::node_json::small;
+use crate::evm::{ChainName, EvmAddress, EvmChain, address_text, format_units};
+use crate::output::Reply;
+use crate::price::Price;
+
+/// Most tokens or spenders a caller may list.
+pub const MAX_LISTED: usize = 50;
+/// Most token/spender pairs read in one call.
+pub const MAX_PAIRS: usize = 200;
+/// Widest block range scanned for `Approval` events.
+pub const MAX_SCAN_BLOCKS: u64 = 10_000;
+/// Most `Approval` events a scan reads.
+pub const MAX_SCAN_LOGS: usize = 1_000;
+/// `Approval(address,address,uint256)`.
+const APPROVAL_TOPIC: B256 =
+    alloy::primitives::b256!("8c5be1e5ebec7d5bd14f71427d1e84f3dd0314c0f7b2291e5b200ac8c7c3b925");
+/// `allowance(address,address)`.
+const ALLOWANCE: [u8; 4] = [0xdd, 0x62, 0xed, 0x3e];
+
+const fn rule(code: &'static str, severity: Severity, points: u32, description: &'static str) -> ScoreRule {
+    ScoreRule { code, severity, points, description }
+}
+
+/// The scoring table of one approval. An approval's score is the sum of its reasons'
+/// points, capped at 100; the answer's score is its highest approval's.
+pub const SCORING: &[ScoreRule] = &[
+    rule(
+        "spender_without_code",
+        Severity::High,
+        50,
+        "the spender has no code: an approval to a wallet, which is how approval phishing takes tokens",
+    ),
+    rule(
+        "unlimited_approval",
+        Severity::Medium,
+        20,
+        "the allowance is unlimited (the maximum, or more than the token's supply): the spender can take every token, now and later",
+    ),
+    rule("unknown_spender", Severity::Low, 10, "the spender is a contract that is not a well-known router or protocol"),
+];
+
+/// Request of `/v1/check/approvals`: with `spenders`, `tokens` (at least one) and no block range; without, an event scan.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend("dependentSchemas" = {"spenders": {
+    "required": ["tokens"],
+    "properties": {"tokens": {"minItems": 1}, "from_block": false, "to_block": false}
+}}))]
+pub struct ApprovalsInput {
+    /// Chain to read: `ethereum`, `base` or `polygon`.
+    pub chain: ChainName,
+    /// Whose approvals, 0x and 40 hex digits.
+    pub owner: EvmAddress,
+    /// ERC-20 tokens to check (at most 50). With `spenders`, exactly these pairs are read; without, the event scan is limited to these tokens.
+    #[serde(default)]
+    #[schemars(length(max = 50))]
+    pub tokens: Vec<EvmAddress>,
+    /// Spenders to check (1 to 50); needs `tokens` and takes no block range. Without them, the spenders come from the owner's Approval events.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 50))]
+    pub spenders: Option<Vec<EvmAddress>>,
+    /// First block scanned for Approval events (without `spenders`): a number or a tag. Defaults to 9,999 blocks before `to_block`.
+    #[serde(default)]
+    pub from_block: Option<BlockRef>,
+    /// Last block scanned: a number or a tag. Defaults to `latest`. At most 10,000 blocks are scanned.
+    #[serde(default)]
+    pub to_block: Option<BlockRef>,
+}
+
+/// One standing approval.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ApprovalView {
+    /// The token, lower-case.
+    pub token: String,
+    /// Its `symbol()`, untrusted text; null when it has none.
+    pub symbol: Option<String>,
+    /// Its `decimals()`; null when it has none.
+    pub decimals: Option<u8>,
+    /// The spender, lower-case.
+    pub spender: String,
+    /// The spender's name when it is a well-known contract.
+    pub spender_name: Option<String>,
+    /// Whether the spender has code (a contract, or an EIP-7702 delegated account).
+    pub spender_has_code: bool,
+    /// The allowance now, raw units, decimal.
+    pub allowance_raw: String,
+    /// The allowance in whole tokens, or `unlimited`; null without decimals.
+    pub allowance: Option<String>,
+    /// Whether it is unlimited (the maximum, or more than the supply).
+    pub unlimited: bool,
+    /// What is risky about it, most serious first.
+    pub reasons: Vec<Reason>,
+    /// Sum of the reasons' points, capped at 100.
+    pub score: u32,
+}
+
+/// Answer of `/v1/check/approvals`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ApprovalsOutput {
+    /// Chain read.
+    pub chain: String,
+    /// The owner, lower-case.
+    pub owner: String,
+    /// `pairs` (the caller's tokens × spenders) or `event_scan`.
+    pub source: String,
+    /// First block scanned; null when the pairs were given.
+    pub from_block: Option<u64>,
+    /// Last block scanned; null when the pairs were given.
+    pub to_block: Option<u64>,
+    /// Token/spender pairs checked.
+    pub checked: u64,
+    /// Pairs whose allowance is now zero (revoked, spent or never given).
+    pub zero: u64,
+    /// The approvals that stand (allowance above zero), riskiest first.
+    pub approvals: Vec<ApprovalView>,
+    /// Pairs that could not be read (the token does not answer allowance()), as `token spender`.
+    pub unreadable: Vec<String>,
+    /// The highest approval score.
+    pub score: u32,
+    /// `low` below 20, `caution` from 20, `high` from 50, from `score`.
+    pub verdict: Verdict,
+}
+
+/// Where the pairs come from.
+enum Pairs {
+    Given(Vec<(Address, Address)>),
+    Scan { tokens: Vec<Address>, from: Option<BlockRef>, to: BlockRef },
+}
+
+/// A checked request.
+pub struct ApprovalsRequest {
+    chain: Arc<EvmChain>,
+    owner: Address,
+    pairs: Pairs,
+}
+
+/// The route.
+pub struct ApprovalsRoute;
+
+impl Route for ApprovalsRoute {
+    type Input = ApprovalsInput;
+    type Prepared = ApprovalsRequest;
+    type Output = ApprovalsOutput;
+
+    const INFO: RouteInfo = RouteInfo {
+        path: "/v1/check/approvals",
+        operation: "check_token_approvals",
+        family: Family::Chain,
+        summary: "An owner's standing ERC-20 approvals, unlimited or risky ones flagged",
+        description: "Lists the ERC-20 allowances an owner has given that still stand, for the given tokens and \
+            spenders, or found by scanning the owner's Approval events over at most 10,000 blocks. Each is read now \
+            (with the token's symbol and decimals) and flagged: unlimited, a spender without code (approval \
+            phishing), a spender that is not a well-known router. Riskiest first, with a score and verdict.",
+        base_price: Price::micros(5_000),
+        price_rule: "flat",
+        free_pool: FreePool::ChainReads,
+        produces: Produces::Json,
+        open_world: true,
+    };
+
+    async fn prepare(input: ApprovalsInput, ctx: &Context) -> Result<ApprovalsRequest, EngineError> {
+        let chain = ctx.chains.resolve(&input.chain, "/chain")?;
+        let tokens = distinct(&input.tokens, "/tokens")?;
+        let pairs = if let Some(spenders) = &input.spenders {
+            let spenders = distinct(spenders, "/spenders")?;
+            if spenders.is_empty() {
+                return Err(EngineError::invalid(
+                    "/spenders",
+                    "/spenders: list at least one spender, or leave it out to scan events",
+                ));
+            }
+            if tokens.is_empty() {
+                return Err(EngineError::invalid(
+                    "/tokens",
+                    "/tokens: list the tokens to check with these spenders (or leave out `spenders` to scan events)",
+                ));
+            }
+            if input.from_block.is_some() || input.to_block.is_some() {
+                return Err(EngineError::invalid(
+                    "/from_block",
+                    "/from_block: a block range is for the event scan; with `spenders` the allowances are read now",
+                ));
+            }
+            let pairs: Vec<(Address, Address)> =
+                tokens.iter().flat_map(|t| spenders.iter().map(move |s| (*t, *s))).collect();
+            if pairs.len() > MAX_PAIRS {
+                return Err(EngineError::invalid(
+                    "/spenders",
+                    format!(
+                        "/spenders: {} tokens × {} spenders is {} pairs; at most {MAX_PAIRS}",
+                        tokens.len(),
+                        spenders.len(),
+                        pairs.len()
+                    ),
+                ));
+            }
+            Pairs::Given(pairs)
+        } else {
+            let to = input.to_block.unwrap_or(BlockRef::Tag("latest"));
+            if let (Some(from), Some(to)) = (input.from_block.and_then(|b| b.number()), to.number()) {
+                check_range(from, to)?;
+            }
+            Pairs::Scan { tokens, from: input.from_block, to }
+        };
+        Ok(ApprovalsRequest { chain, owner: input.owner.0, pairs })
+    }
+
+    fn quote(_: &ApprovalsRequest) -> Price {
+        Self::INFO.base_price
+    }
+
+    async fn run(request: ApprovalsRequest, _: &Context) -> Result<Reply<ApprovalsOutput>, EngineError> {
+        let chain = Arc::clone(&request.chain);
+        let answer = chain.deadline(check(request)).await?;
+        Ok(Reply::Json(answer))
+    }
+}
+
+fn distinct(list: &[EvmAddress], field: &str) -> Result<Vec<Address>, EngineError> {
+    if list.len() > MAX_LISTED {
+        return Err(EngineError::invalid(field, format!("{field}: at most {MAX_LISTED}, {} given", list.len())));
+    }
+    let mut out: Vec<Address> = Vec::with_capacity(list.len());
+    for (i, address) in list.iter().enumerate() {
+        if out.contains(&address.0) {
+            return Err(EngineError::invalid(
+                format!("{field}/{i}"),
+                format!("{field}/{i}: {} is listed twice", address.text()),
+            ));
+        }
+        out.push(address.0);
+    }
+    Ok(out)
+}
+
+fn check_range(from: u64, to: u64) -> Result<(), EngineError> {
+    if from > to {
+        return Err(EngineError::invalid(
+            "/from_block",
+            format!("/from_block: block {from} comes after to_block {to}"),
+        ));
+    }
+    if to - from + 1 > MAX_SCAN_BLOCKS {
+        return Err(EngineError::invalid(
+            "/from_block",
+            format!(
+                "/from_block: blocks {from} to {to} are {} blocks; at most {MAX_SCAN_BLOCKS} are scanned in one call \
+                 (list `tokens` and `spenders` to check pairs without a scan)",
+                to - from + 1
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn word(address: &Address) -> B256 {
+    B256::left_padding_from(address.as_slice())
+}
+
+/// The block number of a tag (`earliest` is 0).
+async fn tag_number(chain: &EvmChain, block: BlockRef) -> Result<u64, EngineError> {
+    match block {
+        BlockRef::Number(n) => Ok(n),
+        BlockRef::Tag("earliest") => Ok(0),
+        BlockRef::Tag(tag) => {
+            let answer: Value = chain.request("eth_getBlockByNumber", (tag, false)).await?;
+            answer.as_object().and_then(|b| small(b, "number").ok().flatten()).ok_or_else(|| {
+                EngineError::new(
+                    ErrorKind::BadUpstream,
+                    "upstream_error",
+                    format!("the {} RPC answered no usable `{tag}` block", chain.name()),
+                )
+            })
+        }
+    }
+}
+
+/// The distinct (token, spender) pairs of the owner's Approval events in the range.
+async fn scan(
+    chain: &EvmChain,
+    owner: Address,
+    tokens: &[Address],
+    from: Option<BlockRef>,
+    to: BlockRef,
+) -> Result<(u64, u64, Vec<(Address, Address)>), EngineError> {
+    let to = tag_number(chain, to).await?;
+    let from = match from {
+        Some(block) => tag_number(chain, block).await?,
+        None => to.saturating_sub(MAX_SCAN_BLOCKS - 1),
+    };
+    check_range(from, to)?;
+    let mut filter = json!({
+        "fromBlock": format!("{from:#x}"),
+        "toBlock": format!("{to:#x}"),
+        "topics": [APPROVAL_TOPIC, word(&owner)],
+    });
+    if !tokens.is_empty() {
+        filter["address"] = json!(tokens.iter().map(address_text).collect::<Vec<_>>());
+    }
+    let logs: Value = chain.request("eth_getLogs", (filter,)).await?;
+    let bad = |why: &str| {
+        EngineError::new(
+            ErrorKind::BadUpstream,
+            "upstream_error",
+            format!("the {} RPC's Approval logs are not usable: {why}", chain.name()),
+        )
+    };
+    let logs = logs.as_array().ok_or_else(|| bad("not a list"))?;
+    if logs.len() > MAX_SCAN_LOGS {
+        return Err(EngineError::invalid_with(
+            "too_many_logs",
+            "/from_block",
+            format!(
+                "blocks {from} to {to} hold {} Approval events of this owner, more than the {MAX_SCAN_LOGS} one call \
+                 reads; narrow the range or list `tokens` and `spenders`",
+                logs.len()
+            ),
+        ));
+    }
+    let mut pairs: Vec<(Address, Address)> = Vec::new();
+    for log in logs {
+        let log = crate::evm::logs::parse_node_log(log).map_err(|why| bad(&why))?;
+        // ERC-20 Approval: three topics (ERC-721's has four and is not an allowance).
+        if log.topics.len() != 3 || log.topics[0] != APPROVAL_TOPIC || log.topics[1] != word(&owner) {
+            continue;
+        }
+        let token: Address = log.entry.address.parse().map_err(|_| bad("a log address is not an address"))?;
+        let spender = Address::from_word(log.topics[2]);
+        if !pairs.contains(&(token, spender)) {
+            pairs.push((token, spender));
+        }
+    }
+    if pairs.len() > MAX_PAIRS {
+        return Err(EngineError::invalid(
+            "/from_block",
+            format!(
+                "the scan found {} token/spender pairs, more than the {MAX_PAIRS} one call checks; narrow the range or list `tokens`",
+                pairs.len()
+            ),
+        ));
+    }
+    Ok((from, to, pairs))
+}
+
+async fn check(request: ApprovalsRequest) -> Result<ApprovalsOutput, EngineError> {
+    let ApprovalsRequest { chain, owner, pairs } = request;
+    let (source, range, pairs) = match pairs {
+        Pairs::Given(pairs) => ("pairs", None, pairs),
+        Pairs::Scan { tokens, from, to } => {
+            let (from, to, pairs) = scan(&chain, owner, &tokens, from, to).await?;
+            ("event_scan", Some((from, to)), pairs)
+        }
+    };
+    let mut tokens: Vec<Address> = Vec::new();
+    let mut spenders: Vec<Address> = Vec::new();
+    for (token, spender) in &pairs {
+        if !tokens.contains(token) {
+            tokens.push(*token);
+        }
+        if !spenders.contains(spender) {
+            spenders.push(*spender);
+        }
+    }
+    let mut batch = chain.client().new_batch();
+    let mut call = |to: &Address, data: Vec<u8>| -> Result<Waiter<Bytes>, EngineError> {
+        let call = json!({"to": to, "data": Bytes::from(data)});
+        batch.add_call::<_, Bytes>("eth_call", &(call, "latest")).map_err(|e| chain.error("eth_call", e))
+    };
+    let mut allowances = Vec::with_capacity(pairs.len());
+    for (token, spender) in &pairs {
+        let data = [&ALLOWANCE[..], word(&owner).as_slice(), word(spender).as_slice()].concat();
+        allowances.push(call(token, data)?);
+    }
+    let mut token_views = Vec::with_capacity(tokens.len());
+    for token in &tokens {
+        token_views.push((
+            call(token, SYMBOL.to_vec())?,
+            call(token, DECIMALS.to_vec())?,
+            call(token, TOTAL_SUPPLY.to_vec())?,
+        ));
+    }
+    let mut codes = Vec::with_capacity(spenders.len());
+    for spender in &spenders {
+        let code: Waiter<Bytes> =
+            batch.add_call("eth_getCode", &(spender, "latest")).map_err(|e| chain.error("eth_getCode", e))?;
+        codes.push(code);
+    }
+    if !pairs.is_empty() {
+        batch.send().await.map_err(|e| chain.error("eth_call", e))?;
+    }
+    let answer = |result: Result<Bytes, _>| -> Result<Option<Bytes>, EngineError> {
+        match result {
+            Ok(data) => Ok(Some(data)),
+            Err(RpcError::ErrorResp(_)) => Ok(None),
+            Err(e) => Err(chain.error("eth_call", e)),
+        }
+    };
+    let number = |data: &Option<Bytes>| data.as_ref().filter(|d| d.len() >= 32).map(|d| U256::from_be_slice(&d[..32]));
+    let mut allowance_values = Vec::with_capacity(pairs.len());
+    for waiter in allowances {
+        allowance_values.push(number(&answer(waiter.await)?));
+    }
+    let mut token_info = Vec::with_capacity(tokens.len());
+    for (symbol, decimals, supply) in token_views {
+        let symbol = answer(symbol.await)?.as_deref().and_then(|d| decode_text(d));
+        let decimals = number(&answer(decimals.await)?).and_then(|d| u8::try_from(d).ok());
+        let supply = number(&answer(supply.await)?);
+        token_info.push((symbol, decimals, supply));
+    }
+    let mut has_code = Vec::with_capacity(spenders.len());
+    for waiter in codes {
+        has_code.push(!waiter.await.map_err(|e| chain.error("eth_getCode", e))?.is_empty());
+    }
+
+    let (mut approvals, mut unreadable, mut zero) = (Vec::new(), Vec::new(), 0u64);
+    for ((token, spender), value) in pairs.iter().zip(allowance_values) {
+        let Some(value) = value else {
+            unreadable.push(format!("{} {}", address_text(token), address_text(spender)));
+            continue;
+        };
+        if value.is_zero() {
+            zero += 1;
+            continue;
+        }
+        let t = tokens.iter().position(|x| x == token).unwrap_or_default();
+        let s = spenders.iter().position(|x| x == spender).unwrap_or_default();
+        let (symbol, decimals, supply) = token_info[t].clone();
+        let spender_text = address_text(spender);
+        let spender_name = known_name(&spender_text).map(str::to_string);
+        let unlimited = value == U256::MAX || supply.is_some_and(|s| value > s);
+        let mut reasons = Vec::new();
+        let mut add = |code: &str, message: String| {
+            if let Some(rule) = SCORING.iter().find(|r| r.code == code) {
+                reasons.push(Reason { code: rule.code.into(), severity: rule.severity, points: rule.points, message });
+            }
+        };
+        if !has_code[s] {
+            add("spender_without_code", format!("{spender_text} has no code: it is a wallet, not a contract."));
+        }
+        if unlimited {
+            add(
+                "unlimited_approval",
+                format!("{spender_text} may take every {} the owner has.", symbol.as_deref().unwrap_or("token")),
+            );
+        }
+        if has_code[s] && spender_name.is_none() {
+            add("unknown_spender", format!("{spender_text} is not a well-known router or protocol contract."));
+        }
+        let score = reasons.iter().map(|r| r.points).sum::<u32>().min(100);
+        approvals.push(ApprovalView {
+            token: address_text(token),
+            symbol,
+            decimals,
+            spender: spender_text,
+            spender_name,
+            spender_has_code: has_code[s],
+            allowance_raw: value.to_string(),
+            allowance: if unlimited { Some("unlimited".into()) } else { decimals.map(|d| format_units(value, d)) },
+            unlimited,
+            reasons,
+            score,
+        });
+    }
+    approvals.sort_by(|a, b| b.score.cmp(&a.score));
+    let score = approvals.first().map_or(0, |a| a.score);
+    let verdict = if score >= HIGH_FROM {
+        Verdict::High
+    } else if score >= CAUTION_FROM {
+        Verdict::Caution
+    } else {
+        Verdict::Low
+    };
+    Ok(ApprovalsOutput {
+        chain: chain.name().to_string(),
+        owner: address_text(&owner),
+        source: source.into(),
+        from_block: range.map(|r| r.0),
+        to_block: range.map(|r| r.1),
+        checked: pairs.len() as u64,
+        zero,
+        approvals,
+        unreadable,
+        score,
+        verdict,
+    })
+}
