@@ -484,7 +484,7 @@ async fn check(request: ApprovalsRequest) -> Result<ApprovalsOutput, EngineError
             score,
         });
     }
-    approvals.sort_by(|a, b| b.score.cmp(&a.score));
+    approvals.sort_by_key(|a| std::cmp::Reverse(a.score));
     let score = approvals.first().map_or(0, |a| a.score);
     let verdict = if score >= HIGH_FROM {
         Verdict::High

@@ -363,7 +363,7 @@ impl TypedDataOutput {
     }
 
     fn finish(&mut self) {
-        self.reasons.sort_by(|a, b| b.points.cmp(&a.points));
+        self.reasons.sort_by_key(|r| std::cmp::Reverse(r.points));
         self.score = self.reasons.iter().map(|r| r.points).sum::<u32>().min(100);
         self.verdict = if self.score >= HIGH_FROM {
             Verdict::High
