@@ -137,7 +137,8 @@ pub struct ScoreRule {
     pub description: &'static str,
 }
 
-const fn rule(code: &'static str, severity: Severity, points: u32, description: &'static str) -> ScoreRule {
+/// A row of a scoring table (this route's and the other checks' tables).
+pub const fn rule(code: &'static str, severity: Severity, points: u32, description: &'static str) -> ScoreRule {
     ScoreRule { code, severity, points, description }
 }
 
@@ -247,6 +248,36 @@ pub enum Verdict {
     High,
     /// The code that runs could not be checked.
     Unknown,
+}
+
+impl Verdict {
+    /// The verdict of a score: `low` below [`CAUTION_FROM`], `caution` from it, `high` from [`HIGH_FROM`].
+    pub fn from_score(score: u32) -> Verdict {
+        if score >= HIGH_FROM {
+            Verdict::High
+        } else if score >= CAUTION_FROM {
+            Verdict::Caution
+        } else {
+            Verdict::Low
+        }
+    }
+}
+
+/// Puts `reasons` most serious first and answers their score: the sum of their points,
+/// capped at 100 (every check scores this way).
+pub fn rank(reasons: &mut [Reason]) -> u32 {
+    reasons.sort_by_key(|r| std::cmp::Reverse(r.points));
+    reasons.iter().map(|r| r.points).sum::<u32>().min(100)
+}
+
+/// The reason `code` of `table`, with `message`; None when the table has no such code.
+pub fn reason_from(table: &[ScoreRule], code: &str, message: String) -> Option<Reason> {
+    table.iter().find(|r| r.code == code).map(|r| Reason {
+        code: r.code.into(),
+        severity: r.severity,
+        points: r.points,
+        message,
+    })
 }
 
 /// One finding.
@@ -817,17 +848,8 @@ pub fn assess(chain: &str, address: Address, inspection: Inspection, latency_ms:
         _ => Some("not an ERC-20 token".to_string()),
     };
 
-    reasons.sort_by_key(|r| std::cmp::Reverse(r.points));
-    let risk_score = reasons.iter().map(|r| r.points).sum::<u32>().min(100);
-    let verdict = if unknown {
-        Verdict::Unknown
-    } else if risk_score >= HIGH_FROM {
-        Verdict::High
-    } else if risk_score >= CAUTION_FROM {
-        Verdict::Caution
-    } else {
-        Verdict::Low
-    };
+    let risk_score = rank(&mut reasons);
+    let verdict = if unknown { Verdict::Unknown } else { Verdict::from_score(risk_score) };
     let mut skipped = vec![Skipped {
         check: "source_verification".into(),
         reason: "no source verifier is reachable from this server".into(),

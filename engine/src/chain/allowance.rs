@@ -5,16 +5,14 @@
 
 use std::sync::Arc;
 
-use alloy::primitives::{Address, Bytes, U256};
-use alloy::rpc::client::Waiter;
-use alloy::transports::RpcError;
+use alloy::primitives::{Address, U256};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::Context;
 use crate::error::EngineError;
+use crate::evm::call::ViewBatch;
 use crate::evm::erc20::{BALANCE_OF, DECIMALS, SYMBOL, TOTAL_SUPPLY, decode_text};
 use crate::evm::{ChainName, EvmAddress, EvmChain, format_units};
 use crate::output::Reply;
@@ -124,26 +122,14 @@ fn word_arg(address: &Address) -> Vec<u8> {
 
 async fn read_allowance(request: &AllowanceRequest) -> Result<AllowanceOutput, EngineError> {
     let AllowanceRequest { chain, token, owner, spender } = request;
-    let mut batch = chain.client().new_batch();
-    let mut add = |data: Vec<u8>| -> Result<Waiter<Bytes>, EngineError> {
-        let call = json!({"to": token.0, "data": Bytes::from(data)});
-        batch.add_call::<_, Bytes>("eth_call", &(call, "latest")).map_err(|e| chain.error("eth_call", e))
-    };
-    let allowance = add([&ALLOWANCE[..], &word_arg(&owner.0), &word_arg(&spender.0)].concat())?;
-    let balance = add([&BALANCE_OF[..], &word_arg(&owner.0)].concat())?;
-    let supply = add(TOTAL_SUPPLY.to_vec())?;
-    let symbol = add(SYMBOL.to_vec())?;
-    let decimals = add(DECIMALS.to_vec())?;
-    batch.send().await.map_err(|e| chain.error("eth_call", e))?;
-    let answer = |result: Result<Bytes, _>| -> Result<Option<Bytes>, EngineError> {
-        match result {
-            Ok(data) => Ok(Some(data)),
-            Err(RpcError::ErrorResp(_)) => Ok(None),
-            Err(e) => Err(chain.error("eth_call", e)),
-        }
-    };
-    let word = |data: &Option<Bytes>| data.as_ref().filter(|d| d.len() >= 32).map(|d| U256::from_be_slice(&d[..32]));
-    let allowance = word(&answer(allowance.await)?).ok_or_else(|| {
+    let mut batch = ViewBatch::new(chain, "latest");
+    let allowance = batch.view(&token.0, [&ALLOWANCE[..], &word_arg(&owner.0), &word_arg(&spender.0)].concat())?;
+    let balance = batch.view(&token.0, [&BALANCE_OF[..], &word_arg(&owner.0)].concat())?;
+    let supply = batch.view(&token.0, TOTAL_SUPPLY.to_vec())?;
+    let symbol = batch.view(&token.0, SYMBOL.to_vec())?;
+    let decimals = batch.view(&token.0, DECIMALS.to_vec())?;
+    batch.send().await?;
+    let allowance = allowance.word(chain).await?.ok_or_else(|| {
         EngineError::invalid(
             "/token",
             format!(
@@ -153,10 +139,10 @@ async fn read_allowance(request: &AllowanceRequest) -> Result<AllowanceOutput, E
             ),
         )
     })?;
-    let balance = word(&answer(balance.await)?);
-    let supply = word(&answer(supply.await)?);
-    let symbol = answer(symbol.await)?.as_deref().and_then(|d| decode_text(d));
-    let decimals = word(&answer(decimals.await)?).and_then(|d| u8::try_from(d).ok());
+    let balance = balance.word(chain).await?;
+    let supply = supply.word(chain).await?;
+    let symbol = symbol.answer(chain).await?.as_deref().and_then(decode_text);
+    let decimals = decimals.word(chain).await?.and_then(|d| u8::try_from(d).ok());
     let unlimited = allowance == U256::MAX || supply.is_some_and(|s| allowance > s);
     Ok(AllowanceOutput {
         chain: chain.name().to_string(),

@@ -9,17 +9,17 @@ use std::sync::Arc;
 
 use alloy::primitives::{Address, B256, Bytes, U256};
 use alloy::rpc::client::Waiter;
-use alloy::transports::RpcError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::chain::address_check::{CAUTION_FROM, HIGH_FROM, Reason, ScoreRule, Severity, Verdict};
+use crate::chain::address_check::{Reason, ScoreRule, Severity, Verdict, rank, reason_from, rule};
 use crate::chain::typed_data_check::known_name;
 use crate::context::Context;
 use crate::error::{EngineError, ErrorKind};
 use crate::evm::block_ref::BlockRef;
+use crate::evm::call::ViewBatch;
 use crate::evm::erc20::{DECIMALS, SYMBOL, TOTAL_SUPPLY, decode_text};
 use crate::evm::node_json::small;
 use crate::evm::{ChainName, EvmAddress, EvmChain, address_text, format_units};
@@ -39,10 +39,6 @@ const APPROVAL_TOPIC: B256 =
     alloy::primitives::b256!("8c5be1e5ebec7d5bd14f71427d1e84f3dd0314c0f7b2291e5b200ac8c7c3b925");
 /// `allowance(address,address)`.
 const ALLOWANCE: [u8; 4] = [0xdd, 0x62, 0xed, 0x3e];
-
-const fn rule(code: &'static str, severity: Severity, points: u32, description: &'static str) -> ScoreRule {
-    ScoreRule { code, severity, points, description }
-}
 
 /// The scoring table of one approval. An approval's score is the sum of its reasons'
 /// points, capped at 100; the answer's score is its highest approval's.
@@ -384,51 +380,34 @@ async fn check(request: ApprovalsRequest) -> Result<ApprovalsOutput, EngineError
             spenders.push(*spender);
         }
     }
-    let mut batch = chain.client().new_batch();
-    let mut call = |to: &Address, data: Vec<u8>| -> Result<Waiter<Bytes>, EngineError> {
-        let call = json!({"to": to, "data": Bytes::from(data)});
-        batch.add_call::<_, Bytes>("eth_call", &(call, "latest")).map_err(|e| chain.error("eth_call", e))
-    };
+    let mut batch = ViewBatch::new(&chain, "latest");
     let mut allowances = Vec::with_capacity(pairs.len());
     for (token, spender) in &pairs {
         let data = [&ALLOWANCE[..], word(&owner).as_slice(), word(spender).as_slice()].concat();
-        allowances.push(call(token, data)?);
+        allowances.push(batch.view(token, data)?);
     }
     let mut token_views = Vec::with_capacity(tokens.len());
     for token in &tokens {
-        token_views.push((
-            call(token, SYMBOL.to_vec())?,
-            call(token, DECIMALS.to_vec())?,
-            call(token, TOTAL_SUPPLY.to_vec())?,
-        ));
+        let symbol = batch.view(token, SYMBOL.to_vec())?;
+        let decimals = batch.view(token, DECIMALS.to_vec())?;
+        token_views.push((symbol, decimals, batch.view(token, TOTAL_SUPPLY.to_vec())?));
     }
-    let mut codes = Vec::with_capacity(spenders.len());
+    let mut codes: Vec<Waiter<Bytes>> = Vec::with_capacity(spenders.len());
     for spender in &spenders {
-        let code: Waiter<Bytes> =
-            batch.add_call("eth_getCode", &(spender, "latest")).map_err(|e| chain.error("eth_getCode", e))?;
-        codes.push(code);
+        codes.push(batch.request("eth_getCode", &(spender, "latest"))?);
     }
     if !pairs.is_empty() {
-        batch.send().await.map_err(|e| chain.error("eth_call", e))?;
+        batch.send().await?;
     }
-    let answer = |result: Result<Bytes, _>| -> Result<Option<Bytes>, EngineError> {
-        match result {
-            Ok(data) => Ok(Some(data)),
-            Err(RpcError::ErrorResp(_)) => Ok(None),
-            Err(e) => Err(chain.error("eth_call", e)),
-        }
-    };
-    let number = |data: &Option<Bytes>| data.as_ref().filter(|d| d.len() >= 32).map(|d| U256::from_be_slice(&d[..32]));
     let mut allowance_values = Vec::with_capacity(pairs.len());
-    for waiter in allowances {
-        allowance_values.push(number(&answer(waiter.await)?));
+    for view in allowances {
+        allowance_values.push(view.word(&chain).await?);
     }
     let mut token_info = Vec::with_capacity(tokens.len());
     for (symbol, decimals, supply) in token_views {
-        let symbol = answer(symbol.await)?.as_deref().and_then(|d| decode_text(d));
-        let decimals = number(&answer(decimals.await)?).and_then(|d| u8::try_from(d).ok());
-        let supply = number(&answer(supply.await)?);
-        token_info.push((symbol, decimals, supply));
+        let symbol = symbol.answer(&chain).await?.as_deref().and_then(decode_text);
+        let decimals = decimals.word(&chain).await?.and_then(|d| u8::try_from(d).ok());
+        token_info.push((symbol, decimals, supply.word(&chain).await?));
     }
     let mut has_code = Vec::with_capacity(spenders.len());
     for waiter in codes {
@@ -452,11 +431,7 @@ async fn check(request: ApprovalsRequest) -> Result<ApprovalsOutput, EngineError
         let spender_name = known_name(&spender_text).map(str::to_string);
         let unlimited = value == U256::MAX || supply.is_some_and(|s| value > s);
         let mut reasons = Vec::new();
-        let mut add = |code: &str, message: String| {
-            if let Some(rule) = SCORING.iter().find(|r| r.code == code) {
-                reasons.push(Reason { code: rule.code.into(), severity: rule.severity, points: rule.points, message });
-            }
-        };
+        let mut add = |code: &str, message: String| reasons.extend(reason_from(SCORING, code, message));
         if !has_code[s] {
             add("spender_without_code", format!("{spender_text} has no code: it is a wallet, not a contract."));
         }
@@ -469,7 +444,7 @@ async fn check(request: ApprovalsRequest) -> Result<ApprovalsOutput, EngineError
         if has_code[s] && spender_name.is_none() {
             add("unknown_spender", format!("{spender_text} is not a well-known router or protocol contract."));
         }
-        let score = reasons.iter().map(|r| r.points).sum::<u32>().min(100);
+        let score = rank(&mut reasons);
         approvals.push(ApprovalView {
             token: address_text(token),
             symbol,
@@ -486,13 +461,7 @@ async fn check(request: ApprovalsRequest) -> Result<ApprovalsOutput, EngineError
     }
     approvals.sort_by_key(|a| std::cmp::Reverse(a.score));
     let score = approvals.first().map_or(0, |a| a.score);
-    let verdict = if score >= HIGH_FROM {
-        Verdict::High
-    } else if score >= CAUTION_FROM {
-        Verdict::Caution
-    } else {
-        Verdict::Low
-    };
+    let verdict = Verdict::from_score(score);
     Ok(ApprovalsOutput {
         chain: chain.name().to_string(),
         owner: address_text(&owner),

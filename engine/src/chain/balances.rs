@@ -5,16 +5,15 @@
 
 use std::sync::Arc;
 
-use alloy::primitives::{Address, Bytes, U256};
+use alloy::primitives::{Address, U256};
 use alloy::rpc::client::Waiter;
-use alloy::transports::RpcError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::Context;
 use crate::error::{EngineError, ErrorKind};
+use crate::evm::call::{View, ViewBatch, first_word};
 use crate::evm::erc20::{BALANCE_OF, DECIMALS, SYMBOL, decode_text};
 use crate::evm::{ChainName, EvmAddress, EvmChain, address_text, format_units};
 use crate::output::Reply;
@@ -148,9 +147,9 @@ impl Route for BalancesRoute {
 
 /// One token's three calls.
 struct TokenCalls {
-    balance: Waiter<Bytes>,
-    symbol: Waiter<Bytes>,
-    decimals: Waiter<Bytes>,
+    balance: View,
+    symbol: View,
+    decimals: View,
 }
 
 async fn read_balances(chain: &EvmChain, holder: Address, tokens: &[Address]) -> Result<BalancesOutput, EngineError> {
@@ -163,41 +162,29 @@ async fn read_balances(chain: &EvmChain, holder: Address, tokens: &[Address]) ->
         )
     })?;
     let tag = format!("{block:#x}");
-    let mut batch = chain.client().new_batch();
-    let native: Waiter<U256> =
-        batch.add_call("eth_getBalance", &(holder, &tag)).map_err(|e| chain.error("eth_getBalance", e))?;
+    let mut batch = ViewBatch::new(chain, &tag);
+    let native: Waiter<U256> = batch.request("eth_getBalance", &(holder, &tag))?;
     let mut calls = Vec::with_capacity(tokens.len());
     for token in tokens {
-        let mut add = |data: Vec<u8>| {
-            let call = json!({"to": token, "data": Bytes::from(data)});
-            batch.add_call::<_, Bytes>("eth_call", &(call, &tag)).map_err(|e| chain.error("eth_call", e))
-        };
         calls.push(TokenCalls {
-            balance: add([&BALANCE_OF[..], &[0u8; 12], holder.as_slice()].concat())?,
-            symbol: add(SYMBOL.to_vec())?,
-            decimals: add(DECIMALS.to_vec())?,
+            balance: batch.view(token, [&BALANCE_OF[..], &[0u8; 12], holder.as_slice()].concat())?,
+            symbol: batch.view(token, SYMBOL.to_vec())?,
+            decimals: batch.view(token, DECIMALS.to_vec())?,
         });
     }
-    batch.send().await.map_err(|e| chain.error("eth_getBalance", e))?;
+    batch.send().await?;
     let native = native.await.map_err(|e| chain.error("eth_getBalance", e))?;
-    let answer = |result: Result<Bytes, _>| match result {
-        Ok(data) => Ok(Some(data)),
-        Err(RpcError::ErrorResp(_)) => Ok(None),
-        Err(e) => Err(chain.error("eth_call", e)),
-    };
     let mut out = Vec::with_capacity(tokens.len());
     for (token, calls) in tokens.iter().zip(calls) {
-        let balance = answer(calls.balance.await)?;
-        let symbol = answer(calls.symbol.await)?;
-        let decimals = answer(calls.decimals.await)?;
-        let word =
-            |data: &Option<Bytes>| data.as_ref().filter(|d| d.len() >= 32).map(|d| U256::from_be_slice(&d[..32]));
-        let decimals = word(&decimals).and_then(|d| u8::try_from(d).ok());
-        let entry = match word(&balance) {
+        let balance = calls.balance.answer(chain).await?;
+        let symbol = calls.symbol.answer(chain).await?;
+        let decimals = calls.decimals.word(chain).await?;
+        let decimals = decimals.and_then(|d| u8::try_from(d).ok());
+        let entry = match balance.as_deref().and_then(first_word) {
             Some(raw) => TokenBalance {
                 token: address_text(token),
                 ok: true,
-                symbol: symbol.as_deref().and_then(|d| decode_text(d)),
+                symbol: symbol.as_deref().and_then(decode_text),
                 decimals,
                 raw: Some(raw.to_string()),
                 formatted: decimals.map(|d| format_units(raw, d)),

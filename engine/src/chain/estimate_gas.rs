@@ -6,12 +6,12 @@
 
 use std::sync::Arc;
 
-use alloy::primitives::{Bytes, U256};
+use alloy::primitives::U256;
 use alloy::rpc::client::Waiter;
 use alloy::transports::RpcError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::chain::price::{self, OracleChain, Pair};
@@ -19,7 +19,7 @@ use crate::context::Context;
 use crate::error::EngineError;
 use crate::evm::abi::{self, Revert};
 use crate::evm::block_header::wei_to_gwei;
-use crate::evm::call::{CallOutcome, call_spec, outcome};
+use crate::evm::call::{CallOutcome, ViewBatch, call_spec, outcome};
 use crate::evm::{ChainName, EvmAddress, EvmChain, format_units};
 use crate::output::Reply;
 use crate::price::Price;
@@ -172,21 +172,17 @@ fn usd_feed(chain: &str) -> Option<&'static price::Feed> {
 async fn estimate(request: &EstimateGasRequest) -> Result<EstimateGasOutput, EngineError> {
     let EstimateGasRequest { chain, tx, calldata, value, errors } = request;
     let feed = usd_feed(chain.name());
-    let mut batch = chain.client().new_batch();
-    let gas: Waiter<U256> =
-        batch.add_call("eth_estimateGas", &(tx, "latest")).map_err(|e| chain.error("eth_estimateGas", e))?;
-    let price: Waiter<U256> = batch.add_call("eth_gasPrice", &()).map_err(|e| chain.error("eth_gasPrice", e))?;
+    let mut batch = ViewBatch::new(chain, "latest");
+    let gas: Waiter<U256> = batch.request("eth_estimateGas", &(tx, "latest"))?;
+    let price: Waiter<U256> = batch.request("eth_gasPrice", &())?;
     let feed_calls = match feed {
-        Some(feed) => {
-            let mut add = |selector: [u8; 4]| -> Result<Waiter<Bytes>, EngineError> {
-                let call = json!({"to": feed.proxy, "data": Bytes::from(selector.to_vec())});
-                batch.add_call::<_, Bytes>("eth_call", &(call, "latest")).map_err(|e| chain.error("eth_call", e))
-            };
-            Some((add(price::LATEST_ROUND_DATA)?, add(price::DECIMALS)?))
-        }
+        Some(feed) => Some((
+            batch.view(&feed.proxy, price::LATEST_ROUND_DATA.to_vec())?,
+            batch.view(&feed.proxy, price::DECIMALS.to_vec())?,
+        )),
         None => None,
     };
-    batch.send().await.map_err(|e| chain.error("eth_estimateGas", e))?;
+    batch.send().await?;
     let mut answer = EstimateGasOutput {
         chain: chain.name().to_string(),
         calldata: format!("0x{}", hex::encode(calldata)),
@@ -229,12 +225,7 @@ async fn estimate(request: &EstimateGasRequest) -> Result<EstimateGasOutput, Eng
     let wei = price.saturating_mul(U256::from(gas));
     let (usd, native_usd_price, usd_note) = match (feed, feed_calls) {
         (Some(feed), Some((latest, decimals))) => {
-            let read = |result: Result<Bytes, _>| match result {
-                Ok(data) => Ok(Some(data)),
-                Err(RpcError::ErrorResp(_)) => Ok(None),
-                Err(e) => Err(chain.error("eth_call", e)),
-            };
-            let (latest, decimals) = (read(latest.await)?, read(decimals.await)?);
+            let (latest, decimals) = (latest.answer(chain).await?, decimals.answer(chain).await?);
             match price::decode_round(latest.as_ref().map(|b| &b[..]), decimals.as_ref().map(|b| &b[..])) {
                 Ok(round) => {
                     // wei × price / 10^(18 + decimals - 4), rounded half up, as 4-decimal dollars.

@@ -5,16 +5,14 @@
 
 use std::sync::Arc;
 
-use alloy::primitives::{Address, Bytes, U256};
-use alloy::rpc::client::Waiter;
-use alloy::transports::RpcError;
+use alloy::primitives::{Address, U256};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::Context;
 use crate::error::EngineError;
+use crate::evm::call::ViewBatch;
 use crate::evm::erc20::{NAME, SYMBOL, decode_text};
 use crate::evm::{ChainName, EvmAddress, EvmChain, address_text, parse_uint256};
 use crate::output::Reply;
@@ -147,53 +145,44 @@ fn word_arg(address: &Address) -> Vec<u8> {
 async fn read_nft(request: &NftRequest) -> Result<NftOutput, EngineError> {
     let NftRequest { chain, contract, id, holder } = request;
     let id_word = id.to_be_bytes::<32>();
-    let mut batch = chain.client().new_batch();
-    let mut add = |data: Vec<u8>| -> Result<Waiter<Bytes>, EngineError> {
-        let call = json!({"to": contract.0, "data": Bytes::from(data)});
-        batch.add_call::<_, Bytes>("eth_call", &(call, "latest")).map_err(|e| chain.error("eth_call", e))
-    };
+    let mut batch = ViewBatch::new(chain, "latest");
+    let to = &contract.0;
     let interface = |i: [u8; 4]| [&SUPPORTS_INTERFACE[..], &i, &[0u8; 28]].concat();
-    let is_721 = add(interface(ERC721_INTERFACE))?;
-    let is_1155 = add(interface(ERC1155_INTERFACE))?;
-    let name = add(NAME.to_vec())?;
-    let symbol = add(SYMBOL.to_vec())?;
-    let owner = add([&OWNER_OF[..], &id_word].concat())?;
-    let token_uri = add([&TOKEN_URI[..], &id_word].concat())?;
-    let uri = add([&URI[..], &id_word].concat())?;
+    let is_721 = batch.view(to, interface(ERC721_INTERFACE))?;
+    let is_1155 = batch.view(to, interface(ERC1155_INTERFACE))?;
+    let name = batch.view(to, NAME.to_vec())?;
+    let symbol = batch.view(to, SYMBOL.to_vec())?;
+    let owner = batch.view(to, [&OWNER_OF[..], &id_word].concat())?;
+    let token_uri = batch.view(to, [&TOKEN_URI[..], &id_word].concat())?;
+    let uri = batch.view(to, [&URI[..], &id_word].concat())?;
     let balances = match holder {
         Some(h) => Some((
-            add([&BALANCE_OF[..], &word_arg(&h.0)].concat())?,
-            add([&BALANCE_OF_ID[..], &word_arg(&h.0), &id_word].concat())?,
+            batch.view(to, [&BALANCE_OF[..], &word_arg(&h.0)].concat())?,
+            batch.view(to, [&BALANCE_OF_ID[..], &word_arg(&h.0), &id_word].concat())?,
         )),
         None => None,
     };
-    batch.send().await.map_err(|e| chain.error("eth_call", e))?;
-    let answer = |result: Result<Bytes, _>| -> Result<Option<Bytes>, EngineError> {
-        match result {
-            Ok(data) => Ok(Some(data)),
-            Err(RpcError::ErrorResp(_)) => Ok(None),
-            Err(e) => Err(chain.error("eth_call", e)),
-        }
-    };
-    let word = |data: &Option<Bytes>| data.as_ref().filter(|d| d.len() >= 32).map(|d| U256::from_be_slice(&d[..32]));
-    let yes = |data: &Option<Bytes>| word(data) == Some(U256::from(1));
-    let (is_721, is_1155) = (answer(is_721.await)?, answer(is_1155.await)?);
-    let name = answer(name.await)?.as_deref().and_then(|d| decode_text(d));
-    let symbol = answer(symbol.await)?.as_deref().and_then(|d| decode_text(d));
-    let owner = word(&answer(owner.await)?)
+    batch.send().await?;
+    let yes = |word: Option<U256>| word == Some(U256::from(1));
+    let (is_721, is_1155) = (is_721.word(chain).await?, is_1155.word(chain).await?);
+    let name = name.answer(chain).await?.as_deref().and_then(decode_text);
+    let symbol = symbol.answer(chain).await?.as_deref().and_then(decode_text);
+    let owner = owner
+        .word(chain)
+        .await?
         .filter(|w| *w >> 160 == U256::ZERO)
         .map(|w| Address::from_word(alloy::primitives::B256::from(w)))
         .filter(|a| !a.is_zero());
-    let token_uri = answer(token_uri.await)?.as_deref().and_then(|d| decode_text_long(d));
-    let uri = answer(uri.await)?.as_deref().and_then(|d| decode_text_long(d));
+    let token_uri = token_uri.answer(chain).await?.as_deref().and_then(decode_text_long);
+    let uri = uri.answer(chain).await?.as_deref().and_then(decode_text_long);
     let (balance_721, balance_1155) = match balances {
-        Some((a, b)) => (word(&answer(a.await)?), word(&answer(b.await)?)),
+        Some((a, b)) => (a.word(chain).await?, b.word(chain).await?),
         None => (None, None),
     };
-    let erc165 = yes(&is_721) || yes(&is_1155);
-    let standard = if yes(&is_721) {
+    let erc165 = yes(is_721) || yes(is_1155);
+    let standard = if yes(is_721) {
         NftStandard::Erc721
-    } else if yes(&is_1155) {
+    } else if yes(is_1155) {
         NftStandard::Erc1155
     } else if owner.is_some() || token_uri.is_some() {
         // Early collections (CryptoKitties-era) answer ERC-721 calls without ERC-165.

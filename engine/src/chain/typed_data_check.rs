@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::chain::address_check::{CAUTION_FROM, HIGH_FROM, Reason, ScoreRule, Severity, Verdict};
+use crate::chain::address_check::{Reason, ScoreRule, Severity, Verdict, rank, reason_from, rule};
 use crate::context::Context;
 use crate::error::EngineError;
 use crate::evm::{ChainName, EvmChain, address_text, clean_text, parse_uint256};
@@ -37,10 +37,6 @@ pub const FAR_EXPIRY_SECONDS: u64 = 30 * 24 * 3600;
 const MAX_FIELDS: usize = 500;
 /// Longest field value shown, in characters.
 const MAX_VALUE_CHARS: usize = 512;
-
-const fn rule(code: &'static str, severity: Severity, points: u32, description: &'static str) -> ScoreRule {
-    ScoreRule { code, severity, points, description }
-}
 
 /// The scoring table: every flag this route raises. Score = min(100, sum of points).
 pub const SCORING: &[ScoreRule] = &[
@@ -348,30 +344,17 @@ impl Route for TypedDataRoute {
 }
 
 impl TypedDataOutput {
+    /// Raises flag `code` (once) with `message`.
     fn flag(&mut self, code: &str, message: String) {
-        let rule =
-            SCORING.iter().find(|r| r.code == code).copied().unwrap_or(rule("unknown_type", Severity::Info, 0, ""));
         if self.reasons.iter().any(|r| r.code == code) {
             return;
         }
-        self.reasons.push(Reason {
-            code: rule.code.to_string(),
-            severity: rule.severity,
-            points: rule.points,
-            message,
-        });
+        self.reasons.extend(reason_from(SCORING, code, message));
     }
 
     fn finish(&mut self) {
-        self.reasons.sort_by_key(|r| std::cmp::Reverse(r.points));
-        self.score = self.reasons.iter().map(|r| r.points).sum::<u32>().min(100);
-        self.verdict = if self.score >= HIGH_FROM {
-            Verdict::High
-        } else if self.score >= CAUTION_FROM {
-            Verdict::Caution
-        } else {
-            Verdict::Low
-        };
+        self.score = rank(&mut self.reasons);
+        self.verdict = Verdict::from_score(self.score);
     }
 }
 

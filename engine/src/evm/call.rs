@@ -106,6 +106,69 @@ pub fn outcome(
     }
 }
 
+/// Calls of views (`eth_call` at one block) gathered into one JSON-RPC batch, beside any
+/// other request the caller adds; a view that reverts answers None instead of failing.
+pub struct ViewBatch<'a> {
+    chain: &'a EvmChain,
+    batch: alloy::rpc::client::BatchRequest<'a>,
+    block: String,
+}
+
+/// One view's answer, once the batch is sent.
+pub struct View(alloy::rpc::client::Waiter<alloy::primitives::Bytes>);
+
+impl<'a> ViewBatch<'a> {
+    /// An empty batch of `chain` reading at `block` (`latest` or a 0x-hex number).
+    pub fn new(chain: &'a EvmChain, block: &str) -> ViewBatch<'a> {
+        ViewBatch { chain, batch: chain.client().new_batch(), block: block.to_string() }
+    }
+
+    /// Adds a call of `to` with `data`.
+    pub fn view(&mut self, to: &alloy::primitives::Address, data: Vec<u8>) -> Result<View, EngineError> {
+        let call = serde_json::json!({"to": to, "data": alloy::primitives::Bytes::from(data)});
+        self.batch.add_call("eth_call", &(call, &self.block)).map(View).map_err(|e| self.chain.error("eth_call", e))
+    }
+
+    /// Adds another request of `method` to the same batch.
+    pub fn request<P, R>(
+        &mut self,
+        method: &'static str,
+        params: &P,
+    ) -> Result<alloy::rpc::client::Waiter<R>, EngineError>
+    where
+        P: alloy::rpc::json_rpc::RpcSend,
+        R: alloy::rpc::json_rpc::RpcRecv,
+    {
+        self.batch.add_call(method, params).map_err(|e| self.chain.error(method, e))
+    }
+
+    /// Sends the batch: one HTTP request.
+    pub async fn send(self) -> Result<(), EngineError> {
+        self.batch.send().await.map_err(|e| self.chain.error("eth_call", e))
+    }
+}
+
+impl View {
+    /// The view's answer; None when it reverted (or the node refused that one call).
+    pub async fn answer(self, chain: &EvmChain) -> Result<Option<Vec<u8>>, EngineError> {
+        match self.0.await {
+            Ok(data) => Ok(Some(data.to_vec())),
+            Err(RpcError::ErrorResp(_)) => Ok(None),
+            Err(e) => Err(chain.error("eth_call", e)),
+        }
+    }
+
+    /// The answer's first 32-byte word as a number; None when it reverted or is shorter.
+    pub async fn word(self, chain: &EvmChain) -> Result<Option<U256>, EngineError> {
+        Ok(self.answer(chain).await?.as_deref().and_then(first_word))
+    }
+}
+
+/// The first 32-byte word of a call's answer as a number.
+pub fn first_word(data: &[u8]) -> Option<U256> {
+    data.get(..32).map(U256::from_be_slice)
+}
+
 /// Whether a JSON-RPC error is a revert: code 3 (geth, anvil, reth), or the message every
 /// client uses for one.
 fn is_revert(code: i64, message: &str) -> bool {
