@@ -30,7 +30,8 @@ const EIP1167_SUFFIX: [u8; 15] =
     [0x5a, 0xf4, 0x3d, 0x82, 0x80, 0x3e, 0x90, 0x3d, 0x91, 0x60, 0x2b, 0x57, 0xfd, 0x5b, 0xf3];
 /// `implementation()`, which a beacon answers.
 const IMPLEMENTATION: [u8; 4] = [0x5c, 0x60, 0xda, 0x1b];
-/// Largest code answered in `code` (EIP-7907 raises the contract limit to 48 KiB; more is refused upstream).
+/// Largest code read: contracts hold at most 24 KiB (48 KiB under EIP-7907), so far more
+/// than that is a bad upstream answer.
 const MAX_CODE_BYTES: usize = 256 * 1024;
 
 /// Request of `/v1/chain/code`.
