@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use alloy::primitives::{Address, U256};
+use alloy::primitives::U256;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +14,7 @@ use crate::context::Context;
 use crate::error::EngineError;
 use crate::evm::call::ViewBatch;
 use crate::evm::erc20::{BALANCE_OF, DECIMALS, SYMBOL, TOTAL_SUPPLY, decode_text};
-use crate::evm::{ChainName, EvmAddress, EvmChain, format_units};
+use crate::evm::{ChainName, EvmAddress, EvmChain, address_word, format_units};
 use crate::output::Reply;
 use crate::price::Price;
 
@@ -116,15 +116,14 @@ impl Route for AllowanceRoute {
     }
 }
 
-fn word_arg(address: &Address) -> Vec<u8> {
-    [&[0u8; 12][..], address.as_slice()].concat()
-}
-
 async fn read_allowance(request: &AllowanceRequest) -> Result<AllowanceOutput, EngineError> {
     let AllowanceRequest { chain, token, owner, spender } = request;
     let mut batch = ViewBatch::new(chain, "latest");
-    let allowance = batch.view(&token.0, [&ALLOWANCE[..], &word_arg(&owner.0), &word_arg(&spender.0)].concat())?;
-    let balance = batch.view(&token.0, [&BALANCE_OF[..], &word_arg(&owner.0)].concat())?;
+    let allowance = batch.view(
+        &token.0,
+        [&ALLOWANCE[..], address_word(&owner.0).as_slice(), address_word(&spender.0).as_slice()].concat(),
+    )?;
+    let balance = batch.view(&token.0, [&BALANCE_OF[..], address_word(&owner.0).as_slice()].concat())?;
     let supply = batch.view(&token.0, TOTAL_SUPPLY.to_vec())?;
     let symbol = batch.view(&token.0, SYMBOL.to_vec())?;
     let decimals = batch.view(&token.0, DECIMALS.to_vec())?;

@@ -22,7 +22,7 @@ use crate::evm::block_ref::BlockRef;
 use crate::evm::call::ViewBatch;
 use crate::evm::erc20::{DECIMALS, SYMBOL, TOTAL_SUPPLY, decode_text};
 use crate::evm::node_json::small;
-use crate::evm::{ChainName, EvmAddress, EvmChain, address_text, format_units};
+use crate::evm::{ChainName, EvmAddress, EvmChain, address_text, address_word, format_units};
 use crate::output::Reply;
 use crate::price::Price;
 
@@ -272,10 +272,6 @@ fn check_range(from: u64, to: u64) -> Result<(), EngineError> {
     Ok(())
 }
 
-fn word(address: &Address) -> B256 {
-    B256::left_padding_from(address.as_slice())
-}
-
 /// The block number of a tag (`earliest` is 0).
 async fn tag_number(chain: &EvmChain, block: BlockRef) -> Result<u64, EngineError> {
     match block {
@@ -311,7 +307,7 @@ async fn scan(
     let mut filter = json!({
         "fromBlock": format!("{from:#x}"),
         "toBlock": format!("{to:#x}"),
-        "topics": [APPROVAL_TOPIC, word(&owner)],
+        "topics": [APPROVAL_TOPIC, address_word(&owner)],
     });
     if !tokens.is_empty() {
         filter["address"] = json!(tokens.iter().map(address_text).collect::<Vec<_>>());
@@ -340,7 +336,7 @@ async fn scan(
     for log in logs {
         let log = crate::evm::logs::parse_node_log(log).map_err(|why| bad(&why))?;
         // ERC-20 Approval: three topics (ERC-721's has four and is not an allowance).
-        if log.topics.len() != 3 || log.topics[0] != APPROVAL_TOPIC || log.topics[1] != word(&owner) {
+        if log.topics.len() != 3 || log.topics[0] != APPROVAL_TOPIC || log.topics[1] != address_word(&owner) {
             continue;
         }
         let token: Address = log.entry.address.parse().map_err(|_| bad("a log address is not an address"))?;
@@ -383,7 +379,7 @@ async fn check(request: ApprovalsRequest) -> Result<ApprovalsOutput, EngineError
     let mut batch = ViewBatch::new(&chain, "latest");
     let mut allowances = Vec::with_capacity(pairs.len());
     for (token, spender) in &pairs {
-        let data = [&ALLOWANCE[..], word(&owner).as_slice(), word(spender).as_slice()].concat();
+        let data = [&ALLOWANCE[..], address_word(&owner).as_slice(), address_word(spender).as_slice()].concat();
         allowances.push(batch.view(token, data)?);
     }
     let mut token_views = Vec::with_capacity(tokens.len());

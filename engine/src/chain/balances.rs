@@ -15,7 +15,7 @@ use crate::context::Context;
 use crate::error::{EngineError, ErrorKind};
 use crate::evm::call::{View, ViewBatch, first_word};
 use crate::evm::erc20::{BALANCE_OF, DECIMALS, SYMBOL, decode_text};
-use crate::evm::{ChainName, EvmAddress, EvmChain, address_text, format_units};
+use crate::evm::{ChainName, EvmAddress, EvmChain, address_text, address_word, format_units};
 use crate::output::Reply;
 use crate::price::Price;
 
@@ -167,7 +167,7 @@ async fn read_balances(chain: &EvmChain, holder: Address, tokens: &[Address]) ->
     let mut calls = Vec::with_capacity(tokens.len());
     for token in tokens {
         calls.push(TokenCalls {
-            balance: batch.view(token, [&BALANCE_OF[..], &[0u8; 12], holder.as_slice()].concat())?,
+            balance: batch.view(token, [&BALANCE_OF[..], address_word(&holder).as_slice()].concat())?,
             symbol: batch.view(token, SYMBOL.to_vec())?,
             decimals: batch.view(token, DECIMALS.to_vec())?,
         });

@@ -14,7 +14,7 @@ use crate::context::Context;
 use crate::error::EngineError;
 use crate::evm::call::ViewBatch;
 use crate::evm::erc20::{NAME, SYMBOL, decode_text};
-use crate::evm::{ChainName, EvmAddress, EvmChain, address_text, parse_uint256};
+use crate::evm::{ChainName, EvmAddress, EvmChain, address_text, address_word, parse_uint256};
 use crate::output::Reply;
 use crate::price::Price;
 
@@ -138,10 +138,6 @@ impl Route for NftRoute {
     }
 }
 
-fn word_arg(address: &Address) -> Vec<u8> {
-    [&[0u8; 12][..], address.as_slice()].concat()
-}
-
 async fn read_nft(request: &NftRequest) -> Result<NftOutput, EngineError> {
     let NftRequest { chain, contract, id, holder } = request;
     let id_word = id.to_be_bytes::<32>();
@@ -157,8 +153,8 @@ async fn read_nft(request: &NftRequest) -> Result<NftOutput, EngineError> {
     let uri = batch.view(to, [&URI[..], &id_word].concat())?;
     let balances = match holder {
         Some(h) => Some((
-            batch.view(to, [&BALANCE_OF[..], &word_arg(&h.0)].concat())?,
-            batch.view(to, [&BALANCE_OF_ID[..], &word_arg(&h.0), &id_word].concat())?,
+            batch.view(to, [&BALANCE_OF[..], address_word(&h.0).as_slice()].concat())?,
+            batch.view(to, [&BALANCE_OF_ID[..], address_word(&h.0).as_slice(), &id_word].concat())?,
         )),
         None => None,
     };

@@ -144,12 +144,7 @@ fn parse(chain: &str, hash: &str, receipt: &Map<String, Value>) -> Result<Receip
     if hash_member(receipt, "transactionHash")?.as_deref() != Some(hash) {
         return Err("it is the receipt of another transaction".into());
     }
-    let status = match small(receipt, "status")? {
-        None => TxStatus::Unknown,
-        Some(1) => TxStatus::Success,
-        Some(0) => TxStatus::Failed,
-        Some(other) => return Err(format!("status {other} is neither 0 nor 1")),
-    };
+    let status = TxStatus::of_receipt(receipt)?;
     let raw_logs = match receipt.get("logs") {
         Some(Value::Array(items)) if items.len() <= MAX_RECEIPT_LOGS => items.as_slice(),
         Some(Value::Array(items)) => return Err(format!("{} logs, more than any block holds", items.len())),

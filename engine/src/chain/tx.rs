@@ -94,6 +94,18 @@ pub enum TxStatus {
     Unknown,
 }
 
+impl TxStatus {
+    /// The status of a mined transaction's receipt: `status` 1 or 0, or none before Byzantium.
+    pub fn of_receipt(receipt: &Map<String, Value>) -> Result<TxStatus, String> {
+        match small(receipt, "status")? {
+            None => Ok(TxStatus::Unknown),
+            Some(1) => Ok(TxStatus::Success),
+            Some(0) => Ok(TxStatus::Failed),
+            Some(other) => Err(format!("receipt status {other} is neither 0 nor 1")),
+        }
+    }
+}
+
 /// What a mined transaction cost, in wei (decimal strings).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct TxFee {
@@ -460,12 +472,7 @@ fn parse_sent(tx: &Map<String, Value>) -> Result<(Sent, Option<u64>, Option<u64>
 
 /// The receipt's fields and its block's time (when it says it).
 fn parse_mined(receipt: &Map<String, Value>) -> Result<(Mined, Option<u64>), String> {
-    let status = match small(receipt, "status")? {
-        None => TxStatus::Unknown,
-        Some(1) => TxStatus::Success,
-        Some(0) => TxStatus::Failed,
-        Some(other) => return Err(format!("receipt status {other} is neither 0 nor 1")),
-    };
+    let status = TxStatus::of_receipt(receipt)?;
     let block = small(receipt, "blockNumber")?.ok_or("the receipt has no block number")?;
     let block_hash = hash_member(receipt, "blockHash")?.ok_or("the receipt has no block hash")?;
     let blob_fee = match (quantity(receipt, "blobGasUsed")?, quantity(receipt, "blobGasPrice")?) {

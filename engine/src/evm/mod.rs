@@ -780,6 +780,11 @@ pub fn format_units(raw: U256, decimals: u8) -> String {
     if fraction.is_empty() { whole.to_string() } else { format!("{whole}.{fraction}") }
 }
 
+/// An address as one ABI word (an argument, an indexed topic): 12 zero bytes, then its 20.
+pub fn address_word(address: &Address) -> alloy::primitives::B256 {
+    alloy::primitives::B256::left_padding_from(address.as_slice())
+}
+
 /// Lower-case 0x hex, the form every answer shows addresses in.
 pub fn address_text(address: &Address) -> String {
     format!("0x{}", hex::encode(address.as_slice()))
