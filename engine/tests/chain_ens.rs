@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use alloy::primitives::{Address, B256, Bytes, keccak256};
 use alloy::sol_types::SolValue;
-use paperchain_engine::chain::ens::{ENS_REGISTRY, MAX_NAME, dns_encode, namehash, normalize};
+use paperchain_engine::evm::ens::{ENS_REGISTRY, MAX_NAME, dns_encode, namehash, normalize};
 use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::fetch::AddressPolicy;
 use paperchain_engine::{Context, EngineError, ErrorKind};

@@ -158,6 +158,11 @@ impl View {
         }
     }
 
+    /// What the view did: a revert is an outcome (with its data), any other failure an error.
+    pub async fn outcome(self, chain: &EvmChain) -> Result<CallOutcome, EngineError> {
+        outcome(chain, self.0.await)
+    }
+
     /// The answer's first 32-byte word as a number; None when it reverted or is shorter.
     pub async fn word(self, chain: &EvmChain) -> Result<Option<U256>, EngineError> {
         Ok(self.answer(chain).await?.as_deref().and_then(first_word))

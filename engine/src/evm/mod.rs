@@ -25,6 +25,7 @@ pub mod block_header;
 pub mod block_ref;
 pub mod bytecode;
 pub mod call;
+pub mod ens;
 pub mod erc20;
 pub mod events;
 pub mod logs;
