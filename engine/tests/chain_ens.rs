@@ -8,46 +8,25 @@
 mod common;
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use alloy::primitives::{Address, B256, Bytes, keccak256};
+use alloy::primitives::{Address, Bytes, keccak256};
 use alloy::sol_types::SolValue;
-use paperchain_engine::evm::ens::{ENS_REGISTRY, MAX_NAME, dns_encode, namehash, normalize};
-use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
-use paperchain_engine::fetch::AddressPolicy;
+use common::ens::{Ens, Gateway, calldata, context, gateway, lookup_of, tagged, template};
+use paperchain_engine::evm::ens::{MAX_NAME, dns_encode, namehash, normalize};
 use paperchain_engine::{Context, EngineError, ErrorKind};
-use paperchain_testkit::anvil::{Anvil, Artifact};
+use paperchain_testkit::anvil::Artifact;
 use paperchain_testkit::fake_node::FakeNode;
-use paperchain_testkit::loopback::{closed_port, read_request, write_response};
+use paperchain_testkit::loopback::closed_port;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 
 const PATH: &str = "/v1/chain/ens";
 const ALICE: &str = "0x00000000000000000000000000000000000a11ce";
 const BOB: &str = "0x0000000000000000000000000000000000000b0b";
 const CAROL: &str = "0x00000000000000000000000000000000000ca201";
 const NOBODY: &str = "0x000000000000000000000000000000000000dead";
-
-/// The production context (public-only fetching) reading anvil at `url`.
-fn context(url: &str) -> Context {
-    with_chain(Context::new(), url)
-}
-
-/// A context whose fetcher may also reach loopback gateways, reading anvil at `url`.
-fn loopback_context(url: &str) -> Context {
-    with_chain(Context::with_policy(AddressPolicy::allowing([IpAddr::V4(Ipv4Addr::LOCALHOST)])), url)
-}
-
-fn with_chain(mut ctx: Context, url: &str) -> Context {
-    ctx.chains = Arc::new(Chains::new(
-        vec![ChainConfig::new("ethereum", 1, vec![url.parse().unwrap()])],
-        ChainTimeouts::default(),
-    ));
-    ctx
-}
 
 async fn call(ctx: &Context, body: Value) -> Result<Value, EngineError> {
     common::route::call(ctx, PATH, body).await
@@ -61,67 +40,6 @@ async fn err(ctx: &Context, body: Value) -> EngineError {
     match call(ctx, body.clone()).await {
         Ok(value) => panic!("{body} answered {value:#}"),
         Err(e) => e,
-    }
-}
-
-fn calldata(signature: &str, args: Vec<u8>) -> String {
-    format!("0x{}{}", hex::encode(&keccak256(signature)[..4]), hex::encode(args))
-}
-
-fn reverse_node(address: &str) -> B256 {
-    namehash(&format!("{}.addr.reverse", address.trim_start_matches("0x")))
-}
-
-/// anvil (chain id 1) with the registry mock at the ENS registry address and one resolver.
-struct Ens {
-    anvil: Anvil,
-    ctx: Context,
-    registry: String,
-    resolver: String,
-}
-
-impl Ens {
-    async fn new() -> Ens {
-        let anvil = Anvil::start(1).await;
-        let registry = format!("{ENS_REGISTRY:#x}");
-        anvil.set_code(&registry, &Artifact::load("EnsRegistryMock").deployed_bytecode).await;
-        let resolver = anvil.deploy(&Artifact::load("EnsResolverMock").init_code(&[])).await;
-        let ctx = loopback_context(&anvil.url);
-        Ens { anvil, ctx, registry, resolver }
-    }
-
-    async fn set_resolver(&self, node: B256) {
-        self.set_resolver_to(node, &self.resolver).await;
-    }
-
-    /// The registry's resolver of `node` set to `resolver`.
-    async fn set_resolver_to(&self, node: B256, resolver: &str) {
-        let resolver: Address = resolver.parse().unwrap();
-        self.anvil
-            .send(Some(&self.registry), &calldata("setResolver(bytes32,address)", (node, resolver).abi_encode_params()))
-            .await;
-    }
-
-    /// `name` → `address` (forward), with the registry pointing at the resolver.
-    async fn set_addr(&self, name: &str, address: &str) {
-        let node = namehash(name);
-        self.set_resolver(node).await;
-        let address: Address = address.parse().unwrap();
-        self.anvil
-            .send(Some(&self.resolver), &calldata("setAddr(bytes32,address)", (node, address).abi_encode_params()))
-            .await;
-    }
-
-    /// `address` → `name` (reverse).
-    async fn set_primary(&self, address: &str, name: &str) {
-        let node = reverse_node(address);
-        self.set_resolver(node).await;
-        self.anvil
-            .send(
-                Some(&self.resolver),
-                &calldata("setName(bytes32,string)", (node, name.to_string()).abi_encode_params()),
-            )
-            .await;
     }
 }
 
@@ -370,61 +288,6 @@ async fn wildcard_resolver_answers_for_subnames() {
 
 // ---------------------------------------------------------------------------------------
 // CCIP-read (EIP-3668)
-
-/// What a test gateway does with one request.
-#[derive(Clone)]
-enum Gateway {
-    /// Answers with this status and body.
-    Reply(u16, Vec<u8>),
-    /// Never answers.
-    Hang,
-}
-
-/// A loopback HTTP server handing each request's path to `handle`; answers its base URL
-/// (`http://127.0.0.1:<port>`) and a count of the requests it got.
-async fn gateway(handle: impl Fn(&str) -> Gateway + Send + Sync + 'static) -> (String, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let hits = Arc::new(AtomicUsize::new(0));
-    let (handle, counter) = (Arc::new(handle), hits.clone());
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let (handle, counter) = (handle.clone(), counter.clone());
-            tokio::spawn(async move {
-                let Some(request) = read_request(&mut socket).await else { return };
-                counter.fetch_add(1, Ordering::SeqCst);
-                match handle(request.path()) {
-                    Gateway::Hang => tokio::time::sleep(Duration::from_secs(60)).await,
-                    Gateway::Reply(status, body) => {
-                        let json = [("Content-Type", "application/json".to_string())];
-                        write_response(&mut socket, status, &json, &body).await;
-                    }
-                }
-            });
-        }
-    });
-    (base, hits)
-}
-
-/// The EIP-3668 GET template of a gateway at `base`.
-fn template(base: &str) -> String {
-    format!("{base}/lookup/{{sender}}/{{data}}.json")
-}
-
-/// The `(sender, callData)` of a request path made from [`template`].
-fn lookup_of(path: &str) -> Option<(String, Vec<u8>)> {
-    let rest = path.strip_prefix("/lookup/")?;
-    let (sender, data) = rest.split_once('/')?;
-    let data = hex::decode(data.strip_suffix(".json")?.strip_prefix("0x")?).ok()?;
-    Some((sender.to_string(), data))
-}
-
-/// The answer the offchain resolver mock's callback takes: `result`, tagged with the hash
-/// of the lookup's callData.
-fn tagged(result: Vec<u8>, call_data: &[u8]) -> Gateway {
-    let response = (Bytes::from(result), keccak256(call_data)).abi_encode_params();
-    Gateway::Reply(200, json!({"data": format!("0x{}", hex::encode(response))}).to_string().into_bytes())
-}
 
 /// A gateway answering `addr` lookups for `names` (404 for others), checking that the
 /// sender is `resolver`.

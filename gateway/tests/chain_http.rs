@@ -244,6 +244,10 @@ fn bad_inputs() -> Vec<Bad> {
         unknown("/v1/check/typed-data", json!({"typed_data": "{}"})),
         bad("/v1/check/approvals", json!({"chain": "ethereum", "owner": EOA, "spenders": [EOA]}), "/tokens"),
         unknown("/v1/check/approvals", json!({"chain": "ethereum", "owner": EOA})),
+        bad("/v1/chain/ens/records", json!({"name": "a..eth"}), "/name"),
+        bad("/v1/chain/ens/records", json!({"name": "a.eth", "coins": ["btc", "bitcoin"]}), "/coins/1"),
+        bad("/v1/chain/ens/records", json!({"name": "a.eth", "texts": [""]}), "/texts/0"),
+        unknown("/v1/chain/ens/records", json!({"name": "vitalik.eth"})),
     ]
 }
 
@@ -305,6 +309,7 @@ fn node_calls() -> Vec<(&'static str, Value)> {
         ("/v1/chain/price", json!({"chain": "ethereum", "pair": "ETH/USD"})),
         ("/v1/chain/ens", json!({"name": "vitalik.eth"})),
         ("/v1/chain/ens", json!({"address": EOA})),
+        ("/v1/chain/ens/records", json!({"name": "vitalik.eth"})),
         ("/v1/chain/nonce", json!({"chain": "ethereum", "address": EOA})),
         ("/v1/chain/storage", json!({"chain": "base", "address": EOA, "slot": "0x0"})),
         ("/v1/chain/receipt", json!({"chain": "ethereum", "hash": HASH})),
@@ -658,6 +663,8 @@ async fn every_evm_route_answers_anvil() {
     assert_eq!(ens["resolved"], false, "{ens}");
     let reverse = ok(&server, "/v1/chain/ens", json!({"address": EOA}), &["address", "resolved", "primary_name"]).await;
     assert_eq!(reverse["primary_name"], Value::Null, "{reverse}");
+    let records = ok(&server, "/v1/chain/ens/records", json!({"name": "nobody.eth"}), &["resolver", "texts"]).await;
+    assert_eq!(records["resolver"], Value::Null, "{records}");
 
     // Calldata needs no node.
     let transfer = selector(&anvil, "transfer(address,uint256)").await;

@@ -16,6 +16,7 @@ pub mod code;
 pub mod decode_log;
 pub mod encode;
 pub mod ens;
+pub mod ens_records;
 pub mod estimate_gas;
 pub mod fees;
 pub mod funding;
@@ -64,4 +65,5 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<estimate_gas::EstimateGasRoute>();
     catalog.add::<typed_data_check::TypedDataRoute>();
     catalog.add::<approvals_check::ApprovalsRoute>();
+    catalog.add::<ens_records::EnsRecordsRoute>();
 }

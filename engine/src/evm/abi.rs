@@ -111,6 +111,16 @@ fn walk_value(ty: &DynSolType, buf: &[u8], head: usize, budget: &mut usize, dept
     }
 }
 
+/// The content of a single dynamic `bytes` or `string` return value (its offset word, then
+/// its length word, then the bytes), read leniently: trailing data is ignored, but every
+/// offset and length must lie within `data`.
+pub fn dynamic_bytes(data: &[u8]) -> Option<&[u8]> {
+    let offset = read_usize(data, 0)?;
+    let length = read_usize(data, offset)?;
+    let start = offset.checked_add(32)?;
+    data.get(start..start.checked_add(length)?)
+}
+
 /// A word at `pos` read as an offset or length: None past the end or when it does not fit.
 fn read_usize(buf: &[u8], pos: usize) -> Option<usize> {
     let word = buf.get(pos..pos.checked_add(32)?)?;

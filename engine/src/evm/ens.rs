@@ -428,7 +428,7 @@ pub fn dns_encode(name: &str) -> Vec<u8> {
 }
 
 /// A 32-byte word holding an address (its upper 12 bytes zero).
-fn decode_address(data: &[u8]) -> Option<Address> {
+pub fn decode_address(data: &[u8]) -> Option<Address> {
     let word = data.get(..32)?;
     let (pad, address) = word.split_at(12);
     pad.iter().all(|b| *b == 0).then(|| Address::from_slice(address))
@@ -437,19 +437,14 @@ fn decode_address(data: &[u8]) -> Option<Address> {
 /// An ABI `string` answer: None when it does not decode or is empty; invalid UTF-8 is
 /// replaced, control characters dropped and the text cut at [`MAX_NAME`] characters.
 fn decode_name(data: &[u8]) -> Option<String> {
-    let word = |at: usize| -> Option<usize> {
-        let w = data.get(at..at.checked_add(32)?)?;
-        let (high, low) = w.split_at(24);
-        if high.iter().any(|b| *b != 0) {
-            return None;
-        }
-        usize::try_from(u64::from_be_bytes(low.try_into().ok()?)).ok()
-    };
-    let offset = word(0)?;
-    let length = word(offset)?;
-    let start = offset.checked_add(32)?;
-    let bytes = data.get(start..start.checked_add(length)?)?;
-    let text = clean_text(&String::from_utf8_lossy(bytes), MAX_NAME);
+    decode_string(data, MAX_NAME)
+}
+
+/// An ABI `string` answer as text: None when it does not decode or is empty; invalid UTF-8
+/// is replaced, control characters other than newlines and tabs dropped, the text cut at
+/// `max` characters.
+pub fn decode_string(data: &[u8], max: usize) -> Option<String> {
+    let text = clean_text(&String::from_utf8_lossy(super::abi::dynamic_bytes(data)?), max);
     (!text.is_empty()).then_some(text)
 }
 

@@ -100,10 +100,7 @@ pub fn decode_text(data: &[u8]) -> Option<String> {
         let end = data.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
         data.get(..end)?
     } else {
-        let offset = usize::try_from(decode_word(data)?).ok()?;
-        let length_end = offset.checked_add(32)?;
-        let length = usize::try_from(decode_word(data.get(offset..length_end)?)?).ok()?;
-        data.get(length_end..length_end.checked_add(length)?)?
+        super::abi::dynamic_bytes(data)?
     };
     Some(String::from_utf8_lossy(bytes).chars().take(MAX_TOKEN_TEXT).collect())
 }

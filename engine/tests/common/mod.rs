@@ -4,4 +4,5 @@
 #![allow(dead_code)]
 
 pub mod chain;
+pub mod ens;
 pub mod route;
