@@ -248,6 +248,14 @@ fn bad_inputs() -> Vec<Bad> {
         bad("/v1/chain/ens/records", json!({"name": "a.eth", "coins": ["btc", "bitcoin"]}), "/coins/1"),
         bad("/v1/chain/ens/records", json!({"name": "a.eth", "texts": [""]}), "/texts/0"),
         unknown("/v1/chain/ens/records", json!({"name": "vitalik.eth"})),
+        bad("/v1/chain/dex-price", json!({"chain": "polygon", "base": EOA, "quote": HASH[..42].to_string()}), "/chain"),
+        bad("/v1/chain/dex-price", json!({"chain": "base", "base": EOA, "quote": EOA}), "/quote"),
+        bad(
+            "/v1/chain/dex-price",
+            json!({"chain": "base", "base": EOA, "quote": HASH[..42].to_string(), "fee": 1}),
+            "/fee",
+        ),
+        unknown("/v1/chain/dex-price", json!({"chain": "base", "base": EOA, "quote": HASH[..42].to_string()})),
     ]
 }
 
@@ -310,6 +318,7 @@ fn node_calls() -> Vec<(&'static str, Value)> {
         ("/v1/chain/ens", json!({"name": "vitalik.eth"})),
         ("/v1/chain/ens", json!({"address": EOA})),
         ("/v1/chain/ens/records", json!({"name": "vitalik.eth"})),
+        ("/v1/chain/dex-price", json!({"chain": "base", "base": EOA, "quote": HASH[..42].to_string()})),
         ("/v1/chain/nonce", json!({"chain": "ethereum", "address": EOA})),
         ("/v1/chain/storage", json!({"chain": "base", "address": EOA, "slot": "0x0"})),
         ("/v1/chain/receipt", json!({"chain": "ethereum", "hash": HASH})),

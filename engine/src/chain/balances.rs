@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::Context;
-use crate::error::{EngineError, ErrorKind};
+use crate::error::EngineError;
+use crate::evm::block_ref::BlockRef;
 use crate::evm::call::{View, ViewBatch, first_word};
 use crate::evm::erc20::{BALANCE_OF, DECIMALS, SYMBOL, decode_text};
 use crate::evm::{ChainName, EvmAddress, EvmChain, address_text, address_word, format_units};
@@ -153,14 +154,7 @@ struct TokenCalls {
 }
 
 async fn read_balances(chain: &EvmChain, holder: Address, tokens: &[Address]) -> Result<BalancesOutput, EngineError> {
-    let block: U256 = chain.request("eth_blockNumber", ()).await?;
-    let block = u64::try_from(block).map_err(|_| {
-        EngineError::new(
-            ErrorKind::BadUpstream,
-            "upstream_error",
-            format!("the {} RPC answered block {block}", chain.name()),
-        )
-    })?;
+    let block = BlockRef::Tag("latest").number_on(chain).await?;
     let tag = format!("{block:#x}");
     let mut batch = ViewBatch::new(chain, &tag);
     let native: Waiter<U256> = batch.request("eth_getBalance", &(holder, &tag))?;

@@ -14,6 +14,7 @@ pub mod call;
 pub mod calldata;
 pub mod code;
 pub mod decode_log;
+pub mod dex_price;
 pub mod encode;
 pub mod ens;
 pub mod ens_records;
@@ -66,4 +67,5 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<typed_data_check::TypedDataRoute>();
     catalog.add::<approvals_check::ApprovalsRoute>();
     catalog.add::<ens_records::EnsRecordsRoute>();
+    catalog.add::<dex_price::DexPriceRoute>();
 }

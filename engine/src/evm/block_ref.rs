@@ -29,6 +29,30 @@ impl BlockRef {
         }
     }
 
+    /// The block's number on `chain`: the caller's number as is (no request), `latest`
+    /// from `eth_blockNumber`, another tag from its block's header.
+    pub async fn number_on(&self, chain: &super::EvmChain) -> Result<u64, crate::error::EngineError> {
+        let bad = |what: String| {
+            crate::error::EngineError::new(
+                crate::error::ErrorKind::BadUpstream,
+                "upstream_error",
+                format!("the {} RPC answered {what}", chain.name()),
+            )
+        };
+        let number: alloy::primitives::U256 = match self {
+            BlockRef::Number(n) => return Ok(*n),
+            BlockRef::Tag("latest") => chain.request("eth_blockNumber", ()).await?,
+            BlockRef::Tag(tag) => {
+                let header: Value = chain.request("eth_getBlockByNumber", (tag, false)).await?;
+                let object = header.as_object().ok_or_else(|| bad(format!("no `{tag}` block")))?;
+                super::node_json::quantity(object, "number")
+                    .map_err(bad)?
+                    .ok_or_else(|| bad("a block without a number".into()))?
+            }
+        };
+        u64::try_from(number).map_err(|_| bad(format!("block {number}")))
+    }
+
     /// The number, when the caller gave one.
     pub fn number(&self) -> Option<u64> {
         match self {
