@@ -25,6 +25,7 @@ pub mod nft;
 pub mod nonce;
 pub mod price;
 pub mod receipt;
+pub mod sanctions_check;
 pub mod signature;
 pub mod simulate;
 pub mod status;
@@ -64,4 +65,5 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<estimate_gas::EstimateGasRoute>();
     catalog.add::<typed_data_check::TypedDataRoute>();
     catalog.add::<approvals_check::ApprovalsRoute>();
+    catalog.add::<sanctions_check::SanctionsRoute>();
 }
