@@ -244,6 +244,9 @@ fn bad_inputs() -> Vec<Bad> {
         unknown("/v1/check/typed-data", json!({"typed_data": "{}"})),
         bad("/v1/check/approvals", json!({"chain": "ethereum", "owner": EOA, "spenders": [EOA]}), "/tokens"),
         unknown("/v1/check/approvals", json!({"chain": "ethereum", "owner": EOA})),
+        bad("/v1/check/sanctions", json!({"address": ""}), "/address"),
+        bad("/v1/check/sanctions", json!({"address": "0x12 34"}), "/address"),
+        unknown("/v1/check/sanctions", json!({"address": EOA})),
     ]
 }
 
