@@ -155,7 +155,8 @@ fn the_advanced_xml_gives_each_address_with_its_party_uid_and_programs() {
     let list = sdn_xml::parse(&xml, "sample").unwrap();
     assert_eq!(list.date.to_string(), "2026-11-20");
     assert_eq!(list.source, "sample");
-    let rows: Vec<(&str, &str, Option<u64>, &str, Vec<&str>)> = list
+    type Row<'a> = (&'a str, &'a str, Option<u64>, &'a str, Vec<&'a str>);
+    let rows: Vec<Row> = list
         .entries
         .iter()
         .map(|e| {
