@@ -8,6 +8,7 @@
 mod call;
 mod money_cmd;
 mod paying;
+mod sanctions_cmd;
 mod wallet_cmd;
 
 use std::net::SocketAddr;
@@ -75,6 +76,9 @@ enum Command {
     Spend(money_cmd::SpendArgs),
     /// The client's settings (config.toml): hosted service, routing, spend policy.
     Config(money_cmd::ConfigArgs),
+    /// The OFAC SDN list of digital currency addresses that /v1/check/sanctions screens
+    /// against: `refresh` it from the official XML, or see its `status`.
+    Sanctions(sanctions_cmd::SanctionsArgs),
 }
 
 #[derive(clap::Args)]
@@ -191,6 +195,7 @@ fn main() -> std::process::ExitCode {
             Command::Ledger(args) => money_cmd::run_ledger(args, &data_dir()).await,
             Command::Spend(args) => money_cmd::run_spend(args, &data_dir()).await,
             Command::Config(args) => money_cmd::run_config(args),
+            Command::Sanctions(args) => sanctions_cmd::run(args).await.map(|()| std::process::ExitCode::SUCCESS),
         }
     });
     match result {
@@ -205,10 +210,7 @@ fn main() -> std::process::ExitCode {
 /// The data folder: `PAPERCHAIN_DATA_DIR`, else `$XDG_DATA_HOME/paperchain` (the ledger,
 /// the keystore file, result links).
 pub fn data_dir() -> PathBuf {
-    match std::env::var_os("PAPERCHAIN_DATA_DIR").filter(|d| !d.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => paperchain_wallet::config::data_dir(),
-    }
+    paperchain_engine::data_dir()
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {

@@ -362,7 +362,9 @@ pub fn run_config(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn write_atomically(file: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+/// Writes `bytes` to `file` whole or not at all: a temporary file in the same folder
+/// (created when missing), synced, then renamed over `file`.
+pub fn write_atomically(file: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut temp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("writing in {}", dir.display()))?;

@@ -3,6 +3,7 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use crate::error::EngineError;
@@ -132,6 +133,26 @@ impl Context {
 impl Default for Context {
     fn default() -> Self {
         Context::new()
+    }
+}
+
+/// The data folder: `PAPERCHAIN_DATA_DIR`, else `$XDG_DATA_HOME/paperchain`, else
+/// `~/.local/share/paperchain` (the CLI's ledger, keystore and refreshed sanctions list).
+pub fn data_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("PAPERCHAIN_DATA_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    user_data_dir()
+}
+
+/// `$XDG_DATA_HOME/paperchain`, else `~/.local/share/paperchain` (else a folder in the temporary one).
+pub fn user_data_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir).join("paperchain");
+    }
+    match std::env::var_os("HOME") {
+        Some(home) => PathBuf::from(home).join(".local/share/paperchain"),
+        None => std::env::temp_dir().join("paperchain"),
     }
 }
 

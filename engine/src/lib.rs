@@ -26,9 +26,10 @@ pub mod output;
 pub mod pages;
 pub mod pdf;
 pub mod price;
+pub mod sanctions;
 
 pub use catalog::{Catalog, Family, FreePool, RouteInfo};
-pub use context::Context;
+pub use context::{Context, data_dir, user_data_dir};
 pub use error::{EngineError, ErrorKind};
 pub use output::{FileSet, OutFile, OutputMode, Reply};
 pub use price::Price;

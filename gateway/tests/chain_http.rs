@@ -256,6 +256,9 @@ fn bad_inputs() -> Vec<Bad> {
             "/fee",
         ),
         unknown("/v1/chain/dex-price", json!({"chain": "base", "base": EOA, "quote": HASH[..42].to_string()})),
+        bad("/v1/check/sanctions", json!({"address": ""}), "/address"),
+        bad("/v1/check/sanctions", json!({"address": "0x12 34"}), "/address"),
+        unknown("/v1/check/sanctions", json!({"address": EOA})),
     ]
 }
 

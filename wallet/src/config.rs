@@ -232,13 +232,7 @@ pub fn config_dir() -> PathBuf {
 
 /// The user's data folder: `$XDG_DATA_HOME/paperchain`, else `~/.local/share/paperchain`.
 pub fn data_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir).join("paperchain");
-    }
-    match std::env::var_os("HOME") {
-        Some(home) => PathBuf::from(home).join(".local/share/paperchain"),
-        None => std::env::temp_dir().join("paperchain"),
-    }
+    paperchain_engine::user_data_dir()
 }
 
 /// The configuration file: `PAPERCHAIN_CLIENT_CONFIG`, else `config.toml` in [`config_dir`].

@@ -27,6 +27,7 @@ pub mod nft;
 pub mod nonce;
 pub mod price;
 pub mod receipt;
+pub mod sanctions_check;
 pub mod signature;
 pub mod simulate;
 pub mod status;
@@ -68,4 +69,5 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<approvals_check::ApprovalsRoute>();
     catalog.add::<ens_records::EnsRecordsRoute>();
     catalog.add::<dex_price::DexPriceRoute>();
+    catalog.add::<sanctions_check::SanctionsRoute>();
 }
