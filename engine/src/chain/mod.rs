@@ -32,6 +32,7 @@ pub mod storage;
 pub mod token;
 pub mod tx;
 pub mod typed_data_check;
+pub mod url_check;
 
 /// Adds every chain route to the catalog.
 pub fn register(catalog: &mut Catalog) {
@@ -64,4 +65,5 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<estimate_gas::EstimateGasRoute>();
     catalog.add::<typed_data_check::TypedDataRoute>();
     catalog.add::<approvals_check::ApprovalsRoute>();
+    catalog.add::<url_check::UrlCheckRoute>();
 }
