@@ -18,14 +18,15 @@
 //!   are compared with the brand names: the name inside another domain
 //!   (`metamask-wallet.io`, `uniswap.claim-airdrop.com`), the name on another TLD
 //!   (`uniswap.app`), and look-alikes: digits and letter pairs that pass for letters
-//!   (`un1swap`, `rnetamask`, `0pensea`), one or two letters changed, added, dropped or
-//!   swapped, and Unicode confusables (Cyrillic, Greek, Armenian letters and accented
+//!   (`un1swap`, `rnetamask`, `0pensea`), a letter changed, added, dropped or swapped,
+//!   an official domain with a hyphen for its dot (`lido-fi.org`), and Unicode confusables (Cyrillic, Greek, Armenian letters and accented
 //!   Latin ones that look like plain Latin letters: the skeleton idea of Unicode TR39,
 //!   with a hand-written map of the letters that matter);
 //! - IDNs: punycode labels decoded for display, labels mixing scripts, and labels written
 //!   wholly in another script's look-alikes of Latin letters;
-//! - the URL's form: credentials before the host, IP literals (and the integer, hex and
-//!   octal forms browsers still accept), non-standard ports, plain `http`;
+//! - the URL's form: credentials before the host, a decoy host after a backslash, IP
+//!   literals (and the integer, hex and octal forms browsers still accept), non-standard
+//!   ports, plain `http`;
 //! - risky TLDs, URL shorteners (the destination is hidden) and free hosting platforms
 //!   where anyone gets a subdomain or a page;
 //! - words drainer sites use (`claim`, `airdrop`, `connect-wallet`, `rectify`, `migrate`…)
@@ -109,6 +110,12 @@ pub const SCORING: &[ScoreRule] = &[
         "a user name or password before the host (`https://trusted.site@evil.example`): the part before @ is not where the link goes",
     ),
     rule(
+        "disguised_host",
+        Severity::High,
+        50,
+        "a backslash ends the host early (`https://evil.example\\@trusted.site`): the name after the @ is not where the link goes",
+    ),
+    rule(
         "obfuscated_ip",
         Severity::High,
         50,
@@ -164,7 +171,7 @@ pub const SCORING: &[ScoreRule] = &[
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BrandMatch {
     /// A coined name (`metamask`): found inside labels, and its look-alikes are flagged
-    /// (one edit from 6 letters, two from 11).
+    /// (one edit away, for names of 6 letters or more).
     Coined,
     /// An everyday word (`safe`, `base`, `ledger`): flagged only as a whole label or
     /// hyphen-separated word of a host that also has a wallet or drainer word, a risky TLD
@@ -241,6 +248,7 @@ pub const BRANDS: &[Brand] = &[
     brand("LayerZero", &["layerzero"], Coined, &["layerzero.network"]),
     brand("EigenLayer", &["eigenlayer"], Coined, &["eigenlayer.xyz"]),
     brand("DeBank", &["debank"], Coined, &["debank.com"]),
+    brand("Revoke.cash", &["revokecash"], Coined, &["revoke.cash"]),
     brand("Arbitrum", &["arbitrum"], Coined, &["arbitrum.io", "arbitrum.foundation"]),
     brand("Optimism", &["optimism"], Word, &["optimism.io"]),
     brand("Base", &["base"], Word, &["base.org"]),
@@ -411,6 +419,8 @@ pub struct UrlCheckRequest {
     scheme_assumed: bool,
     /// The host as written in the input (before the URL standard rewrote it).
     raw_host: Option<String>,
+    /// What follows a backslash and an `@` right after the host (`https://evil.example\@trusted.site`).
+    behind_backslash: Option<String>,
 }
 
 /// The route.
@@ -430,7 +440,8 @@ impl Route for UrlCheckRoute {
             parents against a bundled phishing and drainer domain list (with its date); well-known wallet, exchange, \
             DeFi, NFT and general brands, naming the brand of an official domain and flagging its name inside other \
             domains, on other TLDs and its look-alikes (typos, digits for letters, `rn` for `m`, Cyrillic and Greek \
-            homoglyphs in punycode domains); labels mixing scripts; credentials before the host; IP addresses, \
+            homoglyphs in punycode domains); labels mixing scripts; credentials before the host and decoy hosts \
+            after a backslash; IP addresses, \
             including integer and hex forms; non-standard ports; plain http; risky TLDs; URL shorteners; free \
             hosting platforms; drainer words (claim, airdrop, connect wallet). javascript: and data: URLs are judged \
             high risk. Answers the host in ASCII and Unicode, the registrable domain, the reasons with their points, \
@@ -484,7 +495,19 @@ pub fn parse_input(input: &str) -> Result<UrlCheckRequest, EngineError> {
         return Err(invalid("not a URL: no host found"));
     }
     let raw_host = url.host().map(|_| raw_host_text(&full));
-    Ok(UrlCheckRequest { url, scheme_assumed, raw_host })
+    let behind_backslash = if url.host().is_some() { backslash_decoy(&full) } else { None };
+    Ok(UrlCheckRequest { url, scheme_assumed, raw_host, behind_backslash })
+}
+
+/// The decoy of `https://evil.example\@trusted.site/`: browsers end the host at the
+/// backslash, so what follows the `@` only looks like the host.
+fn backslash_decoy(full: &str) -> Option<String> {
+    let after_scheme = full.find("://").map(|i| &full[i + 3..])?;
+    let end = after_scheme.find(['/', '\\', '?', '#'])?;
+    let rest = after_scheme[end..].strip_prefix('\\')?;
+    let decoy_end = rest.find(['/', '\\', '?', '#']).unwrap_or(rest.len());
+    let (_, decoy) = rest[..decoy_end].rsplit_once('@')?;
+    (!decoy.is_empty()).then(|| decoy.to_ascii_lowercase())
 }
 
 /// Whether `text` starts with a scheme: `name://`, or a known scheme name and a colon
@@ -642,8 +665,8 @@ fn edit_distance(a: &str, b: &str) -> usize {
     for (i, row) in rows.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        rows[0][j] = j;
+    for (j, cell) in rows[0].iter_mut().enumerate() {
+        *cell = j;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {
@@ -765,6 +788,11 @@ fn is_context_word(word: &str) -> bool {
 fn host_drainer_words(labels: &[&str]) -> Vec<&'static str> {
     let mut found = Vec::new();
     for label in labels {
+        // A brand's own name is not a drainer word (`walletconnect`).
+        let mut label = label.to_string();
+        for key in BRANDS.iter().flat_map(|b| b.keys).filter(|k| k.len() >= 5) {
+            label = label.replace(key, "-");
+        }
         for word in DRAINER_WORDS {
             let hit = label.split('-').any(|part| part == *word)
                 || (word.len() >= 5 && label.contains(word))
@@ -788,6 +816,15 @@ fn brand_checks(host: &str, labels: &[&str], unicode: &[String], suffix: &str, f
         || !host_drainer_words(labels).is_empty();
     for brand in BRANDS {
         let official = brand.official.join(", ");
+        // An official domain with its dots written as hyphens (`lido-fi.org`).
+        if let Some(domain) = brand.official.iter().find(|d| labels.iter().any(|l| l.contains(&d.replace('.', "-")))) {
+            findings.brand(BrandFinding {
+                brand,
+                code: "lookalike_domain",
+                message: format!("{host} writes {}'s domain {domain} with a hyphen for a dot.", brand.name),
+            });
+            continue;
+        }
         for (i, label) in labels.iter().enumerate() {
             let is_registrable_label = i + 1 == labels.len();
             let parts: Vec<&str> = label.split('-').collect();
@@ -814,6 +851,20 @@ fn brand_checks(host: &str, labels: &[&str], unicode: &[String], suffix: &str, f
                 let whole = *label == *key;
                 let as_word = parts.contains(key);
                 let inside = brand.matching == Coined && key.len() >= 5 && label.contains(key);
+                // The name and one letter more (`uniswapp`) is a typo of it, not a compound.
+                let joined: String = label.chars().filter(|c| *c != '-').collect();
+                if inside && !whole && !as_word && joined.len() == key.len() + 1 {
+                    findings.brand(BrandFinding {
+                        brand,
+                        code: "lookalike_domain",
+                        message: format!(
+                            "`{}` is `{key}` with a letter added: it imitates {} ({official}).",
+                            shown(label, 63),
+                            brand.name
+                        ),
+                    });
+                    continue;
+                }
                 if whole || as_word || inside {
                     if brand.matching == Word && !context {
                         continue;
@@ -862,7 +913,6 @@ fn brand_checks(host: &str, labels: &[&str], unicode: &[String], suffix: &str, f
                 // Look-alikes of coined names.
                 let folded_key = fold(key);
                 let folded_label = fold(label);
-                let joined: String = label.chars().filter(|c| *c != '-').collect();
                 let mut candidates: Vec<&str> = parts.clone();
                 candidates.push(label);
                 let near = |token: &str| {
@@ -870,10 +920,7 @@ fn brand_checks(host: &str, labels: &[&str], unicode: &[String], suffix: &str, f
                     token != *key
                         && !NEAR_MISS_WORDS.contains(&token)
                         && (folded == folded_key
-                            || (key.len() >= 6 && token.len() >= 4 && {
-                                let limit = if key.len() >= 11 { 2 } else { 1 };
-                                edit_distance(&folded, &folded_key) <= limit
-                            }))
+                            || (key.len() >= 6 && token.len() >= 4 && edit_distance(&folded, &folded_key) <= 1))
                 };
                 let lookalike = joined == *key
                     || candidates.iter().any(|t| near(t))
@@ -948,7 +995,8 @@ fn domain_checks(host: &str, findings: &mut Findings) -> (String, String) {
         findings.add("url_shortener", format!("{shortener} is a URL shortener: the link hides where it goes."));
     }
     let tld = ascii_labels.last().copied().unwrap_or_default();
-    if RISKY_TLDS.contains(&tld) {
+    // A hosting platform's TLD is the platform's choice, not the page's.
+    if RISKY_TLDS.contains(&tld) && hosting.is_none() {
         findings.add("risky_tld", format!(".{tld} is a top-level domain much used for throwaway phishing sites."));
     }
 
@@ -1092,6 +1140,24 @@ pub fn judge(request: &UrlCheckRequest) -> UrlCheckOutput {
             }
         };
         findings.add("credentials_in_url", message);
+        if let Some((brand, _)) = named
+            && !official
+            && findings.brand.is_none()
+        {
+            findings.brand = Some(brand);
+        }
+    }
+    if let Some(decoy) = &request.behind_backslash {
+        let named = brand_named_in(decoy, true);
+        let goes_to = host.as_deref().unwrap_or("the host");
+        findings.add(
+            "disguised_host",
+            format!(
+                "`\\@{}` after the host only looks like one{}: browsers end the host at the backslash and go to {goes_to}.",
+                shown(decoy, 64),
+                named.as_ref().map(|(b, _)| format!(" ({}'s)", b.name)).unwrap_or_default()
+            ),
+        );
         if let Some((brand, _)) = named
             && !official
             && findings.brand.is_none()
