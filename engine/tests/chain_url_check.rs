@@ -227,6 +227,16 @@ async fn the_answer_shows_the_host_a_browser_visits() {
     let bare = call(&ctx, PATH, json!({"url": "  uniswap.org  "})).await.unwrap();
     assert_eq!((bare["url"].as_str(), bare["scheme_assumed"].as_bool()), (Some("https://uniswap.org/"), Some(true)));
 
+    let app = call(&ctx, PATH, json!({"url": "https://app.uniswap.org/swap"})).await.unwrap();
+    assert_eq!(
+        app["reasons"][0]["message"],
+        "app.uniswap.org is under uniswap.org, which is an official domain of Uniswap."
+    );
+    assert_eq!(
+        (app["registrable_domain"].as_str(), app["official_domains"].as_array().map(Vec::len)),
+        (Some("uniswap.org"), Some(0))
+    );
+
     let uk = call(&ctx, PATH, json!({"url": "https://www.bbc.co.uk/news"})).await.unwrap();
     assert_eq!(uk["registrable_domain"], "bbc.co.uk");
     assert_eq!(uk["score"], 0);

@@ -969,7 +969,8 @@ fn domain_checks(host: &str, findings: &mut Findings) -> (String, String) {
     let official = official_match.filter(|m| !user_content(m));
     if let Some((brand, domain)) = official {
         findings.brand = Some(brand);
-        findings.add("official_domain", format!("{host} is under {domain}, an official domain of {}.", brand.name));
+        let place = if host == domain { String::new() } else { format!(" is under {domain}, which") };
+        findings.add("official_domain", format!("{host}{place} is an official domain of {}.", brand.name));
     }
 
     if ascii_labels.iter().any(|l| l.starts_with("xn--")) {
