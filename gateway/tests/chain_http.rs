@@ -259,6 +259,14 @@ fn bad_inputs() -> Vec<Bad> {
         bad("/v1/check/sanctions", json!({"address": ""}), "/address"),
         bad("/v1/check/sanctions", json!({"address": "0x12 34"}), "/address"),
         unknown("/v1/check/sanctions", json!({"address": EOA})),
+        // The URL check reads no node (so it is not among `node_calls`); its input errors
+        // are 422 all the same.
+        bad("/v1/check/url", json!({}), "/url"),
+        bad("/v1/check/url", json!({"url": ""}), "/url"),
+        bad("/v1/check/url", json!({"url": format!("https://example.com/{}", "a".repeat(8_200))}), "/url"),
+        bad("/v1/check/url", json!({"url": 5}), "/url"),
+        bad("/v1/check/url", json!({"url": "https://exa mple.com/"}), "/url"),
+        unknown("/v1/check/url", json!({"url": "https://example.com/"})),
     ]
 }
 
@@ -689,6 +697,15 @@ async fn every_evm_route_answers_anvil() {
     )
     .await;
     assert_eq!(decoded["selector"], format!("0x{transfer}"));
+    // Nor does the URL check.
+    let url = ok(
+        &server,
+        "/v1/check/url",
+        json!({"url": "https://un1swap.org/claim"}),
+        &["host", "host_unicode", "registrable_domain", "reasons", "verdict", "list_date"],
+    )
+    .await;
+    assert_eq!((url["verdict"].as_str(), url["brand"].as_str()), (Some("high"), Some("Uniswap")), "{url}");
 
     // The newer reads, each through HTTP in its published shape (the engine's tests compare
     // their answers with cast field by field).

@@ -35,6 +35,7 @@ pub mod storage;
 pub mod token;
 pub mod tx;
 pub mod typed_data_check;
+pub mod url_check;
 
 /// Adds every chain route to the catalog.
 pub fn register(catalog: &mut Catalog) {
@@ -70,4 +71,5 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<ens_records::EnsRecordsRoute>();
     catalog.add::<dex_price::DexPriceRoute>();
     catalog.add::<sanctions_check::SanctionsRoute>();
+    catalog.add::<url_check::UrlCheckRoute>();
 }
