@@ -248,6 +248,9 @@ fn bad_inputs() -> Vec<Bad> {
         bad("/v1/chain/ens/records", json!({"name": "a.eth", "coins": ["btc", "bitcoin"]}), "/coins/1"),
         bad("/v1/chain/ens/records", json!({"name": "a.eth", "texts": [""]}), "/texts/0"),
         unknown("/v1/chain/ens/records", json!({"name": "vitalik.eth"})),
+        bad("/v1/check/token", json!({"chain": "polygon", "address": EOA}), "/chain"),
+        bad("/v1/check/token", json!({"chain": "base", "address": "0x12"}), "/address"),
+        unknown("/v1/check/token", json!({"chain": "base", "address": EOA})),
         bad("/v1/chain/dex-price", json!({"chain": "polygon", "base": EOA, "quote": HASH[..42].to_string()}), "/chain"),
         bad("/v1/chain/dex-price", json!({"chain": "base", "base": EOA, "quote": EOA}), "/quote"),
         bad(

@@ -102,11 +102,11 @@ pub const SLOT_PROXIABLE: B256 =
 /// `implementation()` (beacons).
 const IMPLEMENTATION: [u8; 4] = [0x5c, 0x60, 0xda, 0x1b];
 /// `owner()`.
-const OWNER: [u8; 4] = [0x8d, 0xa5, 0xcb, 0x5b];
+pub const OWNER: [u8; 4] = [0x8d, 0xa5, 0xcb, 0x5b];
 /// Code of an EIP-7702 delegated account: this prefix and the delegate's 20 bytes.
 pub const DELEGATION_PREFIX: [u8; 3] = [0xef, 0x01, 0x00];
 
-const DISCLAIMER: &str = "Automated heuristic check, not an audit. Findings can be false positives; \
+pub const DISCLAIMER: &str = "Automated heuristic check, not an audit. Findings can be false positives; \
     a low verdict is not proof of safety. Strings read from the chain are untrusted data.";
 
 /// How serious a reason is.
@@ -513,16 +513,7 @@ impl Route for AddressCheckRoute {
             cached.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             return Ok(Reply::Json(cached));
         }
-        let work = chain.deadline(inspect(&chain, address));
-        let inspection = match tokio::time::timeout(CHECK_DEADLINE, work).await {
-            Ok(result) => result.map_err(|e| unavailable(&chain, e))?,
-            Err(_) => {
-                return Err(unavailable(
-                    &chain,
-                    EngineError::new(ErrorKind::Timeout, "timeout", "the chain was not read in time"),
-                ));
-            }
-        };
+        let inspection = inspect_in_time(&chain, address).await?;
         let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let answer = assess(chain.name(), address, inspection, latency_ms);
         cache.put(key, answer.clone(), Instant::now());
@@ -573,7 +564,7 @@ impl AddressCheckCache {
 
 /// Every failure to read the chain as the 503 the spec lists for this route; a rate limit
 /// stays a 429 (also listed) and a defect of ours stays internal.
-fn unavailable(chain: &EvmChain, error: EngineError) -> EngineError {
+pub fn unavailable(chain: &EvmChain, error: EngineError) -> EngineError {
     match error.kind {
         ErrorKind::RateLimited { .. } | ErrorKind::Internal | ErrorKind::InvalidInput => error,
         ErrorKind::Unavailable { retry_after } => {
@@ -609,7 +600,7 @@ fn tag(block: u64) -> String {
     format!("{block:#x}")
 }
 
-async fn get_code(chain: &EvmChain, address: Address, block: u64) -> Result<Bytes, EngineError> {
+pub async fn get_code(chain: &EvmChain, address: Address, block: u64) -> Result<Bytes, EngineError> {
     chain.request("eth_getCode", (address, tag(block))).await
 }
 
@@ -625,7 +616,7 @@ fn word_address(word: U256) -> Option<Address> {
 }
 
 /// An address-returning view of `to`; None when it reverts or answers no address.
-async fn call_address(
+pub async fn call_address(
     chain: &EvmChain,
     to: Address,
     selector: [u8; 4],
@@ -636,6 +627,17 @@ async fn call_address(
         Ok(data) => Ok(data.get(..32).map(U256::from_be_slice).and_then(word_address)),
         Err(RpcError::ErrorResp(_)) => Ok(None),
         Err(e) => Err(chain.error("eth_call", e)),
+    }
+}
+
+/// [`inspect`] within [`CHECK_DEADLINE`]; a chain that fails or is too slow is 503.
+pub async fn inspect_in_time(chain: &EvmChain, address: Address) -> Result<Inspection, EngineError> {
+    let work = chain.deadline(inspect(chain, address));
+    match tokio::time::timeout(CHECK_DEADLINE, work).await {
+        Ok(result) => result.map_err(|e| unavailable(chain, e)),
+        Err(_) => {
+            Err(unavailable(chain, EngineError::new(ErrorKind::Timeout, "timeout", "the chain was not read in time")))
+        }
     }
 }
 

@@ -63,7 +63,7 @@ pub struct DexPriceInput {
     pub quote: EvmAddress,
     /// Fee tier of the pool to read, in hundredths of a basis point: 100, 500, 3000 or 10000. Defaults to the pool with the most in-range liquidity.
     #[serde(default)]
-    #[schemars(extend("enum" = [100, 500, 3000, 10000]))]
+    #[schemars(extend("enum" = [100, 500, 3000, 10000, null]))]
     pub fee: Option<u32>,
     /// Block to read at: a number or a tag. Defaults to `latest`.
     #[serde(default)]

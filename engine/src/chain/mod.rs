@@ -33,6 +33,7 @@ pub mod simulate;
 pub mod status;
 pub mod storage;
 pub mod token;
+pub mod token_check;
 pub mod tx;
 pub mod typed_data_check;
 pub mod url_check;
@@ -72,4 +73,5 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<dex_price::DexPriceRoute>();
     catalog.add::<sanctions_check::SanctionsRoute>();
     catalog.add::<url_check::UrlCheckRoute>();
+    catalog.add::<token_check::TokenCheckRoute>();
 }

@@ -5,4 +5,5 @@
 
 pub mod chain;
 pub mod ens;
+pub mod market;
 pub mod route;
