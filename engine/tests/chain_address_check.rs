@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alloy::primitives::{Address, U256};
-use alloy::sol_types::{SolCall, SolValue};
+use alloy::sol_types::SolValue;
 use common::market::{ETHER, Market, POOL_TOKENS, Pool};
 use common::route::call;
 use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};

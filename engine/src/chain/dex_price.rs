@@ -290,7 +290,7 @@ async fn read(chain: &EvmChain, request: DexPriceRequest) -> Result<DexPriceOutp
     }
     let tick_word = U256::from_be_slice(&slot0[32..64]);
     let tick = i32::try_from(alloy::primitives::I256::from_raw(tick_word)).map_err(|_| bad_pool())?;
-    let unlocked = slot0[6 * 32..7 * 32].iter().rev().next().is_some_and(|b| *b == 1);
+    let unlocked = slot0[7 * 32 - 1] == 1;
 
     let base_is_token0 = request.base < request.quote;
     let (decimals0, decimals1) =
