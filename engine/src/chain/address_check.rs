@@ -225,6 +225,20 @@ impl JsonSchema for CheckChain {
     }
 }
 
+impl CheckChain {
+    /// The configured chain, if `check` covers it (a 422 on `/chain` saying which do).
+    pub fn resolve(self, ctx: &Context, check: &str) -> Result<Arc<EvmChain>, EngineError> {
+        if !CHECKED_CHAINS.contains(&self.0.as_str()) {
+            let shown: String = self.0.chars().take(40).collect();
+            return Err(EngineError::invalid(
+                "/chain",
+                format!("/chain: {check} does not cover `{shown}`; valid chains: base, ethereum"),
+            ));
+        }
+        ctx.chains.resolve(&ChainName(self.0), "/chain")
+    }
+}
+
 /// Request of `/v1/check/address`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -489,14 +503,7 @@ impl Route for AddressCheckRoute {
     };
 
     async fn prepare(input: AddressCheckInput, ctx: &Context) -> Result<AddressCheckRequest, EngineError> {
-        if !CHECKED_CHAINS.contains(&input.chain.0.as_str()) {
-            let shown: String = input.chain.0.chars().take(40).collect();
-            return Err(EngineError::invalid(
-                "/chain",
-                format!("/chain: the address check does not cover `{shown}`; valid chains: base, ethereum"),
-            ));
-        }
-        let chain = ctx.chains.resolve(&ChainName(input.chain.0), "/chain")?;
+        let chain = input.chain.resolve(ctx, "the address check")?;
         Ok(AddressCheckRequest { chain, address: input.address.0 })
     }
 

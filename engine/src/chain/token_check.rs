@@ -25,15 +25,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::chain::address_check::{
-    self, CHECKED_CHAINS, Capabilities, CheckChain, DISCLAIMER, OWNER, ProxyDetails, Reason, ScoreRule, Severity,
-    Skipped, Verdict, rank, reason_from, rule,
+    self, Capabilities, CheckChain, DISCLAIMER, OWNER, ProxyDetails, Reason, ScoreRule, Severity, Skipped, Verdict,
+    rank, reason_from, rule,
 };
 use crate::context::Context;
 use crate::error::EngineError;
 use crate::evm::call::ViewBatch;
 use crate::evm::erc20::TOTAL_SUPPLY;
 use crate::evm::trade_sim::TradeSimulation;
-use crate::evm::{ChainName, EvmAddress, EvmChain, address_text};
+use crate::evm::{EvmAddress, EvmChain, address_text};
 use crate::output::Reply;
 use crate::price::Price;
 
@@ -205,14 +205,7 @@ impl Route for TokenCheckRoute {
     };
 
     async fn prepare(input: TokenCheckInput, ctx: &Context) -> Result<TokenCheckRequest, EngineError> {
-        if !CHECKED_CHAINS.contains(&input.chain.0.as_str()) {
-            let shown: String = input.chain.0.chars().take(40).collect();
-            return Err(EngineError::invalid(
-                "/chain",
-                format!("/chain: the token check does not cover `{shown}`; valid chains: base, ethereum"),
-            ));
-        }
-        let chain = ctx.chains.resolve(&ChainName(input.chain.0), "/chain")?;
+        let chain = input.chain.resolve(ctx, "the token check")?;
         Ok(TokenCheckRequest { chain, address: input.address.0 })
     }
 
