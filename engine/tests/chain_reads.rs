@@ -950,7 +950,7 @@ async fn standing_approvals_are_found_read_and_flagged() {
         assert_eq!(approval["allowance_raw"].as_str(), read.split_whitespace().next(), "{spender}");
         assert_eq!(approval["symbol"], "FIX");
     }
-    assert_eq!((answer["score"].as_u64(), answer["verdict"].as_str()), (Some(50), Some("high")));
+    assert_eq!((answer["risk_score"].as_u64(), answer["verdict"].as_str()), (Some(50), Some("high")));
 
     // Given pairs, no scan.
     let body = json!({"chain": "ethereum", "owner": f.sender, "tokens": [f.token], "spenders": [router, revoked]});
@@ -960,7 +960,7 @@ async fn standing_approvals_are_found_read_and_flagged() {
         (Some("pairs"), Some(2), Some(1))
     );
     assert!(answer["from_block"].is_null());
-    assert_eq!((answer["score"].as_u64(), answer["verdict"].as_str()), (Some(20), Some("caution")));
+    assert_eq!((answer["risk_score"].as_u64(), answer["verdict"].as_str()), (Some(20), Some("caution")));
     // A token that does not answer allowance() is listed as unreadable.
     let body = json!({"chain": "ethereum", "owner": f.sender, "tokens": [f.reads], "spenders": [router]});
     let answer = ok(&f.ctx, "/v1/check/approvals", body).await;

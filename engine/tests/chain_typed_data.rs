@@ -326,7 +326,7 @@ async fn fifteen_requests_are_explained_with_their_flags_and_hashed_as_wallets_s
         assert!(!answer["summary"].as_str().unwrap().is_empty(), "{name}");
         assert_eq!(answer["skipped"].as_array().unwrap().len(), 2, "{name}: no chain, two checks skipped");
         let score: u64 = answer["reasons"].as_array().unwrap().iter().map(|r| r["points"].as_u64().unwrap()).sum();
-        assert_eq!(answer["score"].as_u64(), Some(score.min(100)), "{name}");
+        assert_eq!(answer["risk_score"].as_u64(), Some(score.min(100)), "{name}");
         let verdict = match score.min(100) {
             0..20 => "low",
             20..50 => "caution",

@@ -186,7 +186,7 @@ async fn every_case_gives_its_reasons_and_verdict() {
         let points: Vec<u64> =
             answer["reasons"].as_array().unwrap().iter().map(|r| r["points"].as_u64().unwrap()).collect();
         assert!(points.windows(2).all(|w| w[0] >= w[1]), "{}: most serious first", case.url);
-        assert_eq!(answer["score"].as_u64(), Some(points.iter().sum::<u64>().min(100)), "{}", case.url);
+        assert_eq!(answer["risk_score"].as_u64(), Some(points.iter().sum::<u64>().min(100)), "{}", case.url);
         // An imitation says where the real brand is.
         let domains = answer["official_domains"].as_array().unwrap();
         assert_eq!(domains.is_empty(), case.official || case.brand.is_none(), "{}: {answer:#}", case.url);
@@ -239,7 +239,7 @@ async fn the_answer_shows_the_host_a_browser_visits() {
 
     let uk = call(&ctx, PATH, json!({"url": "https://www.bbc.co.uk/news"})).await.unwrap();
     assert_eq!(uk["registrable_domain"], "bbc.co.uk");
-    assert_eq!(uk["score"], 0);
+    assert_eq!(uk["risk_score"], 0);
     assert!(uk["list_entries"].as_u64().unwrap() >= 50);
     assert!(uk["disclaimer"].as_str().unwrap().contains("not fetched"));
 }

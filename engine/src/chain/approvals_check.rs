@@ -134,9 +134,10 @@ pub struct ApprovalsOutput {
     pub approvals: Vec<ApprovalView>,
     /// Pairs that could not be read (the token does not answer allowance()), as `token spender`.
     pub unreadable: Vec<String>,
-    /// The highest approval score.
-    pub score: u32,
-    /// `low` below 20, `caution` from 20, `high` from 50, from `score`.
+    /// The highest approval score, 0 to 100.
+    #[schemars(range(min = 0, max = 100))]
+    pub risk_score: u32,
+    /// `low` below 20, `caution` from 20, `high` from 50, from `risk_score`.
     pub verdict: Verdict,
 }
 
@@ -458,6 +459,7 @@ async fn check(request: ApprovalsRequest) -> Result<ApprovalsOutput, EngineError
     approvals.sort_by_key(|a| std::cmp::Reverse(a.score));
     let score = approvals.first().map_or(0, |a| a.score);
     let verdict = Verdict::from_score(score);
+    let risk_score = score;
     Ok(ApprovalsOutput {
         chain: chain.name().to_string(),
         owner: address_text(&owner),
@@ -468,7 +470,7 @@ async fn check(request: ApprovalsRequest) -> Result<ApprovalsOutput, EngineError
         zero,
         approvals,
         unreadable,
-        score,
+        risk_score,
         verdict,
     })
 }

@@ -231,7 +231,7 @@ pub struct TypedDataOutput {
     /// The flags raised, most serious first.
     pub reasons: Vec<Reason>,
     /// Sum of the reasons' points, capped at 100.
-    pub score: u32,
+    pub risk_score: u32,
     /// `low` below 20, `caution` from 20, `high` from 50.
     pub verdict: Verdict,
     /// Checks that need `chain` and did not run.
@@ -353,8 +353,8 @@ impl TypedDataOutput {
     }
 
     fn finish(&mut self) {
-        self.score = rank(&mut self.reasons);
-        self.verdict = Verdict::from_score(self.score);
+        self.risk_score = rank(&mut self.reasons);
+        self.verdict = Verdict::from_score(self.risk_score);
     }
 }
 
@@ -433,7 +433,7 @@ fn explain(typed: &TypedData, signing_hash: String, now: u64) -> TypedDataOutput
         deadline: None,
         fields: Vec::new(),
         reasons: Vec::new(),
-        score: 0,
+        risk_score: 0,
         verdict: Verdict::Low,
         skipped: Vec::new(),
     };

@@ -402,7 +402,7 @@ pub struct UrlCheckOutput {
     pub reasons: Vec<Reason>,
     /// Sum of the reasons' points, capped at 100.
     #[schemars(range(min = 0, max = 100))]
-    pub score: u32,
+    pub risk_score: u32,
     /// `low` below 20, `caution` from 20, `high` from 50.
     pub verdict: Verdict,
     /// Date of the bundled phishing-domain list (YYYY-MM-DD).
@@ -1220,7 +1220,7 @@ pub fn judge(request: &UrlCheckRequest) -> UrlCheckOutput {
         official,
         official_domains,
         reasons,
-        score,
+        risk_score: score,
         verdict: Verdict::from_score(score),
         list_date: LIST_DATE.to_string(),
         list_entries: list_entries() as u64,
