@@ -259,7 +259,11 @@ async fn unavailable_then_recovers(first: Arc<dyn PaymentFacilitator>, timeout: 
         }
         response = server.post(BALANCE, &balance_body(&server), &[("payment-signature", &payment)]).await;
     }
-    assert_eq!(response.status(), 200, "{what}: the released payment pays later");
+    if response.status() != 200 {
+        let status = response.status();
+        let headers = format!("{:?}", response.headers());
+        panic!("{what}: the released payment pays later, got {status} {headers} {}", response.text().await.unwrap());
+    }
     assert!(response.headers().contains_key("payment-response"));
     let (payer, payee) = server.balances().await;
     assert_eq!(balances.0 - payer, quote, "{what}");
