@@ -243,7 +243,7 @@ async fn logs_match_cast_and_decode_with_the_given_event() {
 }
 
 #[tokio::test]
-async fn a_tag_that_resolves_to_too_wide_a_range_is_refused_before_reading_logs() {
+async fn a_number_up_to_a_tag_takes_one_batch_checked_on_the_tags_block() {
     // A node whose latest block is 20,000: from_block 0 to latest is 20,001 blocks.
     let node = FakeNode::start(|r| {
         replay(r, |method| match method {
@@ -257,12 +257,46 @@ async fn a_tag_that_resolves_to_too_wide_a_range_is_refused_before_reading_logs(
     let error = err(&ctx, "/v1/chain/logs", json!({"chain": "ethereum", "from_block": 0})).await;
     assert_eq!(error.field.as_deref(), Some("/from_block"), "{error:?}");
     assert!(error.message.contains("at most 10000"), "{}", error.message);
-    assert_eq!(node.count("eth_getBlockByNumber") + node.count("batch"), 1, "one read of the tag");
-    assert_eq!(node.count("eth_getLogs"), 0);
-    // Without from_block, the last 1,000 blocks are read.
+    assert_eq!(node.count("batch"), 1, "the tag's block and the logs in one request");
+    assert_eq!(node.count("eth_getBlockByNumber") + node.count("eth_getLogs"), 0);
+
+    // Without from_block, the last 1,000 blocks are read: the tag first, then the logs.
     let answer = ok(&ctx, "/v1/chain/logs", json!({"chain": "ethereum", "to_block": "finalized"})).await;
     assert_eq!((answer["from_block"].as_u64(), answer["to_block"].as_u64()), (Some(19_001), Some(20_000)));
-    assert_eq!(node.count("eth_getLogs"), 1);
+    assert_eq!((node.count("batch"), node.count("eth_getLogs")), (2, 1));
+    // A range starting at a tag reads its tags first too.
+    let body = json!({"chain": "ethereum", "from_block": "safe", "to_block": "latest"});
+    let answer = ok(&ctx, "/v1/chain/logs", body).await;
+    assert_eq!((answer["from_block"].as_u64(), answer["to_block"].as_u64()), (Some(20_000), Some(20_000)));
+    assert_eq!((node.count("batch"), node.count("eth_getLogs")), (3, 2));
+}
+
+#[tokio::test]
+async fn logs_of_blocks_a_tag_reached_after_it_was_read_are_left_out() {
+    // `latest` is block 16 when read; the logs call already saw block 17.
+    let node = FakeNode::start(|r| {
+        replay(r, |method| {
+            let log = |block: &str, index: &str| {
+                json!({"address": EOA, "topics": [], "data": "0x", "blockNumber": block, "logIndex": index,
+                    "transactionHash": format!("0x{}", "ab".repeat(32)), "removed": false})
+            };
+            match method {
+                "eth_chainId" => json!({"result": "0x1"}),
+                "eth_getBlockByNumber" => json!({"result": {"number": "0x10", "timestamp": "0x1"}}),
+                _ => json!({"result": [log("0x10", "0x0"), log("0x11", "0x0")]}),
+            }
+        })
+    })
+    .await;
+    let ctx = context(&node.url);
+    let answer = ok(&ctx, "/v1/chain/logs", json!({"chain": "ethereum", "from_block": 1})).await;
+    assert_eq!((answer["from_block"].as_u64(), answer["to_block"].as_u64()), (Some(1), Some(16)));
+    assert_eq!(answer["count"], 1, "{answer:#}");
+    assert_eq!(answer["logs"][0]["block"], 16);
+    // Given as numbers, a log outside the range is the node's fault.
+    let error = err(&ctx, "/v1/chain/logs", json!({"chain": "ethereum", "from_block": 1, "to_block": 16})).await;
+    assert_eq!(error.kind, ErrorKind::BadUpstream, "{error:?}");
+    assert!(error.message.contains("block 17 is after the range"), "{}", error.message);
 }
 
 #[tokio::test]

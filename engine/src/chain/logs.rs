@@ -1,9 +1,10 @@
 //! `POST /v1/chain/logs`: `eth_getLogs` over a bounded block range (at most 10,000 blocks
 //! and 1,000 logs), each log decoded with the caller's event or a well-known one.
 //!
-//! Tags (`latest`, `finalized`…) are turned into numbers first, in one batch, so that the
-//! range is checked before the logs are asked for and the answer says exactly which blocks
-//! it covers; a range given as two numbers takes a single request.
+//! The answer says exactly which blocks it covers. A range of two numbers is checked before
+//! anything is asked and takes one request; a number up to a tag (`latest`, `safe`…) takes
+//! one batch, the tag's block read beside the logs; a range that starts at a tag, or takes
+//! the default start, reads its tags first (two requests).
 
 use std::sync::Arc;
 
@@ -207,21 +208,46 @@ fn check_range(from: u64, to: u64) -> Result<(), EngineError> {
 
 async fn read_logs(request: LogsRequest) -> Result<LogsOutput, EngineError> {
     let LogsRequest { chain, address, event, topics, from, to } = request;
-    let (from, to) = resolve_range(&chain, from, to).await?;
-    check_range(from, to)?;
-    let mut filter = json!({
-        "fromBlock": format!("{from:#x}"),
-        "toBlock": format!("{to:#x}"),
-        "topics": topics.iter().map(|t| match t {
-            None => Value::Null,
-            Some(list) if list.len() == 1 => Value::String(list[0].to_string()),
-            Some(list) => Value::Array(list.iter().map(|w| Value::String(w.to_string())).collect()),
-        }).collect::<Vec<_>>(),
-    });
-    if let Some(address) = &address {
-        filter["address"] = Value::String(address.text());
-    }
-    let answer: Value = chain.request("eth_getLogs", (filter,)).await?;
+    let to_was_number = to.number().is_some();
+    let filter = |from: Value, to: Value| {
+        let mut filter = json!({
+            "fromBlock": from,
+            "toBlock": to,
+            "topics": topics.iter().map(|t| match t {
+                None => Value::Null,
+                Some(list) if list.len() == 1 => Value::String(list[0].to_string()),
+                Some(list) => Value::Array(list.iter().map(|w| Value::String(w.to_string())).collect()),
+            }).collect::<Vec<_>>(),
+        });
+        if let Some(address) = &address {
+            filter["address"] = Value::String(address.text());
+        }
+        filter
+    };
+    let quantity = |n: u64| Value::String(format!("{n:#x}"));
+    let (from, to, answer) = match (from.and_then(first_number), to) {
+        // A number up to a tag (the common `from_block: N` to `latest`): the tag's block and
+        // the logs in one batch, the block asked first. The range is checked on the block's
+        // number before the logs answer is looked at; logs of blocks the tag reached between
+        // the two calls are left out below, so the answer covers exactly `from..=to`.
+        (Some(from), BlockRef::Tag(tag)) if tag != "earliest" => {
+            let mut batch = chain.client().new_batch();
+            let block: Waiter<Value> =
+                batch.add_call(BLOCK_METHOD, &(tag, false)).map_err(|e| chain.error(BLOCK_METHOD, e))?;
+            let logs: Waiter<Value> = batch
+                .add_call(LOGS_METHOD, &(filter(quantity(from), Value::String(tag.to_string())),))
+                .map_err(|e| chain.error(LOGS_METHOD, e))?;
+            batch.send().await.map_err(|e| chain.error(LOGS_METHOD, e))?;
+            let to = tag_number(&chain, tag, block.await.map_err(|e| chain.error(BLOCK_METHOD, e))?)?;
+            check_range(from, to)?;
+            (from, to, logs.await.map_err(|e| chain.error(LOGS_METHOD, e))?)
+        }
+        (_, to_ref) => {
+            let (from, to) = resolve_range(&chain, from, to_ref).await?;
+            check_range(from, to)?;
+            (from, to, chain.request(LOGS_METHOD, (filter(quantity(from), quantity(to)),)).await?)
+        }
+    };
     let bad = |why: String| {
         EngineError::new(
             ErrorKind::BadUpstream,
@@ -245,8 +271,14 @@ async fn read_logs(request: LogsRequest) -> Result<LogsOutput, EngineError> {
     let mut entries = Vec::with_capacity(items.len());
     for item in items {
         let log = logs::parse_node_log(item).map_err(bad)?;
-        if log.entry.block.is_some_and(|b| b < from || b > to) {
-            return Err(bad(format!("a log of block {:?} is outside the range asked for", log.entry.block)));
+        match log.entry.block {
+            Some(b) if b < from => return Err(bad(format!("a log of block {b} is before the range asked for"))),
+            // Only a tag can have moved past `to` (see above); a range of numbers is exact.
+            Some(b) if b > to && to_was_number => {
+                return Err(bad(format!("a log of block {b} is after the range asked for")));
+            }
+            Some(b) if b > to => continue,
+            _ => {}
         }
         entries.push(logs::decoded_entry(log, &declared));
     }
@@ -260,9 +292,32 @@ async fn read_logs(request: LogsRequest) -> Result<LogsOutput, EngineError> {
     })
 }
 
+const BLOCK_METHOD: &str = "eth_getBlockByNumber";
+const LOGS_METHOD: &str = "eth_getLogs";
+
+/// A range end given as a number (`earliest` is 0).
+fn first_number(block: BlockRef) -> Option<u64> {
+    match block {
+        BlockRef::Number(n) => Some(n),
+        BlockRef::Tag("earliest") => Some(0),
+        BlockRef::Tag(_) => None,
+    }
+}
+
+/// The number of the block a tag named, from the node's `eth_getBlockByNumber` answer.
+fn tag_number(chain: &EvmChain, tag: &str, block: Value) -> Result<u64, EngineError> {
+    block.as_object().and_then(|b| small(b, "number").ok().flatten()).ok_or_else(|| {
+        EngineError::new(
+            ErrorKind::BadUpstream,
+            "upstream_error",
+            format!("the {} RPC answered no usable `{tag}` block", chain.name()),
+        )
+    })
+}
+
 /// The range as block numbers: tags are read in one batch (`earliest` is 0).
 async fn resolve_range(chain: &EvmChain, from: Option<BlockRef>, to: BlockRef) -> Result<(u64, u64), EngineError> {
-    const METHOD: &str = "eth_getBlockByNumber";
+    const METHOD: &str = BLOCK_METHOD;
     let wanted: Vec<&'static str> = [from, Some(to)]
         .into_iter()
         .flatten()
@@ -284,14 +339,7 @@ async fn resolve_range(chain: &EvmChain, from: Option<BlockRef>, to: BlockRef) -
         batch.send().await.map_err(|e| chain.error(METHOD, e))?;
         for (tag, waiter) in waiters {
             let block = waiter.await.map_err(|e| chain.error(METHOD, e))?;
-            let number = block.as_object().and_then(|b| small(b, "number").ok().flatten()).ok_or_else(|| {
-                EngineError::new(
-                    ErrorKind::BadUpstream,
-                    "upstream_error",
-                    format!("the {} RPC answered no usable `{tag}` block", chain.name()),
-                )
-            })?;
-            numbers.push((tag, number));
+            numbers.push((tag, tag_number(chain, tag, block)?));
         }
     }
     let number = |b: BlockRef| match b {

@@ -5,11 +5,14 @@
 //! also shows how many JSON-RPC HTTP requests each answer took: a JSON-RPC batch is one
 //! request. The token route must take exactly one (`../shared/spec/routebook.md`: one round trip).
 //!
-//! xtask has no HTTP client, so each Paperchain call is a `curl` child timed whole, as the
-//! other groups time their children; `cast` is a child per question too.
+//! Each Paperchain call is one HTTP/1.1 request on a new connection, sent from xtask's own
+//! process and timed until the whole answer is read: what an agent or an app talking to the
+//! local server waits for. `cast` is a child process per question, timed whole: what its user
+//! waits for. A `curl` child's own start, measured on `/healthz`, is printed beside the table
+//! for whoever calls the server from a shell.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,8 +34,9 @@ const TOKEN_CONSTRUCTOR: &str = "constructor(string,string,uint8,uint256)";
 const TOKEN_ARGS: [&str; 4] = ["Fixture Token", "FIX", "18", "1000000000000000000000000"];
 /// Said under the table.
 const NOTES: &[&str] = &[
-    "Paperchain: one `curl` child per call to a warm `paperchain serve` (xtask has no HTTP client), timed whole; \
-     cast: the `cast` children for the same question, one after another, timed whole.",
+    "Paperchain: one HTTP/1.1 request per call on a new connection to a warm `paperchain serve`, sent by the \
+     bench's own process and timed until the answer is read; cast: the `cast` children for the same question, \
+     one after another, timed whole.",
     "token: cast has no one-shot token info; its side is `cast erc20 name`, `symbol`, `decimals` and \
      `total-supply`, four processes and four requests.",
     "tx: cast's side is `cast tx` and `cast receipt` (status and fees need both).",
@@ -77,6 +81,8 @@ pub(super) struct Row {
 pub(super) struct Report {
     rows: Vec<Row>,
     runs: u32,
+    /// Median wall time of a `curl` child asking the server's `/healthz`.
+    curl: Outcome,
 }
 
 pub(super) fn measure(paperchain: &Path, tools: &Path, runs: u32, dir: &Path) -> anyhow::Result<Report> {
@@ -113,9 +119,10 @@ pub(super) fn measure(paperchain: &Path, tools: &Path, runs: u32, dir: &Path) ->
     let cases = cases(owner, receiver, &token, &tx);
     let mut rows = Vec::new();
     for case in &cases {
-        rows.push(measure_case(case, runs, &server.url, &Cast { program: &cast, url: &chain }, &proxy));
+        rows.push(measure_case(case, runs, &server, &Cast { program: &cast, url: &chain }, &proxy));
     }
-    Ok(Report { rows, runs })
+    let curl = curl_floor(&server, runs);
+    Ok(Report { rows, runs, curl })
 }
 
 fn cases(owner: &str, receiver: &str, token: &str, tx: &str) -> Vec<Case> {
@@ -322,12 +329,25 @@ struct Cast<'a> {
     url: &'a str,
 }
 
-fn measure_case(case: &Case, runs: u32, server: &str, cast: &Cast, proxy: &Proxy) -> Row {
+/// How long a `curl` child takes for the cheapest answer the server gives: what calling it
+/// from a shell adds to every figure in the table.
+fn curl_floor(server: &Server, runs: u32) -> Outcome {
+    let health =
+        Cmd::new("curl").args(["-sSf", "--noproxy", "*", "-o", "/dev/null"]).arg(format!("{}/healthz", server.url));
+    let mut times = Vec::new();
+    for run in 0..=runs {
+        let start = Instant::now();
+        health.clone().quiet().run().map_err(|e| format!("{e:#}"))?;
+        if run > 0 {
+            times.push(start.elapsed());
+        }
+    }
+    Ok(Timing::of(&times, None, 0))
+}
+
+fn measure_case(case: &Case, runs: u32, server: &Server, cast: &Cast, proxy: &Proxy) -> Row {
     println!("bench: chain: {}", case.route);
-    let url = format!("{server}/v1/chain/{}", case.route);
-    let curl = Cmd::new("curl")
-        .args(["-sS", "--noproxy", "*", "--fail-with-body", "-H", "content-type: application/json"])
-        .args(["--data-binary", &case.body, &url]);
+    let path = format!("/v1/chain/{}", case.route);
     let mut times: [Result<Vec<Duration>, String>; 2] = [Ok(Vec::new()), Ok(Vec::new())];
     let mut counts = [Counts::default(), Counts::default()];
     // None until both sides have answered once; the first disagreement stays.
@@ -336,21 +356,21 @@ fn measure_case(case: &Case, runs: u32, server: &str, cast: &Cast, proxy: &Proxy
         let mut answers: [Option<Vec<String>>; 2] = [None, None];
         for side in 0..2 {
             let Ok(so_far) = &mut times[side] else { continue };
-            let commands: Vec<Cmd> = if side == 0 {
-                vec![curl.clone()]
-            } else {
-                case.cast
-                    .iter()
-                    .map(|args| {
-                        // Last, after the positional arguments: `erc20 name` takes it there too.
-                        Cmd::new(cast.program).env("NO_PROXY", "127.0.0.1").args(args).args(["--rpc-url", cast.url])
-                    })
-                    .collect()
-            };
+            let commands: Vec<Cmd> = case
+                .cast
+                .iter()
+                .map(|args| {
+                    // Last, after the positional arguments: `erc20 name` takes it there too.
+                    Cmd::new(cast.program).env("NO_PROXY", "127.0.0.1").args(args).args(["--rpc-url", cast.url])
+                })
+                .collect();
             let before = proxy.snapshot();
             let start = Instant::now();
-            let outputs: anyhow::Result<Vec<String>> =
-                commands.into_iter().map(|cmd| if run == 0 { cmd } else { cmd.quiet() }.read()).collect();
+            let outputs: anyhow::Result<Vec<String>> = if side == 0 {
+                post_json(server.addr, &path, &case.body).map(|answer| vec![answer])
+            } else {
+                commands.into_iter().map(|cmd| if run == 0 { cmd } else { cmd.quiet() }.read()).collect()
+            };
             let elapsed = start.elapsed();
             let after = proxy.snapshot();
             let name = if side == 0 { "paperchain" } else { "cast" };
@@ -452,6 +472,15 @@ impl Report {
         );
         for note in NOTES {
             println!("Note: {note}");
+        }
+        match &self.curl {
+            Ok(t) => println!(
+                "Note: from a shell, a `curl` child adds its own start to every Paperchain figure: {:.1} ms median \
+                 ({:.1} min) for the server's `/healthz` here.",
+                t.median.as_secs_f64() * 1e3,
+                t.min.as_secs_f64() * 1e3
+            ),
+            Err(e) => println!("Note: curl on `/healthz` failed: {e}"),
         }
         for row in &self.rows {
             let methods = |counts: &Counts| counts.methods.join(", ");
@@ -575,6 +604,7 @@ impl Drop for Killed {
 struct Server {
     _child: Killed,
     url: String,
+    addr: SocketAddr,
 }
 
 impl Server {
@@ -612,7 +642,7 @@ impl Server {
             ensure!(start.elapsed() < Duration::from_secs(30), "paperchain serve did not answer at {url} in 30 s");
             std::thread::sleep(Duration::from_millis(50));
         }
-        Ok(Server { _child: child, url })
+        Ok(Server { _child: child, url, addr: listen.parse()? })
     }
 }
 
@@ -705,6 +735,49 @@ fn relay(client: TcpStream, upstream: u16, count: impl Fn(&[u8])) -> anyhow::Res
     Ok(())
 }
 
+/// POSTs a JSON body on a new connection and reads the whole answer, which must be a 200.
+fn post_json(server: SocketAddr, path: &str, body: &str) -> anyhow::Result<String> {
+    let stream = TcpStream::connect(server).with_context(|| format!("connecting to {server}"))?;
+    stream.set_nodelay(true)?;
+    let mut writer = stream.try_clone()?;
+    write!(
+        writer,
+        "POST {path} HTTP/1.1\r\nHost: {server}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    let answer = read_message(&mut BufReader::new(stream))?.context("the server closed the connection unanswered")?;
+    let head = String::from_utf8_lossy(&answer.head);
+    let chunked = head.lines().any(|l| {
+        l.split_once(':').is_some_and(|(name, value)| {
+            name.eq_ignore_ascii_case("transfer-encoding") && value.trim().eq_ignore_ascii_case("chunked")
+        })
+    });
+    let body = if chunked { dechunk(&answer.body)? } else { answer.body };
+    let body = String::from_utf8(body).context("the answer is not UTF-8")?;
+    let status = head.split_whitespace().nth(1).unwrap_or_default();
+    ensure!(status == "200", "POST {path} answered {status}: {body}");
+    Ok(body)
+}
+
+/// The data of a chunked body as `read_message` keeps it (sizes, data and trailers).
+fn dechunk(mut framed: &[u8]) -> anyhow::Result<Vec<u8>> {
+    let mut data = Vec::new();
+    loop {
+        let end = framed.windows(2).position(|w| w == b"\r\n").context("a chunk size without its line end")?;
+        let size = String::from_utf8_lossy(&framed[..end]);
+        let size = size.trim().split(';').next().unwrap_or("");
+        let size = usize::from_str_radix(size, 16).with_context(|| format!("a bad chunk size {size:?}"))?;
+        framed = &framed[end + 2..];
+        if size == 0 {
+            return Ok(data);
+        }
+        ensure!(framed.len() >= size + 2, "a chunk shorter than its size");
+        data.extend_from_slice(&framed[..size]);
+        framed = &framed[size + 2..];
+    }
+}
+
 /// An HTTP/1.1 message as it was read: the head through its blank line, and the body (a
 /// chunked body keeps its framing).
 struct Message {
@@ -772,6 +845,13 @@ fn read_message(reader: &mut impl BufRead) -> anyhow::Result<Option<Message>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dechunks_bodies() {
+        let framed = b"4\r\nWiki\r\n6;ext=1\r\npedia \r\n0\r\nTrailer: x\r\n\r\n";
+        assert_eq!(dechunk(framed).unwrap(), b"Wikipedia ");
+        assert!(dechunk(b"9\r\nshort\r\n").is_err());
+    }
 
     #[test]
     fn reads_json_fields() {
