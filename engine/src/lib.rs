@@ -22,6 +22,7 @@ pub mod error;
 pub mod evm;
 pub mod fetch;
 pub mod input;
+pub mod office;
 pub mod output;
 pub mod pages;
 pub mod pdf;

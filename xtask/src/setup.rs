@@ -36,11 +36,18 @@ pub const DEBIAN_PACKAGES: &[DebianPackage] = &[
 ];
 
 /// Python packages pip-installs into the tools venv (`$PAPERCHAIN_TOOLS`).
-pub const PYTHON_TOOLS: &[PythonTool] = &[PythonTool {
-    requirement: "openapi-spec-validator",
-    probe: &["openapi-spec-validator", "--version"],
-    why: "validates the generated OpenAPI document in tests",
-}];
+pub const PYTHON_TOOLS: &[PythonTool] = &[
+    PythonTool {
+        requirement: "openapi-spec-validator",
+        probe: &["openapi-spec-validator", "--version"],
+        why: "validates the generated OpenAPI document in tests",
+    },
+    PythonTool {
+        requirement: "openpyxl==3.1.5",
+        probe: &["python", "-c", "import openpyxl"],
+        why: "reads back the workbooks of /v1/docs/xlsx-build and checks /v1/docs/xlsx-to-json in tests and the bench",
+    },
+];
 
 /// Native libraries taken out of PyPI wheels into `$PAPERCHAIN_TOOLS`.
 pub const WHEEL_LIBRARIES: &[WheelLibrary] = &[WheelLibrary {

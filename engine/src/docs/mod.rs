@@ -30,6 +30,8 @@ pub mod split;
 pub mod to_images;
 pub mod unlock;
 pub mod watermark;
+pub mod xlsx_build;
+pub mod xlsx_to_json;
 
 /// Adds every document route to the catalog.
 pub fn register(catalog: &mut Catalog) {
@@ -59,6 +61,8 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<from_images::FromImagesRoute>();
     catalog.add::<compress::CompressRoute>();
     catalog.add::<pipeline::PipelineRoute>();
+    catalog.add::<xlsx_to_json::XlsxToJsonRoute>();
+    catalog.add::<xlsx_build::XlsxBuildRoute>();
 }
 
 /// The operations `/v1/pdf/pipeline` chains, by their `op` (the route's last path segment).
@@ -92,3 +96,7 @@ pub const PAGE_EDIT_PRICE_RULE: &str =
 pub fn page_edit_price(pages: u32) -> Price {
     Price::tiered(Price::micros(2_000), 50, Price::micros(20), pages as u64)
 }
+
+/// The builders' price rule in words (`../shared/spec/routebook.md` §4: fill-template,
+/// pptx-build, xlsx-build, xlsx-to-json).
+pub const BUILDER_PRICE_RULE: &str = "flat";

@@ -1,0 +1,5 @@
+//! Office Open XML files (XLSX, DOCX, PPTX): the gate every package passes and the readers
+//! behind it. Nothing here knows about routes.
+
+pub mod package;
+pub mod workbook;

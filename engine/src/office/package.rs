@@ -1,0 +1,245 @@
+//! The gate every Office Open XML input (DOCX, XLSX, PPTX) passes before a reader sees it.
+//!
+//! An OOXML file is a ZIP of XML parts. Its declared sizes can lie, so every member is
+//! inflated once here, counting bytes as they come out, and the file is refused as soon as
+//! a member or the whole expands past fixed sizes or ratios (a zip bomb), never after the
+//! memory is spent. XML parts are scanned for a document type declaration: OOXML parts
+//! have none, and one is how an entity-expansion bomb ("billion laughs") starts. The
+//! readers behind this gate (calamine's quick-xml among them) do not expand entities
+//! either; the gate makes the refusal explicit and the same for every route.
+
+use std::io::{Cursor, Read};
+
+use crate::error::{EngineError, ErrorKind};
+
+/// Most members a package may have: real ones have tens to a few thousand.
+pub const MAX_MEMBERS: usize = 20_000;
+/// Largest size one member may inflate to.
+pub const MAX_MEMBER_BYTES: u64 = 512 * 1024 * 1024;
+/// Largest size all members together may inflate to.
+pub const MAX_TOTAL_BYTES: u64 = 1024 * 1024 * 1024;
+/// Highest inflated/compressed ratio a member past [`RATIO_FLOOR`] bytes may have. XML
+/// compresses well (20–60× for repetitive sheets), bombs go past 1,000×.
+pub const MAX_RATIO: u64 = 200;
+/// Below this inflated size a member's ratio is not judged (a few KiB of zeros is fine).
+pub const RATIO_FLOOR: u64 = 4 * 1024 * 1024;
+
+/// What kind of Office Open XML document a package is, by its main part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `xl/workbook.xml`: a workbook (.xlsx, .xlsm).
+    Workbook,
+    /// `word/document.xml`: a Word document (.docx).
+    WordDocument,
+    /// `ppt/presentation.xml`: a presentation (.pptx).
+    Presentation,
+}
+
+impl Kind {
+    /// What a person calls it.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Kind::Workbook => "an Excel workbook (.xlsx)",
+            Kind::WordDocument => "a Word document (.docx)",
+            Kind::Presentation => "a PowerPoint presentation (.pptx)",
+        }
+    }
+
+    fn main_part(self) -> &'static str {
+        match self {
+            Kind::Workbook => "xl/workbook.xml",
+            Kind::WordDocument => "word/document.xml",
+            Kind::Presentation => "ppt/presentation.xml",
+        }
+    }
+}
+
+/// What the gate learned about a package that passed it.
+#[derive(Debug)]
+pub struct Checked {
+    /// The kind of document.
+    pub kind: Kind,
+    /// The sizes of all members, inflated.
+    pub inflated_bytes: u64,
+    /// The members' names, in archive order.
+    pub members: Vec<String>,
+}
+
+/// Checks `bytes` as an OOXML package that must be `want`; errors name `field`.
+pub fn check(bytes: &[u8], want: Kind, field: &str) -> Result<Checked, EngineError> {
+    if bytes.starts_with(&[0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1]) {
+        return Err(EngineError::invalid_with(
+            "not_an_office_file",
+            field,
+            format!(
+                "{field}: this is an OLE2 compound file: a legacy binary file (.xls, .doc, .ppt) or a password-protected \
+                 Office file; save it unprotected in the Office Open XML format ({})",
+                want.noun()
+            ),
+        ));
+    }
+    if !bytes.starts_with(b"PK") {
+        return Err(not_ooxml(field, want));
+    }
+    let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| damaged(field, &e.to_string()))?;
+    if archive.len() > MAX_MEMBERS {
+        return Err(bomb(field, format!("it has {} members, more than the {MAX_MEMBERS} allowed", archive.len())));
+    }
+    let mut members = Vec::with_capacity(archive.len());
+    let mut total = 0u64;
+    let mut buffer = vec![0u8; 64 * 1024];
+    for index in 0..archive.len() {
+        let mut member = archive.by_index(index).map_err(|e| damaged(field, &e.to_string()))?;
+        let name = member.name().map_err(|e| damaged(field, &e.to_string()))?.into_owned();
+        if member.is_dir() {
+            members.push(name);
+            continue;
+        }
+        let compressed = member.compressed_size().max(1);
+        let scan_xml = is_xml_part(&name);
+        // The last bytes of the previous chunk, so a declaration split across chunks is seen.
+        let mut tail: Vec<u8> = Vec::new();
+        let mut inflated = 0u64;
+        loop {
+            let read = match member.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) => return Err(damaged(field, &format!("member {name}: {e}"))),
+            };
+            inflated += read as u64;
+            total += read as u64;
+            if inflated > MAX_MEMBER_BYTES {
+                return Err(bomb(field, format!("member {name} inflates past {} MiB", MAX_MEMBER_BYTES >> 20)));
+            }
+            if total > MAX_TOTAL_BYTES {
+                return Err(bomb(field, format!("its members inflate past {} MiB together", MAX_TOTAL_BYTES >> 20)));
+            }
+            if inflated > RATIO_FLOOR && inflated / compressed > MAX_RATIO {
+                return Err(bomb(
+                    field,
+                    format!("member {name} inflates more than {MAX_RATIO} times its stored size of {compressed} bytes"),
+                ));
+            }
+            if scan_xml {
+                tail.extend_from_slice(&buffer[..read]);
+                if has_doctype(&tail) {
+                    return Err(EngineError::invalid_with(
+                        "xml_doctype",
+                        field,
+                        format!(
+                            "{field}: part {name} declares a document type (<!DOCTYPE>); Office Open XML parts have \
+                             none, and entity declarations there are how XML entity bombs work"
+                        ),
+                    ));
+                }
+                let keep = tail.len().min(DOCTYPE.len() - 1);
+                tail.drain(..tail.len() - keep);
+            }
+        }
+        members.push(name);
+    }
+    let kind = [Kind::Workbook, Kind::WordDocument, Kind::Presentation]
+        .into_iter()
+        .find(|kind| members.iter().any(|m| m == kind.main_part()));
+    match kind {
+        Some(kind) if kind == want => Ok(Checked { kind, inflated_bytes: total, members }),
+        Some(other) => Err(EngineError::invalid_with(
+            "not_an_office_file",
+            field,
+            format!("{field}: this is {}, and this route takes {}", other.noun(), want.noun()),
+        )),
+        None => Err(not_ooxml(field, want)),
+    }
+}
+
+const DOCTYPE: &[u8] = b"<!DOCTYPE";
+
+fn has_doctype(text: &[u8]) -> bool {
+    text.windows(DOCTYPE.len()).any(|w| w == DOCTYPE)
+}
+
+fn is_xml_part(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.ends_with(".xml") || lower.ends_with(".rels") || lower.ends_with(".vml")
+}
+
+fn not_ooxml(field: &str, want: Kind) -> EngineError {
+    EngineError::invalid_with(
+        "not_an_office_file",
+        field,
+        format!("{field}: this is not {} (an Office Open XML package)", want.noun()),
+    )
+}
+
+fn damaged(field: &str, why: &str) -> EngineError {
+    EngineError::invalid_with(
+        "damaged_office_file",
+        field,
+        format!("{field}: the file's ZIP structure is damaged: {why}"),
+    )
+}
+
+fn bomb(field: &str, why: String) -> EngineError {
+    EngineError::new(ErrorKind::TooLarge, "decompression_bomb", format!("{field}: refused, {why}")).at(field)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    fn package(members: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        for (name, body) in members {
+            writer.start_file(*name, options).unwrap();
+            writer.write_all(body).unwrap();
+        }
+        writer.finish().unwrap().into_inner()
+    }
+
+    #[test]
+    fn a_workbook_passes_and_other_kinds_are_named() {
+        let book = package(&[("[Content_Types].xml", b"<Types/>"), ("xl/workbook.xml", b"<workbook/>")]);
+        let checked = check(&book, Kind::Workbook, "/file").unwrap();
+        assert_eq!(checked.kind, Kind::Workbook);
+        assert_eq!(checked.inflated_bytes, 19);
+        let doc = package(&[("word/document.xml", b"<document/>")]);
+        let error = check(&doc, Kind::Workbook, "/file").unwrap_err();
+        assert_eq!(error.code, "not_an_office_file");
+        assert!(error.message.contains("Word document"), "{}", error.message);
+        let error = check(b"%PDF-1.7", Kind::Workbook, "/file").unwrap_err();
+        assert_eq!((error.code.as_ref(), error.field.as_deref()), ("not_an_office_file", Some("/file")));
+    }
+
+    #[test]
+    fn a_doctype_split_across_chunks_is_found() {
+        let mut body = vec![b' '; 64 * 1024 - 4];
+        body.extend_from_slice(b"<!DOCTYPE lolz [<!ENTITY lol \"lol\">]>");
+        let book = package(&[("xl/workbook.xml", b"<workbook/>"), ("xl/sharedStrings.xml", &body)]);
+        let error = check(&book, Kind::Workbook, "/file").unwrap_err();
+        assert_eq!(error.code, "xml_doctype");
+        assert!(error.message.contains("xl/sharedStrings.xml"), "{}", error.message);
+    }
+
+    #[test]
+    fn a_member_inflating_far_past_its_size_is_refused_as_it_inflates() {
+        let zeros = vec![0u8; 64 * 1024 * 1024];
+        let book = package(&[("xl/workbook.xml", b"<workbook/>"), ("xl/worksheets/sheet1.xml", &zeros)]);
+        assert!(book.len() < 200 * 1024, "{} bytes", book.len());
+        let error = check(&book, Kind::Workbook, "/file").unwrap_err();
+        assert_eq!((error.kind, error.code.as_ref()), (ErrorKind::TooLarge, "decompression_bomb"));
+        assert!(error.message.contains("sheet1.xml"), "{}", error.message);
+    }
+
+    #[test]
+    fn legacy_and_encrypted_files_are_told_apart_from_garbage() {
+        let mut ole = vec![0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1];
+        ole.extend_from_slice(&[0; 512]);
+        let error = check(&ole, Kind::Workbook, "/file").unwrap_err();
+        assert!(error.message.contains("password-protected"), "{}", error.message);
+        let error = check(b"PK\x03\x04 not really", Kind::Workbook, "/file").unwrap_err();
+        assert_eq!(error.code, "damaged_office_file");
+    }
+}
