@@ -165,7 +165,7 @@ async fn expect(server: &Server, path: &str, body: &Value, status: u16, code: &s
 }
 
 /// Routes whose inputs are not a PDF, with their own bad-input test below.
-const NOT_PDF_INPUT: &[&str] = &["/v1/pdf/from-images"];
+const NOT_PDF_INPUT: &[&str] = &["/v1/pdf/from-images", "/v1/docs/xlsx-to-json", "/v1/docs/xlsx-build"];
 
 #[test]
 fn the_matrix_covers_every_document_route() {
@@ -377,4 +377,49 @@ async fn from_images_answers_every_bad_input_with_the_field() {
     expect(&server, path, &json!({ "images": [image], "page_size": "A5" }), 422, "invalid_input", Some("/page_size"))
         .await;
     expect(&server, path, &json!({ "images": [5] }), 422, "invalid_input", Some("/images/0")).await;
+}
+
+#[tokio::test]
+async fn spreadsheet_routes_answer_every_bad_input_with_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let build = "/v1/docs/xlsx-build";
+    let sheet = json!({ "name": "S", "columns": [{ "name": "n", "type": "integer" }], "rows": [[1], [2]] });
+    let response = server.post(build, &json!({ "sheets": [sheet] })).await;
+    assert_eq!(response.status(), 200);
+    let book = response.bytes().await.unwrap();
+    assert!(book.starts_with(b"PK"), "an xlsx comes back");
+
+    expect(&server, build, &json!({}), 422, "invalid_input", Some("/sheets")).await;
+    expect(&server, build, &json!({ "sheets": [] }), 422, "invalid_input", Some("/sheets")).await;
+    expect(&server, build, &json!({ "sheets": [sheet], "bogus": 1 }), 422, "unknown_field", Some("/bogus")).await;
+    let mut wrong = sheet.clone();
+    wrong["rows"] = json!([[1], [2], [3], ["four"]]);
+    expect(&server, build, &json!({ "sheets": [wrong] }), 422, "invalid_input", Some("/sheets/0/rows/3/0")).await;
+    let mut short = sheet.clone();
+    short["rows"] = json!([[1, 2]]);
+    expect(&server, build, &json!({ "sheets": [short] }), 422, "invalid_input", Some("/sheets/0/rows/0")).await;
+    let mut kind = sheet.clone();
+    kind["columns"][0]["type"] = json!("money");
+    expect(&server, build, &json!({ "sheets": [kind] }), 422, "invalid_input", Some("/sheets/0/columns/0/type")).await;
+    let mut named = sheet.clone();
+    named["name"] = json!("a:b");
+    expect(&server, build, &json!({ "sheets": [named] }), 422, "invalid_input", Some("/sheets/0/name")).await;
+
+    let read = "/v1/docs/xlsx-to-json";
+    let file = json!({ "data": b64(&book), "filename": "book.xlsx" });
+    let (status, answer) = server.post_json(read, &json!({ "file": file })).await;
+    assert_eq!((status, &answer["sheets"][0]["rows"]), (200, &json!([{ "n": 1 }, { "n": 2 }])), "{answer}");
+    expect(&server, read, &json!({}), 422, "invalid_input", Some("/file")).await;
+    expect(&server, read, &json!({ "file": file, "bogus": 1 }), 422, "unknown_field", Some("/bogus")).await;
+    expect(&server, read, &json!({ "file": { "data": "" } }), 422, "empty_file", Some("/file")).await;
+    expect(&server, read, &json!({ "file": { "data": "%%%" } }), 422, "invalid_base64", Some("/file/data")).await;
+    let pdf = json!({ "data": b64(b"%PDF-1.7 not a workbook") });
+    expect(&server, read, &json!({ "file": pdf }), 422, "not_an_office_file", Some("/file")).await;
+    let cut = json!({ "data": b64(&book[..book.len() / 2]) });
+    expect(&server, read, &json!({ "file": cut }), 422, "damaged_office_file", Some("/file")).await;
+    expect(&server, read, &json!({ "file": file, "sheets": ["T"] }), 422, "unknown_sheet", Some("/sheets/0")).await;
+    expect(&server, read, &json!({ "file": file, "header_row": -1 }), 422, "invalid_input", Some("/header_row")).await;
+    let blocked = json!({ "url": format!("http://{}/a.xlsx", server.addr) });
+    expect(&server, read, &json!({ "file": blocked }), 422, "blocked_target", Some("/file/url")).await;
 }

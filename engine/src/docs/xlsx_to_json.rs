@@ -302,7 +302,7 @@ fn sheet_json(sheet: &Sheet, header_row: u32) -> SheetJson {
 
 fn json_value(value: &Value) -> serde_json::Value {
     match value {
-        Value::Number(n) if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 => {
+        Value::Number(n) if n.fract() == 0.0 && n.abs() <= 9.007_199_254_740_992e15 => {
             serde_json::Value::Number(Number::from(*n as i64))
         }
         Value::Number(n) => Number::from_f64(*n).map_or(serde_json::Value::Null, serde_json::Value::Number),

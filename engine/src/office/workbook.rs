@@ -49,7 +49,7 @@ impl Value {
 /// a fraction (`3`, not `3.0`), very large and very small ones with an exponent (`1e300`).
 pub fn number_text(n: f64) -> String {
     let magnitude = n.abs();
-    if n.fract() == 0.0 && magnitude < 9.007_199_254_740_992e15 {
+    if n.fract() == 0.0 && magnitude <= 9.007_199_254_740_992e15 {
         format!("{}", n as i64)
     } else if magnitude >= 1e16 || (magnitude < 1e-6 && magnitude > 0.0) {
         format!("{n:e}")

@@ -1,7 +1,7 @@
 //! Calling a route as the front doors do, with every JSON answer checked against the
 //! route's published output schema.
 
-use paperchain_engine::{Catalog, Context, EngineError, Reply};
+use paperchain_engine::{Catalog, Context, EngineError, FileSet, Reply};
 use serde_json::Value;
 
 /// The output schema `path` publishes, its definitions inlined (draft 2020-12).
@@ -33,5 +33,15 @@ pub async fn call(ctx: &Context, path: &str, body: Value) -> Result<Value, Engin
             Ok(answer)
         }
         Reply::Files(_) => panic!("{path} answered files"),
+    }
+}
+
+/// Runs route `path` on `body`, which must answer files.
+pub async fn call_files(ctx: &Context, path: &str, body: Value) -> Result<FileSet, EngineError> {
+    let catalog = Catalog::standard();
+    let entry = catalog.by_path(path).unwrap_or_else(|| panic!("{path} is not registered"));
+    match entry.call(body.to_string().as_bytes(), ctx).await? {
+        Reply::Files(files) => Ok(files),
+        Reply::Json(answer) => panic!("{path} answered JSON: {answer}"),
     }
 }
