@@ -165,7 +165,7 @@ async fn expect(server: &Server, path: &str, body: &Value, status: u16, code: &s
 }
 
 /// Routes whose inputs are not a PDF, with their own bad-input test below.
-const NOT_PDF_INPUT: &[&str] = &["/v1/pdf/from-images", "/v1/docs/xlsx-to-json", "/v1/docs/xlsx-build"];
+const NOT_PDF_INPUT: &[&str] = &["/v1/pdf/from-images", "/v1/docs/xlsx-to-json", "/v1/docs/xlsx-build", "/v1/pdf"];
 
 #[test]
 fn the_matrix_covers_every_document_route() {
@@ -422,4 +422,28 @@ async fn spreadsheet_routes_answer_every_bad_input_with_the_field() {
     expect(&server, read, &json!({ "file": file, "header_row": -1 }), 422, "invalid_input", Some("/header_row")).await;
     let blocked = json!({ "url": format!("http://{}/a.xlsx", server.addr) });
     expect(&server, read, &json!({ "file": blocked }), 422, "blocked_target", Some("/file/url")).await;
+}
+
+#[tokio::test]
+async fn the_pdf_url_route_answers_every_bad_input_with_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let path = "/v1/pdf";
+    expect(&server, path, &json!({}), 422, "invalid_input", Some("/url")).await;
+    expect(&server, path, &json!({ "url": 5 }), 422, "invalid_input", Some("/url")).await;
+    expect(&server, path, &json!({ "url": "" }), 422, "invalid_input", Some("/url")).await;
+    expect(
+        &server,
+        path,
+        &json!({ "url": "https://example.com/a.pdf", "bogus": 1 }),
+        422,
+        "unknown_field",
+        Some("/bogus"),
+    )
+    .await;
+    expect(&server, path, &json!({ "url": "file:///etc/passwd" }), 422, "invalid_input", Some("/url")).await;
+    let own = json!({ "url": format!("http://{}/a.pdf", server.addr) });
+    expect(&server, path, &own, 422, "blocked_target", Some("/url")).await;
+    let metadata = json!({ "url": "http://169.254.169.254/latest/meta-data/" });
+    expect(&server, path, &metadata, 422, "blocked_target", Some("/url")).await;
 }

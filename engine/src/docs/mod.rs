@@ -17,6 +17,7 @@ pub mod merge;
 pub mod metadata;
 pub mod outline;
 pub mod page_numbers;
+pub mod pdf_text;
 pub mod pipeline;
 pub mod protect;
 pub mod rasterize;
@@ -63,6 +64,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<pipeline::PipelineRoute>();
     catalog.add::<xlsx_to_json::XlsxToJsonRoute>();
     catalog.add::<xlsx_build::XlsxBuildRoute>();
+    catalog.add::<pdf_text::PdfTextRoute>();
 }
 
 /// The operations `/v1/pdf/pipeline` chains, by their `op` (the route's last path segment).

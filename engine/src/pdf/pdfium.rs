@@ -258,6 +258,46 @@ fn bgr_rows_to_rgb(raw: &[u8], width: usize, height: usize) -> Option<Vec<u8>> {
     (rgb.len() == row * height).then_some(rgb)
 }
 
+/// The text of every page, in pdfium's reading of each page's text objects (lines end in
+/// `\n`); errors name `field`. At most `max_pages` pages are read.
+pub fn page_texts(bytes: &[u8], password: Option<&str>, field: &str) -> Result<Vec<String>, EngineError> {
+    let pdfium = library()?;
+    let doc = pdfium.load_pdf_from_byte_slice(bytes, password).map_err(|e| open_error(&e, field, password))?;
+    let mut texts = Vec::with_capacity(doc.pages().len() as usize);
+    for (index, page) in doc.pages().iter().enumerate() {
+        let text = page.text().map_err(|e| {
+            EngineError::invalid_with(
+                "damaged_pdf",
+                field,
+                format!("{field}: the text of page {} cannot be read ({e:?})", index + 1),
+            )
+        })?;
+        texts.push(tidy_text(&text.all()));
+    }
+    Ok(texts)
+}
+
+/// pdfium's page text in one convention: `\n` line ends (it writes CR LF), no NULs or
+/// trailing blanks, at most one empty line in a row (glyphs a font cannot map to Unicode
+/// come out as blanks), no empty lines around the page.
+fn tidy_text(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut blank_run = 0;
+    for line in raw.replace("\r\n", "\n").replace('\r', "\n").replace('\0', "").lines() {
+        let line = line.trim_end();
+        if line.trim().is_empty() {
+            blank_run += 1;
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(if blank_run > 0 { "\n\n" } else { "\n" });
+        }
+        blank_run = 0;
+        out.push_str(line);
+    }
+    out
+}
+
 fn open_error(e: &PdfiumError, field: &str, password: Option<&str>) -> EngineError {
     match e {
         PdfiumError::PdfiumLibraryInternalError(PdfiumInternalError::PasswordError) => match password {
@@ -366,6 +406,15 @@ pub(crate) mod tests {
     fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
         let vars: Vec<(String, OsString)> = vars.iter().map(|(k, v)| (k.to_string(), OsString::from(v))).collect();
         move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn page_text_is_tidied_to_one_line_convention() {
+        assert_eq!(
+            tidy_text("\r\n  \r\nTitle  \r\nline\0 two\r\n \r\n\r\n \r\nnext\r\n\r\n"),
+            "Title\nline two\n\nnext"
+        );
+        assert_eq!(tidy_text(" \n \n"), "");
     }
 
     #[test]
