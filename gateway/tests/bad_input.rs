@@ -165,7 +165,8 @@ async fn expect(server: &Server, path: &str, body: &Value, status: u16, code: &s
 }
 
 /// Routes whose inputs are not a PDF, with their own bad-input test below.
-const NOT_PDF_INPUT: &[&str] = &["/v1/pdf/from-images", "/v1/docs/xlsx-to-json", "/v1/docs/xlsx-build", "/v1/pdf"];
+const NOT_PDF_INPUT: &[&str] =
+    &["/v1/pdf/from-images", "/v1/docs/xlsx-to-json", "/v1/docs/xlsx-build", "/v1/pdf", "/v1/docs/pptx-build"];
 
 #[test]
 fn the_matrix_covers_every_document_route() {
@@ -446,4 +447,32 @@ async fn the_pdf_url_route_answers_every_bad_input_with_the_field() {
     expect(&server, path, &own, 422, "blocked_target", Some("/url")).await;
     let metadata = json!({ "url": "http://169.254.169.254/latest/meta-data/" });
     expect(&server, path, &metadata, 422, "blocked_target", Some("/url")).await;
+}
+
+#[tokio::test]
+async fn the_deck_builder_answers_every_bad_input_with_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let path = "/v1/docs/pptx-build";
+    let response = server.post(path, &json!({ "title": "T", "slides": [{ "title": "A", "bullets": ["x"] }] })).await;
+    assert_eq!(response.status(), 200);
+    assert!(response.bytes().await.unwrap().starts_with(b"PK"), "a pptx comes back");
+    expect(&server, path, &json!({}), 422, "invalid_input", Some("/slides")).await;
+    expect(&server, path, &json!({ "slides": [] }), 422, "invalid_input", Some("/slides")).await;
+    expect(&server, path, &json!({ "slides": [{ "title": "A" }], "bogus": 1 }), 422, "unknown_field", Some("/bogus"))
+        .await;
+    expect(&server, path, &json!({ "slides": [{ "title": "" }] }), 422, "invalid_input", Some("/slides/0/title")).await;
+    expect(
+        &server,
+        path,
+        &json!({ "slides": [{ "title": "A", "bullets": [5] }] }),
+        422,
+        "invalid_input",
+        Some("/slides/0/bullets/0"),
+    )
+    .await;
+    let deep = json!({ "slides": [{ "title": "A", "bullets": [{ "text": "x", "level": 9 }] }] });
+    expect(&server, path, &deep, 422, "invalid_input", Some("/slides/0/bullets/0/level")).await;
+    let lone = json!({ "subtitle": "s", "slides": [{ "title": "A" }] });
+    expect(&server, path, &lone, 422, "invalid_input", Some("/subtitle")).await;
 }

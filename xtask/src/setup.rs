@@ -47,6 +47,11 @@ pub const PYTHON_TOOLS: &[PythonTool] = &[
         probe: &["python", "-c", "import openpyxl"],
         why: "reads back the workbooks of /v1/docs/xlsx-build and checks /v1/docs/xlsx-to-json in tests and the bench",
     },
+    PythonTool {
+        requirement: "python-pptx==1.0.2",
+        probe: &["python", "-c", "import pptx"],
+        why: "reads back the decks of /v1/docs/pptx-build in tests",
+    },
 ];
 
 /// Native libraries taken out of PyPI wheels into `$PAPERCHAIN_TOOLS`.

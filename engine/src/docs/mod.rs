@@ -19,6 +19,7 @@ pub mod outline;
 pub mod page_numbers;
 pub mod pdf_text;
 pub mod pipeline;
+pub mod pptx_build;
 pub mod protect;
 pub mod rasterize;
 pub mod remove_pages;
@@ -65,6 +66,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<xlsx_to_json::XlsxToJsonRoute>();
     catalog.add::<xlsx_build::XlsxBuildRoute>();
     catalog.add::<pdf_text::PdfTextRoute>();
+    catalog.add::<pptx_build::PptxBuildRoute>();
 }
 
 /// The operations `/v1/pdf/pipeline` chains, by their `op` (the route's last path segment).

@@ -2,4 +2,5 @@
 //! behind it. Nothing here knows about routes.
 
 pub mod package;
+pub mod slides;
 pub mod workbook;
