@@ -28,6 +28,7 @@ pub mod pages;
 pub mod pdf;
 pub mod price;
 pub mod sanctions;
+pub mod xml;
 
 pub use catalog::{Catalog, Family, FreePool, RouteInfo};
 pub use context::{Context, data_dir, user_data_dir};

@@ -205,6 +205,25 @@ pub struct FileLink {
 #[derive(Debug, Serialize, JsonSchema)]
 pub enum NoJson {}
 
+/// The file name a building route was given in `field`, or `<default_stem>.<ext>`: cleaned
+/// as input file names are, `.<ext>` added when missing; a blank one is a 422.
+pub fn chosen_name(given: Option<&str>, default_stem: &str, ext: &str, field: &str) -> Result<String, EngineError> {
+    match given.map(str::trim) {
+        None => Ok(format!("{default_stem}.{ext}")),
+        Some(name) => {
+            let name = crate::input::sanitize_filename(name);
+            if name.is_empty() {
+                return Err(EngineError::invalid(
+                    field,
+                    format!("{field}: no usable file name; leave it out for {default_stem}.{ext}"),
+                ));
+            }
+            let suffix = format!(".{ext}");
+            Ok(if name.to_ascii_lowercase().ends_with(&suffix) { name } else { format!("{name}{suffix}") })
+        }
+    }
+}
+
 /// Output file name: the input's stem, a suffix, an extension (`report.pdf` →
 /// `report-rotated.pdf`).
 pub fn derived_name(input_name: &str, suffix: &str, ext: &str) -> String {

@@ -546,6 +546,8 @@ fn strip_object(object: &mut Object, depth: usize) {
 /// reads a DTD or expands a declared entity, so external entities and entity bombs have
 /// nothing to act on; depth and element counts are capped.
 mod xmp {
+    use crate::xml::escape;
+
     pub const RDF: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#";
     pub const DC: &str = "http://purl.org/dc/elements/1.1/";
     pub const XMP: &str = "http://ns.adobe.com/xap/1.0/";
@@ -867,24 +869,6 @@ mod xmp {
         pub create_date: Option<String>,
         pub modify_date: String,
         pub kept: Vec<Simple>,
-    }
-
-    /// Escapes for XML text and attributes, dropping characters XML 1.0 cannot carry at all.
-    pub fn escape(text: &str) -> String {
-        let mut out = String::with_capacity(text.len());
-        for c in text.chars() {
-            match c {
-                '&' => out.push_str("&amp;"),
-                '<' => out.push_str("&lt;"),
-                '>' => out.push_str("&gt;"),
-                '"' => out.push_str("&quot;"),
-                '\'' => out.push_str("&apos;"),
-                '\t' | '\n' | '\r' => out.push(c),
-                c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {}
-                c => out.push(c),
-            }
-        }
-        out
     }
 
     /// Serialises a packet with the properties of `fields`.

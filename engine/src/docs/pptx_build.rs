@@ -9,10 +9,10 @@ use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
 use crate::docs::BUILDER_PRICE_RULE;
 use crate::error::EngineError;
-use crate::input::sanitize_filename;
-use crate::office::slides::{self, Bullet, Deck, Slide, xml_char};
-use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply};
+use crate::office::slides::{self, Bullet, Deck, Slide};
+use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, chosen_name};
 use crate::price::Price;
+use crate::xml::is_xml_char;
 
 /// Most slides a deck gets.
 pub const MAX_SLIDES: usize = 200;
@@ -150,7 +150,7 @@ fn text(value: &str, at: &str, max: usize, required: bool) -> Result<String, Eng
     if value.chars().count() > max {
         return Err(EngineError::invalid(at, format!("{at}: at most {max} characters")));
     }
-    if let Some(c) = value.chars().find(|c| !xml_char(*c)) {
+    if let Some(c) = value.chars().find(|c| !is_xml_char(*c)) {
         return Err(EngineError::invalid(
             at,
             format!("{at}: the control character U+{:04X} cannot be stored in a presentation", c as u32),
@@ -207,16 +207,7 @@ fn check(input: PptxBuildInput, created: String) -> Result<PptxBuild, EngineErro
             slide.notes.as_deref().map(|n| text(n, &format!("{at}/notes"), MAX_NOTES_CHARS, false)).transpose()?;
         slides.push(Slide { title: text(&slide.title, &format!("{at}/title"), MAX_LINE_CHARS, true)?, bullets, notes });
     }
-    let filename = match input.filename.as_deref().map(str::trim) {
-        None => "presentation.pptx".to_string(),
-        Some("") => {
-            return Err(EngineError::invalid("/filename", "/filename: empty; leave it out for presentation.pptx"));
-        }
-        Some(name) => {
-            let name = sanitize_filename(name);
-            if name.to_ascii_lowercase().ends_with(".pptx") { name } else { format!("{name}.pptx") }
-        }
-    };
+    let filename = chosen_name(input.filename.as_deref(), "presentation", "pptx", "/filename")?;
     let document_title = title_slide.as_ref().map_or_else(|| slides[0].title.clone(), |(t, _)| t.clone());
     Ok(PptxBuild { deck: Deck { title_slide, slides, document_title, created }, filename, output: input.output })
 }

@@ -11,9 +11,8 @@ use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
 use crate::docs::BUILDER_PRICE_RULE;
 use crate::error::EngineError;
-use crate::input::sanitize_filename;
 use crate::office::workbook::MAX_CELLS;
-use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply};
+use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, chosen_name};
 use crate::price::Price;
 
 /// Most sheets one workbook gets.
@@ -191,14 +190,7 @@ fn check(input: XlsxBuildInput) -> Result<XlsxBuild, EngineError> {
     if input.sheets.is_empty() || input.sheets.len() > MAX_SHEETS {
         return Err(EngineError::invalid("/sheets", format!("/sheets: give 1 to {MAX_SHEETS} sheets")));
     }
-    let filename = match input.filename.as_deref().map(str::trim) {
-        None => "workbook.xlsx".to_string(),
-        Some("") => return Err(EngineError::invalid("/filename", "/filename: empty; leave it out for workbook.xlsx")),
-        Some(name) => {
-            let name = sanitize_filename(name);
-            if name.to_ascii_lowercase().ends_with(".xlsx") { name } else { format!("{name}.xlsx") }
-        }
-    };
+    let filename = chosen_name(input.filename.as_deref(), "workbook", "xlsx", "/filename")?;
     let mut cells = 0u64;
     let mut names: Vec<String> = Vec::new();
     let mut sheets = Vec::with_capacity(input.sheets.len());

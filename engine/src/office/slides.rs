@@ -8,6 +8,8 @@ use std::io::{Cursor, Write};
 use zip::CompressionMethod;
 use zip::write::SimpleFileOptions;
 
+use crate::xml::escape;
+
 /// 16:9, 13.333 × 7.5 inches, in EMU (914,400 a inch).
 const SLIDE_CX: i64 = 12_192_000;
 const SLIDE_CY: i64 = 6_858_000;
@@ -119,27 +121,6 @@ enum Body {
 const REL: &str = "http://schemas.openxmlformats.org/officeDocument/2006/relationships";
 const NS: &str = r#"xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main""#;
 const HEADER: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>"#;
-
-/// Text for an XML text node or attribute.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Whether XML 1.0 can hold `c` (tab, line feed and carriage return are the only controls).
-pub fn xml_char(c: char) -> bool {
-    !matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}')
-}
 
 fn relationships(inner: &str) -> String {
     format!(
@@ -391,10 +372,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn text_is_escaped_and_control_characters_told_apart() {
-        assert_eq!(escape(r#"<b>&"'"#), "&lt;b&gt;&amp;&quot;&apos;");
-        assert!(xml_char('\t') && xml_char('\n') && xml_char('é'));
-        assert!(!xml_char('\u{1}') && !xml_char('\u{c}') && !xml_char('\u{fffe}'));
+    fn line_breaks_become_breaks_between_runs() {
         assert_eq!(
             runs("a\nb"),
             r#"<a:r><a:rPr lang="en-US" dirty="0"/><a:t>a</a:t></a:r><a:br><a:rPr lang="en-US"/></a:br><a:r><a:rPr lang="en-US" dirty="0"/><a:t>b</a:t></a:r>"#

@@ -1,0 +1,37 @@
+//! Text for XML documents the engine writes (XMP packets, Office Open XML parts).
+
+/// Whether XML 1.0 can carry `c` at all (tab, line feed and carriage return are the only
+/// control characters it allows).
+pub fn is_xml_char(c: char) -> bool {
+    !matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}')
+}
+
+/// `text` escaped for XML text and attribute values; characters XML cannot carry are dropped.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if !is_xml_char(c) => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup_and_drops_what_xml_cannot_carry() {
+        assert_eq!(escape(r#"<b>&"'"#), "&lt;b&gt;&amp;&quot;&apos;");
+        assert_eq!(escape("a\u{1}b\tc\u{fffe}"), "ab\tc");
+        assert!(is_xml_char('\t') && is_xml_char('\n') && is_xml_char('é'));
+        assert!(!is_xml_char('\u{1}') && !is_xml_char('\u{c}') && !is_xml_char('\u{fffe}'));
+    }
+}
