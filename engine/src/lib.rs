@@ -21,6 +21,7 @@ pub mod docs;
 pub mod error;
 pub mod evm;
 pub mod fetch;
+pub mod http_client;
 pub mod input;
 pub mod office;
 pub mod output;

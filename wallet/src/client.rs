@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use alloy::signers::local::PrivateKeySigner;
 use paperchain_engine::evm::Chains;
+use paperchain_engine::http_client::LazyClient;
 use paperchain_protocol::x402::{self, Authorization};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
@@ -211,7 +212,7 @@ pub enum CallError {
 
 /// The paying client.
 pub struct PayingClient {
-    http: reqwest::Client,
+    http: LazyClient,
     config: Arc<ClientConfig>,
     ledger: Ledger,
     keys: KeyLoader,
@@ -232,13 +233,17 @@ impl PayingClient {
         approver: Arc<dyn Approver>,
         chains: Arc<Chains>,
     ) -> PayingClient {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(config.service_timeout) + SETTLEMENT_MARGIN)
-            .connect_timeout(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("paperchain/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .unwrap_or_default();
+        let timeout = Duration::from_secs(config.service_timeout) + SETTLEMENT_MARGIN;
+        // Built on the first call that goes to the service: a local call never pays for it.
+        let http = LazyClient::new(move || {
+            reqwest::Client::builder()
+                .timeout(timeout)
+                .connect_timeout(Duration::from_secs(10))
+                .redirect(reqwest::redirect::Policy::none())
+                .user_agent(concat!("paperchain/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| format!("cannot build the HTTP client: {e}"))
+        });
         PayingClient { http, config, ledger, keys, signer: OnceCell::new(), approver, chains, retries: 2 }
     }
 
@@ -274,7 +279,8 @@ impl PayingClient {
         body: &bytes::Bytes,
         payment: Option<&str>,
     ) -> Result<Received, CallError> {
-        let mut request = self.http.post(url).header("content-type", "application/json").body(body.clone());
+        let http = self.http.get().map_err(|message| CallError::Unreachable { host: host.to_string(), message })?;
+        let mut request = http.post(url).header("content-type", "application/json").body(body.clone());
         if let Some(payment) = payment {
             request = request.header(x402::PAYMENT_SIGNATURE, payment);
         }

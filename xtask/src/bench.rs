@@ -8,9 +8,11 @@
 //! the same wrapper on both sides. The cases of a group live in its own module
 //! (`bench/pages.rs`, `bench/docs.rs`); a group is added to [`Group`] and to [`run`].
 //! The `chain` group (`bench/chain.rs`) times a warm server's answers against `cast` and
-//! prints its own table; so do `paywall` (`bench/paywall.rs`) and `wallet` (`bench/wallet.rs`).
+//! prints its own table; so do `convert` (`bench/convert.rs`, documents to data against the
+//! Python libraries), `paywall` (`bench/paywall.rs`) and `wallet` (`bench/wallet.rs`).
 
 mod chain;
+mod convert;
 mod docs;
 mod pages;
 mod paywall;
@@ -51,6 +53,8 @@ enum Group {
     /// Compression against qpdf and Ghostscript, PDF to PNG against pdftoppm, on the
     /// corpus's largest PDFs.
     Docs,
+    /// Documents to data against Python libraries: xlsx-to-json against openpyxl.
+    Convert,
     /// Chain reads of a warm `paperchain serve` against Foundry's `cast`, on a local anvil.
     Chain,
     /// Hosted mode's paywall: unpaid 402s a second under 64 connections, and its own cost on a paid call.
@@ -68,13 +72,15 @@ impl Group {
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let installed = setup::run(Verbosity::Quiet)?;
     let documents = args.group.includes(Group::Pages) || args.group.includes(Group::Docs);
-    let corpus = if documents {
+    let corpus = if documents || args.group.includes(Group::Convert) {
         corpus_dir().context("no corpus: set PAPERCHAIN_CORPUS, or put shared/corpus beside the clone")?
     } else {
         PathBuf::new()
     };
     // The wallet group builds its own bench; the others run the release binary.
-    let binary = [Group::Pages, Group::Docs, Group::Chain, Group::Paywall].into_iter().any(|g| args.group.includes(g));
+    let binary = [Group::Pages, Group::Docs, Group::Convert, Group::Chain, Group::Paywall]
+        .into_iter()
+        .any(|g| args.group.includes(g));
     let paperchain = if binary { build_paperchain()? } else { PathBuf::new() };
     let work = WorkDir::create()?;
     let memory = Path::new(TIME_PROGRAM).is_file();
@@ -92,6 +98,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         comparisons.extend(docs::cases(&paperchain, &corpus, &work.path.join("docs"))?);
     }
     let rows: Vec<Row> = comparisons.iter().map(|comparison| bench.measure(comparison)).collect();
+    let convert = if args.group.includes(Group::Convert) {
+        Some(convert::measure(&paperchain, &bench.python, &corpus, args.runs, &work.path.join("convert"))?)
+    } else {
+        None
+    };
     let chain = if args.group.includes(Group::Chain) {
         Some(chain::measure(&paperchain, &installed.tools, args.runs, &work.path.join("chain"))?)
     } else {
@@ -107,6 +118,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
 
     if documents {
         print_documents(&rows, args.runs, memory);
+    }
+    if let Some(convert) = &convert {
+        convert.print();
     }
     if let Some(chain) = &chain {
         chain.print();
@@ -128,6 +142,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             )
         })
         .collect();
+    failures.extend(convert.iter().flat_map(convert::Report::failures));
     failures.extend(chain.iter().flat_map(chain::Report::failures));
     failures.extend(paywall.iter().flat_map(paywall::Report::failures));
     failures.extend(wallet.iter().flat_map(wallet::Report::failures));

@@ -48,6 +48,7 @@ use serde::Deserialize;
 use url::Url;
 
 use crate::error::{EngineError, ErrorKind};
+use crate::http_client::LazyClient;
 
 /// The EVM chains Paperchain knows, with their chain ids and default public RPC URLs
 /// (`../shared/spec/routebook.md` §2; `polygon` is the spec's `chain3`).
@@ -224,11 +225,13 @@ impl Chains {
 
     /// Exactly these chains (tests point them at a local node this way).
     pub fn new(configs: Vec<ChainConfig>, timeouts: ChainTimeouts) -> Chains {
-        let http = reqwest::Client::builder()
-            // An RPC URL is configuration; a redirect away from it is not followed.
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
+        let http = LazyClient::new(|| {
+            reqwest::Client::builder()
+                // An RPC URL is configuration; a redirect away from it is not followed.
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|e| format!("cannot build the HTTP client: {e}"))
+        });
         Chains { chains: configs.into_iter().map(|c| Arc::new(EvmChain::new(c, timeouts, http.clone()))).collect() }
     }
 
@@ -361,7 +364,7 @@ pub struct EvmChain {
 }
 
 impl EvmChain {
-    fn new(config: ChainConfig, timeouts: ChainTimeouts, http: reqwest::Client) -> EvmChain {
+    fn new(config: ChainConfig, timeouts: ChainTimeouts, http: LazyClient) -> EvmChain {
         let transport = FallbackTransport {
             inner: Arc::new(TransportInner {
                 chain: config.name.clone(),
@@ -512,7 +515,7 @@ struct TransportInner {
     chain: String,
     chain_id: u64,
     endpoints: Vec<Endpoint>,
-    http: reqwest::Client,
+    http: LazyClient,
     attempt_timeout: Duration,
 }
 
@@ -611,8 +614,8 @@ impl TransportInner {
     /// Posts a JSON-RPC body and reads the answer, up to [`MAX_ANSWER_BYTES`].
     async fn post(&self, endpoint: &Endpoint, body: Vec<u8>) -> Result<Vec<u8>, UpstreamFailure> {
         let label = &endpoint.label;
-        let response = self
-            .http
+        let http = self.http.get().map_err(|why| UpstreamFailure::new(ErrorKind::Internal, why))?;
+        let response = http
             .post(endpoint.url.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body)

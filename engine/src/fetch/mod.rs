@@ -27,6 +27,8 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::header::{CONTENT_DISPOSITION, CONTENT_TYPE, LOCATION};
 use url::Url;
 
+use crate::http_client::LazyClient;
+
 pub use address::{AddressPolicy, BlockReason, Embedding, check_host_name, classify};
 
 /// Limits applied to one fetch (all redirects included).
@@ -106,8 +108,8 @@ pub enum FetchError {
 /// Fetches untrusted URLs under the §6 rules; cheap to clone (shares the connection pool).
 #[derive(Clone, Debug)]
 pub struct SafeFetcher {
-    /// The HTTP client, or why it could not be built.
-    client: Result<reqwest::Client, String>,
+    /// The HTTP client (built on first use), or why it could not be built.
+    client: LazyClient,
     /// Size, time and redirect limits.
     limits: FetchLimits,
     /// Which addresses may be reached.
@@ -119,7 +121,7 @@ impl SafeFetcher {
     pub fn new(limits: FetchLimits, policy: AddressPolicy) -> Self {
         let policy = Arc::new(policy);
         let resolver = Arc::new(CheckedResolver { policy: Arc::clone(&policy) });
-        let client = build_client(&limits, resolver);
+        let client = LazyClient::new(move || build_client(&limits, Arc::clone(&resolver)));
         Self { client, limits, policy }
     }
 
@@ -135,7 +137,7 @@ impl SafeFetcher {
 
     /// The fetch loop; `url` has passed [`check_url`].
     async fn fetch_checked(&self, mut url: Url) -> Result<Fetched, FetchError> {
-        let client = self.client.as_ref().map_err(|e| FetchError::Network(e.clone()))?;
+        let client = self.client.get().map_err(FetchError::Network)?;
         let mut redirects: u8 = 0;
         loop {
             // Every URL reaching this point was checked (the start URL by `fetch`,
