@@ -25,6 +25,7 @@ mod b64;
 pub mod bench;
 pub mod corpus;
 pub mod keyring;
+pub mod openpyxl;
 pub mod tools;
 
 #[cfg(feature = "suite")]

@@ -63,7 +63,10 @@ pub struct PdfText {
     bytes: Vec<u8>,
     url: String,
     password: Option<String>,
-    report: (InfoReport, String, u32, bool),
+    metadata: InfoReport,
+    version: String,
+    page_count: u32,
+    encrypted: bool,
 }
 
 /// The route.
@@ -117,8 +120,8 @@ impl Route for PdfTextRoute {
                 ));
             }
             let encrypted = doc.trailer.get(b"Encrypt").is_ok() || doc.encryption_state.is_some();
-            let metadata = read_report(&doc, page_count);
-            Ok(PdfText { bytes, url, password, report: (metadata.info, metadata.version, page_count, encrypted) })
+            let report = read_report(&doc, page_count);
+            Ok(PdfText { bytes, url, password, metadata: report.info, version: report.version, page_count, encrypted })
         })
         .await
     }
@@ -129,7 +132,7 @@ impl Route for PdfTextRoute {
 
     async fn run(call: PdfText, _ctx: &Context) -> Result<crate::output::Reply<PdfTextReport>, EngineError> {
         blocking(move || {
-            let PdfText { bytes, url, password, report: (metadata, version, page_count, encrypted) } = call;
+            let PdfText { bytes, url, password, metadata, version, page_count, encrypted } = call;
             let texts = pdfium::page_texts(&bytes, password.as_deref(), "/url")?;
             let pages: Vec<PageText> =
                 texts.into_iter().zip(1..).map(|(text, number)| PageText { number, text }).collect();

@@ -11,7 +11,7 @@ use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
 use crate::docs::BUILDER_PRICE_RULE;
 use crate::error::EngineError;
-use crate::office::workbook::MAX_CELLS;
+use crate::office::workbook::{MAX_CELLS, MAX_EXACT_INTEGER, number_text};
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, chosen_name};
 use crate::price::Price;
 
@@ -23,8 +23,6 @@ pub const MAX_COLUMNS: usize = 16_384;
 pub const MAX_ROWS: usize = 1_048_575;
 /// Excel's limit on one cell's text, in characters.
 pub const MAX_TEXT_CHARS: usize = 32_767;
-/// Largest whole number a double holds exactly (2^53): Excel stores numbers as doubles.
-pub const MAX_EXACT_INTEGER: i64 = 9_007_199_254_740_992;
 /// The media type of an .xlsx file.
 pub const XLSX_MEDIA_TYPE: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
 
@@ -503,7 +501,7 @@ fn write_sheet(worksheet: &mut Worksheet, sheet: &Sheet, header: &Format) -> Res
                 Cell::Number(n) => {
                     worksheet.write_number_with_format(r, col, *n, format)?;
                     // A grouped, signed number with its symbol and decimals.
-                    crate::office::workbook::number_text(*n).len() + 6
+                    number_text(*n).len() + 6
                 }
                 Cell::Bool(b) => {
                     worksheet.write_boolean_with_format(r, col, *b, format)?;

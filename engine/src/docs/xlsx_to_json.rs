@@ -12,7 +12,7 @@ use crate::context::{Context, blocking};
 use crate::docs::BUILDER_PRICE_RULE;
 use crate::error::EngineError;
 use crate::input::{FileInput, sanitize_filename};
-use crate::office::workbook::{MAX_CELLS, Sheet, Value, Workbook, column_letters};
+use crate::office::workbook::{MAX_CELLS, Sheet, Value, Workbook, as_whole, column_letters};
 use crate::output::{FileSet, OutFile, OutputMode, Reply, derived_name};
 use crate::price::Price;
 
@@ -211,7 +211,7 @@ fn convert(call: XlsxToJson) -> Result<Reply<WorkbookJson>, EngineError> {
             skipped_sheets: skipped.into_iter().map(|s| SkippedSheet { name: s.name, kind: s.kind.into() }).collect(),
         })),
         SheetFormat::Csv => {
-            let files: Vec<OutFile> = read
+            let mut files: Vec<OutFile> = read
                 .iter()
                 .map(|sheet| OutFile {
                     filename: derived_name(&filename, &sanitize_filename(&sheet.name), "csv"),
@@ -220,7 +220,7 @@ fn convert(call: XlsxToJson) -> Result<Reply<WorkbookJson>, EngineError> {
                 })
                 .collect();
             Ok(Reply::Files(if files.len() == 1 {
-                FileSet::single(files.into_iter().next().unwrap_or_else(|| unreachable!()), output)
+                FileSet::single(files.remove(0), output)
             } else {
                 FileSet::several(files, output, derived_name(&filename, "sheets", "zip"))
             }))
@@ -302,10 +302,10 @@ fn sheet_json(sheet: &Sheet, header_row: u32) -> SheetJson {
 
 fn json_value(value: &Value) -> serde_json::Value {
     match value {
-        Value::Number(n) if n.fract() == 0.0 && n.abs() <= 9.007_199_254_740_992e15 => {
-            serde_json::Value::Number(Number::from(*n as i64))
-        }
-        Value::Number(n) => Number::from_f64(*n).map_or(serde_json::Value::Null, serde_json::Value::Number),
+        Value::Number(n) => match as_whole(*n) {
+            Some(whole) => serde_json::Value::Number(Number::from(whole)),
+            None => Number::from_f64(*n).map_or(serde_json::Value::Null, serde_json::Value::Number),
+        },
         Value::Bool(b) => serde_json::Value::Bool(*b),
         other => serde_json::Value::String(other.text()),
     }

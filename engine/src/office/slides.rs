@@ -316,38 +316,58 @@ fn slide_master() -> String {
     )
 }
 
-fn title_layout() -> String {
-    let title = placeholder(
-        2,
-        "Title 1",
-        r#"<p:ph type="ctrTitle"/>"#,
-        [1_524_000, 1_122_363, 9_144_000, 2_387_600],
-        r#"<a:bodyPr anchor="b"><a:normAutofit/></a:bodyPr>"#,
-    );
-    let subtitle = placeholder(
-        3,
-        "Subtitle 2",
-        r#"<p:ph type="subTitle" idx="1"/>"#,
-        [1_524_000, 3_602_038, 9_144_000, 1_655_762],
-        r#"<a:bodyPr><a:normAutofit/></a:bodyPr>"#,
-    );
+/// A slide layout: its type, the name PowerPoint shows, and its two placeholders.
+fn layout(kind: &str, name: &str, shapes: [String; 2]) -> String {
+    let [first, second] = shapes;
     format!(
-        r#"{HEADER}<p:sldLayout {NS} type="title" preserve="1"><p:cSld name="Title Slide"><p:spTree>{GROUP}{title}{subtitle}</p:spTree></p:cSld><p:clrMapOvr><a:masterClrMapping/></p:clrMapOvr></p:sldLayout>"#
+        r#"{HEADER}<p:sldLayout {NS} type="{kind}" preserve="1"><p:cSld name="{name}"><p:spTree>{GROUP}{first}{second}</p:spTree></p:cSld><p:clrMapOvr><a:masterClrMapping/></p:clrMapOvr></p:sldLayout>"#
+    )
+}
+
+fn title_layout() -> String {
+    let autofit = |anchor: &str| format!("<a:bodyPr{anchor}><a:normAutofit/></a:bodyPr>");
+    layout(
+        "title",
+        "Title Slide",
+        [
+            placeholder(
+                2,
+                "Title 1",
+                r#"<p:ph type="ctrTitle"/>"#,
+                [1_524_000, 1_122_363, 9_144_000, 2_387_600],
+                &autofit(r#" anchor="b""#),
+            ),
+            placeholder(
+                3,
+                "Subtitle 2",
+                r#"<p:ph type="subTitle" idx="1"/>"#,
+                [1_524_000, 3_602_038, 9_144_000, 1_655_762],
+                &autofit(""),
+            ),
+        ],
     )
 }
 
 fn content_layout() -> String {
-    let title =
-        placeholder(2, "Title 1", r#"<p:ph type="title"/>"#, [838_200, 365_125, 10_515_600, 1_325_563], "<a:bodyPr/>");
-    let body = placeholder(
-        3,
-        "Content Placeholder 2",
-        r#"<p:ph idx="1"/>"#,
-        [838_200, 1_825_625, 10_515_600, 4_351_338],
-        "<a:bodyPr/>",
-    );
-    format!(
-        r#"{HEADER}<p:sldLayout {NS} type="obj" preserve="1"><p:cSld name="Title and Content"><p:spTree>{GROUP}{title}{body}</p:spTree></p:cSld><p:clrMapOvr><a:masterClrMapping/></p:clrMapOvr></p:sldLayout>"#
+    layout(
+        "obj",
+        "Title and Content",
+        [
+            placeholder(
+                2,
+                "Title 1",
+                r#"<p:ph type="title"/>"#,
+                [838_200, 365_125, 10_515_600, 1_325_563],
+                "<a:bodyPr/>",
+            ),
+            placeholder(
+                3,
+                "Content Placeholder 2",
+                r#"<p:ph idx="1"/>"#,
+                [838_200, 1_825_625, 10_515_600, 4_351_338],
+                "<a:bodyPr/>",
+            ),
+        ],
     )
 }
 

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::io::Cursor;
 
-use calamine::{CellErrorType, DataRef, Reader, SheetType, SheetVisible, Xlsx};
+use calamine::{DataRef, Reader, SheetType, SheetVisible, Xlsx};
 
 use crate::error::{EngineError, ErrorKind};
 use crate::office::package::{self, Kind};
@@ -45,12 +45,20 @@ impl Value {
     }
 }
 
+/// Largest whole number a double holds exactly (2^53): Excel stores every number as a double.
+pub const MAX_EXACT_INTEGER: i64 = 9_007_199_254_740_992;
+
+/// `n` as an integer when it is a whole number a double holds exactly.
+pub fn as_whole(n: f64) -> Option<i64> {
+    (n.fract() == 0.0 && n.abs() <= MAX_EXACT_INTEGER as f64).then_some(n as i64)
+}
+
 /// A number as the shortest text that reads back to the same double: whole numbers without
 /// a fraction (`3`, not `3.0`), very large and very small ones with an exponent (`1e300`).
 pub fn number_text(n: f64) -> String {
     let magnitude = n.abs();
-    if n.fract() == 0.0 && magnitude <= 9.007_199_254_740_992e15 {
-        format!("{}", n as i64)
+    if let Some(whole) = as_whole(n) {
+        whole.to_string()
     } else if magnitude >= 1e16 || (magnitude < 1e-6 && magnitude > 0.0) {
         format!("{n:e}")
     } else {
@@ -198,12 +206,8 @@ fn convert(data: &DataRef<'_>) -> Option<Value> {
         }
         DataRef::DateTimeIso(s) => Value::DateTime(s.clone()),
         DataRef::DurationIso(s) => Value::Duration(s.clone()),
-        DataRef::Error(e) => Value::Error(error_text(e)),
+        DataRef::Error(e) => Value::Error(e.to_string()),
     })
-}
-
-fn error_text(error: &CellErrorType) -> String {
-    error.to_string()
 }
 
 /// Days as an ISO 8601 duration, to the millisecond: 1.5 → `PT36H`.

@@ -12,52 +12,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
 
+use paperchain_testkit::openpyxl::OPENPYXL_VALUES;
+
 use super::{Outcome, Timing, size_text, time_cell};
 use crate::cmd::Cmd;
 
 /// Rows of the built workbook (eight columns, one of each type): 400,000 cells.
 const BUILT_ROWS: usize = 50_000;
-
-/// openpyxl's reading of every worksheet's values in the route's shape (merged areas
-/// repeated over the data's extent, empty rows dropped, columns from the first used one),
-/// written as JSON to argv[2]. `read_only` mode, the fast one, unless the sheet has merged
-/// cells (which read-only mode cannot see).
-const OPENPYXL_READ: &str = r#"
-import json, sys, datetime, openpyxl
-from openpyxl.worksheet.worksheet import Worksheet
-def val(v):
-    if isinstance(v, datetime.datetime):
-        return v.date().isoformat() if v.time() == datetime.time(0) else v.isoformat()
-    if isinstance(v, (datetime.date, datetime.time)):
-        return v.isoformat()
-    return None if v == "" else v
-wb = openpyxl.load_workbook(sys.argv[1], data_only=True)
-out = []
-for ws in wb.worksheets:
-    if not isinstance(ws, Worksheet):
-        continue
-    cells = {}
-    for row in ws.iter_rows():
-        for c in row:
-            v = val(c.value)
-            if v is not None:
-                cells[(c.row, c.column)] = v
-    if cells:
-        last_row = max(r for r, _ in cells)
-        last_col = max(c for _, c in cells)
-        for area in ws.merged_cells.ranges:
-            top = cells.get((area.min_row, area.min_col))
-            if top is None:
-                continue
-            for r in range(area.min_row, min(area.max_row, last_row) + 1):
-                for c in range(area.min_col, min(area.max_col, last_col) + 1):
-                    cells[(r, c)] = top
-    rows = sorted({r for r, _ in cells})
-    cols = [c for _, c in cells]
-    left, right = (min(cols), max(cols)) if cols else (1, 0)
-    out.append({"name": ws.title, "rows": [[cells.get((r, c)) for c in range(left, right + 1)] for r in rows]})
-json.dump(out, open(sys.argv[2], "w"))
-"#;
 
 /// Compares Paperchain's answer (argv[1], `header_row: 0`) with openpyxl's (argv[2]);
 /// prints the number of cells compared, or exits 1 naming the first difference.
@@ -126,7 +87,7 @@ pub(super) fn measure(
             .arg("--file")
             .arg(format!("file={}", book.display()))
             .stdin(r#"{"header_row":0}"#);
-        let theirs = Cmd::new(python).arg("-c").arg(OPENPYXL_READ).arg(&book).arg(&theirs_out);
+        let theirs = Cmd::new(python).arg("-c").arg(OPENPYXL_VALUES).arg(&book).arg(&theirs_out);
         let check = Cmd::new(python).arg("-c").arg(COMPARE).arg(&ours_out).arg(&theirs_out);
         let (mut ours_times, mut theirs_times) = (Vec::new(), Vec::new());
         let mut failure: [Option<String>; 2] = [None, None];
