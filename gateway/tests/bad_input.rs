@@ -165,8 +165,14 @@ async fn expect(server: &Server, path: &str, body: &Value, status: u16, code: &s
 }
 
 /// Routes whose inputs are not a PDF, with their own bad-input test below.
-const NOT_PDF_INPUT: &[&str] =
-    &["/v1/pdf/from-images", "/v1/docs/xlsx-to-json", "/v1/docs/xlsx-build", "/v1/pdf", "/v1/docs/pptx-build"];
+const NOT_PDF_INPUT: &[&str] = &[
+    "/v1/pdf/from-images",
+    "/v1/docs/xlsx-to-json",
+    "/v1/docs/xlsx-build",
+    "/v1/pdf",
+    "/v1/docs/pptx-build",
+    "/v1/docs/to-markdown",
+];
 
 #[test]
 fn the_matrix_covers_every_document_route() {
@@ -423,6 +429,40 @@ async fn spreadsheet_routes_answer_every_bad_input_with_the_field() {
     expect(&server, read, &json!({ "file": file, "header_row": -1 }), 422, "invalid_input", Some("/header_row")).await;
     let blocked = json!({ "url": format!("http://{}/a.xlsx", server.addr) });
     expect(&server, read, &json!({ "file": blocked }), 422, "blocked_target", Some("/file/url")).await;
+}
+
+#[tokio::test]
+async fn the_markdown_route_answers_every_bad_input_with_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let path = "/v1/docs/to-markdown";
+    let pdf = file_input("sample-files/pdflatex-4-pages.pdf");
+    let (status, answer) = server.post_json(path, &json!({ "file": pdf })).await;
+    assert_eq!((status, &answer["format"]), (200, &json!("pdf")), "{answer}");
+    assert!(answer["markdown"].as_str().is_some_and(|m| !m.is_empty()), "{answer}");
+
+    expect(&server, path, &json!({}), 422, "invalid_input", Some("/file")).await;
+    expect(&server, path, &json!({ "file": pdf, "bogus": 1 }), 422, "unknown_field", Some("/bogus")).await;
+    expect(&server, path, &json!({ "file": 5 }), 422, "invalid_input", Some("/file")).await;
+    expect(&server, path, &json!({ "file": { "filename": "a.pdf" } }), 422, "invalid_input", Some("/file/data")).await;
+    expect(&server, path, &json!({ "file": { "data": "" } }), 422, "empty_file", Some("/file")).await;
+    expect(&server, path, &json!({ "file": { "data": "%%%" } }), 422, "invalid_base64", Some("/file/data")).await;
+    let junk = json!({ "data": b64(&[0u8, 1, 2, 3, 250, 251, 252]), "filename": "x.bin" });
+    expect(&server, path, &json!({ "file": junk }), 422, "unsupported_format", Some("/file")).await;
+    let cut_zip = json!({ "data": b64(b"PK\x03\x04 only the start of a zip"), "filename": "x.docx" });
+    expect(&server, path, &json!({ "file": cut_zip }), 422, "damaged_office_file", Some("/file")).await;
+    expect(&server, path, &json!({ "file": file_input("qpdf/issue-146.pdf") }), 422, "damaged_pdf", Some("/file"))
+        .await;
+    let locked = file_input("qpdf/enc-XI-R6,V5,U=view,O=master.pdf");
+    expect(&server, path, &json!({ "file": locked }), 422, "password_required", Some("/file/password")).await;
+    expect(&server, path, &json!({ "file": pdf, "pages": "1-x" }), 422, "invalid_pages", Some("/pages")).await;
+    expect(&server, path, &json!({ "file": pdf, "pages": "2,99" }), 422, "page_out_of_range", Some("/pages")).await;
+    expect(&server, path, &json!({ "file": pdf, "pages": 3 }), 422, "invalid_input", Some("/pages")).await;
+    expect(&server, path, &json!({ "file": pdf, "format": "rtf" }), 422, "invalid_input", Some("/format")).await;
+    let csv = json!({ "data": b64(b"a,b\n1,2\n"), "filename": "t.csv" });
+    expect(&server, path, &json!({ "file": csv, "pages": "1" }), 422, "invalid_input", Some("/pages")).await;
+    let blocked = json!({ "url": format!("http://{}/a.pdf", server.addr) });
+    expect(&server, path, &json!({ "file": blocked }), 422, "blocked_target", Some("/file/url")).await;
 }
 
 #[tokio::test]

@@ -8,6 +8,7 @@
 //!   compiled fixture contracts of `engine/tests/fixtures/contracts/`.
 //! - [`keyring`]: a real Secret Service (gnome-keyring on a private D-Bus session bus) for the
 //!   wallet's keyring tests, and sessions without one (std only).
+//! - [`markdown_score`]: how close a Markdown conversion is to a reference (text, headings, tables).
 //! - [`b64`] and [`b64_decode`]: standard base64; [`workspace_root`]: the checkout's root.
 //! - `suite` feature (default): [`loopback`] (stand-in HTTP servers: request reader,
 //!   closed ports, silent servers), [`fake_node`] (a scripted JSON-RPC node), [`pdf`]
@@ -25,6 +26,7 @@ mod b64;
 pub mod bench;
 pub mod corpus;
 pub mod keyring;
+pub mod markdown_score;
 pub mod openpyxl;
 pub mod tools;
 

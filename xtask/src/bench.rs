@@ -9,11 +9,12 @@
 //! (`bench/pages.rs`, `bench/docs.rs`); a group is added to [`Group`] and to [`run`].
 //! The `chain` group (`bench/chain.rs`) times a warm server's answers against `cast` and
 //! prints its own table; so do `convert` (`bench/convert.rs`, documents to data against the
-//! Python libraries), `paywall` (`bench/paywall.rs`) and `wallet` (`bench/wallet.rs`).
+//! Python libraries, and `bench/markdown.rs`, to-markdown against MarkItDown), `paywall` (`bench/paywall.rs`) and `wallet` (`bench/wallet.rs`).
 
 mod chain;
 mod convert;
 mod docs;
+mod markdown;
 mod pages;
 mod paywall;
 mod wallet;
@@ -103,6 +104,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    let to_markdown = if args.group.includes(Group::Convert) {
+        Some(markdown::measure(&paperchain, &bench.python, args.runs, &work.path.join("markdown"))?)
+    } else {
+        None
+    };
     let chain = if args.group.includes(Group::Chain) {
         Some(chain::measure(&paperchain, &installed.tools, args.runs, &work.path.join("chain"))?)
     } else {
@@ -121,6 +127,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(convert) = &convert {
         convert.print();
+    }
+    if let Some(to_markdown) = &to_markdown {
+        to_markdown.print();
     }
     if let Some(chain) = &chain {
         chain.print();
@@ -143,6 +152,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     failures.extend(convert.iter().flat_map(convert::Report::failures));
+    failures.extend(to_markdown.iter().flat_map(markdown::Report::failures));
     failures.extend(chain.iter().flat_map(chain::Report::failures));
     failures.extend(paywall.iter().flat_map(paywall::Report::failures));
     failures.extend(wallet.iter().flat_map(wallet::Report::failures));

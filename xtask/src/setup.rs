@@ -52,6 +52,11 @@ pub const PYTHON_TOOLS: &[PythonTool] = &[
         probe: &["python", "-c", "import pptx"],
         why: "reads back the decks of /v1/docs/pptx-build in tests",
     },
+    PythonTool {
+        requirement: "markitdown[pdf,docx,pptx,xlsx]==0.1.9",
+        probe: &["python", "-c", "import markitdown"],
+        why: "the reference for /v1/docs/to-markdown in `cargo xtask bench convert`",
+    },
 ];
 
 /// Native libraries taken out of PyPI wheels into `$PAPERCHAIN_TOOLS`.

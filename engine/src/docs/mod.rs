@@ -30,6 +30,7 @@ pub mod rotate;
 pub mod set_outline;
 pub mod split;
 pub mod to_images;
+pub mod to_markdown;
 pub mod unlock;
 pub mod watermark;
 pub mod xlsx_build;
@@ -67,6 +68,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<xlsx_build::XlsxBuildRoute>();
     catalog.add::<pdf_text::PdfTextRoute>();
     catalog.add::<pptx_build::PptxBuildRoute>();
+    catalog.add::<to_markdown::ToMarkdownRoute>();
 }
 
 /// The operations `/v1/pdf/pipeline` chains, by their `op` (the route's last path segment).

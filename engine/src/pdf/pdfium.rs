@@ -277,6 +277,168 @@ pub fn page_texts(bytes: &[u8], password: Option<&str>, field: &str) -> Result<V
     Ok(texts)
 }
 
+/// A character on a page as pdfium reads it, in top-down page coordinates (points from the
+/// top-left corner of the visible page, y growing downwards).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Glyph {
+    /// The character (pdfium's Unicode mapping; U+FFFD when the font has none).
+    pub ch: char,
+    /// Left edge.
+    pub x0: f32,
+    /// Top edge.
+    pub y0: f32,
+    /// Right edge.
+    pub x1: f32,
+    /// Bottom edge.
+    pub y1: f32,
+    /// Font size in points, the text matrix's scale applied.
+    pub size: f32,
+    /// The font is bold (weight 600 or more, or a bold name).
+    pub bold: bool,
+    /// The font is italic or oblique.
+    pub italic: bool,
+    /// The font has fixed-pitch glyphs (code).
+    pub mono: bool,
+    /// pdfium added the character (a space between words, a line break), it is not drawn.
+    pub generated: bool,
+}
+
+/// A rectangle on a page, top-down coordinates as [`Glyph`]'s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Area {
+    /// Left edge.
+    pub x0: f32,
+    /// Top edge.
+    pub y0: f32,
+    /// Right edge.
+    pub x1: f32,
+    /// Bottom edge.
+    pub y1: f32,
+}
+
+/// What layout analysis needs of one page: its size, characters, pictures and drawn lines.
+#[derive(Clone, Debug, Default)]
+pub struct PageLayout {
+    /// 1-based page number.
+    pub number: u32,
+    /// Visible width in points.
+    pub width: f32,
+    /// Visible height in points.
+    pub height: f32,
+    /// The characters in pdfium's order (content order, with the spaces and line breaks it
+    /// infers marked `generated`).
+    pub glyphs: Vec<Glyph>,
+    /// Pictures drawn on the page.
+    pub images: Vec<Area>,
+    /// Paths drawn on the page (rules, cell borders, boxes), at most [`MAX_PATHS`].
+    pub paths: Vec<Area>,
+}
+
+/// Most paths kept for a page: a drawing of a million strokes is not a table.
+pub const MAX_PATHS: usize = 20_000;
+
+/// The characters, pictures and paths of `pages` (1-based) of the PDF in `bytes`; errors
+/// name `field`.
+pub fn page_layouts(
+    bytes: &[u8],
+    password: Option<&str>,
+    pages: &[u32],
+    field: &str,
+) -> Result<Vec<PageLayout>, EngineError> {
+    use pdfium_render::prelude::{PdfFontWeight, PdfPageObjectCommon, PdfPageObjectType, PdfPageObjectsCommon};
+
+    let pdfium = library()?;
+    let doc = pdfium.load_pdf_from_byte_slice(bytes, password).map_err(|e| open_error(&e, field, password))?;
+    let doc_pages = doc.pages();
+    let count = doc_pages.len();
+    let mut layouts = Vec::with_capacity(pages.len());
+    for &number in pages {
+        let unreadable = || {
+            EngineError::invalid_with(
+                "damaged_pdf",
+                field,
+                format!("{field}: the text of page {number} cannot be read"),
+            )
+        };
+        let index = i32::try_from(number).ok().and_then(|n| n.checked_sub(1)).filter(|&i| i >= 0 && i < count);
+        let page = doc_pages.get(index.ok_or_else(unreadable)?).map_err(|_| unreadable())?;
+        let height = page.height().value;
+        let width = page.width().value;
+        let area = |left: f32, top: f32, right: f32, bottom: f32| Area {
+            x0: left.min(right),
+            y0: height - top.max(bottom),
+            x1: left.max(right),
+            y1: height - top.min(bottom),
+        };
+        let text = page.text().map_err(|_| unreadable())?;
+        let chars = text.chars();
+        let mut glyphs = Vec::with_capacity(chars.len());
+        // The font of the previous character, reused while the text object does not change.
+        let mut font_key: Option<(String, f32)> = None;
+        let mut font_style = (false, false, false);
+        for ch in chars.iter() {
+            let Some(c) = ch.unicode_char() else { continue };
+            let generated = ch.is_generated().unwrap_or(false);
+            // Loose boxes span the advance width and the font's height: the gaps between them are
+            // the gaps a reader sees (tight boxes make a gap beside every period and quote).
+            let bounds = ch.loose_bounds().or_else(|_| ch.tight_bounds());
+            let Ok(bounds) = bounds else { continue };
+            let size = ch.scaled_font_size().value;
+            if !generated {
+                let name = ch.font_name();
+                if font_key.as_ref().is_none_or(|(n, s)| *n != name || *s != size) {
+                    let lower = name.to_ascii_lowercase();
+                    let heavy = matches!(
+                        ch.font_weight(),
+                        Some(
+                            PdfFontWeight::Weight600
+                                | PdfFontWeight::Weight700Bold
+                                | PdfFontWeight::Weight800
+                                | PdfFontWeight::Weight900
+                        )
+                    ) || matches!(ch.font_weight(), Some(PdfFontWeight::Custom(w)) if w >= 600);
+                    let bold = heavy
+                        || ["bold", "black", "heavy", "semibold", "demi"].iter().any(|w| lower.contains(w))
+                        // TeX's Computer Modern and EC fonts: CMBX10, SFBX1000 are bold.
+                        || ["cmbx", "sfbx", "ecbx", "lmbx", "cmb10"].iter().any(|w| lower.contains(w))
+                        // Nimbus and URW fonts name their bold cut "Medi" (NimbusRomNo9L-Medi).
+                        || lower.ends_with("-medi")
+                        || lower.ends_with("-mediital")
+                        || ch.font_is_bold_reenforced();
+                    let italic = ch.font_is_italic()
+                        || ["italic", "oblique", "cmti", "cmsl", "sfti", "sfsl", "ecti"]
+                            .iter()
+                            .any(|w| lower.contains(w));
+                    let mono = ch.font_is_fixed_pitch()
+                        || ["mono", "courier", "consol", "code"].iter().any(|w| lower.contains(w));
+                    font_style = (bold, italic, mono);
+                    font_key = Some((name, size));
+                }
+            }
+            let (bold, italic, mono) = if generated { (false, false, false) } else { font_style };
+            let a = area(bounds.left().value, bounds.top().value, bounds.right().value, bounds.bottom().value);
+            glyphs.push(Glyph { ch: c, x0: a.x0, y0: a.y0, x1: a.x1, y1: a.y1, size, bold, italic, mono, generated });
+        }
+        let mut images = Vec::new();
+        let mut paths = Vec::new();
+        for object in page.objects().iter() {
+            let kind = object.object_type();
+            if !matches!(kind, PdfPageObjectType::Image | PdfPageObjectType::Path) {
+                continue;
+            }
+            let Ok(b) = object.bounds() else { continue };
+            let a = area(b.left().value, b.top().value, b.right().value, b.bottom().value);
+            if kind == PdfPageObjectType::Image {
+                images.push(a);
+            } else if paths.len() < MAX_PATHS {
+                paths.push(a);
+            }
+        }
+        layouts.push(PageLayout { number, width, height, glyphs, images, paths });
+    }
+    Ok(layouts)
+}
+
 /// pdfium's page text in one convention: `\n` line ends (it writes CR LF), no NULs or
 /// trailing blanks, at most one empty line in a row (glyphs a font cannot map to Unicode
 /// come out as blanks), no empty lines around the page.
