@@ -185,11 +185,8 @@ fn drop_link_targets(line: &str) -> String {
         if bytes[i] == b']' && bytes.get(i + 1) == Some(&b'(') {
             // `](<target with (parentheses)>)` or `](target)`.
             let rest = &line[i + 2..];
-            let end = if rest.starts_with('<') {
-                rest.find(">)").map(|e| e + 2)
-            } else {
-                rest.find(')').map(|e| e + 1)
-            };
+            let end =
+                if rest.starts_with('<') { rest.find(">)").map(|e| e + 2) } else { rest.find(')').map(|e| e + 1) };
             if let Some(end) = end {
                 out.push(' ');
                 i += 2 + end;
