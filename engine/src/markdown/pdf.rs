@@ -1059,6 +1059,11 @@ fn continues_paragraph(p: &Pending, prev: &Line, line: &Line, body: f32) -> bool
     if prev_bold != line.all(|s| s.bold) && (prev_bold || p.lines.len() == 1) {
         return false;
     }
+    // So does a short italic line standing alone over regular text.
+    let prev_italic = prev.all(|s| s.italic);
+    if p.lines.len() == 1 && prev_italic && !line.all(|s| s.italic) && prev.x1 < line.x1 - size * 2.0 {
+        return false;
+    }
     match p.kind {
         // Item text wraps to the right of its bullet, not left of it.
         Kind::Item { x, .. } => line.x0 > x + size * 0.3,
@@ -1158,6 +1163,14 @@ fn run_in_heading(line: &Line) -> Option<usize> {
     (fits && head.chars().any(char::is_alphabetic)).then_some(first_plain)
 }
 
+/// A caption ("Figure 1-2 …", "Table 3. …"): a paragraph, even when it is set in bold.
+fn is_caption(text: &str) -> bool {
+    let mut words = text.split_whitespace();
+    let (Some(first), Some(second)) = (words.next(), words.next()) else { return false };
+    let label = ["figure", "fig.", "table", "example", "listing", "chart", "exhibit", "plate", "scheme"];
+    label.contains(&first.to_lowercase().as_str()) && second.chars().next().is_some_and(|c| c.is_ascii_digit())
+}
+
 /// The heading level of a paragraph, if it is one.
 fn heading_level(lines: &[Line], text: &str, body: f32, heading_sizes: &[f32]) -> Option<u8> {
     let words = text.split_whitespace().count();
@@ -1165,7 +1178,7 @@ fn heading_level(lines: &[Line], text: &str, body: f32, heading_sizes: &[f32]) -
     if lines.len() > 3 || words == 0 || words > 24 || trimmed.ends_with([',', ';']) {
         return None;
     }
-    if !trimmed.chars().any(char::is_alphabetic) {
+    if trimmed.chars().filter(|c| c.is_alphabetic()).count() < 2 || is_caption(trimmed) {
         return None;
     }
     let size = (lines.iter().map(|l| l.size).fold(0.0, f32::max) * 2.0).round() / 2.0;
@@ -1174,8 +1187,17 @@ fn heading_level(lines: &[Line], text: &str, body: f32, heading_sizes: &[f32]) -
         return Some((rank as u8 + 1).min(4));
     }
     let bold = lines.iter().all(|l| l.all(|s| s.bold));
-    if bold && words <= 14 && !trimmed.ends_with('.') && (size - body).abs() < body * 0.15 {
-        return Some((heading_sizes.len() as u8 + 1).min(4));
+    let level = (heading_sizes.len() as u8 + 1).min(4);
+    let body_sized = (size - body).abs() < body * 0.15;
+    if bold && words <= 14 && !trimmed.ends_with('.') && body_sized {
+        return Some(level);
+    }
+    // A short italic line of its own, capitalised and unpunctuated, heads what follows
+    // (the lowest heading style of many handbooks).
+    let italic = lines.len() == 1 && lines[0].all(|s| s.italic);
+    let capital = trimmed.chars().next().is_some_and(char::is_uppercase);
+    if italic && capital && words <= 8 && !trimmed.ends_with(['.', ':', '!', '?', ')']) && body_sized {
+        return Some(level);
     }
     None
 }
@@ -1358,6 +1380,33 @@ mod tests {
         let read = from_layouts(&[page(1, vec![glyphs("Text.", 50.0, 100.0, 10.0, false)]), page(2, vec![])]);
         assert_eq!(read.pages_without_text, vec![2]);
         assert!(crate::markdown::render(&read.document).contains("page 2 has no text layer"));
+    }
+
+    fn italic(mut line: Vec<Glyph>) -> Vec<Glyph> {
+        for g in &mut line {
+            g.italic = !g.generated;
+        }
+        line
+    }
+
+    #[test]
+    fn a_short_italic_line_over_body_text_is_a_heading_and_a_bold_caption_is_not() {
+        let p = page(
+            1,
+            vec![
+                italic(glyphs("Elastic Stop Nut", 50.0, 100.0, 10.0, false)),
+                glyphs("The elastic stop nut is a standard nut with the height increased to", 50.0, 112.0, 10.0, false),
+                glyphs("hold a fiber locking collar.", 50.0, 124.0, 10.0, false),
+                glyphs("Figure 7-27 Stainless steel self-locking nut", 50.0, 150.0, 10.0, true),
+                glyphs("Body text after the figure goes on for a while here.", 50.0, 170.0, 10.0, false),
+            ],
+        );
+        assert_eq!(
+            markdown(&[p]),
+            "# Elastic Stop Nut\n\nThe elastic stop nut is a standard nut with the height increased to hold a fiber \
+             locking collar.\n\n**Figure 7-27 Stainless steel self-locking nut**\n\nBody text after the figure goes on \
+             for a while here.\n"
+        );
     }
 
     #[test]
