@@ -484,8 +484,19 @@ fn find_tables(segments: &[Segment], page_width: f32) -> Vec<FoundTable> {
             })
             .collect()
     };
-    let crosses = |band: &[usize], gutter: (f32, f32)| {
-        band.iter().any(|&i| segments[i].x0 < gutter.1 - 0.5 && segments[i].x1 > gutter.0 + 0.5)
+    // A gutter narrows to what a row leaves free of it (a wider cell below a narrower one),
+    // and is gone when nothing 3 points wide is left.
+    let narrowed = |band: &[usize], gutter: (f32, f32)| -> Option<(f32, f32)> {
+        let mut free = vec![gutter];
+        for &i in band {
+            let (x0, x1) = (segments[i].x0, segments[i].x1);
+            free = free
+                .into_iter()
+                .flat_map(|(a, b)| if x1 <= a || x0 >= b { vec![(a, b)] } else { vec![(a, x0.max(a)), (x1.min(b), b)] })
+                .filter(|(a, b)| b - a >= 3.0)
+                .collect();
+        }
+        free.into_iter().max_by(|p, q| (p.1 - p.0).total_cmp(&(q.1 - q.0)))
     };
     let mut tables = Vec::new();
     let mut i = 0;
@@ -509,9 +520,14 @@ fn find_tables(segments: &[Segment], page_width: f32) -> Vec<FoundTable> {
             if l < left - size * 3.0 || r > right + size * 3.0 {
                 break;
             }
-            let kept: Vec<(f32, f32)> = gutters.iter().copied().filter(|g| !crosses(band, *g)).collect();
-            // Every gutter of a row with several cells must survive, or the columns changed.
-            if kept.is_empty() || (band.len() >= 2 && kept.len() < gutters.len().min(band.len() - 1)) {
+            let kept: Vec<(f32, f32)> = gutters.iter().filter_map(|g| narrowed(band, *g)).collect();
+            // Every gutter of a row with several cells must survive, or the columns changed;
+            // a line of one cell (a wrapped cell) must fit between two gutters.
+            let lost = gutters.len() - kept.len();
+            if kept.is_empty()
+                || (band.len() >= 2 && kept.len() < gutters.len().min(band.len() - 1))
+                || (band.len() == 1 && lost > 0)
+            {
                 break;
             }
             gutters = kept;
@@ -598,8 +614,7 @@ fn table_rows(segments: &[Segment], run: &[(f32, f32, Vec<usize>)], gutters: &[(
             }
             cell.push_str(s.text().trim());
         }
-        let continues =
-            cells[0].is_empty() && rows.last().is_some_and(|row: &Vec<String>| !row[0].is_empty()) && rows.len() > 1;
+        let continues = cells[0].is_empty() && rows.last().is_some_and(|row: &Vec<String>| !row[0].is_empty());
         match rows.last_mut() {
             Some(last) if continues => {
                 for (into, more) in last.iter_mut().zip(cells) {
@@ -1406,6 +1421,35 @@ mod tests {
             "# Elastic Stop Nut\n\nThe elastic stop nut is a standard nut with the height increased to hold a fiber \
              locking collar.\n\n**Figure 7-27 Stainless steel self-locking nut**\n\nBody text after the figure goes on \
              for a while here.\n"
+        );
+    }
+
+    /// A line of cells: each `(text, x)` drawn from `x`.
+    fn cells(row: &[(&str, f32)], y: f32) -> Vec<Glyph> {
+        let mut line: Vec<Glyph> = row.iter().flat_map(|(text, x)| glyphs(text, *x, y, 10.0, false)).collect();
+        line.retain(|g| !g.generated);
+        line.extend(glyphs("", 0.0, y, 10.0, false));
+        line
+    }
+
+    #[test]
+    fn an_unruled_table_is_found_and_a_wrapped_cell_joins_its_row() {
+        let p = page(
+            1,
+            vec![
+                glyphs("Results of the runs are below.", 50.0, 80.0, 10.0, false),
+                cells(&[("Model", 50.0), ("Score", 200.0), ("Time", 320.0)], 100.0),
+                cells(&[("OTSL", 50.0), ("0.965", 200.0), ("2.73", 320.0)], 112.0),
+                cells(&[("HTML", 50.0), ("0.969", 200.0), ("5.39", 320.0)], 124.0),
+                cells(&[("large", 200.0), ("s", 320.0)], 136.0),
+                glyphs("The text after the table goes on in a paragraph of its own.", 50.0, 170.0, 10.0, false),
+            ],
+        );
+        assert_eq!(
+            markdown(&[p]),
+            "Results of the runs are below.\n\n| Model | Score       | Time   |\n|-------|-------------|--------|\n\
+             | OTSL  | 0.965       | 2.73   |\n| HTML  | 0.969 large | 5.39 s |\n\n\
+             The text after the table goes on in a paragraph of its own.\n"
         );
     }
 
