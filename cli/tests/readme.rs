@@ -45,7 +45,7 @@ fn readme_examples_work_as_written() {
     }
 
     let blocks = examples();
-    assert_eq!(blocks.len(), 4, "merge, inspect, split, url");
+    assert_eq!(blocks.len(), 5, "merge, inspect, markdown, split, url");
     let mut outputs = Vec::new();
     for block in &blocks {
         let script = block.replace("http://127.0.0.1:8402", &format!("http://127.0.0.1:{port}"));
@@ -68,6 +68,9 @@ fn readme_examples_work_as_written() {
     assert_eq!(qpdf_pages(&work.path().join("merged.pdf")), 6, "4 pages of a.pdf and 2 of b.pdf");
     let report: serde_json::Value = serde_json::from_str(&outputs[1]).unwrap();
     assert_eq!(report["page_count"], 6);
+    let markdown = std::fs::read_to_string(work.path().join("merged.md")).unwrap();
+    assert!(markdown.split_whitespace().count() > 100, "the merged PDF's text: {markdown}");
+    assert!(!markdown.contains("no text layer"), "{markdown}");
     let zip = std::fs::read(work.path().join("pages.zip")).unwrap();
     assert_eq!(zip::ZipArchive::new(std::io::Cursor::new(zip)).unwrap().len(), 6);
     assert_eq!(qpdf_pages(&work.path().join("rotated.pdf")), 6);
