@@ -215,7 +215,7 @@ pub fn detect(bytes: &[u8], filename: &str) -> Result<SourceFormat, EngineError>
         return Ok(SourceFormat::Pdf);
     }
     let extension = filename.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
-    if bytes.starts_with(&[0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1]) {
+    if crate::office::package::is_ole2(bytes) {
         return Err(unsupported(
             "this is a legacy binary Office file (.doc, .xls, .ppt) or a password-protected one; save it as .docx, \
              .xlsx or .pptx, or convert it with /v1/docs/to-pdf first",
@@ -314,13 +314,7 @@ mod tests {
 
     #[test]
     fn zip_members_tell_office_files_and_books_apart() {
-        use std::io::Write;
-        let zip_of = |name: &str| {
-            let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
-            writer.start_file(name, zip::write::SimpleFileOptions::default()).unwrap();
-            writer.write_all(b"<x/>").unwrap();
-            writer.finish().unwrap().into_inner()
-        };
+        let zip_of = |name: &str| crate::office::package::zip_of(&[(name, b"<x/>")]);
         assert_eq!(detect(&zip_of("word/document.xml"), "a").unwrap(), SourceFormat::Docx);
         assert_eq!(detect(&zip_of("ppt/presentation.xml"), "a").unwrap(), SourceFormat::Pptx);
         assert_eq!(detect(&zip_of("xl/workbook.xml"), "a").unwrap(), SourceFormat::Xlsx);

@@ -988,7 +988,7 @@ fn collect_parts<'d>(parent: El<'d>, name: &str, out: &mut Vec<El<'d>>, level: u
 
 #[cfg(test)]
 pub(super) mod tests {
-    use std::io::{Cursor, Read as _, Write};
+    use std::io::{Cursor, Read as _};
 
     use super::*;
     use crate::markdown::render;
@@ -998,13 +998,8 @@ pub(super) mod tests {
 
     /// A ZIP of `(name, text)` members.
     pub(in crate::markdown) fn zip(members: &[(impl AsRef<str>, impl AsRef<str>)]) -> Vec<u8> {
-        let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
-        let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
-        for (name, body) in members {
-            writer.start_file(name.as_ref(), options).unwrap();
-            writer.write_all(body.as_ref().as_bytes()).unwrap();
-        }
-        writer.finish().unwrap().into_inner()
+        let members: Vec<(&str, &[u8])> = members.iter().map(|(n, b)| (n.as_ref(), b.as_ref().as_bytes())).collect();
+        crate::office::package::zip_of(&members)
     }
 
     type ReadFn = fn(&[u8], &str) -> Result<Document, EngineError>;

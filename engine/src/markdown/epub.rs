@@ -377,7 +377,6 @@ fn resolve(base: &str, href: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
 
     use super::*;
     use crate::markdown::{Block, render};
@@ -411,15 +410,7 @@ mod tests {
         )
     }
 
-    fn zip(members: &[(&str, &[u8])]) -> Vec<u8> {
-        let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
-        let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
-        for (name, body) in members {
-            writer.start_file(*name, options).unwrap();
-            writer.write_all(body).unwrap();
-        }
-        writer.finish().unwrap().into_inner()
-    }
+    use crate::office::package::zip_of as zip;
 
     fn book(extra: &[(&str, &[u8])]) -> Vec<u8> {
         let one = chapter("One", "<h1>Chapter One</h1><p>First <em>words</em>.</p><a id=\"x\"/><p>More<br/>lines</p>");

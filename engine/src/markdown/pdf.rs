@@ -423,8 +423,8 @@ struct FoundTable {
 }
 
 /// Replaces the segments of every table on the page by one table segment.
-fn with_tables(segments: Vec<Segment>, page_width: f32) -> Vec<Segment> {
-    let tables = find_tables(&segments, page_width);
+fn with_tables(segments: Vec<Segment>) -> Vec<Segment> {
+    let tables = find_tables(&segments);
     if tables.is_empty() {
         return segments;
     }
@@ -456,26 +456,11 @@ fn with_tables(segments: Vec<Segment>, page_width: f32) -> Vec<Segment> {
 /// Tables drawn without rules, found by alignment: runs of lines split into the same
 /// columns by gutters no line of the run crosses. Page columns of prose (two wide columns
 /// of long lines) are not tables; nor are bullets set apart from their text.
-fn find_tables(segments: &[Segment], page_width: f32) -> Vec<FoundTable> {
+fn find_tables(segments: &[Segment]) -> Vec<FoundTable> {
     let mut order: Vec<usize> =
         (0..segments.len()).filter(|&i| !segments[i].image && segments[i].table.is_none()).collect();
     order.sort_by(|&a, &b| segments[a].y0.total_cmp(&segments[b].y0).then(segments[a].x0.total_cmp(&segments[b].x0)));
-    // Bands of indices whose heights overlap.
-    let mut bands: Vec<(f32, f32, Vec<usize>)> = Vec::new();
-    for i in order {
-        let s = &segments[i];
-        let limit = s.y0 + s.height().min(s.size.max(1.0)) * 0.5;
-        match bands.last_mut() {
-            Some((_, bottom, band)) if limit < *bottom => {
-                *bottom = bottom.max(s.y1);
-                band.push(i);
-            }
-            _ => bands.push((s.y0, s.y1, vec![i])),
-        }
-    }
-    for band in &mut bands {
-        band.2.sort_by(|&a, &b| segments[a].x0.total_cmp(&segments[b].x0));
-    }
+    let bands = bands_by(order, |&i| place(&segments[i]));
     let gutters_of = |band: &[usize]| -> Vec<(f32, f32)> {
         band.windows(2)
             .filter_map(|w| {
@@ -539,10 +524,8 @@ fn find_tables(segments: &[Segment], page_width: f32) -> Vec<FoundTable> {
         let multi = run.iter().filter(|b| b.2.len() >= 2).count();
         let columns = gutters.len() + 1;
         let members: Vec<usize> = run.iter().flat_map(|b| b.2.iter().copied()).collect();
-        let mut sorted_gutters = gutters.clone();
-        sorted_gutters.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let prose = is_prose(segments, &members, &sorted_gutters) || columns == 1;
-        let _ = page_width;
+        gutters.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let prose = is_prose(segments, &members, &gutters) || columns == 1;
         let first_column_markers = run.iter().all(|b| {
             let first = segments[b.2[0]].text();
             let t = first.trim();
@@ -550,8 +533,6 @@ fn find_tables(segments: &[Segment], page_width: f32) -> Vec<FoundTable> {
         });
         let enough_rows = if columns == 2 { multi >= 3 } else { multi >= MIN_TABLE_ROWS };
         if enough_rows && !prose && !first_column_markers {
-            let mut gutters = gutters.clone();
-            gutters.sort_by(|a, b| a.0.total_cmp(&b.0));
             let rows = table_rows(segments, run, &gutters);
             let (mut x0, mut y0, mut x1, mut y1) = (f32::MAX, f32::MAX, f32::MIN, f32::MIN);
             for &k in &members {
@@ -644,7 +625,7 @@ fn reading_order(mut segments: Vec<Segment>, page_width: f32, rtl: bool) -> Vec<
     let mut out = Vec::new();
     for region in regions {
         // Tables are looked for inside a column, once the page's columns are apart.
-        let mut region = with_tables(region, page_width);
+        let mut region = with_tables(region);
         region.sort_by(|a, b| a.y0.total_cmp(&b.y0).then(a.x0.total_cmp(&b.x0)));
         for mut band in bands_of(region) {
             if rtl {
@@ -738,24 +719,34 @@ fn order_region(mut segments: Vec<Segment>, page_width: f32, rtl: bool, depth: u
 
 /// Segments sorted by top, grouped where their heights overlap; each band by left edge.
 fn bands_of(segments: Vec<Segment>) -> Vec<Vec<Segment>> {
-    let mut bands: Vec<(f32, Vec<Segment>)> = Vec::new();
-    for segment in segments {
-        let overlap_limit = segment.y0 + segment.height().min(segment.size.max(1.0)) * 0.5;
+    bands_by(segments, place).into_iter().map(|(_, _, band)| band).collect()
+}
+
+/// Where a segment stands for banding: left edge, top, bottom, and the height its
+/// neighbour must reach past its top to share its band (half a line).
+fn place(s: &Segment) -> (f32, f32, f32, f32) {
+    (s.x0, s.y0, s.y1, s.y0 + s.height().min(s.size.max(1.0)) * 0.5)
+}
+
+/// Items (sorted by top) grouped into bands where their heights overlap by half a line,
+/// each band's items left to right, with the band's top and bottom; `place` gives an
+/// item's [`place`].
+fn bands_by<T>(items: Vec<T>, place: impl Fn(&T) -> (f32, f32, f32, f32)) -> Vec<(f32, f32, Vec<T>)> {
+    let mut bands: Vec<(f32, f32, Vec<T>)> = Vec::new();
+    for item in items {
+        let (_, top, bottom, overlap_limit) = place(&item);
         match bands.last_mut() {
-            Some((bottom, band)) if overlap_limit < *bottom => {
-                *bottom = bottom.max(segment.y1);
-                band.push(segment);
+            Some((_, band_bottom, band)) if overlap_limit < *band_bottom => {
+                *band_bottom = band_bottom.max(bottom);
+                band.push(item);
             }
-            _ => bands.push((segment.y1, vec![segment])),
+            _ => bands.push((top, bottom, vec![item])),
         }
     }
+    for (_, _, band) in &mut bands {
+        band.sort_by(|a, b| place(a).0.total_cmp(&place(b).0));
+    }
     bands
-        .into_iter()
-        .map(|(_, mut band)| {
-            band.sort_by(|a, b| a.x0.total_cmp(&b.x0));
-            band
-        })
-        .collect()
 }
 
 fn extent(bands: &[Vec<Segment>]) -> (f32, f32) {

@@ -65,9 +65,28 @@ pub struct Checked {
     pub members: Vec<String>,
 }
 
+/// Whether `bytes` are an OLE2 compound file: a legacy binary Office file (.doc, .xls,
+/// .ppt) or a password-protected Office file.
+pub fn is_ole2(bytes: &[u8]) -> bool {
+    bytes.starts_with(&[0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1])
+}
+
+/// A ZIP of `(name, bytes)` members, deflated: the packages the readers' unit tests build.
+#[cfg(test)]
+pub(crate) fn zip_of(members: &[(&str, &[u8])]) -> Vec<u8> {
+    use std::io::Write;
+    let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    for (name, body) in members {
+        writer.start_file(*name, options).unwrap();
+        writer.write_all(body).unwrap();
+    }
+    writer.finish().unwrap().into_inner()
+}
+
 /// Checks `bytes` as an OOXML package that must be `want`; errors name `field`.
 pub fn check(bytes: &[u8], want: Kind, field: &str) -> Result<Checked, EngineError> {
-    if bytes.starts_with(&[0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1]) {
+    if is_ole2(bytes) {
         return Err(EngineError::invalid_with(
             "not_an_office_file",
             field,
@@ -185,19 +204,9 @@ fn bomb(field: &str, why: String) -> EngineError {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
-
     use super::*;
 
-    fn package(members: &[(&str, &[u8])]) -> Vec<u8> {
-        let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
-        let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
-        for (name, body) in members {
-            writer.start_file(*name, options).unwrap();
-            writer.write_all(body).unwrap();
-        }
-        writer.finish().unwrap().into_inner()
-    }
+    use super::zip_of as package;
 
     #[test]
     fn a_workbook_passes_and_other_kinds_are_named() {
