@@ -23,6 +23,7 @@ pub mod evm;
 pub mod fetch;
 pub mod http_client;
 pub mod input;
+pub mod layout;
 pub mod markdown;
 pub mod office;
 pub mod output;

@@ -57,6 +57,21 @@ pub const PYTHON_TOOLS: &[PythonTool] = &[
         probe: &["python", "-c", "import markitdown"],
         why: "the reference for /v1/docs/to-markdown in `cargo xtask bench convert`",
     },
+    PythonTool {
+        requirement: "pdfplumber==0.11.7",
+        probe: &["python", "-c", "import pdfplumber"],
+        why: "the reference for /v1/pdf/tables in `cargo xtask bench convert`",
+    },
+    PythonTool {
+        requirement: "ofxparse==0.21",
+        probe: &["python", "-c", "import ofxparse"],
+        why: "reads back the OFX statements of /v1/pdf/bank-statement in tests",
+    },
+    PythonTool {
+        requirement: "python-docx==1.2.0",
+        probe: &["python", "-c", "import docx"],
+        why: "reads back the Word files of /v1/pdf/to-docx in tests",
+    },
 ];
 
 /// Native libraries taken out of PyPI wheels into `$PAPERCHAIN_TOOLS`.

@@ -1,7 +1,12 @@
 //! The document family: PDF and Office operations, one route per file.
 
 use crate::catalog::Catalog;
+use crate::context::{Context, blocking};
+use crate::error::EngineError;
+use crate::input::FileBytes;
+use crate::pages::PageSelection;
 use crate::pdf::transform::{ErasedStep, StepKind};
+use crate::pdf::{self, pdfium};
 use crate::price::Price;
 
 pub mod attachments;
@@ -29,6 +34,7 @@ pub mod resize;
 pub mod rotate;
 pub mod set_outline;
 pub mod split;
+pub mod tables;
 pub mod to_images;
 pub mod to_markdown;
 pub mod unlock;
@@ -69,6 +75,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<pdf_text::PdfTextRoute>();
     catalog.add::<pptx_build::PptxBuildRoute>();
     catalog.add::<to_markdown::ToMarkdownRoute>();
+    catalog.add::<tables::TablesRoute>();
 }
 
 /// The operations `/v1/pdf/pipeline` chains, by their `op` (the route's last path segment).
@@ -106,3 +113,49 @@ pub fn page_edit_price(pages: u32) -> Price {
 /// The builders' price rule in words (`../shared/spec/routebook.md` §4: fill-template,
 /// pptx-build, xlsx-build, xlsx-to-json).
 pub const BUILDER_PRICE_RULE: &str = "flat";
+
+/// The conversion price rule in words (`../shared/spec/routebook.md` §4: to-markdown,
+/// tables, bank-statement, to-docx).
+pub const CONVERSION_PRICE_RULE: &str =
+    "$0.005 + $0.001 a page converted (a PDF's selected pages; other files: a page per started 100 KB)";
+
+/// Conversion: $0.005 + $0.001 a page.
+pub fn conversion_price(pages: u64) -> Price {
+    Price::tiered(Price::micros(5_000), 0, Price::micros(1_000), pages)
+}
+
+/// A PDF input of a conversion route, opened and checked, with the pages to read.
+pub struct SelectedPdf {
+    /// The file's bytes.
+    pub bytes: Vec<u8>,
+    /// Its password, when it is encrypted.
+    pub password: Option<String>,
+    /// Its file name (given, or the fallback).
+    pub filename: String,
+    /// The pages chosen (1-based, ascending, each once); every page when none were named.
+    pub pages: Vec<u32>,
+    /// The title in its metadata, when it has one.
+    pub title: Option<String>,
+}
+
+/// Opens the PDF in `file` under the engine's limits (errors under `/file`) and resolves
+/// the page selection (errors under `/pages`; every page when there is none).
+pub async fn select_pdf_pages(
+    file: FileBytes,
+    selection: Option<PageSelection>,
+    ctx: &Context,
+) -> Result<SelectedPdf, EngineError> {
+    pdfium::ensure_library().await?;
+    let limits = ctx.limits;
+    blocking(move || {
+        let doc = pdf::open(&file.bytes, file.password.as_deref(), &limits).map_err(|e| e.under("/file"))?;
+        let page_count = pdf::page_count(&doc);
+        let pages = match selection {
+            Some(selection) => selection.resolve_set(page_count, "/pages")?,
+            None => (1..=page_count).collect(),
+        };
+        let title = metadata::read_report(&doc, page_count).info.title.filter(|t| !t.trim().is_empty());
+        Ok(SelectedPdf { bytes: file.bytes, password: file.password, filename: file.filename, pages, title })
+    })
+    .await
+}

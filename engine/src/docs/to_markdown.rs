@@ -8,27 +8,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
-use crate::docs::metadata::read_report;
+use crate::docs::{CONVERSION_PRICE_RULE, conversion_price, select_pdf_pages};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::markdown::{self, Document};
 use crate::output::Reply;
 use crate::pages::PageSelection;
-use crate::pdf::{self, pdfium};
+use crate::pdf;
 use crate::price::Price;
-
-/// The conversion price rule in words (`../shared/spec/routebook.md` §4), shared by the
-/// conversion routes.
-pub const CONVERSION_PRICE_RULE: &str =
-    "$0.005 + $0.001 a page converted (a PDF's selected pages; other files: a page per started 100 KB)";
 
 /// Bytes of a non-PDF file that count as one page.
 pub const BYTES_A_PAGE: u64 = 100_000;
-
-/// Conversion: $0.005 + $0.001 a page.
-pub fn conversion_price(pages: u64) -> Price {
-    Price::tiered(Price::micros(5_000), 0, Price::micros(1_000), pages)
-}
 
 /// Request of `/v1/docs/to-markdown`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -151,19 +141,8 @@ impl Route for ToMarkdownRoute {
             }
             return Ok(ToMarkdown { bytes: file.bytes, password: None, format, pages: None, title: None });
         }
-        pdfium::ensure_library().await?;
-        let limits = ctx.limits;
-        blocking(move || {
-            let doc = pdf::open(&file.bytes, file.password.as_deref(), &limits).map_err(|e| e.under("/file"))?;
-            let page_count = pdf::page_count(&doc);
-            let pages = match selection {
-                Some(selection) => selection.resolve_set(page_count, "/pages")?,
-                None => (1..=page_count).collect(),
-            };
-            let title = read_report(&doc, page_count).info.title.filter(|t| !t.trim().is_empty());
-            Ok(ToMarkdown { bytes: file.bytes, password: file.password, format, pages: Some(pages), title })
-        })
-        .await
+        let pdf = select_pdf_pages(file, selection, ctx).await?;
+        Ok(ToMarkdown { bytes: pdf.bytes, password: pdf.password, format, pages: Some(pdf.pages), title: pdf.title })
     }
 
     fn quote(call: &ToMarkdown) -> Price {

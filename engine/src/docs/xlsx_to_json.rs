@@ -323,20 +323,10 @@ fn sheet_csv(sheet: &Sheet, header_row: u32) -> String {
     csv
 }
 
-/// One CSV field (RFC 4180 quoting); text that a spreadsheet would take for a formula is
-/// prefixed with `'` (route book §4). Numbers, dates and booleans are not text and stay as they are.
+/// One CSV field; text that a spreadsheet would take for a formula is guarded (route book
+/// §4). Numbers, dates and booleans are not text and stay as they are.
 fn csv_field(value: &Value) -> String {
-    let mut text = value.text();
-    if let Value::Text(t) = value
-        && t.starts_with(['=', '+', '-', '@', '\t', '\r'])
-    {
-        text.insert(0, '\'');
-    }
-    if text.contains([',', '"', '\r', '\n']) || text.starts_with(' ') || text.ends_with(' ') {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text
-    }
+    crate::office::csv::field(&value.text(), matches!(value, Value::Text(_)))
 }
 
 #[cfg(test)]

@@ -1,32 +1,21 @@
-//! PDF to Markdown: pdfium gives the characters with their boxes and fonts
-//! (`pdf::pdfium::page_layouts`); the layout analysis here is ours.
+//! PDF to Markdown on the shared layout analysis ([`crate::layout`]: segments, tables,
+//! reading order), then:
 //!
-//! 1. **Segments**: characters become runs of text on one baseline; a gap wider than
-//!    [`SEGMENT_GAP_EMS`] font sizes starts a new segment (a column gutter or a table cell).
-//! 2. **Running heads**: segments in the top or bottom margin band whose text, digits
+//! 1. **Running heads**: segments in the top or bottom margin band whose text, digits
 //!    aside, repeats on other pages, and lone page numbers there, are left out.
-//! 3. **Reading order**: segments are grouped into bands of overlapping height; runs of
-//!    bands that share an empty vertical strip with text on both sides are columns, read
-//!    left column first (recursively, so a column may hold columns).
-//! 4. **Blocks**: lines join into paragraphs while the spacing, size and indentation
+//! 2. **Blocks**: lines join into paragraphs while the spacing, size and indentation
 //!    agree; a paragraph is a heading when its size stands above the body text's (or it is
 //!    a short bold line over regular body text), a list item when it starts with a bullet
 //!    or a number, code when its font is fixed-pitch. Words hyphenated across lines are
-//!    joined. Pictures are placed where they stand.
+//!    joined. Pictures and tables are placed where they stand.
 
 use crate::error::EngineError;
+use crate::layout::{self, Segment};
 use crate::markdown::{Block, Document, Inline, Style};
-use crate::pdf::pdfium::{self, Area, Glyph, PageLayout};
+use crate::pdf::pdfium::{self, PageLayout};
 
-/// A gap between characters wider than this many font sizes splits a line into segments.
-pub const SEGMENT_GAP_EMS: f32 = 1.5;
 /// The share of the page's height at its top and at its bottom where running heads live.
 const MARGIN_BAND: f32 = 0.09;
-/// Most segments a page may have before its order is simply top to bottom (a page of tens
-/// of thousands of scattered characters is a drawing, not prose).
-const MAX_SEGMENTS: usize = 20_000;
-/// How deep columns may nest.
-const MAX_COLUMN_DEPTH: u32 = 4;
 
 /// A PDF read for Markdown.
 pub struct PdfMarkdown {
@@ -42,44 +31,11 @@ pub fn read(bytes: &[u8], password: Option<&str>, pages: &[u32], field: &str) ->
     Ok(from_layouts(&layouts))
 }
 
-/// A run of characters on one baseline.
-#[derive(Clone, Debug)]
-struct Segment {
-    page: u32,
-    x0: f32,
-    y0: f32,
-    x1: f32,
-    y1: f32,
-    /// The most common font size of its characters.
-    size: f32,
-    /// Characters with their styles (spaces included).
-    chars: Vec<(char, Style)>,
-    /// A picture rather than text.
-    image: bool,
-    /// A table found on the page (rows of escaped cells), standing in for its text.
-    table: Option<Vec<Vec<String>>>,
-}
-
-impl Segment {
-    fn text(&self) -> String {
-        self.chars.iter().map(|(c, _)| *c).collect()
-    }
-
-    fn visible_chars(&self) -> impl Iterator<Item = &(char, Style)> {
-        self.chars.iter().filter(|(c, _)| !c.is_whitespace())
-    }
-
-    fn height(&self) -> f32 {
-        self.y1 - self.y0
-    }
-}
-
-/// Reads laid-out pages into a document.
 pub fn from_layouts(layouts: &[PageLayout]) -> PdfMarkdown {
     let mut pages_without_text = Vec::new();
     let mut per_page: Vec<Vec<Segment>> = Vec::with_capacity(layouts.len());
     for layout in layouts {
-        let segments = segments_of(layout);
+        let segments = layout::segments(layout);
         if !segments.iter().any(|s| !s.image) {
             pages_without_text.push(layout.number);
         }
@@ -94,236 +50,12 @@ pub fn from_layouts(layouts: &[PageLayout]) -> PdfMarkdown {
             lines.push(Line::no_text(layout.number));
             continue;
         }
-        let rtl = is_rtl(&segments.iter().flat_map(|s| s.chars.iter().copied()).collect::<Vec<_>>());
-        let ordered = reading_order(segments, layout.width, rtl);
+        let rtl = layout::is_rtl(&segments.iter().flat_map(|s| s.chars.iter().copied()).collect::<Vec<_>>());
+        let ordered = layout::reading_order(segments, layout.width, rtl);
         lines.extend(lines_of(ordered));
     }
     let document = blocks_of(lines, body_size);
     PdfMarkdown { document, pages_without_text }
-}
-
-fn style_of(glyph: &Glyph) -> Style {
-    Style { bold: glyph.bold, italic: glyph.italic, strike: false, code: glyph.mono }
-}
-
-/// Whether text is mostly right-to-left (Arabic, Hebrew).
-fn is_rtl(chars: &[(char, Style)]) -> bool {
-    let (rtl, ltr) = chars.iter().fold((0, 0), |(r, l), (c, _)| match direction(*c) {
-        Some(true) => (r + 1, l),
-        Some(false) => (r, l + 1),
-        None => (r, l),
-    });
-    rtl > ltr
-}
-
-/// `Some(true)` for a strong right-to-left character, `Some(false)` for a strong
-/// left-to-right one (letters and digits), `None` for spaces and punctuation.
-fn direction(c: char) -> Option<bool> {
-    match c as u32 {
-        0x0590..=0x08FF | 0xFB1D..=0xFDFF | 0xFE70..=0xFEFF => Some(true),
-        _ if c.is_alphanumeric() => Some(false),
-        _ => None,
-    }
-}
-
-/// Presentation forms (Arabic contextual shapes, Latin ligatures such as `ﬁ`) as the
-/// letters they stand for.
-fn plain_letters(c: char, mut each: impl FnMut(char)) {
-    use unicode_normalization::UnicodeNormalization;
-    if matches!(c as u32, 0xFB00..=0xFDFF | 0xFE70..=0xFEFF) {
-        for d in std::iter::once(c).nfkc() {
-            each(d);
-        }
-    } else {
-        each(c);
-    }
-}
-
-fn is_alef(c: char) -> bool {
-    matches!(c, '\u{0622}' | '\u{0623}' | '\u{0625}' | '\u{0627}')
-}
-
-/// A character of a line, before it is cut into segments.
-#[derive(Clone, Copy)]
-struct Placed {
-    c: char,
-    style: Style,
-    x0: f32,
-    y0: f32,
-    x1: f32,
-    y1: f32,
-    size: f32,
-    /// A space (drawn, generated or inferred): it has no box of its own.
-    space: bool,
-}
-
-/// Characters to segments. pdfium gives the characters of a line in logical order (right
-/// to left text already reversed, runs of numbers and Latin inside it kept), with `\r\n`
-/// between lines; a line is cut into segments where a horizontal gap between neighbouring
-/// characters, measured on the page, is wider than [`SEGMENT_GAP_EMS`] font sizes. Each
-/// segment keeps pdfium's order.
-fn segments_of(layout: &PageLayout) -> Vec<Segment> {
-    let mut out: Vec<Segment> = Vec::new();
-    let mut line: Vec<Placed> = Vec::new();
-    let mut line_box: Option<(f32, f32)> = None;
-    for glyph in &layout.glyphs {
-        let c = match glyph.ch {
-            '\u{0}' | '\u{feff}' | '\u{fffe}' | '\u{2}' => continue,
-            '\r' | '\n' => {
-                cut_line(std::mem::take(&mut line), layout.number, &mut out);
-                line_box = None;
-                continue;
-            }
-            '\u{ad}' => '-',
-            '\u{a0}' | '\t' => ' ',
-            c if c.is_control() => continue,
-            c => c,
-        };
-        let valid_box = glyph.x1 >= glyph.x0 && glyph.y1 >= glyph.y0 && glyph.x0.is_finite() && glyph.y0.is_finite();
-        if c == ' ' || !valid_box {
-            if let Some(last) = line.last()
-                && !last.space
-            {
-                line.push(Placed { c: ' ', style: last.style, space: true, ..*last });
-            }
-            continue;
-        }
-        let size = glyph.size.max(1.0);
-        let center = (glyph.y0 + glyph.y1) / 2.0;
-        if let Some((top, bottom)) = line_box
-            && !(center > top - size * 0.2 && center < bottom + size * 0.2)
-        {
-            cut_line(std::mem::take(&mut line), layout.number, &mut out);
-            line_box = None;
-        }
-        line_box = Some(match line_box {
-            Some((top, bottom)) => (top.min(glyph.y0), bottom.max(glyph.y1)),
-            None => (glyph.y0, glyph.y1),
-        });
-        let style = style_of(glyph);
-        // pdfium writes the lam-alef ligature as alef then lam, both in the ligature's box;
-        // Unicode's order is lam then alef.
-        if c == '\u{0644}'
-            && let Some(last) = line.last_mut()
-            && is_alef(last.c)
-            && (last.x0 - glyph.x0).abs() < 0.01
-            && (last.x1 - glyph.x1).abs() < 0.01
-        {
-            let alef = last.c;
-            last.c = c;
-            line.push(Placed { c: alef, ..*line.last().expect("just seen") });
-            continue;
-        }
-        if let Some(last) = line.last() {
-            // A visible gap wider than a quarter of the font size is a space pdfium did not mark.
-            let gap = (glyph.x0 - last.x1).max(last.x0 - glyph.x1);
-            if !last.space && gap > size * 0.25 {
-                line.push(Placed { c: ' ', space: true, ..*last });
-            }
-        }
-        plain_letters(c, |d| {
-            line.push(Placed {
-                c: d,
-                style,
-                x0: glyph.x0,
-                y0: glyph.y0,
-                x1: glyph.x1,
-                y1: glyph.y1,
-                size: glyph.size,
-                space: false,
-            })
-        });
-    }
-    cut_line(line, layout.number, &mut out);
-    out.retain(|s| s.chars.len() > 1 || s.height() < s.size * 2.0);
-    for image in &layout.images {
-        if is_content_image(image, layout) {
-            out.push(Segment {
-                page: layout.number,
-                x0: image.x0,
-                y0: image.y0,
-                x1: image.x1,
-                y1: image.y1,
-                size: 0.0,
-                chars: Vec::new(),
-                image: true,
-                table: None,
-            });
-        }
-    }
-    out
-}
-
-/// Cuts one line at its wide gaps into segments, in pdfium's order within each.
-fn cut_line(line: Vec<Placed>, page: u32, out: &mut Vec<Segment>) {
-    let drawn: Vec<&Placed> = line.iter().filter(|p| !p.space).collect();
-    if drawn.is_empty() {
-        return;
-    }
-    // The line's columns: drawn boxes sorted left to right, merged across small gaps.
-    let mut spans: Vec<(f32, f32)> = drawn.iter().map(|p| (p.x0, p.x1)).collect();
-    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let gap = SEGMENT_GAP_EMS * drawn.iter().map(|p| p.size).fold(1.0, f32::max);
-    let mut clusters: Vec<(f32, f32)> = Vec::new();
-    for (x0, x1) in spans {
-        match clusters.last_mut() {
-            Some(last) if x0 - last.1 <= gap => last.1 = last.1.max(x1),
-            _ => clusters.push((x0, x1)),
-        }
-    }
-    let cluster_of = |x: f32| clusters.iter().position(|c| x >= c.0 - 0.01 && x <= c.1 + 0.01).unwrap_or(0);
-    let mut parts: Vec<Vec<&Placed>> = vec![Vec::new(); clusters.len()];
-    let mut last_cluster = 0;
-    for p in &line {
-        let cluster = if p.space { last_cluster } else { cluster_of((p.x0 + p.x1) / 2.0) };
-        last_cluster = cluster;
-        parts[cluster].push(p);
-    }
-    for part in parts {
-        let mut chars: Vec<(char, Style)> = Vec::with_capacity(part.len());
-        let (mut x0, mut y0, mut x1, mut y1) = (f32::MAX, f32::MAX, f32::MIN, f32::MIN);
-        let mut sizes = Vec::new();
-        for p in &part {
-            if p.space {
-                if chars.last().is_some_and(|(c, _)| *c != ' ') {
-                    chars.push((' ', p.style));
-                }
-                continue;
-            }
-            chars.push((p.c, p.style));
-            x0 = x0.min(p.x0);
-            y0 = y0.min(p.y0);
-            x1 = x1.max(p.x1);
-            y1 = y1.max(p.y1);
-            sizes.push(p.size);
-        }
-        while chars.last().is_some_and(|(c, _)| c.is_whitespace()) {
-            chars.pop();
-        }
-        if chars.is_empty() {
-            continue;
-        }
-        out.push(Segment { page, x0, y0, x1, y1, size: mode(&sizes), chars, image: false, table: None });
-    }
-}
-
-/// A picture worth a placeholder: not a speck, not a page-filling background.
-fn is_content_image(image: &Area, layout: &PageLayout) -> bool {
-    let (w, h) = (image.x1 - image.x0, image.y1 - image.y0);
-    let page = layout.width * layout.height;
-    w >= 24.0 && h >= 24.0 && w * h >= page * 0.01 && w * h < page * 0.9
-}
-
-fn mode(values: &[f32]) -> f32 {
-    let mut counts: Vec<(i32, usize)> = Vec::new();
-    for v in values {
-        let key = (v * 2.0).round() as i32;
-        match counts.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((key, 1)),
-        }
-    }
-    counts.into_iter().max_by_key(|&(k, n)| (n, -k)).map(|(k, _)| k as f32 / 2.0).unwrap_or(0.0)
 }
 
 /// The font size most characters have: the body text's.
@@ -332,7 +64,7 @@ fn body_size(pages: &[Vec<Segment>]) -> f32 {
     for segment in pages.iter().flatten().filter(|s| !s.image) {
         sizes.extend(std::iter::repeat_n(segment.size, segment.visible_chars().count()));
     }
-    let size = mode(&sizes);
+    let size = layout::mode(&sizes);
     if size > 0.0 { size } else { 10.0 }
 }
 
@@ -392,7 +124,7 @@ fn drop_running_heads(pages: &mut [Vec<Segment>], layouts: &[PageLayout]) {
             .map(|s| (s.y0, s.y1))
             .collect();
         segments.retain(|s| {
-            if s.image || !in_band(s, layout) {
+            if s.image || s.table.is_some() || !in_band(s, layout) {
                 return true;
             }
             let text = s.text();
@@ -404,390 +136,6 @@ fn drop_running_heads(pages: &mut [Vec<Segment>], layouts: &[PageLayout]) {
             !(page_count >= 2 && repeats >= 2)
         });
     }
-}
-
-/// Fewest rows a table without rules must have (three for two columns, which prose
-/// beside a margin note could also make).
-const MIN_TABLE_ROWS: usize = 2;
-
-/// A table found among a page's segments: its segments (by index) and cells.
-#[derive(Debug)]
-struct FoundTable {
-    members: Vec<usize>,
-    /// Rows of cell texts (plain, not escaped).
-    rows: Vec<Vec<String>>,
-    x0: f32,
-    y0: f32,
-    x1: f32,
-    y1: f32,
-}
-
-/// Replaces the segments of every table on the page by one table segment.
-fn with_tables(segments: Vec<Segment>) -> Vec<Segment> {
-    let tables = find_tables(&segments);
-    if tables.is_empty() {
-        return segments;
-    }
-    let mut taken = vec![false; segments.len()];
-    let mut out = Vec::with_capacity(segments.len());
-    let page = segments.first().map_or(0, |s| s.page);
-    for table in tables {
-        for &i in &table.members {
-            taken[i] = true;
-        }
-        let rows =
-            table.rows.iter().map(|row| row.iter().map(|cell| crate::markdown::escape(cell)).collect()).collect();
-        out.push(Segment {
-            page,
-            x0: table.x0,
-            y0: table.y0,
-            x1: table.x1,
-            y1: table.y1,
-            size: 0.0,
-            chars: Vec::new(),
-            image: false,
-            table: Some(rows),
-        });
-    }
-    out.extend(segments.into_iter().zip(taken).filter(|(_, t)| !t).map(|(s, _)| s));
-    out
-}
-
-/// Tables drawn without rules, found by alignment: runs of lines split into the same
-/// columns by gutters no line of the run crosses. Page columns of prose (two wide columns
-/// of long lines) are not tables; nor are bullets set apart from their text.
-fn find_tables(segments: &[Segment]) -> Vec<FoundTable> {
-    let mut order: Vec<usize> =
-        (0..segments.len()).filter(|&i| !segments[i].image && segments[i].table.is_none()).collect();
-    order.sort_by(|&a, &b| segments[a].y0.total_cmp(&segments[b].y0).then(segments[a].x0.total_cmp(&segments[b].x0)));
-    let bands = bands_by(order, |&i| place(&segments[i]));
-    let gutters_of = |band: &[usize]| -> Vec<(f32, f32)> {
-        band.windows(2)
-            .filter_map(|w| {
-                let (a, b) = (&segments[w[0]], &segments[w[1]]);
-                (b.x0 - a.x1 >= 3.0).then_some((a.x1, b.x0))
-            })
-            .collect()
-    };
-    // A gutter narrows to what a row leaves free of it (a wider cell below a narrower one),
-    // and is gone when nothing 3 points wide is left.
-    let narrowed = |band: &[usize], gutter: (f32, f32)| -> Option<(f32, f32)> {
-        let mut free = vec![gutter];
-        for &i in band {
-            let (x0, x1) = (segments[i].x0, segments[i].x1);
-            free = free
-                .into_iter()
-                .flat_map(|(a, b)| if x1 <= a || x0 >= b { vec![(a, b)] } else { vec![(a, x0.max(a)), (x1.min(b), b)] })
-                .filter(|(a, b)| b - a >= 3.0)
-                .collect();
-        }
-        free.into_iter().max_by(|p, q| (p.1 - p.0).total_cmp(&(q.1 - q.0)))
-    };
-    let mut tables = Vec::new();
-    let mut i = 0;
-    while i < bands.len() {
-        if bands[i].2.len() < 2 {
-            i += 1;
-            continue;
-        }
-        let mut gutters = gutters_of(&bands[i].2);
-        let line_height = bands[i].1 - bands[i].0;
-        let (mut left, mut right) = extent_of(segments, &bands[i].2);
-        let mut end = i + 1;
-        while end < bands.len() {
-            let (top, bottom, band) = &bands[end];
-            let gap = top - bands[end - 1].1;
-            if gap > line_height.max(bottom - top) * 2.5 {
-                break;
-            }
-            let (l, r) = extent_of(segments, band);
-            let size = band.iter().map(|&k| segments[k].size).fold(1.0, f32::max);
-            if l < left - size * 3.0 || r > right + size * 3.0 {
-                break;
-            }
-            let kept: Vec<(f32, f32)> = gutters.iter().filter_map(|g| narrowed(band, *g)).collect();
-            // Every gutter of a row with several cells must survive, or the columns changed;
-            // a line of one cell (a wrapped cell) must fit between two gutters.
-            let lost = gutters.len() - kept.len();
-            if kept.is_empty()
-                || (band.len() >= 2 && kept.len() < gutters.len().min(band.len() - 1))
-                || (band.len() == 1 && lost > 0)
-            {
-                break;
-            }
-            gutters = kept;
-            left = left.min(l);
-            right = right.max(r);
-            end += 1;
-        }
-        let run = &bands[i..end];
-        let multi = run.iter().filter(|b| b.2.len() >= 2).count();
-        let columns = gutters.len() + 1;
-        let members: Vec<usize> = run.iter().flat_map(|b| b.2.iter().copied()).collect();
-        gutters.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let prose = is_prose(segments, &members, &gutters) || columns == 1;
-        let first_column_markers = run.iter().all(|b| {
-            let first = segments[b.2[0]].text();
-            let t = first.trim();
-            t.chars().count() <= 2 && !t.chars().any(char::is_alphanumeric)
-        });
-        let enough_rows = if columns == 2 { multi >= 3 } else { multi >= MIN_TABLE_ROWS };
-        if enough_rows && !prose && !first_column_markers {
-            let rows = table_rows(segments, run, &gutters);
-            let (mut x0, mut y0, mut x1, mut y1) = (f32::MAX, f32::MAX, f32::MIN, f32::MIN);
-            for &k in &members {
-                x0 = x0.min(segments[k].x0);
-                y0 = y0.min(segments[k].y0);
-                x1 = x1.max(segments[k].x1);
-                y1 = y1.max(segments[k].y1);
-            }
-            tables.push(FoundTable { members, rows, x0, y0, x1, y1 });
-            i = end;
-        } else {
-            i += 1;
-        }
-    }
-    tables
-}
-
-/// Whether a column of the run is running text: most of its lines fill its width and
-/// hold several words (page columns of prose look like a two-column table otherwise).
-fn is_prose(segments: &[Segment], members: &[usize], gutters: &[(f32, f32)]) -> bool {
-    let columns = gutters.len() + 1;
-    let column_of = |s: &Segment| {
-        let center = (s.x0 + s.x1) / 2.0;
-        gutters.iter().take_while(|g| center > (g.0 + g.1) / 2.0).count()
-    };
-    (0..columns).any(|c| {
-        let cells: Vec<&Segment> = members.iter().map(|&i| &segments[i]).filter(|s| column_of(s) == c).collect();
-        if cells.len() < 3 {
-            return false;
-        }
-        let left = cells.iter().map(|s| s.x0).fold(f32::MAX, f32::min);
-        let right = cells.iter().map(|s| s.x1).fold(f32::MIN, f32::max);
-        let full = cells.iter().filter(|s| s.x1 - s.x0 >= (right - left) * 0.85).count();
-        let words =
-            cells.iter().map(|s| s.text().split_whitespace().count()).sum::<usize>() as f32 / cells.len() as f32;
-        full as f32 >= cells.len() as f32 * 0.6 && words >= 5.0
-    })
-}
-
-fn extent_of(segments: &[Segment], band: &[usize]) -> (f32, f32) {
-    band.iter().fold((f32::MAX, f32::MIN), |(l, r), &i| (l.min(segments[i].x0), r.max(segments[i].x1)))
-}
-
-/// The cells of a run of bands cut by `gutters`: a band whose first cell is empty while
-/// the row above has one continues that row (a cell's text wrapped onto a second line).
-fn table_rows(segments: &[Segment], run: &[(f32, f32, Vec<usize>)], gutters: &[(f32, f32)]) -> Vec<Vec<String>> {
-    let columns = gutters.len() + 1;
-    let column_of = |s: &Segment| {
-        let center = (s.x0 + s.x1) / 2.0;
-        gutters.iter().take_while(|g| center > (g.0 + g.1) / 2.0).count()
-    };
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    for (_, _, band) in run {
-        let mut cells = vec![String::new(); columns];
-        for &i in band {
-            let s = &segments[i];
-            let cell = &mut cells[column_of(s).min(columns - 1)];
-            if !cell.is_empty() {
-                cell.push(' ');
-            }
-            cell.push_str(s.text().trim());
-        }
-        let continues = cells[0].is_empty() && rows.last().is_some_and(|row: &Vec<String>| !row[0].is_empty());
-        match rows.last_mut() {
-            Some(last) if continues => {
-                for (into, more) in last.iter_mut().zip(cells) {
-                    if !more.is_empty() {
-                        if !into.is_empty() {
-                            into.push(' ');
-                        }
-                        into.push_str(&more);
-                    }
-                }
-            }
-            _ => rows.push(cells),
-        }
-    }
-    rows
-}
-
-/// Orders a page's segments for reading: bands top to bottom, columns left to right.
-/// Right-to-left pages read their columns from the right.
-fn reading_order(mut segments: Vec<Segment>, page_width: f32, rtl: bool) -> Vec<Segment> {
-    if segments.len() > MAX_SEGMENTS {
-        segments.sort_by(|a, b| a.y0.total_cmp(&b.y0).then(a.x0.total_cmp(&b.x0)));
-        return segments;
-    }
-    let mut regions = Vec::new();
-    order_region(segments, page_width, rtl, 0, &mut regions);
-    let mut out = Vec::new();
-    for region in regions {
-        // Tables are looked for inside a column, once the page's columns are apart.
-        let mut region = with_tables(region);
-        region.sort_by(|a, b| a.y0.total_cmp(&b.y0).then(a.x0.total_cmp(&b.x0)));
-        for mut band in bands_of(region) {
-            if rtl {
-                band.reverse();
-            }
-            out.extend(band);
-        }
-    }
-    out
-}
-
-/// Splits a region into the regions it is read in: runs of bands that share an empty strip
-/// with running text beside it are columns, read one after the other (recursively); the
-/// bands between such runs stay together as one region.
-fn order_region(mut segments: Vec<Segment>, page_width: f32, rtl: bool, depth: u32, regions: &mut Vec<Vec<Segment>>) {
-    segments.sort_by(|a, b| a.y0.total_cmp(&b.y0).then(a.x0.total_cmp(&b.x0)));
-    let bands = bands_of(segments);
-    if depth >= MAX_COLUMN_DEPTH {
-        regions.push(bands.into_iter().flatten().collect());
-        return;
-    }
-    let min_gutter = 6.0f32;
-    let min_column = page_width * 0.18;
-    let mut current: Vec<Segment> = Vec::new();
-    let mut i = 0;
-    while i < bands.len() {
-        // The longest run of bands from `i` that leave a common vertical strip empty
-        // with text on both sides of it.
-        let (left_edge, right_edge) = extent(&bands[i..]);
-        let mut free = free_strips(&bands[i], left_edge, right_edge, min_gutter);
-        let mut end = i + 1;
-        let mut best: Option<(usize, (f32, f32))> = None;
-        loop {
-            let two_sided = free.iter().copied().find(|strip| {
-                let run = &bands[i..end];
-                let left = run.iter().flatten().filter(|s| s.x1 <= strip.0).map(|s| s.x0).fold(f32::MAX, f32::min);
-                let right = run.iter().flatten().filter(|s| s.x0 >= strip.1).map(|s| s.x1).fold(f32::MIN, f32::max);
-                let both = run
-                    .iter()
-                    .filter(|b| b.iter().any(|s| s.x1 <= strip.0) && b.iter().any(|s| s.x0 >= strip.1))
-                    .count();
-                strip.0 - left >= min_column && right - strip.1 >= min_column && (both >= 2 || end - i >= 4)
-            });
-            if let Some(strip) = two_sided {
-                best = Some((end, strip));
-            }
-            if end >= bands.len() {
-                break;
-            }
-            let next = free_strips(&bands[end], left_edge, right_edge, min_gutter);
-            let narrowed = intersect(&free, &next, min_gutter);
-            if narrowed.is_empty() {
-                break;
-            }
-            free = narrowed;
-            end += 1;
-        }
-        // Columns hold running text, or are wide and long; a run whose sides are both
-        // short cells is a table, left whole for the table finder.
-        let columns = best.filter(|(end, strip)| {
-            let run: Vec<Segment> = bands[i..*end].iter().flatten().cloned().collect();
-            let all: Vec<usize> = (0..run.len()).collect();
-            let left = run.iter().filter(|s| s.x1 <= strip.0).map(|s| s.x0).fold(f32::MAX, f32::min);
-            let right = run.iter().filter(|s| s.x0 >= strip.1).map(|s| s.x1).fold(f32::MIN, f32::max);
-            let wide = strip.0 - left >= page_width * 0.25 && right - strip.1 >= page_width * 0.25;
-            *end - i >= 2 && (is_prose(&run, &all, &[*strip]) || (wide && *end - i >= 12))
-        });
-        match columns {
-            Some((end, strip)) => {
-                if !current.is_empty() {
-                    regions.push(std::mem::take(&mut current));
-                }
-                let run: Vec<Segment> = bands[i..end].iter().flatten().cloned().collect();
-                let (left, right): (Vec<Segment>, Vec<Segment>) =
-                    run.into_iter().partition(|s| (s.x0 + s.x1) / 2.0 <= (strip.0 + strip.1) / 2.0);
-                let (first, second) = if rtl { (right, left) } else { (left, right) };
-                order_region(first, page_width, rtl, depth + 1, regions);
-                order_region(second, page_width, rtl, depth + 1, regions);
-                i = end;
-            }
-            None => {
-                current.extend(bands[i].iter().cloned());
-                i += 1;
-            }
-        }
-    }
-    if !current.is_empty() {
-        regions.push(current);
-    }
-}
-
-/// Segments sorted by top, grouped where their heights overlap; each band by left edge.
-fn bands_of(segments: Vec<Segment>) -> Vec<Vec<Segment>> {
-    bands_by(segments, place).into_iter().map(|(_, _, band)| band).collect()
-}
-
-/// Where a segment stands for banding: left edge, top, bottom, and the height its
-/// neighbour must reach past its top to share its band (half a line).
-fn place(s: &Segment) -> (f32, f32, f32, f32) {
-    (s.x0, s.y0, s.y1, s.y0 + s.height().min(s.size.max(1.0)) * 0.5)
-}
-
-/// Items (sorted by top) grouped into bands where their heights overlap by half a line,
-/// each band's items left to right, with the band's top and bottom; `place` gives an
-/// item's [`place`].
-fn bands_by<T>(items: Vec<T>, place: impl Fn(&T) -> (f32, f32, f32, f32)) -> Vec<(f32, f32, Vec<T>)> {
-    let mut bands: Vec<(f32, f32, Vec<T>)> = Vec::new();
-    for item in items {
-        let (_, top, bottom, overlap_limit) = place(&item);
-        match bands.last_mut() {
-            Some((_, band_bottom, band)) if overlap_limit < *band_bottom => {
-                *band_bottom = band_bottom.max(bottom);
-                band.push(item);
-            }
-            _ => bands.push((top, bottom, vec![item])),
-        }
-    }
-    for (_, _, band) in &mut bands {
-        band.sort_by(|a, b| place(a).0.total_cmp(&place(b).0));
-    }
-    bands
-}
-
-fn extent(bands: &[Vec<Segment>]) -> (f32, f32) {
-    let mut left = f32::MAX;
-    let mut right = f32::MIN;
-    for s in bands.iter().flatten() {
-        left = left.min(s.x0);
-        right = right.max(s.x1);
-    }
-    (left, right)
-}
-
-/// The empty horizontal strips of a band between `left` and `right`, at least `min` wide.
-fn free_strips(band: &[Segment], left: f32, right: f32, min: f32) -> Vec<(f32, f32)> {
-    let mut covered: Vec<(f32, f32)> = band.iter().map(|s| (s.x0, s.x1)).collect();
-    covered.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut strips = Vec::new();
-    let mut cursor = left;
-    for (x0, x1) in covered {
-        if x0 - cursor >= min {
-            strips.push((cursor, x0));
-        }
-        cursor = cursor.max(x1);
-    }
-    if right - cursor >= min {
-        strips.push((cursor, right));
-    }
-    strips
-}
-
-fn intersect(a: &[(f32, f32)], b: &[(f32, f32)], min: f32) -> Vec<(f32, f32)> {
-    let mut out = Vec::new();
-    for x in a {
-        for y in b {
-            let (l, r) = (x.0.max(y.0), x.1.min(y.1));
-            if r - l >= min {
-                out.push((l, r));
-            }
-        }
-    }
-    out
 }
 
 /// One line of a column: segments of one band side by side.
@@ -802,7 +150,7 @@ struct Line {
     chars: Vec<(char, Style)>,
     image: bool,
     /// A table.
-    table: Option<Vec<Vec<String>>>,
+    table: Option<Box<layout::tables::Table>>,
     /// A page without a text layer.
     no_text: bool,
 }
@@ -995,9 +343,10 @@ fn blocks_of(lines: Vec<Line>, body: f32) -> Document {
             previous = None;
             continue;
         }
-        if let Some(rows) = line.table {
+        if let Some(table) = line.table {
             flush(&mut document, pending.take(), body, &heading_sizes, &mut list_base);
-            document.push(Block::Table(rows));
+            let rows = table.rows.iter().map(|row| row.iter().map(|cell| crate::markdown::escape(cell)).collect());
+            document.push(Block::Table(rows.collect()));
             previous = None;
             continue;
         }
@@ -1281,6 +630,7 @@ fn joins_without_space(chars: &[(char, Style)], next: Option<char>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pdf::pdfium::Glyph;
 
     fn glyphs(text: &str, x: f32, y: f32, size: f32, bold: bool) -> Vec<Glyph> {
         let width = size * 0.5;
@@ -1314,7 +664,7 @@ mod tests {
     }
 
     fn page(number: u32, lines: Vec<Vec<Glyph>>) -> PageLayout {
-        PageLayout { number, width: 600.0, height: 800.0, glyphs: lines.concat(), images: vec![], paths: vec![] }
+        PageLayout { number, width: 600.0, height: 800.0, glyphs: lines.concat(), images: vec![], rules: vec![] }
     }
 
     fn markdown(pages: &[PageLayout]) -> String {

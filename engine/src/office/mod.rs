@@ -1,6 +1,7 @@
 //! Office Open XML files (XLSX, DOCX, PPTX): the gate every package passes and the readers
 //! behind it. Nothing here knows about routes.
 
+pub mod csv;
 pub mod package;
 pub mod slides;
 pub mod workbook;

@@ -330,12 +330,15 @@ pub struct PageLayout {
     pub glyphs: Vec<Glyph>,
     /// Pictures drawn on the page.
     pub images: Vec<Area>,
-    /// Paths drawn on the page (rules, cell borders, boxes), at most [`MAX_PATHS`].
-    pub paths: Vec<Area>,
+    /// Straight horizontal and vertical lines drawn on the page: the pieces of stroked paths
+    /// (rules, cell borders, the edges of boxes) and thin filled boxes (rules drawn as
+    /// boxes), each a zero-thickness [`Area`], at most [`MAX_RULES`]. White lines and
+    /// filled backgrounds are not rules.
+    pub rules: Vec<Area>,
 }
 
-/// Most paths kept for a page: a drawing of a million strokes is not a table.
-pub const MAX_PATHS: usize = 20_000;
+/// Most rules kept for a page: a drawing of a million strokes is not a table.
+pub const MAX_RULES: usize = 50_000;
 
 /// The characters, pictures and paths of `pages` (1-based) of the PDF in `bytes`; errors
 /// name `field`.
@@ -345,7 +348,10 @@ pub fn page_layouts(
     pages: &[u32],
     field: &str,
 ) -> Result<Vec<PageLayout>, EngineError> {
-    use pdfium_render::prelude::{PdfFontWeight, PdfPageObjectCommon, PdfPageObjectType, PdfPageObjectsCommon};
+    use pdfium_render::prelude::{
+        PdfColor, PdfFontWeight, PdfPageObjectCommon, PdfPageObjectType, PdfPageObjectsCommon, PdfPathFillMode,
+        PdfPathSegmentType, PdfPathSegments,
+    };
 
     let pdfium = library()?;
     let doc = pdfium.load_pdf_from_byte_slice(bytes, password).map_err(|e| open_error(&e, field, password))?;
@@ -420,23 +426,91 @@ pub fn page_layouts(
             glyphs.push(Glyph { ch: c, x0: a.x0, y0: a.y0, x1: a.x1, y1: a.y1, size, bold, italic, mono, generated });
         }
         let mut images = Vec::new();
-        let mut paths = Vec::new();
+        let mut rules = Vec::new();
         for object in page.objects().iter() {
-            let kind = object.object_type();
-            if !matches!(kind, PdfPageObjectType::Image | PdfPageObjectType::Path) {
-                continue;
-            }
-            let Ok(b) = object.bounds() else { continue };
-            let a = area(b.left().value, b.top().value, b.right().value, b.bottom().value);
-            if kind == PdfPageObjectType::Image {
-                images.push(a);
-            } else if paths.len() < MAX_PATHS {
-                paths.push(a);
+            match object.object_type() {
+                PdfPageObjectType::Image => {
+                    let Ok(b) = object.bounds() else { continue };
+                    images.push(area(b.left().value, b.top().value, b.right().value, b.bottom().value));
+                }
+                PdfPageObjectType::Path => {
+                    let Some(path) = object.as_path_object() else { continue };
+                    let visible = |color: Result<PdfColor, _>| {
+                        color.is_ok_and(|c| c.alpha() > 0 && (c.red() < 240 || c.green() < 240 || c.blue() < 240))
+                    };
+                    let stroked = path.is_stroked().unwrap_or(false) && visible(object.stroke_color());
+                    let filled =
+                        !matches!(path.fill_mode(), Ok(PdfPathFillMode::None) | Err(_)) && visible(object.fill_color());
+                    if !stroked && !filled {
+                        continue;
+                    }
+                    let Ok(matrix) = path.matrix() else { continue };
+                    // The path's subpaths on the page (y up): a move starts one, a close
+                    // returns to its start.
+                    let mut subpaths: Vec<(Vec<(f32, f32)>, bool)> = Vec::new();
+                    for segment in path.segments().transform(matrix).iter().take(MAX_RULES * 4) {
+                        let point = (segment.x().value, segment.y().value);
+                        match (segment.segment_type(), subpaths.last_mut()) {
+                            (PdfPathSegmentType::MoveTo, _) | (_, None) => subpaths.push((vec![point], false)),
+                            (PdfPathSegmentType::LineTo, Some(last)) => last.0.push(point),
+                            // A curve is not a rule: it breaks the straight pieces.
+                            (_, Some(_)) => subpaths.push((vec![point], false)),
+                        }
+                        if segment.is_close()
+                            && let Some(last) = subpaths.last_mut()
+                        {
+                            last.1 = true;
+                        }
+                    }
+                    for (points, closed) in subpaths {
+                        if rules.len() >= MAX_RULES {
+                            break;
+                        }
+                        if stroked {
+                            for pair in points.windows(2) {
+                                push_rule(&mut rules, pair[0], pair[1], height);
+                            }
+                            if closed && points.len() > 2 {
+                                push_rule(&mut rules, points[points.len() - 1], points[0], height);
+                            }
+                        } else {
+                            // A filled shape is a rule when it is thin (a line drawn as a box); a
+                            // larger one is a background, which says nothing of cells.
+                            let xs = points.iter().map(|p| p.0);
+                            let ys = points.iter().map(|p| p.1);
+                            let (x0, x1) = (xs.clone().fold(f32::MAX, f32::min), xs.fold(f32::MIN, f32::max));
+                            let (y0, y1) = (ys.clone().fold(f32::MAX, f32::min), ys.fold(f32::MIN, f32::max));
+                            let (w, h) = (x1 - x0, y1 - y0);
+                            if w.min(h) <= 3.0 && w.max(h) >= 3.0 {
+                                let (ym, xm) = ((y0 + y1) / 2.0, (x0 + x1) / 2.0);
+                                if w >= h {
+                                    push_rule(&mut rules, (x0, ym), (x1, ym), height);
+                                } else {
+                                    push_rule(&mut rules, (xm, y0), (xm, y1), height);
+                                }
+                            }
+                        }
+                    }
+                }
+                _ => {}
             }
         }
-        layouts.push(PageLayout { number, width, height, glyphs, images, paths });
+        layouts.push(PageLayout { number, width, height, glyphs, images, rules });
     }
     Ok(layouts)
+}
+
+/// Keeps the piece from `a` to `b` (page space, y up) when it is horizontal or vertical,
+/// as a zero-thickness area in top-down coordinates on a page `height` points high.
+fn push_rule(rules: &mut Vec<Area>, a: (f32, f32), b: (f32, f32), height: f32) {
+    let (dx, dy) = ((a.0 - b.0).abs(), (a.1 - b.1).abs());
+    let finite = [a.0, a.1, b.0, b.1].iter().all(|v| v.is_finite());
+    if !finite || (dx < 1.0 && dy < 1.0) || (dx > 0.5 && dy > 0.5) {
+        return;
+    }
+    let (x0, x1) = if dx <= 0.5 { ((a.0 + b.0) / 2.0, (a.0 + b.0) / 2.0) } else { (a.0.min(b.0), a.0.max(b.0)) };
+    let (y0, y1) = if dy <= 0.5 { ((a.1 + b.1) / 2.0, (a.1 + b.1) / 2.0) } else { (a.1.min(b.1), a.1.max(b.1)) };
+    rules.push(Area { x0, y0: height - y1, x1, y1: height - y0 });
 }
 
 /// pdfium's page text in one convention: `\n` line ends (it writes CR LF), no NULs or
