@@ -3,12 +3,10 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::route::call_files;
 use paperchain_engine::Context;
 use paperchain_engine::office::package::{self, Kind};
-use paperchain_testkit::tools::tools_dir;
+use paperchain_testkit::tools::run_python;
 use serde_json::{Value, json};
 
 /// What python-pptx reads: slide size, and per slide its layout, placeholders' text by
@@ -57,9 +55,7 @@ async fn decks_read_back_in_python_pptx_as_sent() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("review.pptx");
     std::fs::write(&path, &file.bytes).unwrap();
-    let out = Command::new(tools_dir().join("bin/python")).arg("-c").arg(PPTX_DUMP).arg(&path).output().unwrap();
-    assert!(out.status.success(), "python-pptx: {}", String::from_utf8_lossy(&out.stderr));
-    let deck: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let deck: Value = serde_json::from_str(&run_python(PPTX_DUMP, &[&path])).unwrap();
 
     assert_eq!((deck["width"].as_i64(), deck["height"].as_i64()), (Some(12_192_000), Some(6_858_000)), "16:9");
     assert_eq!(deck["title"], "Quarterly <review> & plans");

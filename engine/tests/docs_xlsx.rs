@@ -6,13 +6,12 @@ mod common;
 
 use std::io::{Cursor, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::route::{call, call_files};
 use paperchain_engine::{Context, EngineError, ErrorKind};
 use paperchain_testkit::corpus::corpus;
 use paperchain_testkit::openpyxl::OPENPYXL_VALUES;
-use paperchain_testkit::tools::tools_dir;
+use paperchain_testkit::tools::run_python;
 use serde_json::{Value, json};
 
 fn b64(bytes: &[u8]) -> String {
@@ -20,17 +19,9 @@ fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-fn python() -> PathBuf {
-    let python = tools_dir().join("bin/python");
-    assert!(python.is_file(), "{} is missing; run `cargo xtask setup`", python.display());
-    python
-}
-
 /// Runs a Python snippet on `file` (its path is `sys.argv[1]`) and parses what it prints as JSON.
 fn python_json(script: &str, file: &Path) -> Value {
-    let out = Command::new(python()).arg("-c").arg(script).arg(file).output().expect("python runs");
-    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).expect("python printed JSON")
+    serde_json::from_str(&run_python(script, &[file])).expect("python printed JSON")
 }
 
 /// What openpyxl reads from a workbook: per sheet its cells with type and number format,

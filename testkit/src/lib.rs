@@ -28,6 +28,8 @@ pub mod corpus;
 pub mod keyring;
 pub mod markdown_score;
 pub mod openpyxl;
+pub mod page_pdf;
+pub mod table_score;
 pub mod tools;
 
 #[cfg(feature = "suite")]

@@ -80,3 +80,19 @@ pub fn require_node_packages(tools: &Path, what: &str, packages: &[&str]) {
 fn set_var(key: &str) -> Option<PathBuf> {
     std::env::var_os(key).filter(|v| !v.is_empty()).map(PathBuf::from)
 }
+
+/// The Python of the tools folder's virtual environment (openpyxl, python-pptx,
+/// python-docx, ofxparse, pdfplumber…); panics, saying how to install it, when it is missing.
+pub fn python() -> PathBuf {
+    let python = tools_dir().join("bin/python");
+    assert!(python.is_file(), "{} is missing; run `cargo xtask setup`", python.display());
+    python
+}
+
+/// Runs a Python snippet with `args` (its `sys.argv[1:]`) and returns what it printed;
+/// panics with its error output when it fails.
+pub fn run_python(script: &str, args: &[&Path]) -> String {
+    let out = std::process::Command::new(python()).arg("-c").arg(script).args(args).output().expect("python runs");
+    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("python printed UTF-8")
+}
