@@ -144,6 +144,12 @@ fn cases() -> Vec<Case> {
             file_at: "/file",
             pages_at: Some("/steps/1/pages"),
         },
+        Case {
+            path: "/v1/pdf/tables",
+            body: |f| json!({ "file": f, "pages": "1-2" }),
+            file_at: "/file",
+            pages_at: Some("/pages"),
+        },
     ]
 }
 

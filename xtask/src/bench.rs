@@ -17,6 +17,7 @@ mod docs;
 mod markdown;
 mod pages;
 mod paywall;
+mod tables;
 mod wallet;
 
 use std::ffi::OsString;
@@ -54,7 +55,8 @@ enum Group {
     /// Compression against qpdf and Ghostscript, PDF to PNG against pdftoppm, on the
     /// corpus's largest PDFs.
     Docs,
-    /// Documents to data against Python libraries: xlsx-to-json against openpyxl.
+    /// Documents to data against Python libraries: xlsx-to-json against openpyxl,
+    /// to-markdown against MarkItDown, tables against pdfplumber.
     Convert,
     /// Chain reads of a warm `paperchain serve` against Foundry's `cast`, on a local anvil.
     Chain,
@@ -109,6 +111,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    let tables = if args.group.includes(Group::Convert) {
+        Some(tables::measure(&paperchain, &bench.python, args.runs, &work.path.join("tables"))?)
+    } else {
+        None
+    };
     let chain = if args.group.includes(Group::Chain) {
         Some(chain::measure(&paperchain, &installed.tools, args.runs, &work.path.join("chain"))?)
     } else {
@@ -130,6 +137,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(to_markdown) = &to_markdown {
         to_markdown.print();
+    }
+    if let Some(tables) = &tables {
+        tables.print();
     }
     if let Some(chain) = &chain {
         chain.print();
@@ -153,6 +163,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         .collect();
     failures.extend(convert.iter().flat_map(convert::Report::failures));
     failures.extend(to_markdown.iter().flat_map(markdown::Report::failures));
+    failures.extend(tables.iter().flat_map(tables::Report::failures));
     failures.extend(chain.iter().flat_map(chain::Report::failures));
     failures.extend(paywall.iter().flat_map(paywall::Report::failures));
     failures.extend(wallet.iter().flat_map(wallet::Report::failures));

@@ -125,7 +125,7 @@ fn markdown_of(answer: &Path) -> Result<String, String> {
     json["markdown"].as_str().map(str::to_string).ok_or_else(|| "the answer has no `markdown`".into())
 }
 
-fn median(times: &mut [Duration]) -> Duration {
+pub(super) fn median(times: &mut [Duration]) -> Duration {
     times.sort();
     let mid = times.len() / 2;
     if times.len().is_multiple_of(2) { (times[mid - 1] + times[mid]) / 2 } else { times[mid] }
