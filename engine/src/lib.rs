@@ -31,6 +31,7 @@ pub mod pages;
 pub mod pdf;
 pub mod price;
 pub mod sanctions;
+pub mod statement;
 pub mod xml;
 
 pub use catalog::{Catalog, Family, FreePool, RouteInfo};

@@ -10,6 +10,7 @@ use crate::pdf::{self, pdfium};
 use crate::price::Price;
 
 pub mod attachments;
+pub mod bank_statement;
 pub mod compress;
 pub mod crop;
 pub mod extract_pages;
@@ -76,6 +77,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<pptx_build::PptxBuildRoute>();
     catalog.add::<to_markdown::ToMarkdownRoute>();
     catalog.add::<tables::TablesRoute>();
+    catalog.add::<bank_statement::BankStatementRoute>();
 }
 
 /// The operations `/v1/pdf/pipeline` chains, by their `op` (the route's last path segment).

@@ -65,13 +65,19 @@ impl Segment {
     }
 }
 
+/// A page's text as segments cut at wide gaps and at vertical rules, with its pictures;
+/// no tables.
+pub fn text_segments(layout: &PageLayout) -> Vec<Segment> {
+    let (_, vertical) = tables::merged_rules(layout);
+    segments_of(layout, &tables::cuts(&vertical))
+}
+
 /// A page's segments: its text cut at wide gaps and at vertical rules, its pictures, and
 /// its ruled tables standing in for the text inside them (unruled tables are found later,
 /// within columns, by [`reading_order`]).
 pub fn segments(layout: &PageLayout) -> Vec<Segment> {
     let (horizontal, vertical) = tables::merged_rules(layout);
-    let cuts = tables::cuts(&vertical);
-    let segments = segments_of(layout, &cuts);
+    let segments = segments_of(layout, &tables::cuts(&vertical));
     let grids = tables::grids(&horizontal, &vertical);
     let rtl = is_rtl(&segments.iter().flat_map(|s| s.chars.iter().copied()).collect::<Vec<_>>());
     tables::with_ruled(segments, &grids, rtl)
