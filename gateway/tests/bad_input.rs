@@ -150,6 +150,12 @@ fn cases() -> Vec<Case> {
             file_at: "/file",
             pages_at: Some("/pages"),
         },
+        Case {
+            path: "/v1/pdf/to-docx",
+            body: |f| json!({ "file": f, "pages": "2" }),
+            file_at: "/file",
+            pages_at: Some("/pages"),
+        },
     ]
 }
 

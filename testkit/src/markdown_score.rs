@@ -231,6 +231,26 @@ pub fn text_similarity(ours: &str, truth: &str) -> f64 {
     2.0 * matched as f64 / (a.len() + b.len()) as f64
 }
 
+/// `2 × common words / (n + m)` over the words of both texts as multisets, NFKC-normalised
+/// (1 when both are empty): whether one text holds the other's words, whatever their order.
+pub fn word_overlap(ours: &str, truth: &str) -> f64 {
+    use unicode_normalization::UnicodeNormalization;
+    let bag = |text: &str| {
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        for w in words(&text.nfkc().collect::<String>()) {
+            *counts.entry(w).or_default() += 1;
+        }
+        counts
+    };
+    let (a, b) = (bag(ours), bag(truth));
+    let (n, m) = (a.values().sum::<usize>(), b.values().sum::<usize>());
+    if n + m == 0 {
+        return 1.0;
+    }
+    let common: usize = a.iter().map(|(w, k)| (*k).min(b.get(w).copied().unwrap_or(0))).sum();
+    2.0 * common as f64 / (n + m) as f64
+}
+
 /// The texts of the ATX headings, each as its words joined by one space.
 pub fn headings(markdown: &str) -> Vec<String> {
     let mut fenced = false;

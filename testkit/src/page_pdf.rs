@@ -6,7 +6,8 @@
 pub struct PagePdf {
     width: f64,
     height: f64,
-    pages: Vec<String>,
+    /// Each page's content and size.
+    pages: Vec<(String, f64, f64)>,
 }
 
 /// A font of the standard 14 (no file embedded; every reader has them).
@@ -36,17 +37,24 @@ impl Font {
 impl PagePdf {
     /// A document with one empty page of `width` × `height` points (A4 is 595 × 842).
     pub fn new(width: f64, height: f64) -> PagePdf {
-        PagePdf { width, height, pages: vec![String::new()] }
+        PagePdf { width, height, pages: vec![(String::new(), width, height)] }
     }
 
-    /// Starts a new page.
+    /// Starts a new page of the same size.
     pub fn page(&mut self) -> &mut Self {
-        self.pages.push(String::new());
+        self.sized_page(self.width, self.height)
+    }
+
+    /// Starts a new page of `width` × `height` points.
+    pub fn sized_page(&mut self, width: f64, height: f64) -> &mut Self {
+        self.pages.push((String::new(), width, height));
+        self.width = width;
+        self.height = height;
         self
     }
 
     fn content(&mut self) -> &mut String {
-        self.pages.last_mut().expect("a page")
+        &mut self.pages.last_mut().expect("a page").0
     }
 
     /// `text` (Latin-1) with its left end at `x` and its baseline `y` points from the top.
@@ -108,13 +116,13 @@ impl PagePdf {
         for font in fonts {
             objects.push(format!("<< /Type /Font /Subtype /Type1 /BaseFont /{font} /Encoding /WinAnsiEncoding >>"));
         }
-        for (i, content) in self.pages.iter().enumerate() {
+        for (i, (content, width, height)) in self.pages.iter().enumerate() {
             let page = first_page + 2 * i;
             objects.push(format!(
                 "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {} {}] /Contents {} 0 R /Resources << /Font << /F1 3 0 R \
                  /F2 4 0 R /F3 5 0 R /F4 6 0 R >> >> >>",
-                self.width,
-                self.height,
+                width,
+                height,
                 page + 1
             ));
             objects.push(format!("<< /Length {} >>\nstream\n{content}endstream", content.len()));

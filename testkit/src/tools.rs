@@ -96,3 +96,9 @@ pub fn run_python(script: &str, args: &[&Path]) -> String {
     assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).expect("python printed UTF-8")
 }
+
+/// A Python script: `python -c DOCX_TEXT file.docx` prints, as JSON, what python-docx reads
+/// from a Word file: `blocks` (the body's paragraphs with their runs' font, size, bold and
+/// italic, and its tables, in order), `sections` (page size and margins in points) and the
+/// number of `pictures`.
+pub const DOCX_TEXT: &str = include_str!("docx_text.py");

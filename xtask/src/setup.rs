@@ -33,6 +33,14 @@ pub const DEBIAN_PACKAGES: &[DebianPackage] = &[
         why: "gnome-keyring-daemon: the Secret Service the wallet's keyring tests store keys in",
     },
     DebianPackage { name: "libsecret-tools", why: "secret-tool: reads the keyring independently in the keyring tests" },
+    DebianPackage {
+        name: "libreoffice-writer-nogui",
+        why: "soffice: renders the Word files of /v1/pdf/to-docx in tests (engine/tests/pdf_to_docx.rs)",
+    },
+    DebianPackage {
+        name: "fonts-liberation",
+        why: "metric-compatible Arial, Times New Roman and Courier New for soffice",
+    },
 ];
 
 /// Python packages pip-installs into the tools venv (`$PAPERCHAIN_TOOLS`).

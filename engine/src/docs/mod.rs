@@ -36,6 +36,7 @@ pub mod rotate;
 pub mod set_outline;
 pub mod split;
 pub mod tables;
+pub mod to_docx;
 pub mod to_images;
 pub mod to_markdown;
 pub mod unlock;
@@ -78,6 +79,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<to_markdown::ToMarkdownRoute>();
     catalog.add::<tables::TablesRoute>();
     catalog.add::<bank_statement::BankStatementRoute>();
+    catalog.add::<to_docx::ToDocxRoute>();
 }
 
 /// The operations `/v1/pdf/pipeline` chains, by their `op` (the route's last path segment).

@@ -40,6 +40,9 @@ pub struct Segment {
     pub y1: f32,
     /// The most common font size of its characters.
     pub size: f32,
+    /// The font most of its characters use (an index into the page's
+    /// [`PageLayout::fonts`]).
+    pub font: u16,
     /// Characters with their styles (spaces included).
     pub chars: Vec<(char, Style)>,
     /// A picture rather than text.
@@ -134,6 +137,7 @@ struct Placed {
     x1: f32,
     y1: f32,
     size: f32,
+    font: u16,
     /// A space (drawn, generated or inferred): it has no box of its own.
     space: bool,
 }
@@ -211,6 +215,7 @@ fn segments_of(layout: &PageLayout, cuts: &[Area]) -> Vec<Segment> {
                 x1: glyph.x1,
                 y1: glyph.y1,
                 size: glyph.size,
+                font: glyph.font,
                 space: false,
             })
         });
@@ -226,6 +231,7 @@ fn segments_of(layout: &PageLayout, cuts: &[Area]) -> Vec<Segment> {
                 x1: image.x1,
                 y1: image.y1,
                 size: 0.0,
+                font: 0,
                 chars: Vec::new(),
                 image: true,
                 table: None,
@@ -276,6 +282,7 @@ fn cut_line(line: Vec<Placed>, page: u32, cuts: &[Area], out: &mut Vec<Segment>)
         let mut chars: Vec<(char, Style)> = Vec::with_capacity(part.len());
         let (mut x0, mut y0, mut x1, mut y1) = (f32::MAX, f32::MAX, f32::MIN, f32::MIN);
         let mut sizes = Vec::new();
+        let mut fonts: Vec<(u16, usize)> = Vec::new();
         for p in &part {
             if p.space {
                 if chars.last().is_some_and(|(c, _)| *c != ' ') {
@@ -289,19 +296,24 @@ fn cut_line(line: Vec<Placed>, page: u32, cuts: &[Area], out: &mut Vec<Segment>)
             x1 = x1.max(p.x1);
             y1 = y1.max(p.y1);
             sizes.push(p.size);
+            match fonts.iter_mut().find(|(f, _)| *f == p.font) {
+                Some((_, n)) => *n += 1,
+                None => fonts.push((p.font, 1)),
+            }
         }
+        let font = fonts.iter().max_by_key(|(_, n)| *n).map_or(0, |(f, _)| *f);
         while chars.last().is_some_and(|(c, _)| c.is_whitespace()) {
             chars.pop();
         }
         if chars.is_empty() {
             continue;
         }
-        out.push(Segment { page, x0, y0, x1, y1, size: mode(&sizes), chars, image: false, table: None });
+        out.push(Segment { page, x0, y0, x1, y1, size: mode(&sizes), font, chars, image: false, table: None });
     }
 }
 
 /// A picture worth a placeholder: not a speck, not a page-filling background.
-fn is_content_image(image: &Area, layout: &PageLayout) -> bool {
+pub(crate) fn is_content_image(image: &Area, layout: &PageLayout) -> bool {
     let (w, h) = (image.x1 - image.x0, image.y1 - image.y0);
     let page = layout.width * layout.height;
     w >= 24.0 && h >= 24.0 && w * h >= page * 0.01 && w * h < page * 0.9

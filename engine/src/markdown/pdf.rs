@@ -647,6 +647,7 @@ mod tests {
                 italic: false,
                 mono: false,
                 generated: false,
+                font: 0,
             })
             .chain(std::iter::once(Glyph {
                 ch: '\n',
@@ -659,12 +660,21 @@ mod tests {
                 italic: false,
                 mono: false,
                 generated: true,
+                font: 0,
             }))
             .collect()
     }
 
     fn page(number: u32, lines: Vec<Vec<Glyph>>) -> PageLayout {
-        PageLayout { number, width: 600.0, height: 800.0, glyphs: lines.concat(), images: vec![], rules: vec![] }
+        PageLayout {
+            number,
+            width: 600.0,
+            height: 800.0,
+            glyphs: lines.concat(),
+            fonts: vec![],
+            images: vec![],
+            rules: vec![],
+        }
     }
 
     fn markdown(pages: &[PageLayout]) -> String {

@@ -2,6 +2,8 @@
 //! behind it. Nothing here knows about routes.
 
 pub mod csv;
+pub mod docx_write;
+pub mod from_pdf;
 pub mod package;
 pub mod slides;
 pub mod workbook;

@@ -301,6 +301,8 @@ pub struct Glyph {
     pub mono: bool,
     /// pdfium added the character (a space between words, a line break), it is not drawn.
     pub generated: bool,
+    /// Its font: an index into [`PageLayout::fonts`].
+    pub font: u16,
 }
 
 /// A rectangle on a page, top-down coordinates as [`Glyph`]'s.
@@ -328,6 +330,9 @@ pub struct PageLayout {
     /// The characters in pdfium's order (content order, with the spaces and line breaks it
     /// infers marked `generated`).
     pub glyphs: Vec<Glyph>,
+    /// The names of the fonts the characters use (as the PDF names them, subset prefix
+    /// removed); at most [`MAX_FONTS`], the rest counted as the last.
+    pub fonts: Vec<String>,
     /// Pictures drawn on the page.
     pub images: Vec<Area>,
     /// Straight horizontal and vertical lines drawn on the page: the pieces of stroked paths
@@ -336,6 +341,9 @@ pub struct PageLayout {
     /// filled backgrounds are not rules.
     pub rules: Vec<Area>,
 }
+
+/// Most font names kept for a page.
+pub const MAX_FONTS: usize = 1_000;
 
 /// Most rules kept for a page: a drawing of a million strokes is not a table.
 pub const MAX_RULES: usize = 50_000;
@@ -382,6 +390,8 @@ pub fn page_layouts(
         // The font of the previous character, reused while the text object does not change.
         let mut font_key: Option<(String, f32)> = None;
         let mut font_style = (false, false, false);
+        let mut fonts: Vec<String> = Vec::new();
+        let mut font_index = 0u16;
         for ch in chars.iter() {
             let Some(c) = ch.unicode_char() else { continue };
             let generated = ch.is_generated().unwrap_or(false);
@@ -418,12 +428,37 @@ pub fn page_layouts(
                     let mono = ch.font_is_fixed_pitch()
                         || ["mono", "courier", "consol", "code"].iter().any(|w| lower.contains(w));
                     font_style = (bold, italic, mono);
+                    let plain = match name.split_once('+') {
+                        Some((tag, rest)) if tag.len() == 6 && tag.bytes().all(|b| b.is_ascii_uppercase()) => rest,
+                        _ => name.as_str(),
+                    };
+                    font_index = match fonts.iter().position(|f| f == plain) {
+                        Some(i) => i as u16,
+                        None if fonts.len() < MAX_FONTS => {
+                            fonts.push(plain.to_string());
+                            (fonts.len() - 1) as u16
+                        }
+                        None => (fonts.len() - 1) as u16,
+                    };
                     font_key = Some((name, size));
                 }
             }
             let (bold, italic, mono) = if generated { (false, false, false) } else { font_style };
             let a = area(bounds.left().value, bounds.top().value, bounds.right().value, bounds.bottom().value);
-            glyphs.push(Glyph { ch: c, x0: a.x0, y0: a.y0, x1: a.x1, y1: a.y1, size, bold, italic, mono, generated });
+            let font = if generated { 0 } else { font_index };
+            glyphs.push(Glyph {
+                ch: c,
+                x0: a.x0,
+                y0: a.y0,
+                x1: a.x1,
+                y1: a.y1,
+                size,
+                bold,
+                italic,
+                mono,
+                generated,
+                font,
+            });
         }
         let mut images = Vec::new();
         let mut rules = Vec::new();
@@ -495,7 +530,7 @@ pub fn page_layouts(
                 _ => {}
             }
         }
-        layouts.push(PageLayout { number, width, height, glyphs, images, rules });
+        layouts.push(PageLayout { number, width, height, glyphs, fonts, images, rules });
     }
     Ok(layouts)
 }
