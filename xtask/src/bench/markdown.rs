@@ -67,16 +67,7 @@ pub(super) fn measure(paperchain: &Path, python: &Path, runs: u32, dir: &Path) -
         .args(cases.iter().map(|c| c.input.as_os_str().to_owned()))
         .read()
         .context("running MarkItDown")?;
-    let mut theirs_times: BTreeMap<String, Result<Duration, String>> = BTreeMap::new();
-    for line in listing.lines() {
-        let mut parts = line.splitn(3, '\t');
-        let (Some(name), Some(ms)) = (parts.next(), parts.next()) else { continue };
-        let outcome = match (ms, parts.next()) {
-            ("error", Some(why)) => Err(why.to_string()),
-            (ms, _) => ms.parse::<f64>().map(|ms| Duration::from_secs_f64(ms / 1000.0)).map_err(|e| e.to_string()),
-        };
-        theirs_times.insert(name.to_string(), outcome);
-    }
+    let mut theirs_times = reference_times(&listing);
     let mut rows = Vec::new();
     for case in cases {
         let name = case.name();
@@ -90,23 +81,7 @@ pub(super) fn measure(paperchain: &Path, python: &Path, runs: u32, dir: &Path) -
             .arg("--file")
             .arg(format!("file={}", case.input.display()))
             .stdin("{}");
-        let mut times = Vec::new();
-        let mut failure = None;
-        for run in 0..=runs {
-            let start = Instant::now();
-            match cmd.clone().quiet().run() {
-                Ok(()) if run > 0 => times.push(start.elapsed()),
-                Ok(()) => {}
-                Err(e) => {
-                    failure = Some(format!("{e:#}"));
-                    break;
-                }
-            }
-        }
-        let ours = match failure {
-            Some(e) => Err(e),
-            None => markdown_of(&out).map(|md| (score(&md, &truth), median(&mut times))),
-        };
+        let ours = time_runs(&cmd, runs).and_then(|time| markdown_of(&out).map(|md| (score(&md, &truth), time)));
         let theirs = match theirs_times.remove(&name) {
             Some(Ok(time)) => std::fs::read_to_string(theirs_dir.join(format!("{name}.md")))
                 .map(|md| (score(&md, &truth), time))
@@ -119,13 +94,42 @@ pub(super) fn measure(paperchain: &Path, python: &Path, runs: u32, dir: &Path) -
     Ok(Report { rows, runs })
 }
 
+/// What a reference tool's script printed, a line a file (`name<TAB>median ms`, or
+/// `name<TAB>error<TAB>message`), by file name.
+pub(super) fn reference_times(listing: &str) -> BTreeMap<String, Result<Duration, String>> {
+    let mut times = BTreeMap::new();
+    for line in listing.lines() {
+        let mut parts = line.splitn(3, '\t');
+        let (Some(name), Some(ms)) = (parts.next(), parts.next()) else { continue };
+        let outcome = match (ms, parts.next()) {
+            ("error", Some(why)) => Err(why.to_string()),
+            (ms, _) => ms.parse::<f64>().map(|ms| Duration::from_secs_f64(ms / 1000.0)).map_err(|e| e.to_string()),
+        };
+        times.insert(name.to_string(), outcome);
+    }
+    times
+}
+
+/// Runs `cmd` once to warm up, then `runs` times; the median time, or what failed.
+pub(super) fn time_runs(cmd: &Cmd, runs: u32) -> Result<Duration, String> {
+    let mut times = Vec::new();
+    for run in 0..=runs {
+        let start = Instant::now();
+        cmd.clone().quiet().run().map_err(|e| format!("{e:#}"))?;
+        if run > 0 {
+            times.push(start.elapsed());
+        }
+    }
+    Ok(median(&mut times))
+}
+
 fn markdown_of(answer: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(answer).map_err(|e| format!("{}: {e}", answer.display()))?;
     let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("the answer is not JSON: {e}"))?;
     json["markdown"].as_str().map(str::to_string).ok_or_else(|| "the answer has no `markdown`".into())
 }
 
-pub(super) fn median(times: &mut [Duration]) -> Duration {
+fn median(times: &mut [Duration]) -> Duration {
     times.sort();
     let mid = times.len() / 2;
     if times.len().is_multiple_of(2) { (times[mid - 1] + times[mid]) / 2 } else { times[mid] }

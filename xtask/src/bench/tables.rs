@@ -7,9 +7,8 @@
 //! Paperchain is timed as a child process (`paperchain call extract_pdf_tables`, its start
 //! included); pdfplumber inside one Python process that has already imported it.
 
-use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use paperchain_testkit::table_score::{Grid, TableCase, TableScore, best, table_cases};
@@ -77,16 +76,7 @@ pub(super) fn measure(paperchain: &Path, python: &Path, runs: u32, dir: &Path) -
         .args(cases.iter().map(|c| c.pdf.as_os_str().to_owned()))
         .read()
         .context("running pdfplumber")?;
-    let mut theirs_times: BTreeMap<String, Result<Duration, String>> = BTreeMap::new();
-    for line in listing.lines() {
-        let mut parts = line.splitn(3, '\t');
-        let (Some(name), Some(ms)) = (parts.next(), parts.next()) else { continue };
-        let outcome = match (ms, parts.next()) {
-            ("error", Some(why)) => Err(why.to_string()),
-            (ms, _) => ms.parse::<f64>().map(|ms| Duration::from_secs_f64(ms / 1000.0)).map_err(|e| e.to_string()),
-        };
-        theirs_times.insert(name.to_string(), outcome);
-    }
+    let mut theirs_times = super::markdown::reference_times(&listing);
     let mut rows = Vec::new();
     for case in cases {
         let name = case.name();
@@ -99,23 +89,8 @@ pub(super) fn measure(paperchain: &Path, python: &Path, runs: u32, dir: &Path) -
             .arg("--file")
             .arg(format!("file={}", case.pdf.display()))
             .stdin("{}");
-        let mut times = Vec::new();
-        let mut failure = None;
-        for run in 0..=runs {
-            let start = Instant::now();
-            match cmd.clone().quiet().run() {
-                Ok(()) if run > 0 => times.push(start.elapsed()),
-                Ok(()) => {}
-                Err(e) => {
-                    failure = Some(format!("{e:#}"));
-                    break;
-                }
-            }
-        }
-        let ours = match failure {
-            Some(e) => Err(e),
-            None => our_tables(&out).map(|found| (scores(&case, &found), super::markdown::median(&mut times))),
-        };
+        let ours = super::markdown::time_runs(&cmd, runs)
+            .and_then(|time| our_tables(&out).map(|found| (scores(&case, &found), time)));
         let theirs = match theirs_times.remove(&name) {
             Some(Ok(time)) => std::fs::read_to_string(theirs_dir.join(format!("{name}.json")))
                 .map_err(|e| e.to_string())
