@@ -336,9 +336,12 @@ pub fn reading_order(mut segments: Vec<Segment>, page_width: f32, rtl: bool) -> 
         segments.sort_by(|a, b| a.y0.total_cmp(&b.y0).then(a.x0.total_cmp(&b.x0)));
         return segments;
     }
+    // Pictures are placed after the text is ordered: a tall picture beside the text would
+    // otherwise join every line it spans into one band.
+    let (mut pictures, text): (Vec<Segment>, Vec<Segment>) = segments.into_iter().partition(|s| s.image);
     let mut regions = Vec::new();
-    order_region(segments, page_width, rtl, 0, &mut regions);
-    let mut out = Vec::new();
+    order_region(text, page_width, rtl, 0, &mut regions);
+    let mut out: Vec<Segment> = Vec::new();
     for region in regions {
         // Tables are looked for inside a column, once the page's columns are apart.
         let mut region = tables::with_unruled(region);
@@ -349,6 +352,16 @@ pub fn reading_order(mut segments: Vec<Segment>, page_width: f32, rtl: bool) -> 
             }
             out.extend(band);
         }
+    }
+    // Each picture goes before the first text below its top that shares its horizontal
+    // extent (its column), else before the first text below its top, else at the end.
+    pictures.sort_by(|a, b| a.y0.total_cmp(&b.y0));
+    for picture in pictures {
+        let below = |s: &Segment| !s.image && s.y0 >= picture.y0;
+        let beside = |s: &Segment| s.x0 < picture.x1 && s.x1 > picture.x0;
+        let at =
+            out.iter().position(|s| below(s) && beside(s)).or_else(|| out.iter().position(below)).unwrap_or(out.len());
+        out.insert(at, picture);
     }
     out
 }
