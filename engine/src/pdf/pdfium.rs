@@ -387,6 +387,8 @@ pub fn page_layouts(
         let text = page.text().map_err(|_| unreadable())?;
         let chars = text.chars();
         let mut glyphs = Vec::with_capacity(chars.len());
+        // Every eighth drawn character's angle: a page whose text runs sideways is turned.
+        let mut angles: Vec<f32> = Vec::new();
         // The font of the previous character, reused while the text object does not change.
         let mut font_key: Option<(String, f32)> = None;
         let mut font_style = (false, false, false);
@@ -445,6 +447,9 @@ pub fn page_layouts(
             }
             let (bold, italic, mono) = if generated { (false, false, false) } else { font_style };
             let a = area(bounds.left().value, bounds.top().value, bounds.right().value, bounds.bottom().value);
+            if !generated && glyphs.len() % 8 == 0 {
+                angles.extend(ch.angle_degrees().ok());
+            }
             let font = if generated { 0 } else { font_index };
             glyphs.push(Glyph {
                 ch: c,
@@ -530,9 +535,41 @@ pub fn page_layouts(
                 _ => {}
             }
         }
-        layouts.push(PageLayout { number, width, height, glyphs, fonts, images, rules });
+        let mut layout = PageLayout { number, width, height, glyphs, fonts, images, rules };
+        let sideways =
+            |target: f32| angles.iter().filter(|a| (*a - target).abs() < 10.0).count() * 5 > angles.len() * 3;
+        // pdfium measures the angle clockwise: 270° runs up the page.
+        if sideways(270.0) {
+            turn(&mut layout, false);
+        } else if sideways(90.0) {
+            turn(&mut layout, true);
+        }
+        layouts.push(layout);
     }
     Ok(layouts)
+}
+
+/// Turns a page whose text runs sideways so that it reads left to right: `down` when the
+/// text runs down the page, else up. Boxes, pictures and
+/// rules turn with it, and the page's width and height swap.
+fn turn(layout: &mut PageLayout, down: bool) {
+    let (w, h) = (layout.width, layout.height);
+    let map = |x0: f32, y0: f32, x1: f32, y1: f32| -> (f32, f32, f32, f32) {
+        if down {
+            // (x, y) -> (y, w - x)
+            (y0, w - x1, y1, w - x0)
+        } else {
+            // (x, y) -> (h - y, x)
+            (h - y1, x0, h - y0, x1)
+        }
+    };
+    for g in &mut layout.glyphs {
+        (g.x0, g.y0, g.x1, g.y1) = map(g.x0, g.y0, g.x1, g.y1);
+    }
+    for a in layout.images.iter_mut().chain(layout.rules.iter_mut()) {
+        (a.x0, a.y0, a.x1, a.y1) = map(a.x0, a.y0, a.x1, a.y1);
+    }
+    (layout.width, layout.height) = (h, w);
 }
 
 /// Keeps the piece from `a` to `b` (page space, y up) when it is horizontal or vertical,
