@@ -215,7 +215,7 @@ fn summary(s: &Statement, pages: &[u32]) -> StatementSummary {
 fn convert(call: BankStatement) -> Result<Reply<StatementReport>, EngineError> {
     let BankStatement { pdf, format, options, output } = call;
     let layouts = pdfium::page_layouts(&pdf.bytes, pdf.password.as_deref(), &pdf.pages, "/file")?;
-    if layouts.iter().all(|l| l.glyphs.iter().all(|g| g.generated || g.ch.is_whitespace())) {
+    if layouts.iter().all(|l| !l.has_text()) {
         return Err(EngineError::invalid_with(
             "no_text_layer",
             "/file",

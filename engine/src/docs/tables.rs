@@ -132,8 +132,7 @@ impl Route for TablesRoute {
 fn convert(call: Tables) -> Result<Reply<TablesReport>, EngineError> {
     let Tables { pdf, format, output } = call;
     let layouts = pdfium::page_layouts(&pdf.bytes, pdf.password.as_deref(), &pdf.pages, "/file")?;
-    let pages_without_text =
-        layouts.iter().filter(|l| l.glyphs.iter().all(|g| g.generated || g.ch.is_whitespace())).map(|l| l.number);
+    let pages_without_text = layouts.iter().filter(|l| !l.has_text()).map(|l| l.number);
     let pages_without_text: Vec<u32> = pages_without_text.collect();
     let found: Vec<PageTable> = layouts.iter().flat_map(page_tables).collect();
     let mut tables: Vec<TableJson> = Vec::with_capacity(found.len());

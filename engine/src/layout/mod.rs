@@ -82,12 +82,17 @@ pub fn segments(layout: &PageLayout) -> Vec<Segment> {
     let (horizontal, vertical) = tables::merged_rules(layout);
     let segments = segments_of(layout, &tables::cuts(&vertical));
     let grids = tables::grids(&horizontal, &vertical);
-    let rtl = is_rtl(&segments.iter().flat_map(|s| s.chars.iter().copied()).collect::<Vec<_>>());
+    let rtl = reads_right_to_left(&segments);
     tables::with_ruled(segments, &grids, rtl)
 }
 
 fn style_of(glyph: &Glyph) -> Style {
     Style { bold: glyph.bold, italic: glyph.italic, strike: false, code: glyph.mono }
+}
+
+/// Whether the text of `segments` is mostly right-to-left.
+pub fn reads_right_to_left(segments: &[Segment]) -> bool {
+    is_rtl(&segments.iter().flat_map(|s| s.chars.iter().copied()).collect::<Vec<_>>())
 }
 
 /// Whether text is mostly right-to-left (Arabic, Hebrew).

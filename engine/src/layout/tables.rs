@@ -65,7 +65,7 @@ pub struct PageTable {
 /// after the other).
 pub fn page_tables(layout: &PageLayout) -> Vec<PageTable> {
     let segments = super::segments(layout);
-    let rtl = super::is_rtl(&segments.iter().flat_map(|s| s.chars.iter().copied()).collect::<Vec<_>>());
+    let rtl = super::reads_right_to_left(&segments);
     super::reading_order(segments, layout.width, rtl)
         .into_iter()
         .filter_map(|s| s.table.map(|t| PageTable { page: s.page, bbox: [s.x0, s.y0, s.x1, s.y1], table: *t }))

@@ -50,7 +50,7 @@ pub fn from_layouts(layouts: &[PageLayout]) -> PdfMarkdown {
             lines.push(Line::no_text(layout.number));
             continue;
         }
-        let rtl = layout::is_rtl(&segments.iter().flat_map(|s| s.chars.iter().copied()).collect::<Vec<_>>());
+        let rtl = layout::reads_right_to_left(&segments);
         let ordered = layout::reading_order(segments, layout.width, rtl);
         lines.extend(lines_of(ordered));
     }

@@ -57,7 +57,7 @@ pub fn document(layouts: &[PageLayout], pictures: &[Pictures], title: &str) -> R
     let mut section_key: Option<(i64, i64)> = None;
     for (layout, pictures) in layouts.iter().zip(pictures) {
         let segments = layout::segments(layout);
-        let rtl = layout::is_rtl(&segments.iter().flat_map(|s| s.chars.iter().copied()).collect::<Vec<_>>());
+        let rtl = layout::reads_right_to_left(&segments);
         let ordered = layout::reading_order(segments, layout.width, rtl);
         let text_box = text_box(&ordered, layout);
         let key = ((layout.width * 10.0).round() as i64, (layout.height * 10.0).round() as i64);

@@ -342,6 +342,13 @@ pub struct PageLayout {
     pub rules: Vec<Area>,
 }
 
+impl PageLayout {
+    /// Whether the page has any drawn character (a scan has none).
+    pub fn has_text(&self) -> bool {
+        self.glyphs.iter().any(|g| !g.generated && !g.ch.is_whitespace())
+    }
+}
+
 /// Most font names kept for a page.
 pub const MAX_FONTS: usize = 1_000;
 

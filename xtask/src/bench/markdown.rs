@@ -59,15 +59,9 @@ pub(super) fn measure(paperchain: &Path, python: &Path, runs: u32, dir: &Path) -
     }
     let cases = docling_cases();
     println!("bench: convert: to-markdown, {} files, MarkItDown", cases.len());
-    let listing = Cmd::new(python)
-        .arg("-c")
-        .arg(MARKITDOWN)
-        .arg(&theirs_dir)
-        .arg(runs.to_string())
-        .args(cases.iter().map(|c| c.input.as_os_str().to_owned()))
-        .read()
-        .context("running MarkItDown")?;
-    let mut theirs_times = reference_times(&listing);
+    let inputs: Vec<&Path> = cases.iter().map(|c| c.input.as_path()).collect();
+    let mut theirs_times =
+        run_reference(python, MARKITDOWN, &theirs_dir, runs, &inputs).context("running MarkItDown")?;
     let mut rows = Vec::new();
     for case in cases {
         let name = case.name();
@@ -94,9 +88,28 @@ pub(super) fn measure(paperchain: &Path, python: &Path, runs: u32, dir: &Path) -
     Ok(Report { rows, runs })
 }
 
+/// Runs a reference tool's script (`python -c script out_dir runs files…`), which writes
+/// its outputs to `out_dir`, and reads the timings it prints.
+pub(super) fn run_reference(
+    python: &Path,
+    script: &str,
+    out_dir: &Path,
+    runs: u32,
+    files: &[&Path],
+) -> anyhow::Result<BTreeMap<String, Result<Duration, String>>> {
+    let listing = Cmd::new(python)
+        .arg("-c")
+        .arg(script)
+        .arg(out_dir)
+        .arg(runs.to_string())
+        .args(files.iter().map(|f| f.as_os_str().to_owned()))
+        .read()?;
+    Ok(reference_times(&listing))
+}
+
 /// What a reference tool's script printed, a line a file (`name<TAB>median ms`, or
 /// `name<TAB>error<TAB>message`), by file name.
-pub(super) fn reference_times(listing: &str) -> BTreeMap<String, Result<Duration, String>> {
+fn reference_times(listing: &str) -> BTreeMap<String, Result<Duration, String>> {
     let mut times = BTreeMap::new();
     for line in listing.lines() {
         let mut parts = line.splitn(3, '\t');

@@ -68,15 +68,9 @@ pub(super) fn measure(paperchain: &Path, python: &Path, runs: u32, dir: &Path) -
     }
     let cases = table_cases();
     println!("bench: convert: tables, {} PDFs, pdfplumber", cases.len());
-    let listing = Cmd::new(python)
-        .arg("-c")
-        .arg(PDFPLUMBER)
-        .arg(&theirs_dir)
-        .arg(runs.to_string())
-        .args(cases.iter().map(|c| c.pdf.as_os_str().to_owned()))
-        .read()
-        .context("running pdfplumber")?;
-    let mut theirs_times = super::markdown::reference_times(&listing);
+    let inputs: Vec<&Path> = cases.iter().map(|c| c.pdf.as_path()).collect();
+    let mut theirs_times =
+        super::markdown::run_reference(python, PDFPLUMBER, &theirs_dir, runs, &inputs).context("running pdfplumber")?;
     let mut rows = Vec::new();
     for case in cases {
         let name = case.name();
