@@ -60,6 +60,8 @@ pub const CODES: &[(&str, &str)] = &[
     ("decompression_bomb", "a compressed file expands past the size or ratio limits"),
     ("xml_doctype", "an XML part declares a document type (the start of an entity-expansion bomb)"),
     ("unsupported_format", "a file is in a format the route does not read"),
+    ("unknown_language", "an OCR language is not installed on this server (the message lists the installed ones)"),
+    ("no_pages_to_read", "every page selected for OCR already has text (force reads them anyway)"),
     ("unknown_sheet", "a workbook has no worksheet of the name given"),
     ("too_many_cells", "the sheets asked for hold more cells than one call reads"),
     ("too_many_pages", "a PDF, a page selection or a result has more pages than the limit"),

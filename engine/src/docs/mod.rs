@@ -21,6 +21,7 @@ pub mod from_images;
 pub mod inspect;
 pub mod merge;
 pub mod metadata;
+pub mod ocr;
 pub mod outline;
 pub mod page_numbers;
 pub mod pdf_text;
@@ -80,6 +81,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<tables::TablesRoute>();
     catalog.add::<bank_statement::BankStatementRoute>();
     catalog.add::<to_docx::ToDocxRoute>();
+    catalog.add::<ocr::OcrRoute>();
 }
 
 /// The operations `/v1/pdf/pipeline` chains, by their `op` (the route's last path segment).

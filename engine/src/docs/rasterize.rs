@@ -158,7 +158,8 @@ const INFO: RouteInfo = RouteInfo {
     open_world: false,
 };
 
-fn jpeg(page: &RgbPage) -> Result<Vec<u8>, EngineError> {
+/// The rendered page as JPEG at [`JPEG_QUALITY`].
+pub(crate) fn jpeg(page: &RgbPage) -> Result<Vec<u8>, EngineError> {
     let mut out = Vec::new();
     image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, JPEG_QUALITY)
         .encode(&page.rgb, page.width, page.height, image::ExtendedColorType::Rgb8)
@@ -182,30 +183,13 @@ impl ImagePdf {
 
     /// A page of the rendered page's visible size showing `jpeg` (its pixels) full page.
     fn add_page(&mut self, page: &RgbPage, jpeg: Vec<u8>) {
-        let image = Stream::new(
-            dictionary! {
-                "Type" => "XObject",
-                "Subtype" => "Image",
-                "Width" => page.width as i64,
-                "Height" => page.height as i64,
-                "ColorSpace" => "DeviceRGB",
-                "BitsPerComponent" => 8,
-                "Filter" => "DCTDecode",
-            },
-            jpeg,
-        )
-        .with_compression(false);
-        let image_id = self.doc.add_object(image);
-        let (w, h) = (page.width_pt, page.height_pt);
-        // The page's origin is (0, 0) and its size the visible size, so the image maps to it exactly.
-        let content = format!("q {} 0 0 {} 0 0 cm /Im0 Do Q", number(w), number(h));
-        let contents = self.doc.add_object(Stream::new(dictionary! {}, content.into_bytes()));
+        let drawn = image_page(&mut self.doc, page, jpeg);
         let page_id = self.doc.add_object(dictionary! {
             "Type" => "Page",
             "Parent" => self.pages_id,
-            "MediaBox" => Rect { x0: 0.0, y0: 0.0, x1: w, y1: h }.to_object(),
-            "Resources" => dictionary! { "XObject" => dictionary! { "Im0" => image_id } },
-            "Contents" => contents,
+            "MediaBox" => drawn.media_box.to_object(),
+            "Resources" => drawn.resources,
+            "Contents" => drawn.contents,
         });
         self.pages.push(page_id.into());
     }
@@ -219,6 +203,44 @@ impl ImagePdf {
         let catalog = self.doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => self.pages_id });
         self.doc.trailer.set("Root", catalog);
         pdf::save(&mut self.doc)
+    }
+}
+
+/// What a page showing one picture full page needs: added to `doc` by [`image_page`].
+pub(crate) struct ImagePage {
+    /// The page's resources (the picture as `/Im0`).
+    pub resources: lopdf::Dictionary,
+    /// Its content stream.
+    pub contents: lopdf::ObjectId,
+    /// Its media box: the rendered page's visible size, origin at (0, 0).
+    pub media_box: Rect,
+}
+
+/// Adds `jpeg` (the pixels of `page`) and a content stream drawing it over a page of the
+/// rendered page's visible size.
+pub(crate) fn image_page(doc: &mut Document, page: &RgbPage, jpeg: Vec<u8>) -> ImagePage {
+    let image = Stream::new(
+        dictionary! {
+            "Type" => "XObject",
+            "Subtype" => "Image",
+            "Width" => page.width as i64,
+            "Height" => page.height as i64,
+            "ColorSpace" => "DeviceRGB",
+            "BitsPerComponent" => 8,
+            "Filter" => "DCTDecode",
+        },
+        jpeg,
+    )
+    .with_compression(false);
+    let image_id = doc.add_object(image);
+    let (w, h) = (page.width_pt, page.height_pt);
+    // The page's origin is (0, 0) and its size the visible size, so the image maps to it exactly.
+    let content = format!("q {} 0 0 {} 0 0 cm /Im0 Do Q", number(w), number(h));
+    let contents = doc.add_object(Stream::new(dictionary! {}, content.into_bytes()));
+    ImagePage {
+        resources: dictionary! { "XObject" => dictionary! { "Im0" => image_id } },
+        contents,
+        media_box: Rect { x0: 0.0, y0: 0.0, x1: w, y1: h },
     }
 }
 

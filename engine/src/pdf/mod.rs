@@ -10,6 +10,7 @@
 pub mod assemble;
 pub mod dates;
 pub mod flate;
+pub mod graft;
 pub mod name_tree;
 pub mod outline_tree;
 pub mod pdfium;

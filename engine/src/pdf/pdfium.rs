@@ -277,6 +277,36 @@ pub fn page_texts(bytes: &[u8], password: Option<&str>, field: &str) -> Result<V
     Ok(texts)
 }
 
+/// Which of `pages` (1-based) have text: at least one character that is not white space,
+/// drawn or invisible (an earlier OCR layer counts); errors name `field`.
+pub fn pages_with_text(
+    bytes: &[u8],
+    password: Option<&str>,
+    pages: &[u32],
+    field: &str,
+) -> Result<Vec<bool>, EngineError> {
+    let pdfium = library()?;
+    let doc = pdfium.load_pdf_from_byte_slice(bytes, password).map_err(|e| open_error(&e, field, password))?;
+    let doc_pages = doc.pages();
+    let count = doc_pages.len();
+    pages
+        .iter()
+        .map(|&number| {
+            let unreadable = || {
+                EngineError::invalid_with(
+                    "damaged_pdf",
+                    field,
+                    format!("{field}: the text of page {number} cannot be read"),
+                )
+            };
+            let index = i32::try_from(number).ok().and_then(|n| n.checked_sub(1)).filter(|&i| i >= 0 && i < count);
+            let page = doc_pages.get(index.ok_or_else(unreadable)?).map_err(|_| unreadable())?;
+            let text = page.text().map_err(|_| unreadable())?;
+            Ok(text.chars().iter().any(|c| c.unicode_char().is_some_and(|c| !c.is_whitespace())))
+        })
+        .collect()
+}
+
 /// A character on a page as pdfium reads it, in top-down page coordinates (points from the
 /// top-left corner of the visible page, y growing downwards).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -1,0 +1,292 @@
+//! `POST /v1/pdf/ocr`: a searchable PDF. Each scanned page is rendered, turned upright when
+//! it was scanned sideways, read by Tesseract, and gets an invisible text layer laid over
+//! it (Tesseract's glyph-less font, each word stretched over its box), the page's own
+//! content left untouched, as OCRmyPDF does. Pages that already have text are skipped
+//! unless `force`, which turns them into images first (their old text would otherwise
+//! be found twice).
+
+use lopdf::{Document, Object};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
+use crate::context::{Context, blocking};
+use crate::docs::rasterize::{image_page, jpeg};
+use crate::error::EngineError;
+use crate::input::FileInput;
+use crate::ocr::{self, Image, TextLayer};
+use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::pages::PageSelection;
+use crate::pdf::graft::Grafter;
+use crate::pdf::pdfium::{self, PagePlan, RenderSource, RgbPage};
+use crate::pdf::{self, MAX_OUTPUT_BYTES};
+use crate::price::Price;
+
+/// The resolution pages are read at: Tesseract's models are trained on text of 10 pt and
+/// up at 300 dpi; higher costs time without gaining accuracy.
+pub const OCR_DPI: u32 = 300;
+
+/// The lowest resolution a very large page is read at, rather than refused.
+const MIN_OCR_DPI: u32 = 100;
+
+/// The OCR price rule in words (`../shared/spec/routebook.md` §4).
+pub const OCR_PRICE_RULE: &str =
+    "$0.003 + $0.002 a page read (pages that already have text and are skipped cost nothing)";
+
+/// OCR: $0.003 + $0.002 a page read.
+pub fn ocr_price(pages: u32) -> Price {
+    Price::tiered(Price::micros(3_000), 0, Price::micros(2_000), pages as u64)
+}
+
+/// Request of `/v1/pdf/ocr`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OcrInput {
+    /// The PDF: scanned pages, or pages drawn as pictures.
+    pub file: FileInput,
+    /// The languages of the text, as Tesseract codes (`eng`, `deu`, `fra`, `spa`…); `["eng"]` when omitted.
+    /// Several may be given for mixed documents (each slows every page).
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 5))]
+    pub languages: Option<Vec<String>>,
+    /// Pages to read (`"1-3,5"`); every page when omitted.
+    #[serde(default)]
+    pub pages: Option<String>,
+    /// Also read pages that already have text (an earlier OCR layer or a broken one): such a page is first turned
+    /// into an image of itself (its text, links and form fields become part of the picture), then read, so its
+    /// text is found once. Off by default: pages with text are skipped.
+    #[serde(default)]
+    pub force: Option<bool>,
+    /// Turn pages scanned sideways or upside down upright (by their /Rotate, the image untouched) before reading.
+    /// On by default.
+    #[serde(default)]
+    pub auto_rotate: Option<bool>,
+    /// How the PDF is delivered: `file` (default), `base64` or `url`.
+    #[serde(default)]
+    pub output: OutputMode,
+}
+
+/// A checked call.
+pub struct Ocr {
+    bytes: Vec<u8>,
+    password: Option<String>,
+    doc: Document,
+    filename: String,
+    /// The pages to read, ascending.
+    read: Vec<u32>,
+    /// Of those, the pages that have text and are turned into images first (`force`).
+    forced: Vec<u32>,
+    /// The selected pages skipped because they have text.
+    skipped: Vec<u32>,
+    languages: String,
+    dpi: u32,
+    auto_rotate: bool,
+    output: OutputMode,
+}
+
+/// The route.
+pub struct OcrRoute;
+
+impl Route for OcrRoute {
+    type Input = OcrInput;
+    type Prepared = Ocr;
+    type Output = NoJson;
+
+    const INFO: RouteInfo = RouteInfo {
+        path: "/v1/pdf/ocr",
+        operation: "ocr_pdf",
+        family: Family::Docs,
+        summary: "Make a scanned PDF searchable (OCR)",
+        description: "Reads the scanned pages of a PDF with Tesseract 5 and lays an invisible text layer over each \
+            one, each word over its place on the page, so the PDF can be searched, selected and copied while it \
+            looks exactly as before (the page image is not touched). Pages scanned sideways or upside down are \
+            turned upright first (`auto_rotate`). Pages that already have text are skipped unless `force`. \
+            `languages` takes Tesseract codes (`eng`, `deu`, `fra`, `spa`…). The report lists the pages read, \
+            skipped and turned and each page's mean word confidence (0 to 100). Priced by the pages read.",
+        base_price: Price::micros(3_000),
+        price_rule: OCR_PRICE_RULE,
+        free_pool: FreePool::Docs,
+        produces: Produces::File,
+        open_world: false,
+    };
+
+    async fn prepare(input: OcrInput, ctx: &Context) -> Result<Ocr, EngineError> {
+        // Both engines are found before the file is read, so a server without them charges nothing.
+        pdfium::ensure_library().await?;
+        ocr::ensure_library().await?;
+        let languages = ocr::check_languages(input.languages.as_deref(), "/languages")?;
+        let selection = input.pages.as_deref().map(|p| PageSelection::parse(p, "/pages")).transpose()?;
+        let force = input.force.unwrap_or(false);
+        let RenderSource { pdf: source, bytes, password } = RenderSource::load(&input.file, "/file", ctx).await?;
+        blocking(move || {
+            let doc = source.doc;
+            let selected: Vec<u32> = match selection {
+                Some(selection) => selection.resolve_set(source.page_count, "/pages")?,
+                None => (1..=source.page_count).collect(),
+            };
+            let with_text = pdfium::pages_with_text(&bytes, password.as_deref(), &selected, "/file")?;
+            let (mut read, mut forced, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
+            for (&page, has_text) in selected.iter().zip(with_text) {
+                match (has_text, force) {
+                    (false, _) => read.push(page),
+                    (true, true) => {
+                        read.push(page);
+                        forced.push(page);
+                    }
+                    (true, false) => skipped.push(page),
+                }
+            }
+            if read.is_empty() {
+                return Err(EngineError::invalid_with(
+                    "no_pages_to_read",
+                    "/file",
+                    format!(
+                        "/file: every selected page already has text ({} page{}); give \"force\": true to read them \
+                         anyway",
+                        skipped.len(),
+                        if skipped.len() == 1 { "" } else { "s" }
+                    ),
+                ));
+            }
+            let dpi = reading_dpi(&pdfium::plan_pages(&doc, &read))?;
+            Ok(Ocr {
+                bytes,
+                password,
+                doc,
+                filename: source.filename,
+                read,
+                forced,
+                skipped,
+                languages,
+                dpi,
+                auto_rotate: input.auto_rotate.unwrap_or(true),
+                output: input.output,
+            })
+        })
+        .await
+    }
+
+    fn quote(call: &Ocr) -> Price {
+        ocr_price(call.read.len() as u32)
+    }
+
+    async fn run(call: Ocr, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
+        let progress = ctx.progress.clone();
+        blocking(move || run(call, &*progress)).await
+    }
+}
+
+/// The resolution the pages are read at: [`OCR_DPI`], lower when the largest page would
+/// be over the pixel cap (down to [`MIN_OCR_DPI`]; larger pages are refused).
+fn reading_dpi(plans: &[PagePlan]) -> Result<u32, EngineError> {
+    let mut dpi = OCR_DPI;
+    for plan in plans {
+        while pdfium::check_page_pixels(plan, dpi, "/file").is_err() && dpi > MIN_OCR_DPI {
+            dpi -= 25;
+        }
+        pdfium::check_page_pixels(plan, dpi, "/file").map_err(|_| {
+            EngineError::too_large(
+                "file_too_large",
+                Some("/file".into()),
+                format!(
+                    "/file: page {} ({:.0} × {:.0} pt) is too large to read even at {MIN_OCR_DPI} dpi",
+                    plan.number, plan.width_pt, plan.height_pt
+                ),
+            )
+        })?;
+    }
+    Ok(dpi)
+}
+
+/// What reading one page gave.
+struct PageRead {
+    number: u32,
+    /// Clockwise degrees the page was turned to be upright.
+    turned: u32,
+    confidence: u32,
+    words: usize,
+    /// The page as an image (forced pages only).
+    picture: Option<(RgbPage, Vec<u8>)>,
+}
+
+fn run(call: Ocr, progress: &dyn crate::context::Progress) -> Result<Reply<NoJson>, EngineError> {
+    let Ocr { bytes, password, mut doc, filename, read, forced, skipped, languages, dpi, auto_rotate, output } = call;
+    let mut lent = ocr::lend(&languages)?;
+    let mut layer = TextLayer::new(ocr::library()?).map_err(EngineError::internal)?;
+    let mut done: Vec<PageRead> = Vec::with_capacity(read.len());
+    let mut stored = 0usize;
+    pdfium::render_pages(&bytes, password.as_deref(), &read, dpi, "/file", "/file", |page| {
+        let number = page.number;
+        let picture = if forced.contains(&number) {
+            let jpeg = jpeg(&page)?;
+            stored += jpeg.len();
+            if stored > MAX_OUTPUT_BYTES {
+                return Err(pdf::output_too_large().at("/force"));
+            }
+            Some(jpeg)
+        } else {
+            None
+        };
+        let image = Image { pixels: &page.rgb, width: page.width, height: page.height, channels: 3, dpi };
+        let (reading, turned) = ocr::read_upright(&mut lent, &image, auto_rotate, &format!("page {number}"))?;
+        lent.api().add_to(&mut layer).map_err(|f| ocr::failure(f, &format!("page {number}")))?;
+        done.push(PageRead {
+            number,
+            turned,
+            confidence: reading.confidence,
+            words: reading.words.len(),
+            picture: picture.map(|jpeg| (page, jpeg)),
+        });
+        progress.advance("pages", done.len() as u64, read.len() as u64);
+        Ok(())
+    })?;
+    let layer = layer.finish().map_err(EngineError::internal)?;
+    let layer =
+        Document::load_mem(&layer).map_err(|e| EngineError::internal(format!("reading the text layer: {e}")))?;
+
+    let ids: Vec<lopdf::ObjectId> = doc.page_iter().collect();
+    let mut grafter = Grafter::new(&layer);
+    for (index, page) in done.iter_mut().enumerate() {
+        let id = ids[page.number as usize - 1];
+        if let Some((rgb, jpeg)) = page.picture.take() {
+            as_picture(&mut doc, id, &rgb, jpeg)?;
+        }
+        if page.turned != 0 {
+            let turned = (pdf::rotation(&doc, id) + page.turned as i64).rem_euclid(360);
+            doc.get_dictionary_mut(id)
+                .map_err(|e| pdf::edit_error("turning a page", e))?
+                .set("Rotate", Object::Integer(turned));
+        }
+        grafter.graft(index as u32 + 1, &mut doc, id, "PcOCR")?;
+    }
+    let bytes = pdf::save(&mut doc)?;
+    let confidence =
+        if done.is_empty() { 0 } else { done.iter().map(|p| p.confidence).sum::<u32>() / done.len() as u32 };
+    let report = serde_json::json!({
+        "languages": languages.split('+').collect::<Vec<_>>(),
+        "dpi": dpi,
+        "pages_read": read,
+        "pages_forced": forced,
+        "pages_skipped_with_text": skipped,
+        "pages_turned": done.iter().filter(|p| p.turned != 0).map(|p| serde_json::json!({"page": p.number, "degrees": p.turned})).collect::<Vec<_>>(),
+        "confidence": confidence,
+        "page_confidence": done.iter().map(|p| serde_json::json!({"page": p.number, "confidence": p.confidence, "words": p.words})).collect::<Vec<_>>(),
+    });
+    let file = OutFile::pdf(derived_name(&filename, "ocr", "pdf"), bytes);
+    Ok(Reply::Files(FileSet::single(file, output).with_report(report)))
+}
+
+/// Makes page `id` show only `jpeg` (its rendering, as seen): its content, annotations and
+/// boxes replaced, its rotation already in the picture.
+fn as_picture(doc: &mut Document, id: lopdf::ObjectId, page: &RgbPage, jpeg: Vec<u8>) -> Result<(), EngineError> {
+    let drawn = image_page(doc, page, jpeg);
+    let dict = doc.get_dictionary_mut(id).map_err(|e| pdf::edit_error("turning a page into an image", e))?;
+    for key in [b"CropBox".as_slice(), b"TrimBox", b"BleedBox", b"ArtBox", b"Annots", b"Group", b"Thumb"] {
+        dict.remove(key);
+    }
+    dict.set("MediaBox", drawn.media_box.to_object());
+    dict.set("Rotate", Object::Integer(0));
+    dict.set("Resources", drawn.resources);
+    dict.set("Contents", Object::Reference(drawn.contents));
+    Ok(())
+}

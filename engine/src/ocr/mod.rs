@@ -1,0 +1,282 @@
+//! Optical character recognition with Tesseract 5: the process's library, a pool of warm
+//! handles (loading a language's models takes longer than reading a page), the checks of a
+//! `languages` field, and turning pages upright.
+
+pub mod tesseract;
+
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::error::{EngineError, ErrorKind};
+
+pub use tesseract::{Api, Image, Orientation, Reading, TextLayer, Word};
+use tesseract::{Failure, Tesseract};
+
+/// The Debian packages that provide the engine (named in the 503 of a server without it).
+pub const PACKAGES: &str = "tesseract-ocr (and tesseract-ocr-osd, tesseract-ocr-<language>)";
+
+/// Most languages one call may combine: each loads its own models and slows every page.
+pub const MAX_LANGUAGES: usize = 5;
+
+/// Longest one page may take to read, in milliseconds.
+pub const PAGE_DEADLINE_MS: u32 = 120_000;
+
+/// Orientation detection's confidence from which a page is turned (as OCRmyPDF's
+/// `--rotate-pages-threshold`): below it, a sparse page is left as it is.
+pub const TURN_CONFIDENCE: f32 = 14.0;
+
+/// How long a caller is told to wait after a 503 for a missing engine.
+const RETRY_AFTER: Duration = Duration::from_secs(3600);
+
+/// Most idle handles kept warm, all languages together (each holds its models: 20 to
+/// 100 MB).
+const MAX_IDLE: usize = 4;
+
+/// The process's Tesseract, loaded on first use; a 503 naming the packages when missing.
+pub fn library() -> Result<&'static Tesseract, EngineError> {
+    static TESSERACT: OnceLock<Result<Tesseract, String>> = OnceLock::new();
+    TESSERACT
+        .get_or_init(|| {
+            let found = Tesseract::load(|name| std::env::var_os(name));
+            if let Err(why) = &found {
+                tracing::error!(reason = %why, "libtesseract could not be loaded; OCR routes answer 503");
+            }
+            found
+        })
+        .as_ref()
+        .map_err(|why| unavailable(why))
+}
+
+/// Checks that Tesseract is there, loading it off the async threads the first time.
+pub async fn ensure_library() -> Result<(), EngineError> {
+    crate::context::blocking(|| library().map(|_| ())).await
+}
+
+/// The error of an OCR route when Tesseract cannot be loaded.
+pub fn unavailable(why: &str) -> EngineError {
+    EngineError::new(
+        ErrorKind::Unavailable { retry_after: RETRY_AFTER },
+        "unavailable",
+        format!(
+            "the OCR engine (Tesseract 5) is not available on this server ({why}); the operator must install the \
+             Debian packages {PACKAGES} (`cargo xtask setup` does) and restart the server"
+        ),
+    )
+}
+
+/// Checks a `languages` field (Tesseract's codes: `eng`, `deu`, `chi_sim`…) against the
+/// installed data and answers Tesseract's form (`eng+deu`); `eng` when absent.
+pub fn check_languages(languages: Option<&[String]>, field: &str) -> Result<String, EngineError> {
+    let Some(list) = languages else { return check_languages(Some(&["eng".to_string()]), field) };
+    if list.is_empty() || list.len() > MAX_LANGUAGES {
+        return Err(EngineError::invalid(
+            field,
+            format!(
+                "{field}: give 1 to {MAX_LANGUAGES} languages (Tesseract codes such as \"eng\"), not {}",
+                list.len()
+            ),
+        ));
+    }
+    let installed = library()?.languages();
+    let mut seen: Vec<&str> = Vec::with_capacity(list.len());
+    for (i, code) in list.iter().enumerate() {
+        let at = format!("{field}/{i}");
+        let well_formed = (3..=16).contains(&code.len())
+            && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+            && code.as_bytes()[..3].iter().all(u8::is_ascii_lowercase);
+        if !well_formed {
+            return Err(EngineError::invalid(
+                &at,
+                format!(
+                    "{at}: {code:?} is not a Tesseract language code (three lowercase letters, as \"eng\" or \"chi_sim\")"
+                ),
+            ));
+        }
+        if !installed.iter().any(|l| l == code) {
+            return Err(EngineError::invalid_with(
+                "unknown_language",
+                &at,
+                format!(
+                    "{at}: the language {code:?} is not installed on this server; installed: {}",
+                    installed.join(", ")
+                ),
+            ));
+        }
+        if seen.contains(&code.as_str()) {
+            return Err(EngineError::invalid(&at, format!("{at}: {code:?} is given twice")));
+        }
+        seen.push(code);
+    }
+    Ok(seen.join("+"))
+}
+
+/// Idle handles by language string, the most recently used last.
+fn idle() -> &'static Mutex<Vec<(String, Api)>> {
+    static IDLE: OnceLock<Mutex<Vec<(String, Api)>>> = OnceLock::new();
+    IDLE.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+/// A handle lent by the pool; it goes back warm when dropped.
+pub struct Lent {
+    languages: String,
+    api: Option<Api>,
+}
+
+impl Lent {
+    /// The handle.
+    pub fn api(&mut self) -> &mut Api {
+        self.api.as_mut().expect("a lent handle is there until dropped")
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        let Some(mut api) = self.api.take() else { return };
+        api.clear();
+        let mut idle = idle().lock().unwrap_or_else(|e| e.into_inner());
+        idle.push((std::mem::take(&mut self.languages), api));
+        if idle.len() > MAX_IDLE {
+            // The least recently used handle is freed (outside the lock would be nicer, but
+            // freeing is quick next to loading).
+            idle.remove(0);
+        }
+    }
+}
+
+/// A handle for `languages` (as [`check_languages`] answers, or `osd`): a warm one when
+/// the pool has it, else a new one.
+pub fn lend(languages: &str) -> Result<Lent, EngineError> {
+    let lib = library()?;
+    let warm = {
+        let mut idle = idle().lock().unwrap_or_else(|e| e.into_inner());
+        idle.iter().rposition(|(l, _)| l == languages).map(|i| idle.remove(i).1)
+    };
+    let api = match warm {
+        Some(api) => api,
+        None => lib.open(languages).map_err(|why| unavailable(&why))?,
+    };
+    Ok(Lent { languages: languages.to_string(), api: Some(api) })
+}
+
+/// Whether pages can be turned upright (orientation data installed).
+pub fn can_detect_orientation() -> bool {
+    library().map(|lib| lib.has_osd()).unwrap_or(false)
+}
+
+/// The error of a page Tesseract could not read; `what` names it ("page 3").
+pub fn failure(failure: Failure, what: &str) -> EngineError {
+    match failure {
+        Failure::Deadline => EngineError::new(
+            ErrorKind::Timeout,
+            "timeout",
+            format!("reading {what} took longer than {} seconds", PAGE_DEADLINE_MS / 1000),
+        ),
+        Failure::Engine(why) => EngineError::internal(format!("OCR of {what} failed: {why}")),
+    }
+}
+
+/// Orientation detection's confidence from which a suggested turn is tried at all: below
+/// it the page is read as it is.
+pub const TRY_CONFIDENCE: f32 = 1.0;
+
+/// How much higher (mean word confidence, 0 to 100) the turned reading of an unsure page
+/// must score to be kept.
+const TURN_MARGIN: u32 = 5;
+
+/// Reads `image` with `lent`, upright: when orientation detection is sure the text is
+/// turned ([`TURN_CONFIDENCE`]), the image is turned first; when it only suggests it, both
+/// ways are read and the better reading is kept. Answers the reading and the clockwise
+/// turn applied (0, 90, 180, 270); the results stay in the handle for [`Api::add_to`].
+/// `what` names the image in errors ("page 3").
+pub fn read_upright(
+    lent: &mut Lent,
+    image: &Image,
+    auto_rotate: bool,
+    what: &str,
+) -> Result<(Reading, u32), EngineError> {
+    let suggested = if auto_rotate && can_detect_orientation() {
+        let mut osd = lend("osd")?;
+        osd.api().orientation(image).filter(|o| o.degrees != 0 && o.confidence >= TRY_CONFIDENCE)
+    } else {
+        None
+    };
+    let fail = |f| failure(f, what);
+    let Some(found) = suggested else {
+        return Ok((lent.api().read(image, PAGE_DEADLINE_MS).map_err(fail)?, 0));
+    };
+    let turn_by = (360 - found.degrees) % 360;
+    let as_is = if found.confidence >= TURN_CONFIDENCE {
+        None
+    } else {
+        Some(lent.api().read(image, PAGE_DEADLINE_MS).map_err(fail)?)
+    };
+    let (pixels, width, height) = turn(image.pixels, image.width, image.height, image.channels, turn_by);
+    let turned_image = Image { pixels: &pixels, width, height, channels: image.channels, dpi: image.dpi };
+    let turned = lent.api().read(&turned_image, PAGE_DEADLINE_MS).map_err(fail)?;
+    match as_is {
+        Some(first) if turned.confidence < first.confidence + TURN_MARGIN => {
+            // Read again as it is, so the handle holds the reading that is kept.
+            Ok((lent.api().read(image, PAGE_DEADLINE_MS).map_err(fail)?, 0))
+        }
+        _ => Ok((turned, turn_by)),
+    }
+}
+
+/// `pixels` (`width × height`, `channels` bytes a pixel) turned clockwise by `degrees`
+/// (0, 90, 180 or 270): the pixels and the new width and height.
+pub fn turn(pixels: &[u8], width: u32, height: u32, channels: u32, degrees: u32) -> (Vec<u8>, u32, u32) {
+    let (w, h, c) = (width as usize, height as usize, channels as usize);
+    if degrees.is_multiple_of(360) {
+        return (pixels.to_vec(), width, height);
+    }
+    let mut out = vec![0u8; pixels.len()];
+    let (nw, nh) = if degrees == 180 { (w, h) } else { (h, w) };
+    for y in 0..h {
+        for x in 0..w {
+            let (nx, ny) = match degrees {
+                90 => (h - 1 - y, x),
+                180 => (w - 1 - x, h - 1 - y),
+                _ => (y, w - 1 - x),
+            };
+            let from = (y * w + x) * c;
+            let to = (ny * nw + nx) * c;
+            out[to..to + c].copy_from_slice(&pixels[from..from + c]);
+        }
+    }
+    (out, nw as u32, nh as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn turning_moves_the_corners_clockwise() {
+        // 3 × 2, one byte a pixel: rows [1 2 3], [4 5 6].
+        let pixels = [1u8, 2, 3, 4, 5, 6];
+        assert_eq!(turn(&pixels, 3, 2, 1, 90), (vec![4, 1, 5, 2, 6, 3], 2, 3));
+        assert_eq!(turn(&pixels, 3, 2, 1, 180), (vec![6, 5, 4, 3, 2, 1], 3, 2));
+        assert_eq!(turn(&pixels, 3, 2, 1, 270), (vec![3, 6, 2, 5, 1, 4], 2, 3));
+        assert_eq!(turn(&pixels, 3, 2, 1, 0).0, pixels.to_vec());
+        // Three bytes a pixel move together.
+        let rgb = [1u8, 1, 1, 2, 2, 2];
+        assert_eq!(turn(&rgb, 2, 1, 3, 90), (vec![1, 1, 1, 2, 2, 2], 1, 2));
+    }
+
+    #[test]
+    fn languages_are_checked_by_shape_first() {
+        if library().is_err() {
+            // The shape check needs the installed list; the 503 path is tested by the gateway.
+            return;
+        }
+        let err = check_languages(Some(&["English".into()]), "/languages").unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("/languages/0"));
+        let err = check_languages(Some(&["eng".into(), "xyz".into()]), "/languages").unwrap_err();
+        assert_eq!((err.code.as_ref(), err.field.as_deref()), ("unknown_language", Some("/languages/1")));
+        assert!(err.message.contains("eng"), "{}", err.message);
+        let err = check_languages(Some(&["eng".into(), "eng".into()]), "/languages").unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("/languages/1"));
+        assert_eq!(check_languages(Some(&[]), "/languages").unwrap_err().field.as_deref(), Some("/languages"));
+        assert_eq!(check_languages(None, "/languages").unwrap(), "eng");
+    }
+}
