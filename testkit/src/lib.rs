@@ -29,6 +29,7 @@ pub mod keyring;
 pub mod markdown_score;
 pub mod openpyxl;
 pub mod page_pdf;
+pub mod scan;
 pub mod table_score;
 pub mod tools;
 
