@@ -8,35 +8,17 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
 
 use common::route::call;
 use paperchain_engine::fetch::AddressPolicy;
 use paperchain_engine::{Context, EngineError, ErrorKind};
 use paperchain_testkit::corpus::corpus;
-use paperchain_testkit::loopback::{read_request, write_response};
+use paperchain_testkit::loopback::serve_files;
 use serde_json::{Value, json};
 
-/// Serves each file at `/<name>` on a loopback port; anything else is 404.
+/// Serves each PDF at `/<name>` on a loopback port.
 async fn serve(files: HashMap<String, Vec<u8>>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let files = Arc::new(files);
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let files = Arc::clone(&files);
-            tokio::spawn(async move {
-                let Some(request) = read_request(&mut socket).await else { return };
-                match files.get(request.path().trim_start_matches('/')) {
-                    Some(body) => {
-                        write_response(&mut socket, 200, &[("Content-Type", "application/pdf".into())], body).await;
-                    }
-                    None => write_response(&mut socket, 404, &[], b"not here").await,
-                }
-            });
-        }
-    });
-    format!("http://{addr}")
+    serve_files(files.into_iter().map(|(name, bytes)| (name, ("application/pdf", bytes))).collect()).await
 }
 
 fn loopback_allowed() -> Context {

@@ -11,38 +11,14 @@ use std::process::Command;
 use common::route::call_files;
 use paperchain_engine::{Context, ErrorKind};
 use paperchain_testkit::page_pdf::{Font, PagePdf};
-use paperchain_testkit::scan::{Gray, char_accuracy, image_pdf, render};
+use paperchain_testkit::scan::{Gray, SAMPLE_SIZE as SIZE, char_accuracy, image_pdf, render, sample_page};
 use serde_json::{Value, json};
 
 const ROUTE: &str = "/v1/pdf/ocr";
 
-/// The page's text, line by line: ordinary prose with capitals, digits and punctuation.
-const LINES: &[&str] = &[
-    "Annual report of the harbour board, 2024",
-    "The board met eleven times during the year and approved",
-    "the new quay wall, which was finished in September at a",
-    "cost of 4,215,000 euros, some 3.5% below the estimate.",
-    "Cargo handled rose to 1,842 ships and 27,300 containers;",
-    "passenger traffic fell slightly, mostly in the winter.",
-    "Dredging of the northern channel will begin next spring.",
-    "Questions about this report may be sent to the secretary",
-    "at the harbour office, Quay Street 12, before 30 June.",
-    "Members thanked the pilots, the tug crews and the staff",
-    "of the customs house for a safe and busy season.",
-];
-
-const LEFT: f64 = 72.0;
-const TOP: f64 = 96.0;
-const LEADING: f64 = 18.0;
-const SIZE: f64 = 12.0;
-
 /// The text PDF (US Letter) and its text.
 fn text_pdf() -> (Vec<u8>, String) {
-    let mut pdf = PagePdf::new(612.0, 792.0);
-    for (i, line) in LINES.iter().enumerate() {
-        pdf.text(LEFT, TOP + LEADING * i as f64, SIZE, Font::Regular, line);
-    }
-    (pdf.finish(), LINES.join("\n"))
+    sample_page()
 }
 
 fn b64(bytes: &[u8]) -> String {

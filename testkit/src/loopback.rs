@@ -95,3 +95,26 @@ pub async fn silent_server() -> (String, tokio::task::JoinHandle<()>) {
     });
     (url, task)
 }
+
+/// Serves each file at `/<name>` on a loopback port with its media type; anything else is
+/// 404. Answers the base URL (`http://127.0.0.1:<port>`).
+pub async fn serve_files(files: std::collections::HashMap<String, (&'static str, Vec<u8>)>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let files = std::sync::Arc::new(files);
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let files = std::sync::Arc::clone(&files);
+            tokio::spawn(async move {
+                let Some(request) = read_request(&mut socket).await else { return };
+                match files.get(request.path().trim_start_matches('/')) {
+                    Some((media_type, body)) => {
+                        write_response(&mut socket, 200, &[("Content-Type", media_type.to_string())], body).await;
+                    }
+                    None => write_response(&mut socket, 404, &[], b"not here").await,
+                }
+            });
+        }
+    });
+    format!("http://{addr}")
+}

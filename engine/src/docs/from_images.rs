@@ -191,14 +191,14 @@ impl Picture {
 
 /// The formats told apart by their first bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     Png,
     Jpeg,
     WebP,
 }
 
 /// The format of `bytes`, or the name of what they look like instead.
-fn sniff(bytes: &[u8]) -> Result<Kind, &'static str> {
+pub(crate) fn sniff(bytes: &[u8]) -> Result<Kind, &'static str> {
     let starts = |magic: &[u8]| bytes.starts_with(magic);
     let at = |offset: usize, magic: &[u8]| bytes.get(offset..offset + magic.len()) == Some(magic);
     if starts(b"\x89PNG\r\n\x1a\n") {

@@ -22,6 +22,7 @@ pub mod inspect;
 pub mod merge;
 pub mod metadata;
 pub mod ocr;
+pub mod ocr_url;
 pub mod outline;
 pub mod page_numbers;
 pub mod pdf_text;
@@ -82,6 +83,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<bank_statement::BankStatementRoute>();
     catalog.add::<to_docx::ToDocxRoute>();
     catalog.add::<ocr::OcrRoute>();
+    catalog.add::<ocr_url::OcrUrlRoute>();
 }
 
 /// The operations `/v1/pdf/pipeline` chains, by their `op` (the route's last path segment).
