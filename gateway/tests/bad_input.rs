@@ -156,6 +156,13 @@ fn cases() -> Vec<Case> {
             file_at: "/file",
             pages_at: Some("/pages"),
         },
+        Case {
+            // The sample has text on every page: forced, so the valid body reads one.
+            path: "/v1/pdf/ocr",
+            body: |f| json!({ "file": f, "pages": "1", "force": true }),
+            file_at: "/file",
+            pages_at: Some("/pages"),
+        },
     ]
 }
 
@@ -187,6 +194,8 @@ const NOT_PDF_INPUT: &[&str] = &[
     // Its valid input is a statement, not the matrix's sample PDF: engine/tests/pdf_bank_statement.rs
     // has its bad inputs, and the test below the HTTP side.
     "/v1/pdf/bank-statement",
+    // An image URL: engine/tests/ocr_url.rs has its bad inputs.
+    "/v1/ocr",
 ];
 
 #[test]

@@ -41,6 +41,22 @@ pub const DEBIAN_PACKAGES: &[DebianPackage] = &[
         name: "fonts-liberation",
         why: "metric-compatible Arial, Times New Roman and Courier New for soffice",
     },
+    DebianPackage {
+        name: "tesseract-ocr",
+        why: "libtesseract 5, the OCR engine of /v1/pdf/ocr and /v1/ocr (loaded at run time), and the tesseract the \
+              OCR bench's reference runs",
+    },
+    DebianPackage {
+        name: "tesseract-ocr-osd",
+        why: "Tesseract's orientation detection: OCR turns sideways pages upright",
+    },
+    DebianPackage { name: "tesseract-ocr-eng", why: "Tesseract's English models (the default OCR language)" },
+    DebianPackage { name: "tesseract-ocr-deu", why: "Tesseract's German models" },
+    DebianPackage { name: "tesseract-ocr-fra", why: "Tesseract's French models" },
+    DebianPackage { name: "tesseract-ocr-spa", why: "Tesseract's Spanish models" },
+    DebianPackage { name: "tesseract-ocr-ita", why: "Tesseract's Italian models" },
+    DebianPackage { name: "tesseract-ocr-por", why: "Tesseract's Portuguese models" },
+    DebianPackage { name: "tesseract-ocr-nld", why: "Tesseract's Dutch models" },
 ];
 
 /// Python packages pip-installs into the tools venv (`$PAPERCHAIN_TOOLS`).
@@ -79,6 +95,11 @@ pub const PYTHON_TOOLS: &[PythonTool] = &[
         requirement: "python-docx==1.2.0",
         probe: &["python", "-c", "import docx"],
         why: "reads back the Word files of /v1/pdf/to-docx in tests",
+    },
+    PythonTool {
+        requirement: "ocrmypdf==16.13.0",
+        probe: &["ocrmypdf", "--version"],
+        why: "the reference for /v1/pdf/ocr in `cargo xtask bench ocr` (same Tesseract, Ghostscript from Debian)",
     },
 ];
 

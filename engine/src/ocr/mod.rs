@@ -59,7 +59,9 @@ pub fn unavailable(why: &str) -> EngineError {
         "unavailable",
         format!(
             "the OCR engine (Tesseract 5) is not available on this server ({why}); the operator must install the \
-             Debian packages {PACKAGES} (`cargo xtask setup` does) and restart the server"
+             Debian packages {PACKAGES} (`cargo xtask setup` does) or set {} to the library's path, then restart the \
+             server",
+            tesseract::TESSERACT_ENV
         ),
     )
 }
