@@ -160,6 +160,8 @@ struct RoutesArgs {
 }
 
 fn main() -> std::process::ExitCode {
+    // SAFETY: the first thing the process does, before any thread exists.
+    unsafe { paperchain_engine::ocr::limit_engine_threads() };
     let cli = Cli::parse();
     // lopdf reports every oddity of a damaged file as a warning; the answer already says
     // what matters, so its own log is off unless PAPERCHAIN_LOG asks for it.

@@ -323,3 +323,33 @@ async fn an_encrypted_scan_is_read_with_its_password() {
     let out = write_temp(dir.path(), "out.pdf", &set.files[0].bytes);
     assert!(char_accuracy(&pdftotext(&out), &truth) >= 0.98);
 }
+
+#[tokio::test]
+async fn pages_read_side_by_side_each_get_their_own_text() {
+    // Pages are read by several threads, each into its own layer: every page must still
+    // get the text read from it, and a turned one its turn.
+    let (pdf, truth) = text_pdf();
+    let mut other = PagePdf::new(612.0, 792.0);
+    let other_lines = [
+        "Minutes of the spring meeting",
+        "Present: eight members and the clerk.",
+        "The accounts for March were approved.",
+    ];
+    for (i, line) in other_lines.iter().enumerate() {
+        other.text(72.0, 120.0 + 24.0 * i as f64, 16.0, Font::Regular, line);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let first = render(&write_temp(dir.path(), "a.pdf", &pdf), 1, 300);
+    let second = render(&write_temp(dir.path(), "b.pdf", &other.finish()), 1, 300);
+    let pages = [&first, &second, &first.quarter_turned(), &second, &first];
+    let (out, report) = ocr(&image_pdf(&pages, 300), json!({})).await.unwrap();
+    assert_eq!(report["pages_read"], json!([1, 2, 3, 4, 5]));
+    assert_eq!(report["pages_turned"], json!([{"page": 3, "degrees": 270}]));
+    let out = write_temp(dir.path(), "out.pdf", &out);
+    let texts: Vec<String> = pdftotext(&out).split('\u{c}').map(str::to_string).collect();
+    let other_truth = other_lines.join("\n");
+    for (i, expected) in [&truth, &other_truth, &truth, &other_truth, &truth].iter().enumerate() {
+        let score = char_accuracy(&texts[i], expected);
+        assert!(score >= 0.98, "page {}: {score:.4}\n{}", i + 1, texts[i]);
+    }
+}

@@ -5,12 +5,15 @@
 //! unless `force`, which turns them into images first (their old text would otherwise
 //! be found twice).
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, mpsc};
+
 use lopdf::{Document, Object};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
+use crate::context::{Context, Progress, blocking};
 use crate::docs::rasterize::{image_page, jpeg};
 use crate::error::EngineError;
 use crate::input::FileInput;
@@ -198,6 +201,14 @@ fn reading_dpi(plans: &[PagePlan]) -> Result<u32, EngineError> {
     Ok(dpi)
 }
 
+/// A rendered page waiting to be read.
+struct Job {
+    number: u32,
+    grey: Vec<u8>,
+    width: u32,
+    height: u32,
+}
+
 /// What reading one page gave.
 struct PageRead {
     number: u32,
@@ -205,50 +216,112 @@ struct PageRead {
     turned: u32,
     confidence: u32,
     words: usize,
-    /// The page as an image (forced pages only).
-    picture: Option<(RgbPage, Vec<u8>)>,
+    /// The reader that read it, and the page of that reader's layer it is.
+    reader: usize,
+    layer_page: u32,
 }
 
-fn run(call: Ocr, progress: &dyn crate::context::Progress) -> Result<Reply<NoJson>, EngineError> {
-    let Ocr { bytes, password, mut doc, filename, read, forced, skipped, languages, dpi, auto_rotate, output } = call;
-    let mut lent = ocr::lend(&languages)?;
-    let mut layer = TextLayer::new(ocr::library()?).map_err(EngineError::internal)?;
-    let mut done: Vec<PageRead> = Vec::with_capacity(read.len());
-    let mut stored = 0usize;
-    pdfium::render_pages(&bytes, password.as_deref(), &read, dpi, "/file", "/file", |page| {
-        let number = page.number;
-        let picture = if forced.contains(&number) {
-            let jpeg = jpeg(&page)?;
-            stored += jpeg.len();
-            if stored > MAX_OUTPUT_BYTES {
-                return Err(pdf::output_too_large().at("/force"));
-            }
-            Some(jpeg)
-        } else {
-            None
-        };
-        let image = Image { pixels: &page.rgb, width: page.width, height: page.height, channels: 3, dpi };
-        let (reading, turned) = ocr::read_upright(&mut lent, &image, auto_rotate, &format!("page {number}"))?;
-        lent.api().add_to(&mut layer).map_err(|f| ocr::failure(f, &format!("page {number}")))?;
-        done.push(PageRead {
-            number,
-            turned,
-            confidence: reading.confidence,
-            words: reading.words.len(),
-            picture: picture.map(|jpeg| (page, jpeg)),
-        });
-        progress.advance("pages", done.len() as u64, read.len() as u64);
-        Ok(())
-    })?;
-    let layer = layer.finish().map_err(EngineError::internal)?;
-    let layer =
-        Document::load_mem(&layer).map_err(|e| EngineError::internal(format!("reading the text layer: {e}")))?;
+/// What one reader (a thread with its own Tesseract handle and text layer) read.
+struct Reader {
+    pages: Vec<PageRead>,
+    layer: Vec<u8>,
+}
 
+fn run(call: Ocr, progress: &dyn Progress) -> Result<Reply<NoJson>, EngineError> {
+    let Ocr { bytes, password, mut doc, filename, read, forced, skipped, languages, dpi, auto_rotate, output } = call;
+    let readers = ocr::parallel_pages(read.len());
+    let total = read.len() as u64;
+    let done_count = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let (sender, receiver) = mpsc::sync_channel::<Job>(readers);
+    let receiver = Mutex::new(receiver);
+    let mut pictures: Vec<(u32, RgbPage, Vec<u8>)> = Vec::new();
+    // Pages are rendered here, one at a time (pdfium takes one thread), and read by
+    // `readers` threads side by side, each into its own text layer.
+    let (rendered, results) = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..readers)
+            .map(|reader| {
+                let (receiver, failed, done_count, languages) = (&receiver, &failed, &done_count, languages.as_str());
+                scope.spawn(move || -> Result<Reader, EngineError> {
+                    let next = || receiver.lock().unwrap_or_else(|e| e.into_inner()).recv().ok();
+                    let work = || -> Result<Reader, EngineError> {
+                        let mut lent = ocr::lend(languages)?;
+                        let mut layer = TextLayer::new(ocr::library()?).map_err(EngineError::internal)?;
+                        let mut pages = Vec::new();
+                        while let Some(job) = next() {
+                            let what = format!("page {}", job.number);
+                            let image =
+                                Image { pixels: &job.grey, width: job.width, height: job.height, channels: 1, dpi };
+                            let (reading, turned) = ocr::read_upright(&mut lent, &image, auto_rotate, &what)?;
+                            lent.api().add_to(&mut layer).map_err(|f| ocr::failure(f, &what))?;
+                            pages.push(PageRead {
+                                number: job.number,
+                                turned,
+                                confidence: reading.confidence,
+                                words: reading.words.len(),
+                                reader,
+                                layer_page: pages.len() as u32 + 1,
+                            });
+                            let done = done_count.fetch_add(1, Ordering::Relaxed) + 1;
+                            progress.advance("pages", done, total);
+                            if failed.load(Ordering::Relaxed) {
+                                break;
+                            }
+                        }
+                        Ok(Reader { pages, layer: layer.finish().map_err(EngineError::internal)? })
+                    };
+                    let outcome = work();
+                    if outcome.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                        // Keeps taking pages so the renderer never waits on a full queue.
+                        while next().is_some() {}
+                    }
+                    outcome
+                })
+            })
+            .collect();
+        let rendered = pdfium::render_pages(&bytes, password.as_deref(), &read, dpi, "/file", "/file", |page| {
+            if failed.load(Ordering::Relaxed) {
+                return Err(EngineError::internal("a page could not be read"));
+            }
+            let grey = ocr::grey_of_rgb(&page.rgb);
+            let job = Job { number: page.number, grey, width: page.width, height: page.height };
+            if forced.contains(&page.number) {
+                let jpeg = jpeg(&page)?;
+                let stored = pictures.iter().map(|p| p.2.len()).sum::<usize>() + jpeg.len();
+                if stored > MAX_OUTPUT_BYTES {
+                    return Err(pdf::output_too_large().at("/force"));
+                }
+                pictures.push((page.number, page, jpeg));
+            }
+            sender.send(job).map_err(|_| EngineError::internal("the page readers stopped"))
+        });
+        drop(sender);
+        let results: Vec<Result<Reader, EngineError>> = workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_else(|_| Err(EngineError::internal("a page reader crashed"))))
+            .collect();
+        (rendered, results)
+    });
+    // A reader's own error says more than the renderer's note that one stopped.
+    let mut readers_done = Vec::with_capacity(results.len());
+    for result in results {
+        readers_done.push(result?);
+    }
+    rendered?;
+
+    let layers = readers_done
+        .iter()
+        .map(|r| Document::load_mem(&r.layer).map_err(|e| EngineError::internal(format!("reading a text layer: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut grafters: Vec<Grafter> = layers.iter().map(Grafter::new).collect();
+    let mut done: Vec<PageRead> = readers_done.into_iter().flat_map(|r| r.pages).collect();
+    done.sort_by_key(|p| p.number);
     let ids: Vec<lopdf::ObjectId> = doc.page_iter().collect();
-    let mut grafter = Grafter::new(&layer);
-    for (index, page) in done.iter_mut().enumerate() {
+    for page in &done {
         let id = ids[page.number as usize - 1];
-        if let Some((rgb, jpeg)) = page.picture.take() {
+        if let Some(at) = pictures.iter().position(|p| p.0 == page.number) {
+            let (_, rgb, jpeg) = pictures.swap_remove(at);
             as_picture(&mut doc, id, &rgb, jpeg)?;
         }
         if page.turned != 0 {
@@ -257,7 +330,7 @@ fn run(call: Ocr, progress: &dyn crate::context::Progress) -> Result<Reply<NoJso
                 .map_err(|e| pdf::edit_error("turning a page", e))?
                 .set("Rotate", Object::Integer(turned));
         }
-        grafter.graft(index as u32 + 1, &mut doc, id, "PcOCR")?;
+        grafters[page.reader].graft(page.layer_page, &mut doc, id, "PcOCR")?;
     }
     let bytes = pdf::save(&mut doc)?;
     let confidence =
