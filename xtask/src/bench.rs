@@ -9,12 +9,14 @@
 //! (`bench/pages.rs`, `bench/docs.rs`); a group is added to [`Group`] and to [`run`].
 //! The `chain` group (`bench/chain.rs`) times a warm server's answers against `cast` and
 //! prints its own table; so do `convert` (`bench/convert.rs`, documents to data against the
-//! Python libraries, and `bench/markdown.rs`, to-markdown against MarkItDown), `paywall` (`bench/paywall.rs`) and `wallet` (`bench/wallet.rs`).
+//! Python libraries, and `bench/markdown.rs`, to-markdown against MarkItDown), `ocr` (`bench/ocr.rs`, against
+//! OCRmyPDF), `paywall` (`bench/paywall.rs`) and `wallet` (`bench/wallet.rs`).
 
 mod chain;
 mod convert;
 mod docs;
 mod markdown;
+mod ocr;
 mod pages;
 mod paywall;
 mod tables;
@@ -58,6 +60,8 @@ enum Group {
     /// Documents to data against Python libraries: xlsx-to-json against openpyxl,
     /// to-markdown against MarkItDown, tables against pdfplumber.
     Convert,
+    /// OCR of a scan made from corpus pages against OCRmyPDF (the same Tesseract): pages a second and accuracy.
+    Ocr,
     /// Chain reads of a warm `paperchain serve` against Foundry's `cast`, on a local anvil.
     Chain,
     /// Hosted mode's paywall: unpaid 402s a second under 64 connections, and its own cost on a paid call.
@@ -75,13 +79,13 @@ impl Group {
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let installed = setup::run(Verbosity::Quiet)?;
     let documents = args.group.includes(Group::Pages) || args.group.includes(Group::Docs);
-    let corpus = if documents || args.group.includes(Group::Convert) {
+    let corpus = if documents || args.group.includes(Group::Convert) || args.group.includes(Group::Ocr) {
         corpus_dir().context("no corpus: set PAPERCHAIN_CORPUS, or put shared/corpus beside the clone")?
     } else {
         PathBuf::new()
     };
     // The wallet group builds its own bench; the others run the release binary.
-    let binary = [Group::Pages, Group::Docs, Group::Convert, Group::Chain, Group::Paywall]
+    let binary = [Group::Pages, Group::Docs, Group::Convert, Group::Ocr, Group::Chain, Group::Paywall]
         .into_iter()
         .any(|g| args.group.includes(g));
     let paperchain = if binary { build_paperchain()? } else { PathBuf::new() };
@@ -116,6 +120,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    let ocr = if args.group.includes(Group::Ocr) {
+        Some(ocr::measure(&paperchain, &installed.tools, &corpus, args.runs, &work.path.join("ocr"))?)
+    } else {
+        None
+    };
     let chain = if args.group.includes(Group::Chain) {
         Some(chain::measure(&paperchain, &installed.tools, args.runs, &work.path.join("chain"))?)
     } else {
@@ -141,6 +150,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(tables) = &tables {
         tables.print();
     }
+    if let Some(ocr) = &ocr {
+        ocr.print();
+    }
     if let Some(chain) = &chain {
         chain.print();
     }
@@ -164,6 +176,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     failures.extend(convert.iter().flat_map(convert::Report::failures));
     failures.extend(to_markdown.iter().flat_map(markdown::Report::failures));
     failures.extend(tables.iter().flat_map(tables::Report::failures));
+    failures.extend(ocr.iter().flat_map(ocr::Report::failures));
     failures.extend(chain.iter().flat_map(chain::Report::failures));
     failures.extend(paywall.iter().flat_map(paywall::Report::failures));
     failures.extend(wallet.iter().flat_map(wallet::Report::failures));
