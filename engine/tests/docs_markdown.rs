@@ -110,7 +110,7 @@ async fn every_office_file_of_the_corpus_converts() {
 }
 
 #[tokio::test]
-async fn pdf_pages_are_selected_and_scans_reported() {
+async fn pdf_pages_are_selected() {
     let multi = std::fs::read(corpus().join("docling/pdf/sources/multi_page.pdf")).unwrap();
     let all = markdown_of(&multi, "multi_page.pdf").await;
     assert_eq!(all["pages"], json!([1, 2, 3, 4, 5]));
@@ -125,11 +125,29 @@ async fn pdf_pages_are_selected_and_scans_reported() {
     for paragraph in part.split("\n\n").filter(|p| p.len() > 40) {
         assert!(whole.contains(paragraph.trim()), "{paragraph:?}");
     }
+}
 
-    let scan = std::fs::read(corpus().join("docling/scanned/sources/ocr_test.pdf")).unwrap();
-    let answer = markdown_of(&scan, "ocr_test.pdf").await;
-    assert_eq!(answer["pages_without_text"], json!([1]));
-    assert!(answer["markdown"].as_str().unwrap().contains("page 1 has no text layer"), "{answer}");
+#[tokio::test]
+async fn scanned_pages_are_read_by_ocr_upright() {
+    // docling's two scans (the second turned a quarter), against its Tesseract ground truth.
+    for name in ["ocr_test", "ocr_test_rotated_90"] {
+        let scan = std::fs::read(corpus().join(format!("docling/scanned/sources/{name}.pdf"))).unwrap();
+        let truth = std::fs::read_to_string(
+            corpus().join(format!("docling/scanned/groundtruth/{name}.tesseract.full_page.md")),
+        )
+        .unwrap();
+        let answer = markdown_of(&scan, &format!("{name}.pdf")).await;
+        assert_eq!(answer["pages_read_by_ocr"], json!([1]), "{name}");
+        assert_eq!(answer["pages_without_text"], json!([]), "{name}");
+        let markdown = answer["markdown"].as_str().unwrap();
+        let score = paperchain_testkit::scan::char_accuracy(markdown, &truth);
+        assert!(score >= 0.97, "{name}: {score:.3}\n{markdown}");
+    }
+    // A page with neither text nor anything OCR can read stays a page without text.
+    let blank = paperchain_testkit::scan::Gray { width: 300, height: 300, pixels: vec![255; 300 * 300] };
+    let answer = markdown_of(&paperchain_testkit::scan::image_pdf(&[&blank], 150), "blank.pdf").await;
+    assert_eq!((&answer["pages_without_text"], &answer["pages_read_by_ocr"]), (&json!([1]), &json!([])));
+    assert!(answer["markdown"].as_str().unwrap().contains("page 1 has no text"), "{answer}");
 }
 
 #[tokio::test]
@@ -161,6 +179,10 @@ async fn wrong_fields_and_formats_are_named() {
     with_password["password"] = json!("x");
     let error = err(json!({ "file": with_password })).await;
     assert_eq!(error.field.as_deref(), Some("/file/password"));
+    let error = err(json!({ "file": file(csv, "t.csv"), "languages": ["eng"] })).await;
+    assert_eq!(error.field.as_deref(), Some("/languages"));
+    let error = err(json!({ "file": file(csv, "t.csv"), "languages": ["eng", "xyz"] })).await;
+    assert_eq!((error.code.as_ref(), error.field.as_deref()), ("unknown_language", Some("/languages/1")));
     let error = err(json!({ "file": file(&[0, 1, 2, 3, 200, 201], "blob.bin") })).await;
     assert_eq!((error.code.as_ref(), error.field.as_deref()), ("unsupported_format", Some("/file")));
     let error = err(json!({ "file": file(csv, "t.csv"), "format": "rtf" })).await;

@@ -11,7 +11,6 @@ use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::{FileSet, OutFile, OutputMode, Reply, derived_name};
 use crate::pages::PageSelection;
-use crate::pdf::pdfium;
 use crate::price::Price;
 use crate::statement::amounts::Decimal;
 use crate::statement::dates::DatePattern;
@@ -214,12 +213,13 @@ fn summary(s: &Statement, pages: &[u32]) -> StatementSummary {
 
 fn convert(call: BankStatement) -> Result<Reply<StatementReport>, EngineError> {
     let BankStatement { pdf, format, options, output } = call;
-    let layouts = pdfium::page_layouts(&pdf.bytes, pdf.password.as_deref(), &pdf.pages, "/file")?;
+    // Scanned pages are read by OCR (English).
+    let (layouts, _) = crate::ocr::layouts_with_ocr(&pdf.bytes, pdf.password.as_deref(), &pdf.pages, "/file", "eng")?;
     if layouts.iter().all(|l| !l.has_text()) {
         return Err(EngineError::invalid_with(
             "no_text_layer",
             "/file",
-            "/file: the pages read have no text layer (a scan); run /v1/pdf/ocr first",
+            "/file: the pages read have no text: no text layer, and OCR found none (or is not installed on this server)",
         ));
     }
     let statement = statement::read(&layouts, &options)?;

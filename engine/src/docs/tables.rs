@@ -14,7 +14,6 @@ use crate::layout::tables::{Merge, PageTable, page_tables};
 use crate::office::csv;
 use crate::output::{FileSet, OutFile, OutputMode, Reply, derived_name};
 use crate::pages::PageSelection;
-use crate::pdf::pdfium;
 use crate::price::Price;
 
 /// Request of `/v1/pdf/tables`.
@@ -131,7 +130,8 @@ impl Route for TablesRoute {
 
 fn convert(call: Tables) -> Result<Reply<TablesReport>, EngineError> {
     let Tables { pdf, format, output } = call;
-    let layouts = pdfium::page_layouts(&pdf.bytes, pdf.password.as_deref(), &pdf.pages, "/file")?;
+    // Scanned pages are read by OCR (English).
+    let (layouts, _) = crate::ocr::layouts_with_ocr(&pdf.bytes, pdf.password.as_deref(), &pdf.pages, "/file", "eng")?;
     let pages_without_text = layouts.iter().filter(|l| !l.has_text()).map(|l| l.number);
     let pages_without_text: Vec<u32> = pages_without_text.collect();
     let found: Vec<PageTable> = layouts.iter().flat_map(page_tables).collect();

@@ -83,7 +83,8 @@ impl Route for ToDocxRoute {
 
 fn convert(call: ToDocx) -> Result<Reply<NoJson>, EngineError> {
     let ToDocx { pdf, output } = call;
-    let layouts = pdfium::page_layouts(&pdf.bytes, pdf.password.as_deref(), &pdf.pages, "/file")?;
+    // Scanned pages are read by OCR (English).
+    let (layouts, _) = crate::ocr::layouts_with_ocr(&pdf.bytes, pdf.password.as_deref(), &pdf.pages, "/file", "eng")?;
     // Pictures: cut from the page rendered at PICTURE_DPI, only on pages that have some.
     let mut pictures: Vec<Pictures> = vec![Vec::new(); layouts.len()];
     let with_pictures: Vec<u32> =

@@ -12,6 +12,7 @@ use crate::docs::{CONVERSION_PRICE_RULE, conversion_price, select_pdf_pages};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::markdown::{self, Document};
+use crate::ocr;
 use crate::output::Reply;
 use crate::pages::PageSelection;
 use crate::pdf;
@@ -33,13 +34,18 @@ pub struct ToMarkdownInput {
     /// omitted.
     #[serde(default)]
     pub format: Option<SourceFormat>,
+    /// The languages of scanned PDF pages, which are read by OCR, as Tesseract codes (`eng`, `deu`, `fra`…);
+    /// `["eng"]` when omitted.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 5))]
+    pub languages: Option<Vec<String>>,
 }
 
 /// A format the route reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SourceFormat {
-    /// PDF (text layer; scanned pages are reported, not read).
+    /// PDF (its text layer; scanned pages are read by OCR).
     Pdf,
     /// Word (.docx).
     Docx,
@@ -78,7 +84,10 @@ pub struct MarkdownReport {
     pub format: SourceFormat,
     /// The PDF pages converted, in order; null for other formats.
     pub pages: Option<Vec<u32>>,
-    /// PDF pages that have no text layer (scans: `/v1/pdf/ocr` reads them); empty for other formats.
+    /// PDF pages that have no text layer and were read by OCR (scans); empty for other formats.
+    pub pages_read_by_ocr: Vec<u32>,
+    /// PDF pages left without text: no text layer, and OCR found none (or is not installed on this server); empty
+    /// for other formats.
     pub pages_without_text: Vec<u32>,
     /// The document's title (its metadata, an HTML `<title>`, a book's title), when it has one.
     pub title: Option<String>,
@@ -91,6 +100,8 @@ pub struct ToMarkdown {
     format: SourceFormat,
     pages: Option<Vec<u32>>,
     title: Option<String>,
+    /// The OCR languages of scanned pages (`eng+deu`).
+    languages: String,
 }
 
 /// The route.
@@ -109,8 +120,8 @@ impl Route for ToMarkdownRoute {
         description: "Converts a PDF, DOCX, XLSX, PPTX, HTML, EPUB or CSV file to Markdown: headings, paragraphs \
             (PDF lines joined, hyphenated words mended), nested lists, tables as pipe tables (merged cells repeated), \
             links, bold and italic, code blocks, pictures as `<!-- image: alt -->`. PDFs are read in reading order \
-            across columns, running heads, feet and page numbers left out; `pages` selects PDF pages, and pages \
-            without a text layer are listed in `pages_without_text`. The format is detected from the bytes and the \
+            across columns, running heads, feet and page numbers left out; `pages` selects PDF pages; scanned pages \
+            (no text layer) are read by OCR (Tesseract, `languages`) and listed in `pages_read_by_ocr`. The format is detected from the bytes and the \
             file name (`format` overrides). Macros never run; zip and XML bombs are refused.",
         base_price: Price::micros(5_000),
         price_rule: CONVERSION_PRICE_RULE,
@@ -120,6 +131,15 @@ impl Route for ToMarkdownRoute {
     };
 
     async fn prepare(input: ToMarkdownInput, ctx: &Context) -> Result<ToMarkdown, EngineError> {
+        // Languages given are checked (the engine must be there); the default is checked only
+        // when a scanned page needs it.
+        let languages = match input.languages.as_deref() {
+            Some(list) => {
+                ocr::ensure_library().await?;
+                ocr::check_languages(Some(list), "/languages")?
+            }
+            None => "eng".to_string(),
+        };
         let selection = input.pages.as_deref().map(|p| PageSelection::parse(p, "/pages")).transpose()?;
         let file = input.file.resolve(ctx, "/file", "document").await?;
         let format = match input.format {
@@ -139,10 +159,23 @@ impl Route for ToMarkdownRoute {
                     format!("/file/password: only PDFs take a password, and this file is a {}", format.name()),
                 ));
             }
-            return Ok(ToMarkdown { bytes: file.bytes, password: None, format, pages: None, title: None });
+            if input.languages.is_some() {
+                return Err(EngineError::invalid(
+                    "/languages",
+                    format!("/languages: OCR languages are for scanned PDFs, and this file is a {}", format.name()),
+                ));
+            }
+            return Ok(ToMarkdown { bytes: file.bytes, password: None, format, pages: None, title: None, languages });
         }
         let pdf = select_pdf_pages(file, selection, ctx).await?;
-        Ok(ToMarkdown { bytes: pdf.bytes, password: pdf.password, format, pages: Some(pdf.pages), title: pdf.title })
+        Ok(ToMarkdown {
+            bytes: pdf.bytes,
+            password: pdf.password,
+            format,
+            pages: Some(pdf.pages),
+            title: pdf.title,
+            languages,
+        })
     }
 
     fn quote(call: &ToMarkdown) -> Price {
@@ -159,14 +192,16 @@ impl Route for ToMarkdownRoute {
 }
 
 fn convert(call: ToMarkdown) -> Result<Reply<MarkdownReport>, EngineError> {
-    let ToMarkdown { bytes, password, format, pages, title } = call;
+    let ToMarkdown { bytes, password, format, pages, title, languages } = call;
     let field = "/file";
     let mut pages_without_text = Vec::new();
+    let mut pages_read_by_ocr = Vec::new();
     let document: Document = match format {
         SourceFormat::Pdf => {
             let selected = pages.as_deref().unwrap_or_default();
-            let read = markdown::pdf::read(&bytes, password.as_deref(), selected, field)?;
+            let read = markdown::pdf::read(&bytes, password.as_deref(), selected, field, &languages)?;
             pages_without_text = read.pages_without_text;
+            pages_read_by_ocr = read.pages_read_by_ocr;
             read.document
         }
         SourceFormat::Docx => markdown::docx::read(&bytes, field)?,
@@ -177,7 +212,14 @@ fn convert(call: ToMarkdown) -> Result<Reply<MarkdownReport>, EngineError> {
         SourceFormat::Csv => markdown::csv::read(&bytes, field)?,
     };
     let title = title.or_else(|| document.title.clone()).or_else(|| first_heading(&document));
-    Ok(Reply::Json(MarkdownReport { markdown: markdown::render(&document), format, pages, pages_without_text, title }))
+    Ok(Reply::Json(MarkdownReport {
+        markdown: markdown::render(&document),
+        format,
+        pages,
+        pages_read_by_ocr,
+        pages_without_text,
+        title,
+    }))
 }
 
 fn first_heading(document: &Document) -> Option<String> {
@@ -310,6 +352,7 @@ mod tests {
             format: SourceFormat::Html,
             pages,
             title: None,
+            languages: "eng".into(),
         };
         assert_eq!(ToMarkdownRoute::quote(&call(10, None)), Price::micros(6_000));
         assert_eq!(ToMarkdownRoute::quote(&call(250_000, None)), Price::micros(8_000));

@@ -12,7 +12,8 @@
 use crate::error::EngineError;
 use crate::layout::{self, Segment};
 use crate::markdown::{Block, Document, Inline, Style};
-use crate::pdf::pdfium::{self, PageLayout};
+use crate::ocr;
+use crate::pdf::pdfium::PageLayout;
 
 /// The share of the page's height at its top and at its bottom where running heads live.
 const MARGIN_BAND: f32 = 0.09;
@@ -21,14 +22,25 @@ const MARGIN_BAND: f32 = 0.09;
 pub struct PdfMarkdown {
     /// The document.
     pub document: Document,
-    /// Pages with no text at all (scans and drawings: they need OCR).
+    /// Pages with no text at all (drawings, or scans OCR found no text on).
     pub pages_without_text: Vec<u32>,
+    /// Pages without a text layer that OCR read.
+    pub pages_read_by_ocr: Vec<u32>,
 }
 
-/// Reads `pages` (1-based) of the PDF in `bytes`; errors name `field`.
-pub fn read(bytes: &[u8], password: Option<&str>, pages: &[u32], field: &str) -> Result<PdfMarkdown, EngineError> {
-    let layouts = pdfium::page_layouts(bytes, password, pages, field)?;
-    Ok(from_layouts(&layouts))
+/// Reads `pages` (1-based) of the PDF in `bytes`, scanned pages by OCR in `languages`
+/// (`eng+deu`); errors name `field`. Without the OCR engine, scanned pages stay without text.
+pub fn read(
+    bytes: &[u8],
+    password: Option<&str>,
+    pages: &[u32],
+    field: &str,
+    languages: &str,
+) -> Result<PdfMarkdown, EngineError> {
+    let (layouts, read) = ocr::layouts_with_ocr(bytes, password, pages, field, languages)?;
+    let mut markdown = from_layouts(&layouts);
+    markdown.pages_read_by_ocr = read.into_iter().filter(|p| !markdown.pages_without_text.contains(p)).collect();
+    Ok(markdown)
 }
 
 pub fn from_layouts(layouts: &[PageLayout]) -> PdfMarkdown {
@@ -55,7 +67,7 @@ pub fn from_layouts(layouts: &[PageLayout]) -> PdfMarkdown {
         lines.extend(lines_of(ordered));
     }
     let document = blocks_of(lines, body_size);
-    PdfMarkdown { document, pages_without_text }
+    PdfMarkdown { document, pages_without_text, pages_read_by_ocr: Vec::new() }
 }
 
 /// The font size most characters have: the body text's.
@@ -332,8 +344,7 @@ fn blocks_of(lines: Vec<Line>, body: f32) -> Document {
     for line in lines {
         if line.no_text {
             flush(&mut document, pending.take(), body, &heading_sizes, &mut list_base);
-            document
-                .push(Block::Paragraph(format!("<!-- page {} has no text layer; /v1/pdf/ocr reads it -->", line.page)));
+            document.push(Block::Paragraph(format!("<!-- page {} has no text -->", line.page)));
             previous = None;
             continue;
         }

@@ -8,6 +8,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::error::{EngineError, ErrorKind};
+use crate::pdf::pdfium::{self, Glyph, PageLayout};
 
 pub use tesseract::{Api, Image, Orientation, Reading, TextLayer, Word};
 use tesseract::{Failure, Tesseract};
@@ -307,6 +308,137 @@ pub fn turn(pixels: &[u8], width: u32, height: u32, channels: u32, degrees: u32)
         }
     }
     (out, nw as u32, nh as u32)
+}
+
+/// The pages of `layouts` that have no text (scans), read by OCR: each is rendered at
+/// [`SCAN_DPI`], read upright, and its characters replaced by the words read, so layout
+/// analysis (Markdown, tables, statements, Word) reads a scan as it reads text. Answers the
+/// pages read; a page turned upright gets the turned page's size. Nothing happens without
+/// scanned pages; a machine without Tesseract answers 503 only when there is one.
+pub fn read_scanned_pages(
+    bytes: &[u8],
+    password: Option<&str>,
+    layouts: &mut [PageLayout],
+    languages: &str,
+    field: &str,
+) -> Result<Vec<u32>, EngineError> {
+    let scanned: Vec<u32> = layouts.iter().filter(|l| !l.has_text()).map(|l| l.number).collect();
+    if scanned.is_empty() {
+        return Ok(scanned);
+    }
+    let mut lent = lend(languages)?;
+    let mut read = Vec::with_capacity(scanned.len());
+    pdfium::render_pages(bytes, password, &scanned, SCAN_DPI, field, field, |page| {
+        let grey = grey_of_rgb(&page.rgb);
+        let image = Image { pixels: &grey, width: page.width, height: page.height, channels: 1, dpi: SCAN_DPI };
+        let what = format!("page {}", page.number);
+        let (reading, turned) = read_upright(&mut lent, &image, true, &what)?;
+        let layout = layouts.iter_mut().find(|l| l.number == page.number).expect("a scanned page is selected");
+        let (width, height) = if turned % 180 == 90 { (page.height, page.width) } else { (page.width, page.height) };
+        *layout = layout_of(page.number, &reading.words, width, height, SCAN_DPI);
+        read.push(page.number);
+        Ok(())
+    })?;
+    Ok(read)
+}
+
+/// The layouts of `pages` (as [`pdfium::page_layouts`]) with scanned pages read by OCR in
+/// `languages` ([`read_scanned_pages`]); also answers the pages OCR read. Without the OCR
+/// engine, scanned pages stay without text rather than failing the call.
+pub fn layouts_with_ocr(
+    bytes: &[u8],
+    password: Option<&str>,
+    pages: &[u32],
+    field: &str,
+    languages: &str,
+) -> Result<(Vec<PageLayout>, Vec<u32>), EngineError> {
+    let mut layouts = pdfium::page_layouts(bytes, password, pages, field)?;
+    let read = match read_scanned_pages(bytes, password, &mut layouts, languages, field) {
+        Ok(read) => read,
+        Err(e) if matches!(e.kind, ErrorKind::Unavailable { .. }) => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    Ok((layouts, read))
+}
+
+/// The resolution scanned pages are read at for layout analysis.
+pub const SCAN_DPI: u32 = 300;
+
+/// A page layout from the words read on an image of `width × height` pixels at `dpi`:
+/// each word's letters spread over its box, on its line's band (so the words of a line
+/// share a baseline), a space between words, the size from the line's height.
+pub fn layout_of(number: u32, words: &[Word], width: u32, height: u32, dpi: u32) -> PageLayout {
+    let scale = 72.0 / dpi as f32;
+    let mut glyphs = Vec::new();
+    let mut start = 0;
+    while start < words.len() {
+        let end = (start + 1..words.len()).find(|&i| words[i].line_start).unwrap_or(words.len());
+        let line = &words[start..end];
+        let top = line.iter().map(|w| w.y0).min().unwrap_or(0) as f32 * scale;
+        let bottom = line.iter().map(|w| w.y1).max().unwrap_or(0) as f32 * scale;
+        // A line's box runs from the ascenders to the descenders: about 0.95 em.
+        let size = ((bottom - top) / 0.95).max(1.0);
+        for (i, word) in line.iter().enumerate() {
+            let (x0, x1) = (word.x0 as f32 * scale, word.x1 as f32 * scale);
+            let letters: Vec<char> = word.text.chars().collect();
+            let each = (x1 - x0) / letters.len().max(1) as f32;
+            for (k, &ch) in letters.iter().enumerate() {
+                let left = x0 + each * k as f32;
+                glyphs.push(Glyph {
+                    ch,
+                    x0: left,
+                    y0: top,
+                    x1: left + each,
+                    y1: bottom,
+                    size,
+                    bold: false,
+                    italic: false,
+                    mono: false,
+                    generated: false,
+                    font: 0,
+                });
+            }
+            if let Some(next) = line.get(i + 1) {
+                let gap_end = (next.x0 as f32 * scale).max(x1);
+                glyphs.push(Glyph {
+                    ch: ' ',
+                    x0: x1,
+                    y0: top,
+                    x1: gap_end,
+                    y1: bottom,
+                    size,
+                    bold: false,
+                    italic: false,
+                    mono: false,
+                    generated: true,
+                    font: 0,
+                });
+            }
+        }
+        glyphs.push(Glyph {
+            ch: '\n',
+            x0: line.last().map_or(0.0, |w| w.x1 as f32 * scale),
+            y0: top,
+            x1: line.last().map_or(0.0, |w| w.x1 as f32 * scale),
+            y1: bottom,
+            size,
+            bold: false,
+            italic: false,
+            mono: false,
+            generated: true,
+            font: 0,
+        });
+        start = end;
+    }
+    PageLayout {
+        number,
+        width: width as f32 * scale,
+        height: height as f32 * scale,
+        glyphs,
+        fonts: vec!["OCR".to_string()],
+        images: Vec::new(),
+        rules: Vec::new(),
+    }
 }
 
 #[cfg(test)]
