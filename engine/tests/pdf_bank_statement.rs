@@ -472,3 +472,21 @@ async fn options_and_wrong_inputs_are_named() {
     let e = call(&Context::new(), ROUTE, body(&letter.finish(), json!({}))).await.unwrap_err();
     assert_eq!(e.code.as_ref(), "no_transactions");
 }
+
+#[tokio::test]
+async fn a_scanned_statement_is_read_by_ocr() {
+    // The US statement printed, scanned at 300 dpi (no text layer left), read back: OCR's
+    // words become the page's text, and every transaction comes back exactly.
+    let txs = transactions();
+    let pdf = statement(Style::UsSigned, &txs, 0);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("statement.pdf");
+    std::fs::write(&path, &pdf).unwrap();
+    let pages: Vec<_> = (1..=paperchain_testkit::pdf::qpdf_pages(&pdf))
+        .map(|p| paperchain_testkit::scan::render(&path, p, 300))
+        .collect();
+    let scan = paperchain_testkit::scan::image_pdf(&pages.iter().collect::<Vec<_>>(), 300);
+    let answer = read(&scan).await;
+    assert_eq!(without_pages(&answer), expected(&txs, "USD"));
+    assert_eq!(answer["summary"]["reconciles"], true, "{:#}", answer["summary"]);
+}
