@@ -1,10 +1,10 @@
-//! A machine without an OCR engine: the OCR routes fail with `unavailable` naming the
-//! packages to install, before any file is read or any URL fetched, and the other routes
-//! are unaffected.
+//! The OCR routes as a process: nothing left in the temporary folder after a call; and on
+//! a machine without an OCR engine, `unavailable` naming the packages to install, before
+//! any file is read or any URL fetched, the other routes unaffected.
 
 use std::process::Command;
 
-use paperchain_testkit::scan::{Gray, image_pdf};
+use paperchain_testkit::scan::{Gray, image_pdf, render, sample_page};
 
 #[test]
 fn ocr_without_tesseract_names_the_package_and_reads_nothing() {
@@ -41,4 +41,35 @@ fn ocr_without_tesseract_names_the_package_and_reads_nothing() {
     // Other routes still work.
     let out = run(&["call", "inspect_pdf_document", "--route", "local", "--file", &file]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn an_ocr_call_leaves_nothing_in_the_temporary_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let (pdf, _) = sample_page();
+    let source = dir.path().join("page.pdf");
+    std::fs::write(&source, pdf).unwrap();
+    let page = render(&source, 1, 150);
+    let scan = dir.path().join("scan.pdf");
+    std::fs::write(&scan, image_pdf(&[&page, &page, &page], 150)).unwrap();
+    let out_path = dir.path().join("out.pdf");
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_paperchain"))
+            .args(["call", "ocr_pdf", "--route", "local", "--file"])
+            .arg(format!("file={}", scan.display()))
+            .args(extra)
+            .env("TMPDIR", &tmp)
+            .env("HOME", dir.path())
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--out", out_path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out_path.is_file());
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
