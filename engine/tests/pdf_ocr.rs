@@ -353,3 +353,30 @@ async fn pages_read_side_by_side_each_get_their_own_text() {
         assert!(score >= 0.98, "page {}: {score:.4}\n{}", i + 1, texts[i]);
     }
 }
+
+#[tokio::test]
+async fn ocr_is_a_pipeline_step() {
+    let (pdf, truth) = text_pdf();
+    let dir = tempfile::tempdir().unwrap();
+    let source = write_temp(dir.path(), "text.pdf", &pdf);
+    let scan = image_pdf(&[&render(&source, 1, 300)], 300);
+    let body = json!({
+        "file": { "data": b64(&scan), "filename": "scan.pdf" },
+        "steps": [{ "op": "ocr", "languages": ["eng"] }, { "op": "page-numbers" }],
+    });
+    let set = call_files(&Context::new(), "/v1/pdf/pipeline", body).await.unwrap();
+    let out = write_temp(dir.path(), "out.pdf", &set.files[0].bytes);
+    let text = pdftotext(&out);
+    assert!(char_accuracy(&text, &format!("{truth}\n1 / 1")) >= 0.98, "{text}");
+
+    // On a page that has text, the step changes nothing: the text is there once.
+    let body = json!({ "file": { "data": b64(&pdf) }, "steps": [{ "op": "ocr" }] });
+    let set = call_files(&Context::new(), "/v1/pdf/pipeline", body).await.unwrap();
+    let text = pdftotext(&write_temp(dir.path(), "same.pdf", &set.files[0].bytes));
+    assert_eq!(text.matches("harbour board").count(), 1, "{text}");
+
+    // Its options are checked under the step.
+    let body = json!({ "file": { "data": b64(&pdf) }, "steps": [{ "op": "ocr", "languages": ["xyz"] }] });
+    let err = call_files(&Context::new(), "/v1/pdf/pipeline", body).await.unwrap_err();
+    assert_eq!((err.code.as_ref(), err.field.as_deref()), ("unknown_language", Some("/steps/0/languages/0")));
+}

@@ -34,7 +34,10 @@ pub fn run(runner_args: &[OsString]) -> anyhow::Result<()> {
         println!("test: cargo-nextest is not installed; running `cargo test`");
         cargo().args(["test", "--workspace", "--all-targets", "--no-fail-fast"])
     };
-    let tests = tests.env("PAPERCHAIN_TOOLS", &installed.tools);
+    // Tesseract in the tests' own processes gets one thread a page, as `paperchain` gives it
+    // (engine/src/ocr/mod.rs, limit_engine_threads): its spinning OpenMP threads would
+    // otherwise slow every OCR test, and the tests run side by side.
+    let tests = tests.env("PAPERCHAIN_TOOLS", &installed.tools).env("OMP_THREAD_LIMIT", "1");
     let tests = match corpus_dir() {
         Some(corpus) => tests.env("PAPERCHAIN_CORPUS", corpus),
         None => {

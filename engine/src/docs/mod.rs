@@ -105,6 +105,7 @@ pub fn pipeline_steps() -> Vec<Box<dyn ErasedStep>> {
         StepKind::<repair::Repair>::boxed(),
         StepKind::<compress::Compress>::boxed(),
         StepKind::<rasterize::Rasterize>::boxed(),
+        StepKind::<ocr::Ocr>::boxed(),
         StepKind::<protect::Protect>::boxed(),
     ]
 }

@@ -13,15 +13,15 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, Progress, blocking};
+use crate::context::{Context, Limits, NoProgress, Progress, blocking};
 use crate::docs::rasterize::{image_page, jpeg};
 use crate::error::EngineError;
-use crate::input::FileInput;
 use crate::ocr::{self, Image, TextLayer};
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
 use crate::pages::PageSelection;
 use crate::pdf::graft::Grafter;
 use crate::pdf::pdfium::{self, PagePlan, RenderSource, RgbPage};
+use crate::pdf::transform::{Pdf, PdfJob, Transform};
 use crate::pdf::{self, MAX_OUTPUT_BYTES};
 use crate::price::Price;
 
@@ -41,12 +41,10 @@ pub fn ocr_price(pages: u32) -> Price {
     Price::tiered(Price::micros(3_000), 0, Price::micros(2_000), pages as u64)
 }
 
-/// Request of `/v1/pdf/ocr`.
+/// Fields of `/v1/pdf/ocr` besides `file` (scanned pages, or pages drawn as pictures) and `output`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct OcrInput {
-    /// The PDF: scanned pages, or pages drawn as pictures.
-    pub file: FileInput,
+pub struct OcrOptions {
     /// The languages of the text, as Tesseract codes (`eng`, `deu`, `fra`, `spa`…); `["eng"]` when omitted.
     /// Several may be given for mixed documents (each slows every page).
     #[serde(default)]
@@ -64,23 +62,15 @@ pub struct OcrInput {
     /// On by default.
     #[serde(default)]
     pub auto_rotate: Option<bool>,
-    /// How the PDF is delivered: `file` (default), `base64` or `url`.
-    #[serde(default)]
-    pub output: OutputMode,
 }
 
 /// A checked call.
-pub struct Ocr {
+pub struct OcrCall {
     bytes: Vec<u8>,
     password: Option<String>,
     doc: Document,
     filename: String,
-    /// The pages to read, ascending.
-    read: Vec<u32>,
-    /// Of those, the pages that have text and are turned into images first (`force`).
-    forced: Vec<u32>,
-    /// The selected pages skipped because they have text.
-    skipped: Vec<u32>,
+    sorted: SortedPages,
     languages: String,
     dpi: u32,
     auto_rotate: bool,
@@ -91,93 +81,193 @@ pub struct Ocr {
 pub struct OcrRoute;
 
 impl Route for OcrRoute {
-    type Input = OcrInput;
-    type Prepared = Ocr;
+    type Input = PdfJob<OcrOptions>;
+    type Prepared = OcrCall;
     type Output = NoJson;
 
-    const INFO: RouteInfo = RouteInfo {
-        path: "/v1/pdf/ocr",
-        operation: "ocr_pdf",
-        family: Family::Docs,
-        summary: "Make a scanned PDF searchable (OCR)",
-        description: "Reads the scanned pages of a PDF with Tesseract 5 and lays an invisible text layer over each \
-            one, each word over its place on the page, so the PDF can be searched, selected and copied while it \
-            looks exactly as before (the page image is not touched). Pages scanned sideways or upside down are \
-            turned upright first (`auto_rotate`). Pages that already have text are skipped unless `force`. \
-            `languages` takes Tesseract codes (`eng`, `deu`, `fra`, `spa`…). The report lists the pages read, \
-            skipped and turned and each page's mean word confidence (0 to 100). Priced by the pages read.",
-        base_price: Price::micros(3_000),
-        price_rule: OCR_PRICE_RULE,
-        free_pool: FreePool::Docs,
-        produces: Produces::File,
-        open_world: false,
-    };
+    const INFO: RouteInfo = INFO;
 
-    async fn prepare(input: OcrInput, ctx: &Context) -> Result<Ocr, EngineError> {
+    async fn prepare(input: PdfJob<OcrOptions>, ctx: &Context) -> Result<OcrCall, EngineError> {
+        let PdfJob { file, options, output } = input;
         // Both engines are found before the file is read, so a server without them charges nothing.
         pdfium::ensure_library().await?;
         ocr::ensure_library().await?;
-        let languages = ocr::check_languages(input.languages.as_deref(), "/languages")?;
-        let selection = input.pages.as_deref().map(|p| PageSelection::parse(p, "/pages")).transpose()?;
-        let force = input.force.unwrap_or(false);
-        let RenderSource { pdf: source, bytes, password } = RenderSource::load(&input.file, "/file", ctx).await?;
+        let languages = ocr::check_languages(options.languages.as_deref(), "/languages")?;
+        let selection = options.pages.as_deref().map(|p| PageSelection::parse(p, "/pages")).transpose()?;
+        let force = options.force.unwrap_or(false);
+        let RenderSource { pdf: source, bytes, password } = RenderSource::load(&file, "/file", ctx).await?;
         blocking(move || {
             let doc = source.doc;
             let selected: Vec<u32> = match selection {
                 Some(selection) => selection.resolve_set(source.page_count, "/pages")?,
                 None => (1..=source.page_count).collect(),
             };
-            let with_text = pdfium::pages_with_text(&bytes, password.as_deref(), &selected, "/file")?;
-            let (mut read, mut forced, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
-            for (&page, has_text) in selected.iter().zip(with_text) {
-                match (has_text, force) {
-                    (false, _) => read.push(page),
-                    (true, true) => {
-                        read.push(page);
-                        forced.push(page);
-                    }
-                    (true, false) => skipped.push(page),
-                }
-            }
-            if read.is_empty() {
+            let sorted = sort_pages(&bytes, password.as_deref(), &selected, force)?;
+            if sorted.read.is_empty() {
                 return Err(EngineError::invalid_with(
                     "no_pages_to_read",
                     "/file",
                     format!(
                         "/file: every selected page already has text ({} page{}); give \"force\": true to read them \
                          anyway",
-                        skipped.len(),
-                        if skipped.len() == 1 { "" } else { "s" }
+                        sorted.skipped.len(),
+                        if sorted.skipped.len() == 1 { "" } else { "s" }
                     ),
                 ));
             }
-            let dpi = reading_dpi(&pdfium::plan_pages(&doc, &read))?;
-            Ok(Ocr {
-                bytes,
-                password,
-                doc,
-                filename: source.filename,
-                read,
-                forced,
-                skipped,
-                languages,
-                dpi,
-                auto_rotate: input.auto_rotate.unwrap_or(true),
-                output: input.output,
-            })
+            let dpi = reading_dpi(&pdfium::plan_pages(&doc, &sorted.read))?;
+            let auto_rotate = options.auto_rotate.unwrap_or(true);
+            Ok(OcrCall { bytes, password, doc, filename: source.filename, sorted, languages, dpi, auto_rotate, output })
         })
         .await
     }
 
-    fn quote(call: &Ocr) -> Price {
-        ocr_price(call.read.len() as u32)
+    fn quote(call: &OcrCall) -> Price {
+        ocr_price(call.sorted.read.len() as u32)
     }
 
-    async fn run(call: Ocr, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
+    async fn run(call: OcrCall, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
         let progress = ctx.progress.clone();
-        blocking(move || run(call, &*progress)).await
+        blocking(move || {
+            let OcrCall { bytes, password, mut doc, filename, sorted, languages, dpi, auto_rotate, output } = call;
+            let job = Reading { languages: &languages, dpi, auto_rotate };
+            let done = read_pages(&bytes, password.as_deref(), &mut doc, &sorted, &job, &*progress)?;
+            let bytes = pdf::save(&mut doc)?;
+            let confidence =
+                if done.is_empty() { 0 } else { done.iter().map(|p| p.confidence).sum::<u32>() / done.len() as u32 };
+            let report = serde_json::json!({
+                "languages": languages.split('+').collect::<Vec<_>>(),
+                "dpi": dpi,
+                "pages_read": sorted.read,
+                "pages_forced": sorted.forced,
+                "pages_skipped_with_text": sorted.skipped,
+                "pages_turned": done.iter().filter(|p| p.turned != 0).map(|p| serde_json::json!({"page": p.number, "degrees": p.turned})).collect::<Vec<_>>(),
+                "confidence": confidence,
+                "page_confidence": done.iter().map(|p| serde_json::json!({"page": p.number, "confidence": p.confidence, "words": p.words})).collect::<Vec<_>>(),
+            });
+            let file = OutFile::pdf(derived_name(&filename, "ocr", "pdf"), bytes);
+            Ok(Reply::Files(FileSet::single(file, output).with_report(report)))
+        })
+        .await
     }
 }
+
+/// The operation as a pipeline step: the pages that have no text are read (all of them
+/// with `force`); a document whose pages all have text passes unchanged. Priced by the
+/// pages the step receives (which of them need reading is known only when it runs).
+pub struct Ocr;
+
+/// A pipeline step's checked options.
+pub struct OcrPlan {
+    languages: String,
+    pages: Vec<u32>,
+    force: bool,
+    auto_rotate: bool,
+    dpi: u32,
+}
+
+impl Transform for Ocr {
+    type Options = OcrOptions;
+    type Plan = OcrPlan;
+
+    const INFO: RouteInfo = INFO;
+    const SUFFIX: &'static str = "ocr";
+
+    fn check(options: &OcrOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
+        // Found before anything runs, so a server without the engines charges nothing.
+        pdfium::library()?;
+        ocr::check_languages(options.languages.as_deref(), "/languages")?;
+        if let Some(p) = &options.pages {
+            PageSelection::parse(p, "/pages")?;
+        }
+        Ok(pages)
+    }
+
+    fn plan(options: OcrOptions, doc: &Document, _: &Limits) -> Result<OcrPlan, EngineError> {
+        let languages = ocr::check_languages(options.languages.as_deref(), "/languages")?;
+        let count = pdf::page_count(doc);
+        let pages = match options.pages.as_deref() {
+            Some(p) => PageSelection::parse(p, "/pages")?.resolve_set(count, "/pages")?,
+            None => (1..=count).collect(),
+        };
+        let dpi = reading_dpi(&pdfium::plan_pages(doc, &pages))?;
+        Ok(OcrPlan {
+            languages,
+            pages,
+            force: options.force.unwrap_or(false),
+            auto_rotate: options.auto_rotate.unwrap_or(true),
+            dpi,
+        })
+    }
+
+    fn apply(plan: OcrPlan, mut doc: Document, _: &Limits) -> Result<Pdf, EngineError> {
+        let bytes = pdf::save(&mut doc)?;
+        let sorted = sort_pages(&bytes, None, &plan.pages, plan.force)?;
+        if sorted.read.is_empty() {
+            return Ok(Pdf::Doc(doc));
+        }
+        let job = Reading { languages: &plan.languages, dpi: plan.dpi, auto_rotate: plan.auto_rotate };
+        read_pages(&bytes, None, &mut doc, &sorted, &job, &NoProgress)?;
+        Ok(Pdf::Doc(doc))
+    }
+
+    fn price(pages_in: u32, _: u32) -> Price {
+        ocr_price(pages_in)
+    }
+}
+
+/// The selected pages sorted by what happens to them.
+pub struct SortedPages {
+    /// The pages to read, ascending.
+    read: Vec<u32>,
+    /// Of those, the pages that have text and are turned into images first (`force`).
+    forced: Vec<u32>,
+    /// The selected pages skipped because they have text.
+    skipped: Vec<u32>,
+}
+
+/// Sorts `selected` by whether each page has text (pdfium's reading of `bytes`).
+fn sort_pages(bytes: &[u8], password: Option<&str>, selected: &[u32], force: bool) -> Result<SortedPages, EngineError> {
+    let with_text = pdfium::pages_with_text(bytes, password, selected, "/file")?;
+    let mut sorted = SortedPages { read: Vec::new(), forced: Vec::new(), skipped: Vec::new() };
+    for (&page, has_text) in selected.iter().zip(with_text) {
+        match (has_text, force) {
+            (false, _) => sorted.read.push(page),
+            (true, true) => {
+                sorted.read.push(page);
+                sorted.forced.push(page);
+            }
+            (true, false) => sorted.skipped.push(page),
+        }
+    }
+    Ok(sorted)
+}
+
+/// How pages are read.
+struct Reading<'a> {
+    languages: &'a str,
+    dpi: u32,
+    auto_rotate: bool,
+}
+
+/// The route's description, shared by the route and the pipeline step.
+const INFO: RouteInfo = RouteInfo {
+    path: "/v1/pdf/ocr",
+    operation: "ocr_pdf",
+    family: Family::Docs,
+    summary: "Make a scanned PDF searchable (OCR)",
+    description: "Reads the scanned pages of a PDF with Tesseract 5 and lays an invisible text layer over each \
+            one, each word over its place on the page, so the PDF can be searched, selected and copied while it \
+            looks exactly as before (the page image is not touched). Pages scanned sideways or upside down are \
+            turned upright first (`auto_rotate`). Pages that already have text are skipped unless `force`. \
+            `languages` takes Tesseract codes (`eng`, `deu`, `fra`, `spa`…). The report lists the pages read, \
+            skipped and turned and each page's mean word confidence (0 to 100). Priced by the pages read.",
+    base_price: Price::micros(3_000),
+    price_rule: OCR_PRICE_RULE,
+    free_pool: FreePool::Docs,
+    produces: Produces::File,
+    open_world: false,
+};
 
 /// The resolution the pages are read at: [`OCR_DPI`], lower when the largest page would
 /// be over the pixel cap (down to [`MIN_OCR_DPI`]; larger pages are refused).
@@ -227,8 +317,19 @@ struct Reader {
     layer: Vec<u8>,
 }
 
-fn run(call: Ocr, progress: &dyn Progress) -> Result<Reply<NoJson>, EngineError> {
-    let Ocr { bytes, password, mut doc, filename, read, forced, skipped, languages, dpi, auto_rotate, output } = call;
+/// Reads the `sorted` pages of `doc` (whose bytes are `bytes`) and lays each one's text
+/// layer over it; turns forced pages into pictures first and pages read upright by their
+/// /Rotate. Answers what each page gave, in page order.
+fn read_pages(
+    bytes: &[u8],
+    password: Option<&str>,
+    doc: &mut Document,
+    sorted: &SortedPages,
+    job: &Reading,
+    progress: &dyn Progress,
+) -> Result<Vec<PageRead>, EngineError> {
+    let (read, forced) = (&sorted.read, &sorted.forced);
+    let (languages, dpi, auto_rotate) = (job.languages, job.dpi, job.auto_rotate);
     let readers = ocr::parallel_pages(read.len());
     let total = read.len() as u64;
     let done_count = AtomicU64::new(0);
@@ -241,7 +342,7 @@ fn run(call: Ocr, progress: &dyn Progress) -> Result<Reply<NoJson>, EngineError>
     let (rendered, results) = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..readers)
             .map(|reader| {
-                let (receiver, failed, done_count, languages) = (&receiver, &failed, &done_count, languages.as_str());
+                let (receiver, failed, done_count, languages) = (&receiver, &failed, &done_count, languages);
                 scope.spawn(move || -> Result<Reader, EngineError> {
                     let next = || receiver.lock().unwrap_or_else(|e| e.into_inner()).recv().ok();
                     let work = || -> Result<Reader, EngineError> {
@@ -280,7 +381,7 @@ fn run(call: Ocr, progress: &dyn Progress) -> Result<Reply<NoJson>, EngineError>
                 })
             })
             .collect();
-        let rendered = pdfium::render_pages(&bytes, password.as_deref(), &read, dpi, "/file", "/file", |page| {
+        let rendered = pdfium::render_pages(bytes, password, read, dpi, "/file", "/file", |page| {
             if failed.load(Ordering::Relaxed) {
                 return Err(EngineError::internal("a page could not be read"));
             }
@@ -322,31 +423,17 @@ fn run(call: Ocr, progress: &dyn Progress) -> Result<Reply<NoJson>, EngineError>
         let id = ids[page.number as usize - 1];
         if let Some(at) = pictures.iter().position(|p| p.0 == page.number) {
             let (_, rgb, jpeg) = pictures.swap_remove(at);
-            as_picture(&mut doc, id, &rgb, jpeg)?;
+            as_picture(doc, id, &rgb, jpeg)?;
         }
         if page.turned != 0 {
-            let turned = (pdf::rotation(&doc, id) + page.turned as i64).rem_euclid(360);
+            let turned = (pdf::rotation(doc, id) + page.turned as i64).rem_euclid(360);
             doc.get_dictionary_mut(id)
                 .map_err(|e| pdf::edit_error("turning a page", e))?
                 .set("Rotate", Object::Integer(turned));
         }
-        grafters[page.reader].graft(page.layer_page, &mut doc, id, "PcOCR")?;
+        grafters[page.reader].graft(page.layer_page, doc, id, "PcOCR")?;
     }
-    let bytes = pdf::save(&mut doc)?;
-    let confidence =
-        if done.is_empty() { 0 } else { done.iter().map(|p| p.confidence).sum::<u32>() / done.len() as u32 };
-    let report = serde_json::json!({
-        "languages": languages.split('+').collect::<Vec<_>>(),
-        "dpi": dpi,
-        "pages_read": read,
-        "pages_forced": forced,
-        "pages_skipped_with_text": skipped,
-        "pages_turned": done.iter().filter(|p| p.turned != 0).map(|p| serde_json::json!({"page": p.number, "degrees": p.turned})).collect::<Vec<_>>(),
-        "confidence": confidence,
-        "page_confidence": done.iter().map(|p| serde_json::json!({"page": p.number, "confidence": p.confidence, "words": p.words})).collect::<Vec<_>>(),
-    });
-    let file = OutFile::pdf(derived_name(&filename, "ocr", "pdf"), bytes);
-    Ok(Reply::Files(FileSet::single(file, output).with_report(report)))
+    Ok(done)
 }
 
 /// Makes page `id` show only `jpeg` (its rendering, as seen): its content, annotations and
