@@ -25,6 +25,7 @@ pub mod http_client;
 pub mod input;
 pub mod layout;
 pub mod markdown;
+pub mod native;
 pub mod ocr;
 pub mod office;
 pub mod output;

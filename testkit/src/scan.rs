@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
-use crate::page_pdf::{Font, PagePdf};
+use crate::page_pdf::{Font, PagePdf, write_objects};
 
 /// The page's text, line by line: ordinary prose with capitals, digits and punctuation.
 pub const SAMPLE_LINES: &[&str] = &[
@@ -205,23 +205,7 @@ pub fn image_pdf(pages: &[&Gray], dpi: u32) -> Vec<u8> {
         image.extend_from_slice(b"\nendstream");
         objects.push(image);
     }
-    let mut out = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, object) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend_from_slice(format!("{} 0 obj\n", i + 1).as_bytes());
-        out.extend_from_slice(object);
-        out.extend_from_slice(b"\nendobj\n");
-    }
-    let xref = out.len();
-    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
-    for offset in offsets {
-        out.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
-    }
-    out.extend_from_slice(
-        format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes(),
-    );
-    out
+    write_objects(&objects)
 }
 
 /// Character accuracy of `read` against `truth`: 1 − (edit distance / characters of the

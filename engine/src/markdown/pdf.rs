@@ -756,7 +756,7 @@ mod tests {
     fn a_page_without_text_is_reported() {
         let read = from_layouts(&[page(1, vec![glyphs("Text.", 50.0, 100.0, 10.0, false)]), page(2, vec![])]);
         assert_eq!(read.pages_without_text, vec![2]);
-        assert!(crate::markdown::render(&read.document).contains("page 2 has no text layer"));
+        assert!(crate::markdown::render(&read.document).contains("page 2 has no text -->"));
     }
 
     fn italic(mut line: Vec<Glyph>) -> Vec<Glyph> {

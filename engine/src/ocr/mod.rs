@@ -55,21 +55,13 @@ pub fn parallel_pages(pages: usize) -> usize {
 /// The process's Tesseract, loaded on first use; a 503 naming the packages when missing.
 pub fn library() -> Result<&'static Tesseract, EngineError> {
     static TESSERACT: OnceLock<Result<Tesseract, String>> = OnceLock::new();
-    TESSERACT
-        .get_or_init(|| {
-            let found = Tesseract::load(|name| std::env::var_os(name));
-            if let Err(why) = &found {
-                tracing::error!(reason = %why, "libtesseract could not be loaded; OCR routes answer 503");
-            }
-            found
-        })
-        .as_ref()
-        .map_err(|why| unavailable(why))
+    let load = || Tesseract::load(|name| std::env::var_os(name));
+    crate::native::load_once(&TESSERACT, load, "libtesseract could not be loaded; OCR routes answer 503", unavailable)
 }
 
 /// Checks that Tesseract is there, loading it off the async threads the first time.
 pub async fn ensure_library() -> Result<(), EngineError> {
-    crate::context::blocking(|| library().map(|_| ())).await
+    crate::native::ensure(library).await
 }
 
 /// The error of an OCR route when Tesseract cannot be loaded.
@@ -378,56 +370,33 @@ pub fn layout_of(number: u32, words: &[Word], width: u32, height: u32, dpi: u32)
         let bottom = line.iter().map(|w| w.y1).max().unwrap_or(0) as f32 * scale;
         // A line's box runs from the ascenders to the descenders: about 0.95 em.
         let size = ((bottom - top) / 0.95).max(1.0);
+        let glyph = |ch: char, x0: f32, x1: f32, generated: bool| Glyph {
+            ch,
+            x0,
+            y0: top,
+            x1,
+            y1: bottom,
+            size,
+            bold: false,
+            italic: false,
+            mono: false,
+            generated,
+            font: 0,
+        };
         for (i, word) in line.iter().enumerate() {
             let (x0, x1) = (word.x0 as f32 * scale, word.x1 as f32 * scale);
             let letters: Vec<char> = word.text.chars().collect();
             let each = (x1 - x0) / letters.len().max(1) as f32;
             for (k, &ch) in letters.iter().enumerate() {
                 let left = x0 + each * k as f32;
-                glyphs.push(Glyph {
-                    ch,
-                    x0: left,
-                    y0: top,
-                    x1: left + each,
-                    y1: bottom,
-                    size,
-                    bold: false,
-                    italic: false,
-                    mono: false,
-                    generated: false,
-                    font: 0,
-                });
+                glyphs.push(glyph(ch, left, left + each, false));
             }
             if let Some(next) = line.get(i + 1) {
-                let gap_end = (next.x0 as f32 * scale).max(x1);
-                glyphs.push(Glyph {
-                    ch: ' ',
-                    x0: x1,
-                    y0: top,
-                    x1: gap_end,
-                    y1: bottom,
-                    size,
-                    bold: false,
-                    italic: false,
-                    mono: false,
-                    generated: true,
-                    font: 0,
-                });
+                glyphs.push(glyph(' ', x1, (next.x0 as f32 * scale).max(x1), true));
             }
         }
-        glyphs.push(Glyph {
-            ch: '\n',
-            x0: line.last().map_or(0.0, |w| w.x1 as f32 * scale),
-            y0: top,
-            x1: line.last().map_or(0.0, |w| w.x1 as f32 * scale),
-            y1: bottom,
-            size,
-            bold: false,
-            italic: false,
-            mono: false,
-            generated: true,
-            font: 0,
-        });
+        let end_x = line.last().map_or(0.0, |w| w.x1 as f32 * scale);
+        glyphs.push(glyph('\n', end_x, end_x, true));
         start = end;
     }
     PageLayout {

@@ -277,6 +277,23 @@ pub fn page_texts(bytes: &[u8], password: Option<&str>, field: &str) -> Result<V
     Ok(texts)
 }
 
+/// The error of a page whose text pdfium cannot read.
+fn unreadable_text(number: u32, field: &str) -> EngineError {
+    EngineError::invalid_with("damaged_pdf", field, format!("{field}: the text of page {number} cannot be read"))
+}
+
+/// Page `number` (1-based) of `pages`, for reading its text; errors name `field`.
+fn text_page<'a>(
+    pages: &'a pdfium_render::prelude::PdfPages<'a>,
+    number: u32,
+    field: &str,
+) -> Result<pdfium_render::prelude::PdfPage<'a>, EngineError> {
+    let count = pages.len();
+    let index = i32::try_from(number).ok().and_then(|n| n.checked_sub(1)).filter(|&i| i >= 0 && i < count);
+    let index = index.ok_or_else(|| unreadable_text(number, field))?;
+    pages.get(index).map_err(|_| unreadable_text(number, field))
+}
+
 /// Which of `pages` (1-based) have text: at least one character that is not white space,
 /// drawn or invisible (an earlier OCR layer counts); errors name `field`.
 pub fn pages_with_text(
@@ -288,20 +305,11 @@ pub fn pages_with_text(
     let pdfium = library()?;
     let doc = pdfium.load_pdf_from_byte_slice(bytes, password).map_err(|e| open_error(&e, field, password))?;
     let doc_pages = doc.pages();
-    let count = doc_pages.len();
     pages
         .iter()
         .map(|&number| {
-            let unreadable = || {
-                EngineError::invalid_with(
-                    "damaged_pdf",
-                    field,
-                    format!("{field}: the text of page {number} cannot be read"),
-                )
-            };
-            let index = i32::try_from(number).ok().and_then(|n| n.checked_sub(1)).filter(|&i| i >= 0 && i < count);
-            let page = doc_pages.get(index.ok_or_else(unreadable)?).map_err(|_| unreadable())?;
-            let text = page.text().map_err(|_| unreadable())?;
+            let page = text_page(doc_pages, number, field)?;
+            let text = page.text().map_err(|_| unreadable_text(number, field))?;
             Ok(text.chars().iter().any(|c| c.unicode_char().is_some_and(|c| !c.is_whitespace())))
         })
         .collect()
@@ -401,18 +409,10 @@ pub fn page_layouts(
     let pdfium = library()?;
     let doc = pdfium.load_pdf_from_byte_slice(bytes, password).map_err(|e| open_error(&e, field, password))?;
     let doc_pages = doc.pages();
-    let count = doc_pages.len();
     let mut layouts = Vec::with_capacity(pages.len());
     for &number in pages {
-        let unreadable = || {
-            EngineError::invalid_with(
-                "damaged_pdf",
-                field,
-                format!("{field}: the text of page {number} cannot be read"),
-            )
-        };
-        let index = i32::try_from(number).ok().and_then(|n| n.checked_sub(1)).filter(|&i| i >= 0 && i < count);
-        let page = doc_pages.get(index.ok_or_else(unreadable)?).map_err(|_| unreadable())?;
+        let unreadable = || unreadable_text(number, field);
+        let page = text_page(doc_pages, number, field)?;
         let height = page.height().value;
         let width = page.width().value;
         let area = |left: f32, top: f32, right: f32, bottom: f32| Area {
@@ -714,21 +714,13 @@ pub fn bind(source: &LibrarySource) -> Result<Pdfium, String> {
 /// The process's pdfium, bound on first use; a 503 `unavailable` when it is missing.
 pub fn library() -> Result<&'static Pdfium, EngineError> {
     static PDFIUM: OnceLock<Result<Pdfium, String>> = OnceLock::new();
-    PDFIUM
-        .get_or_init(|| {
-            let found = locate(|name| std::env::var_os(name)).and_then(|source| bind(&source));
-            if let Err(why) = &found {
-                tracing::error!(reason = %why, "libpdfium could not be loaded; rendering routes answer 503");
-            }
-            found
-        })
-        .as_ref()
-        .map_err(|why| unavailable(why))
+    let load = || locate(|name| std::env::var_os(name)).and_then(|source| bind(&source));
+    crate::native::load_once(&PDFIUM, load, "libpdfium could not be loaded; rendering routes answer 503", unavailable)
 }
 
 /// Checks that libpdfium is there, loading it off the async threads the first time.
 pub async fn ensure_library() -> Result<(), EngineError> {
-    crate::context::blocking(|| library().map(|_| ())).await
+    crate::native::ensure(library).await
 }
 
 /// The error of a rendering route when libpdfium cannot be loaded.
