@@ -165,9 +165,31 @@ fn parse_bound(text: &str) -> Result<Bound, String> {
     }
 }
 
+/// `pages` (ascending) written as a selection (`"1-3,5,8-9"`): short however many pages.
+pub fn ranges(pages: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < pages.len() {
+        let start = pages[i];
+        while i + 1 < pages.len() && pages[i + 1] == pages[i] + 1 {
+            i += 1;
+        }
+        out.push(if pages[i] == start { start.to_string() } else { format!("{start}-{}", pages[i]) });
+        i += 1;
+    }
+    out.join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn page_lists_are_written_as_ranges() {
+        assert_eq!(ranges(&[1, 2, 3, 5, 8, 9]), "1-3,5,8-9");
+        assert_eq!(ranges(&[4]), "4");
+        assert_eq!(ranges(&[]), "");
+    }
 
     fn pages(text: &str, count: u32) -> Vec<u32> {
         PageSelection::parse(text, "/pages").unwrap().resolve(count, 5_000, "/pages").unwrap()

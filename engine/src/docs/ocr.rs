@@ -18,7 +18,7 @@ use crate::docs::rasterize::{image_page, jpeg};
 use crate::error::EngineError;
 use crate::ocr::{self, Image, TextLayer};
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
-use crate::pages::PageSelection;
+use crate::pages::{PageSelection, ranges};
 use crate::pdf::graft::Grafter;
 use crate::pdf::pdfium::{self, PagePlan, RenderSource, RgbPage};
 use crate::pdf::transform::{Pdf, PdfJob, Transform};
@@ -28,6 +28,12 @@ use crate::price::Price;
 /// The resolution pages are read at: Tesseract's models are trained on text of 10 pt and
 /// up at 300 dpi; higher costs time without gaining accuracy.
 pub const OCR_DPI: u32 = 300;
+
+/// Pages read with a mean word confidence under this are listed in the report.
+const LOW_CONFIDENCE: u32 = 60;
+
+/// Most pages the report lists in one list.
+const MAX_LISTED: usize = 100;
 
 /// The lowest resolution a very large page is read at, rather than refused.
 const MIN_OCR_DPI: u32 = 100;
@@ -135,15 +141,30 @@ impl Route for OcrRoute {
             let bytes = pdf::save(&mut doc)?;
             let confidence =
                 if done.is_empty() { 0 } else { done.iter().map(|p| p.confidence).sum::<u32>() / done.len() as u32 };
+            // Short whatever the page count: it travels in a header. Page lists as selections,
+            // and only the pages read with little confidence.
+            let low: Vec<_> = done
+                .iter()
+                .filter(|p| p.confidence < LOW_CONFIDENCE)
+                .take(MAX_LISTED)
+                .map(|p| serde_json::json!({"page": p.number, "confidence": p.confidence, "words": p.words}))
+                .collect();
+            let turned: Vec<_> = done
+                .iter()
+                .filter(|p| p.turned != 0)
+                .take(MAX_LISTED)
+                .map(|p| serde_json::json!({"page": p.number, "degrees": p.turned}))
+                .collect();
             let report = serde_json::json!({
                 "languages": languages.split('+').collect::<Vec<_>>(),
                 "dpi": dpi,
-                "pages_read": sorted.read,
-                "pages_forced": sorted.forced,
-                "pages_skipped_with_text": sorted.skipped,
-                "pages_turned": done.iter().filter(|p| p.turned != 0).map(|p| serde_json::json!({"page": p.number, "degrees": p.turned})).collect::<Vec<_>>(),
+                "pages_read": ranges(&sorted.read),
+                "pages_forced": ranges(&sorted.forced),
+                "pages_skipped_with_text": ranges(&sorted.skipped),
+                "pages_turned": turned,
+                "words": done.iter().map(|p| p.words).sum::<usize>(),
                 "confidence": confidence,
-                "page_confidence": done.iter().map(|p| serde_json::json!({"page": p.number, "confidence": p.confidence, "words": p.words})).collect::<Vec<_>>(),
+                "low_confidence_pages": low,
             });
             let file = OutFile::pdf(derived_name(&filename, "ocr", "pdf"), bytes);
             Ok(Reply::Files(FileSet::single(file, output).with_report(report)))
@@ -260,8 +281,9 @@ const INFO: RouteInfo = RouteInfo {
             one, each word over its place on the page, so the PDF can be searched, selected and copied while it \
             looks exactly as before (the page image is not touched). Pages scanned sideways or upside down are \
             turned upright first (`auto_rotate`). Pages that already have text are skipped unless `force`. \
-            `languages` takes Tesseract codes (`eng`, `deu`, `fra`, `spa`…). The report lists the pages read, \
-            skipped and turned and each page's mean word confidence (0 to 100). Priced by the pages read.",
+            `languages` takes Tesseract codes (`eng`, `deu`, `fra`, `spa`…). The report gives the pages read, \
+            skipped and turned, the words read, the mean word confidence (0 to 100) and the pages read with little \
+            confidence. Priced by the pages read.",
     base_price: Price::micros(3_000),
     price_rule: OCR_PRICE_RULE,
     free_pool: FreePool::Docs,
