@@ -414,6 +414,33 @@ pub fn layout_of(number: u32, words: &[Word], width: u32, height: u32, dpi: u32)
 mod tests {
     use super::*;
 
+    fn word(text: &str, x0: i32, y0: i32, x1: i32, y1: i32, line_start: bool) -> Word {
+        Word { text: text.into(), x0, y0, x1, y1, confidence: 90.0, line_start, paragraph_start: line_start }
+    }
+
+    #[test]
+    fn words_read_become_characters_on_their_line() {
+        // Two lines at 300 dpi: "ab cd" and "e"; "cd" sits a little higher than "ab".
+        let words = [
+            word("ab", 300, 300, 360, 350, true),
+            word("cd", 390, 296, 450, 348, false),
+            word("e", 300, 400, 330, 450, true),
+        ];
+        let layout = layout_of(7, &words, 2550, 3300, 300);
+        assert_eq!((layout.number, layout.width, layout.height), (7, 612.0, 792.0));
+        let text: String = layout.glyphs.iter().map(|g| g.ch).collect();
+        assert_eq!(text, "ab cd\ne\n");
+        // Letters share the word's box evenly, in points; a line's letters share its band.
+        let a = layout.glyphs[0];
+        assert_eq!((a.x0, a.x1), (72.0, 79.2));
+        let line_one: Vec<_> = layout.glyphs.iter().take(5).collect();
+        assert!(line_one.iter().all(|g| g.y0 == 296.0 * 0.24 && g.y1 == 350.0 * 0.24));
+        // The space between words is generated and fills the gap.
+        let space = layout.glyphs[2];
+        assert!(space.generated && space.x0 == 86.4 && space.x1 == 93.6, "{space:?}");
+        assert!(layout.has_text() && layout.images.is_empty());
+    }
+
     #[test]
     fn turning_moves_the_corners_clockwise() {
         // 3 × 2, one byte a pixel: rows [1 2 3], [4 5 6].
