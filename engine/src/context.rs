@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use crate::error::EngineError;
+use crate::error::{EngineError, ErrorKind};
 use crate::fetch::{AddressPolicy, FetchLimits, SafeFetcher};
 
 /// Fixed input limits (`../shared/spec/routebook.md` §6).
@@ -172,9 +172,70 @@ where
     }
 }
 
+/// Set once the caller stopped waiting for a [`blocking_abandonable`] run: its future was
+/// dropped (a timeout, a closed connection). Long work checks it between steps and stops.
+#[derive(Clone, Debug, Default)]
+pub struct Abandoned(Arc<std::sync::atomic::AtomicBool>);
+
+impl Abandoned {
+    /// Whether nobody waits for the result any more.
+    pub fn is_set(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The error long work answers when it stops because nobody waits.
+    pub fn error() -> EngineError {
+        EngineError::new(ErrorKind::Timeout, "timeout", "the caller stopped waiting; the work was stopped")
+    }
+}
+
+/// Sets the flag when the waiting future is dropped (or completes).
+struct SetOnDrop(Abandoned);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// [`blocking`] for long work that can stop between steps: `work` gets a flag that is set
+/// as soon as the caller's future is dropped, so a call the gateway gave up on (504) does
+/// not keep the cores busy.
+pub async fn blocking_abandonable<T, F>(work: F) -> Result<T, EngineError>
+where
+    F: FnOnce(&Abandoned) -> Result<T, EngineError> + Send + 'static,
+    T: Send + 'static,
+{
+    let flag = Abandoned::default();
+    let _set_when_dropped = SetOnDrop(flag.clone());
+    blocking(move || work(&flag)).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn abandoned_work_sees_the_flag() {
+        let (started, wait_started) = std::sync::mpsc::channel();
+        let (seen, saw) = std::sync::mpsc::channel();
+        let call = tokio::spawn(blocking_abandonable(move |abandoned| {
+            started.send(()).unwrap();
+            // Bounded, so a failing test ends rather than hangs.
+            let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !abandoned.is_set() && std::time::Instant::now() < give_up {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            if abandoned.is_set() {
+                seen.send(()).unwrap();
+            }
+            Err::<(), _>(Abandoned::error())
+        }));
+        wait_started.recv().unwrap();
+        call.abort();
+        // The work notices within a second that nobody waits.
+        assert!(saw.recv_timeout(std::time::Duration::from_secs(5)).is_ok());
+    }
 
     #[test]
     fn route_state_is_made_once_and_shared_by_clones() {

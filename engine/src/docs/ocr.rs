@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, Limits, NoProgress, Progress, blocking};
+use crate::context::{Abandoned, Context, Limits, NoProgress, Progress, blocking, blocking_abandonable};
 use crate::docs::rasterize::{image_page, jpeg};
 use crate::error::EngineError;
 use crate::ocr::{self, Image, TextLayer};
@@ -134,9 +134,9 @@ impl Route for OcrRoute {
 
     async fn run(call: OcrCall, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
         let progress = ctx.progress.clone();
-        blocking(move || {
+        blocking_abandonable(move |abandoned| {
             let OcrCall { bytes, password, mut doc, filename, sorted, languages, dpi, auto_rotate, output } = call;
-            let job = Reading { languages: &languages, dpi, auto_rotate };
+            let job = Reading { languages: &languages, dpi, auto_rotate, abandoned };
             let done = read_pages(&bytes, password.as_deref(), &mut doc, &sorted, &job, &*progress)?;
             let bytes = pdf::save(&mut doc)?;
             let confidence =
@@ -227,7 +227,9 @@ impl Transform for Ocr {
         if sorted.read.is_empty() {
             return Ok(Pdf::Doc(doc));
         }
-        let job = Reading { languages: &plan.languages, dpi: plan.dpi, auto_rotate: plan.auto_rotate };
+        let never = Abandoned::default();
+        let job =
+            Reading { languages: &plan.languages, dpi: plan.dpi, auto_rotate: plan.auto_rotate, abandoned: &never };
         read_pages(&bytes, None, &mut doc, &sorted, &job, &NoProgress)?;
         Ok(Pdf::Doc(doc))
     }
@@ -269,6 +271,8 @@ struct Reading<'a> {
     languages: &'a str,
     dpi: u32,
     auto_rotate: bool,
+    /// Set when the caller stopped waiting: reading stops at the next page.
+    abandoned: &'a Abandoned,
 }
 
 /// The route's description, shared by the route and the pipeline step.
@@ -351,7 +355,7 @@ fn read_pages(
     progress: &dyn Progress,
 ) -> Result<Vec<PageRead>, EngineError> {
     let (read, forced) = (&sorted.read, &sorted.forced);
-    let (languages, dpi, auto_rotate) = (job.languages, job.dpi, job.auto_rotate);
+    let (languages, dpi, auto_rotate, abandoned) = (job.languages, job.dpi, job.auto_rotate, job.abandoned);
     let readers = ocr::parallel_pages(read.len());
     let total = read.len() as u64;
     let done_count = AtomicU64::new(0);
@@ -390,6 +394,9 @@ fn read_pages(
                             if failed.load(Ordering::Relaxed) {
                                 break;
                             }
+                            if abandoned.is_set() {
+                                return Err(Abandoned::error());
+                            }
                         }
                         Ok(Reader { pages, layer: layer.finish().map_err(EngineError::internal)? })
                     };
@@ -406,6 +413,9 @@ fn read_pages(
         let rendered = pdfium::render_pages(bytes, password, read, dpi, "/file", "/file", |page| {
             if failed.load(Ordering::Relaxed) {
                 return Err(EngineError::internal("a page could not be read"));
+            }
+            if abandoned.is_set() {
+                return Err(Abandoned::error());
             }
             let grey = ocr::grey_of_rgb(&page.rgb);
             let job = Job { number: page.number, grey, width: page.width, height: page.height };
