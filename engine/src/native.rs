@@ -2,8 +2,19 @@
 //! process, a failure logged once and answered as each route's 503 after that.
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
-use crate::error::EngineError;
+use crate::error::{EngineError, ErrorKind};
+
+/// How long a caller is told to wait after a 503 for a missing library: installing it is
+/// an operator's job, so not soon.
+const RETRY_AFTER: Duration = Duration::from_secs(3600);
+
+/// The 503 `unavailable` of a route whose library is missing; `message` says which and
+/// what the operator does about it.
+pub fn unavailable(message: String) -> EngineError {
+    EngineError::new(ErrorKind::Unavailable { retry_after: RETRY_AFTER }, "unavailable", message)
+}
 
 /// The library in `cell`, loaded by `load` on first use; when it cannot be, `what` (“libpdfium
 /// could not be loaded; rendering routes answer 503”) is logged once with the reason, and

@@ -16,7 +16,6 @@ use crate::catalog::{Family, FreePool, Produces, RouteInfo};
 use crate::context::Limits;
 use crate::docs::PAGE_EDIT_PRICE_RULE;
 use crate::error::EngineError;
-use crate::pdf::content_refs;
 use crate::pdf::stamp::num;
 use crate::pdf::transform::{Pdf, Transform, TransformRoute};
 use crate::pdf::{self, Rect};
@@ -244,15 +243,9 @@ fn draw(doc: &mut Document, page_id: ObjectId, draws: &[(ObjectId, [f64; 6])]) -
     if draws.is_empty() {
         return Ok(());
     }
-    let page = doc.get_dictionary(page_id).map_err(|e| pdf::edit_error("flattening a page", e))?;
-    let old_contents = content_refs(doc, page);
     // The page gets its own copy of its resources and their /XObject dictionary: both
     // are often shared with pages whose annotations differ.
-    let mut resources = pdf::inherited(doc, page_id, b"Resources")
-        .and_then(|o| doc.dereference(o).ok())
-        .and_then(|(_, o)| o.as_dict().ok())
-        .cloned()
-        .unwrap_or_default();
+    let mut resources = pdf::own_resources(doc, page_id);
     let mut xobjects = pdf::dict_at(doc, &resources, b"XObject").cloned().unwrap_or_default();
     let mut names: HashMap<ObjectId, String> = HashMap::new();
     // Names are taken counting up from where the last one was found: a page with many
@@ -286,15 +279,7 @@ fn draw(doc: &mut Document, page_id: ObjectId, draws: &[(ObjectId, [f64; 6])]) -
         }
     }
     let open = doc.add_object(Stream::new(Dictionary::new(), b"q\n".to_vec()));
-    let drawn = doc.add_object(Stream::new(Dictionary::new(), content.into_bytes()));
-    let mut contents = Vec::with_capacity(old_contents.len() + 2);
-    contents.push(Object::Reference(open));
-    contents.extend(old_contents);
-    contents.push(Object::Reference(drawn));
-    let page = doc.get_dictionary_mut(page_id).map_err(|e| pdf::edit_error("flattening a page", e))?;
-    page.set("Resources", resources);
-    page.set("Contents", contents);
-    Ok(())
+    pdf::draw_over(doc, page_id, open, content.into_bytes(), resources, "flattening a page")
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@
 pub mod tesseract;
 
 use std::sync::{Mutex, OnceLock};
-use std::time::Duration;
 
 use crate::error::{EngineError, ErrorKind};
 use crate::pdf::pdfium::{self, Glyph, PageLayout};
@@ -25,9 +24,6 @@ pub const PAGE_DEADLINE_MS: u32 = 120_000;
 /// Orientation detection's confidence from which a page is turned (as OCRmyPDF's
 /// `--rotate-pages-threshold`): below it, a sparse page is left as it is.
 pub const TURN_CONFIDENCE: f32 = 14.0;
-
-/// How long a caller is told to wait after a 503 for a missing engine.
-const RETRY_AFTER: Duration = Duration::from_secs(3600);
 
 /// Most idle handles kept warm, all languages together (each holds its models: 20 to
 /// 100 MB).
@@ -66,16 +62,11 @@ pub async fn ensure_library() -> Result<(), EngineError> {
 
 /// The error of an OCR route when Tesseract cannot be loaded.
 pub fn unavailable(why: &str) -> EngineError {
-    EngineError::new(
-        ErrorKind::Unavailable { retry_after: RETRY_AFTER },
-        "unavailable",
-        format!(
-            "the OCR engine (Tesseract 5) is not available on this server ({why}); the operator must install the \
-             Debian packages {PACKAGES} (`cargo xtask setup` does) or set {} to the library's path, then restart the \
-             server",
-            tesseract::TESSERACT_ENV
-        ),
-    )
+    crate::native::unavailable(format!(
+        "the OCR engine (Tesseract 5) is not available on this server ({why}); the operator must install the Debian \
+         packages {PACKAGES} (`cargo xtask setup` does) or set {} to the library's path, then restart the server",
+        tesseract::TESSERACT_ENV
+    ))
 }
 
 /// Checks a `languages` field (Tesseract's codes: `eng`, `deu`, `chi_sim`…) against the
@@ -256,12 +247,7 @@ fn halved(image: &Image) -> Option<(Vec<u8>, u32, u32)> {
     let (hw, hh) = (w / 2, h / 2);
     let grey = |x: usize, y: usize| -> u32 {
         let at = (y * w + x) * c;
-        if c == 1 {
-            image.pixels[at] as u32
-        } else {
-            let p = &image.pixels[at..at + 3];
-            (p[0] as u32 * 299 + p[1] as u32 * 587 + p[2] as u32 * 114) / 1000
-        }
+        if c == 1 { image.pixels[at] as u32 } else { grey_of(&image.pixels[at..at + 3]) as u32 }
     };
     let mut out = Vec::with_capacity(hw * hh);
     for y in 0..hh {
@@ -273,9 +259,14 @@ fn halved(image: &Image) -> Option<(Vec<u8>, u32, u32)> {
     Some((out, hw as u32, hh as u32))
 }
 
-/// Packed RGB to grey (ITU-R 601 weights), as Tesseract would convert it.
+/// One RGB pixel's grey (ITU-R 601 weights), as Tesseract would convert it.
+fn grey_of(p: &[u8]) -> u8 {
+    ((p[0] as u32 * 299 + p[1] as u32 * 587 + p[2] as u32 * 114) / 1000) as u8
+}
+
+/// Packed RGB to grey.
 pub fn grey_of_rgb(rgb: &[u8]) -> Vec<u8> {
-    rgb.chunks_exact(3).map(|p| ((p[0] as u32 * 299 + p[1] as u32 * 587 + p[2] as u32 * 114) / 1000) as u8).collect()
+    rgb.chunks_exact(3).map(grey_of).collect()
 }
 
 /// `pixels` (`width × height`, `channels` bytes a pixel) turned clockwise by `degrees`
@@ -415,7 +406,7 @@ mod tests {
     use super::*;
 
     fn word(text: &str, x0: i32, y0: i32, x1: i32, y1: i32, line_start: bool) -> Word {
-        Word { text: text.into(), x0, y0, x1, y1, confidence: 90.0, line_start, paragraph_start: line_start }
+        Word { text: text.into(), x0, y0, x1, y1, line_start }
     }
 
     #[test]

@@ -55,7 +55,6 @@ struct Fns {
     result_iterator_delete: unsafe extern "C" fn(Handle),
     result_iterator_next: unsafe extern "C" fn(Handle, Level) -> c_int,
     result_iterator_text: unsafe extern "C" fn(Handle, Level) -> *mut c_char,
-    result_iterator_confidence: unsafe extern "C" fn(Handle, Level) -> c_float,
     result_iterator_page_iterator: unsafe extern "C" fn(Handle) -> Handle,
     page_iterator_bounding_box:
         unsafe extern "C" fn(Handle, Level, *mut c_int, *mut c_int, *mut c_int, *mut c_int) -> c_int,
@@ -142,7 +141,6 @@ impl Tesseract {
             result_iterator_delete: sym!("TessResultIteratorDelete"),
             result_iterator_next: sym!("TessResultIteratorNext"),
             result_iterator_text: sym!("TessResultIteratorGetUTF8Text"),
-            result_iterator_confidence: sym!("TessResultIteratorConfidence"),
             result_iterator_page_iterator: sym!("TessResultIteratorGetPageIterator"),
             page_iterator_bounding_box: sym!("TessPageIteratorBoundingBox"),
             page_iterator_is_at_beginning_of: sym!("TessPageIteratorIsAtBeginningOf"),
@@ -231,12 +229,8 @@ pub struct Word {
     pub x1: i32,
     /// Bottom edge.
     pub y1: i32,
-    /// Tesseract's confidence, 0 to 100.
-    pub confidence: f32,
     /// The word starts a new text line.
     pub line_start: bool,
-    /// The word starts a new paragraph.
-    pub paragraph_start: bool,
 }
 
 /// What Tesseract read on one image.
@@ -419,9 +413,7 @@ impl Api {
                             y0,
                             x1,
                             y1,
-                            confidence: (f.result_iterator_confidence)(it, Level::Word),
                             line_start: (f.page_iterator_is_at_beginning_of)(page, Level::Line) != 0,
-                            paragraph_start: (f.page_iterator_is_at_beginning_of)(page, Level::Para) != 0,
                         });
                     }
                     if (f.result_iterator_next)(it, Level::Word) == 0 {

@@ -54,15 +54,9 @@ impl<'a> Grafter<'a> {
         let _ = stream.compress();
         let form_id = doc.add_object(stream);
 
-        let page = doc.get_dictionary(onto).map_err(|e| pdf::edit_error("adding a layer to a page", e))?;
-        let old_contents = pdf::content_refs(doc, page);
         // The page gets its own copy of its resources and of their /XObject dictionary:
         // resources are often shared by pages that get no layer (or another one).
-        let mut own = pdf::inherited(doc, onto, b"Resources")
-            .and_then(|o| doc.dereference(o).ok())
-            .and_then(|(_, o)| o.as_dict().ok())
-            .cloned()
-            .unwrap_or_default();
+        let mut own = pdf::own_resources(doc, onto);
         let mut xobjects = pdf::dict_at(doc, &own, b"XObject").cloned().unwrap_or_default();
         let xname = stamp::unused_name(&xobjects, name);
         xobjects.set(xname.as_bytes(), Object::Reference(form_id));
@@ -70,15 +64,8 @@ impl<'a> Grafter<'a> {
         let open = *self.open.get_or_insert_with(|| doc.add_object(Stream::new(Dictionary::new(), b"q\n".to_vec())));
         // Closes the `q` opened before the page's content, so the layer is placed in the
         // page's initial graphics state whatever that content left.
-        let draw = doc.add_object(Stream::new(Dictionary::new(), format!("\nQ\nq\n/{xname} Do\nQ\n").into_bytes()));
-        let mut contents = Vec::with_capacity(old_contents.len() + 2);
-        contents.push(Object::Reference(open));
-        contents.extend(old_contents);
-        contents.push(Object::Reference(draw));
-        let page = doc.get_dictionary_mut(onto).map_err(|e| pdf::edit_error("adding a layer to a page", e))?;
-        page.set("Resources", own);
-        page.set("Contents", contents);
-        Ok(())
+        let draw = format!("\nQ\nq\n/{xname} Do\nQ\n").into_bytes();
+        pdf::draw_over(doc, onto, open, draw, own, "adding a layer to a page")
     }
 
     /// `object` with every reference into the source copied into `doc` (once each).

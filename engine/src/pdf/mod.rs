@@ -22,7 +22,7 @@ pub mod stamp;
 pub(crate) mod testing;
 pub mod transform;
 
-use lopdf::{Dictionary, Document, LoadOptions, Object, ObjectId};
+use lopdf::{Dictionary, Document, LoadOptions, Object, ObjectId, Stream};
 
 use crate::context::{Context, Limits, blocking};
 use crate::error::{EngineError, ErrorKind};
@@ -416,6 +416,42 @@ pub fn encode_text_string(text: &str) -> Object {
 pub fn dict_at<'a>(doc: &'a Document, dict: &'a Dictionary, key: &[u8]) -> Option<&'a Dictionary> {
     let object = dict.get(key).ok()?;
     doc.dereference(object).ok()?.1.as_dict().ok()
+}
+
+/// A copy of page `page_id`'s resources (inherited ones followed) for the page to own and
+/// change: resources are often shared by pages that must not change. Only this dictionary
+/// is copied; what it refers to stays shared.
+pub fn own_resources(doc: &Document, page_id: ObjectId) -> Dictionary {
+    inherited(doc, page_id, b"Resources")
+        .and_then(|o| doc.dereference(o).ok())
+        .and_then(|(_, o)| o.as_dict().ok())
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Draws `over` after page `page_id`'s own content, in the page's initial graphics state:
+/// the content list becomes `open` (a stream holding `q`), the page's streams, then
+/// `over`, which starts by closing that `q` (`Q`). The page gets `resources`; `what`
+/// names the edit in errors ("stamping a page").
+pub fn draw_over(
+    doc: &mut Document,
+    page_id: ObjectId,
+    open: ObjectId,
+    over: Vec<u8>,
+    resources: Dictionary,
+    what: &str,
+) -> Result<(), EngineError> {
+    let page = doc.get_dictionary(page_id).map_err(|e| edit_error(what, e))?;
+    let old_contents = content_refs(doc, page);
+    let over = doc.add_object(Stream::new(Dictionary::new(), over));
+    let mut contents = Vec::with_capacity(old_contents.len() + 2);
+    contents.push(Object::Reference(open));
+    contents.extend(old_contents);
+    contents.push(Object::Reference(over));
+    let page = doc.get_dictionary_mut(page_id).map_err(|e| edit_error(what, e))?;
+    page.set("Resources", resources);
+    page.set("Contents", contents);
+    Ok(())
 }
 
 /// The page's content stream references, flattened; entries that are not streams drop out.

@@ -10,12 +10,11 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use pdfium_render::prelude::{PdfBitmapFormat, PdfRenderConfig, Pdfium, PdfiumError, PdfiumInternalError};
 
 use crate::context::{Context, blocking};
-use crate::error::{EngineError, ErrorKind};
+use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::pdf::{self, SourcePdf};
 use crate::price::Price;
@@ -41,10 +40,6 @@ pub const MAX_PAGE_PIXELS: u64 = 50_000_000;
 
 /// The environment variable naming libpdfium (the file, or the folder holding it).
 pub const PDFIUM_ENV: &str = "PAPERCHAIN_PDFIUM";
-
-/// How long a caller is told to wait after a 503 for a missing renderer: installing it is
-/// an operator's job, so not soon.
-const RETRY_AFTER: Duration = Duration::from_secs(3600);
 
 /// Checks an optional `dpi` field: 36 to 600, [`DEFAULT_DPI`] when absent.
 pub fn check_dpi(dpi: Option<i64>, field: &str) -> Result<u32, EngineError> {
@@ -725,19 +720,16 @@ pub async fn ensure_library() -> Result<(), EngineError> {
 
 /// The error of a rendering route when libpdfium cannot be loaded.
 pub fn unavailable(why: &str) -> EngineError {
-    EngineError::new(
-        ErrorKind::Unavailable { retry_after: RETRY_AFTER },
-        "unavailable",
-        format!(
-            "the PDF renderer (libpdfium) is not available on this server ({why}); the operator must run \
-             `cargo xtask setup` or set {PDFIUM_ENV} to the library's path, then restart the server"
-        ),
-    )
+    crate::native::unavailable(format!(
+        "the PDF renderer (libpdfium) is not available on this server ({why}); the operator must run `cargo xtask \
+         setup` or set {PDFIUM_ENV} to the library's path, then restart the server"
+    ))
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::error::ErrorKind;
 
     /// A fake environment with only these variables.
     fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {

@@ -6,7 +6,6 @@
 use lopdf::{Dictionary, Document, Object, ObjectId, Stream};
 
 use crate::error::EngineError;
-use crate::pdf::content_refs;
 use crate::pdf::{self, Rect};
 
 /// Helvetica advance widths in 1/1000 em of the WinAnsiEncoding codes 32 to 255, in code
@@ -270,19 +269,13 @@ impl Stamper {
 
     /// Draws WinAnsi-encoded `text` on the page, over its content, placed per `style`.
     pub fn stamp(&self, doc: &mut Document, page_id: ObjectId, text: &[u8], style: &Style) -> Result<(), EngineError> {
-        let page = doc.get_dictionary(page_id).map_err(|e| pdf::edit_error("stamping a page", e))?;
-        let old_contents = content_refs(doc, page);
         let frame = Frame::of_page(doc, page_id);
 
         // The page gets its own copy of its resources (and of their /Font and /ExtGState
         // dictionaries): resources are often shared by many pages, and pages left out of
         // the selection must not change. Only the small dictionaries are copied; fonts,
         // images and the like stay shared by reference.
-        let mut resources = pdf::inherited(doc, page_id, b"Resources")
-            .and_then(|o| doc.dereference(o).ok())
-            .and_then(|(_, o)| o.as_dict().ok())
-            .cloned()
-            .unwrap_or_default();
+        let mut resources = pdf::own_resources(doc, page_id);
         let mut fonts = owned_dict(doc, &resources, b"Font");
         let font_name = unused_name(&fonts, "PcF");
         fonts.set(font_name.as_bytes(), Object::Reference(self.font));
@@ -299,16 +292,7 @@ impl Stamper {
         };
 
         let content = stamp_content(&frame, text, style, &font_name, state_name.as_deref());
-        let stamp_id = doc.add_object(Stream::new(Dictionary::new(), content.into_bytes()));
-        let mut contents = Vec::with_capacity(old_contents.len() + 2);
-        contents.push(Object::Reference(self.open));
-        contents.extend(old_contents);
-        contents.push(Object::Reference(stamp_id));
-
-        let page = doc.get_dictionary_mut(page_id).map_err(|e| pdf::edit_error("stamping a page", e))?;
-        page.set("Resources", resources);
-        page.set("Contents", contents);
-        Ok(())
+        pdf::draw_over(doc, page_id, self.open, content.into_bytes(), resources, "stamping a page")
     }
 }
 
