@@ -59,6 +59,7 @@ pub const CODES: &[(&str, &str)] = &[
     ("damaged_office_file", "an Office file's ZIP or XML is too damaged to read"),
     ("decompression_bomb", "a compressed file expands past the size or ratio limits"),
     ("xml_doctype", "an XML part declares a document type (the start of an entity-expansion bomb)"),
+    ("conversion_failed", "the converter could not open the file: damaged, or not what its contents claim"),
     ("unsupported_format", "a file is in a format the route does not read"),
     ("unknown_language", "an OCR language is not installed on this server (the message lists the installed ones)"),
     ("no_pages_to_read", "every page selected for OCR already has text (force reads them anyway)"),
@@ -78,6 +79,8 @@ pub const CODES: &[(&str, &str)] = &[
         "rate_limited",
         "an upstream (a chain node, the funding venue) refused the request for rate; retry after Retry-After",
     ),
+    ("busy", "every worker of the route is busy and its queue is full; retry after Retry-After seconds"),
+    ("engine_failed", "the external engine stopped during the call; it was restarted, send the call again"),
     ("unavailable", "the service or an upstream is unavailable"),
     ("internal", "a defect on our side"),
 ];

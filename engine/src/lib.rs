@@ -33,6 +33,8 @@ pub mod pages;
 pub mod pdf;
 pub mod price;
 pub mod sanctions;
+pub mod sandbox;
+pub mod soffice;
 pub mod statement;
 pub mod xml;
 

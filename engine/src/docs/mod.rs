@@ -41,6 +41,7 @@ pub mod tables;
 pub mod to_docx;
 pub mod to_images;
 pub mod to_markdown;
+pub mod to_pdf;
 pub mod unlock;
 pub mod watermark;
 pub mod xlsx_build;
@@ -78,6 +79,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<xlsx_build::XlsxBuildRoute>();
     catalog.add::<pdf_text::PdfTextRoute>();
     catalog.add::<pptx_build::PptxBuildRoute>();
+    catalog.add::<to_pdf::ToPdfRoute>();
     catalog.add::<to_markdown::ToMarkdownRoute>();
     catalog.add::<tables::TablesRoute>();
     catalog.add::<bank_statement::BankStatementRoute>();

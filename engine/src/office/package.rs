@@ -100,6 +100,30 @@ pub fn check(bytes: &[u8], want: Kind, field: &str) -> Result<Checked, EngineErr
     if !bytes.starts_with(b"PK") {
         return Err(not_ooxml(field, want));
     }
+    let (members, total) = inflate_all(bytes, field, is_xml_part)?;
+    match kind_of(&members) {
+        Some(kind) if kind == want => Ok(Checked { kind, inflated_bytes: total, members }),
+        Some(other) => Err(EngineError::invalid_with(
+            "not_an_office_file",
+            field,
+            format!("{field}: this is {}, and this route takes {}", other.noun(), want.noun()),
+        )),
+        None => Err(not_ooxml(field, want)),
+    }
+}
+
+/// The kind of OOXML package whose members are `members`, by its main part.
+pub fn kind_of(members: &[String]) -> Option<Kind> {
+    [Kind::Workbook, Kind::WordDocument, Kind::Presentation]
+        .into_iter()
+        .find(|kind| members.iter().any(|m| m == kind.main_part()))
+}
+
+/// Inflates every member of the ZIP `bytes` once, counting, and refuses the file as soon as
+/// a member or the whole expands past the fixed sizes or ratios; members for which
+/// `no_doctype` holds must not declare a document type. The members' names, in archive
+/// order, and their inflated size together.
+pub fn inflate_all(bytes: &[u8], field: &str, no_doctype: fn(&str) -> bool) -> Result<(Vec<String>, u64), EngineError> {
     let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| damaged(field, &e.to_string()))?;
     if archive.len() > MAX_MEMBERS {
         return Err(bomb(field, format!("it has {} members, more than the {MAX_MEMBERS} allowed", archive.len())));
@@ -115,7 +139,7 @@ pub fn check(bytes: &[u8], want: Kind, field: &str) -> Result<Checked, EngineErr
             continue;
         }
         let compressed = member.compressed_size().max(1);
-        let scan_xml = is_xml_part(&name);
+        let scan_xml = no_doctype(&name);
         // The last bytes of the previous chunk, so a declaration split across chunks is seen.
         let mut tail: Vec<u8> = Vec::new();
         let mut inflated = 0u64;
@@ -146,7 +170,7 @@ pub fn check(bytes: &[u8], want: Kind, field: &str) -> Result<Checked, EngineErr
                         "xml_doctype",
                         field,
                         format!(
-                            "{field}: part {name} declares a document type (<!DOCTYPE>); Office Open XML parts have \
+                            "{field}: part {name} declares a document type (<!DOCTYPE>); the format's parts have \
                              none, and entity declarations there are how XML entity bombs work"
                         ),
                     ));
@@ -157,18 +181,16 @@ pub fn check(bytes: &[u8], want: Kind, field: &str) -> Result<Checked, EngineErr
         }
         members.push(name);
     }
-    let kind = [Kind::Workbook, Kind::WordDocument, Kind::Presentation]
-        .into_iter()
-        .find(|kind| members.iter().any(|m| m == kind.main_part()));
-    match kind {
-        Some(kind) if kind == want => Ok(Checked { kind, inflated_bytes: total, members }),
-        Some(other) => Err(EngineError::invalid_with(
-            "not_an_office_file",
-            field,
-            format!("{field}: this is {}, and this route takes {}", other.noun(), want.noun()),
-        )),
-        None => Err(not_ooxml(field, want)),
-    }
+    Ok((members, total))
+}
+
+/// Reads one member of a ZIP that passed [`inflate_all`], at most `limit` bytes of it.
+pub fn read_member(bytes: &[u8], name: &str, limit: u64) -> Option<Vec<u8>> {
+    let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).ok()?;
+    let member = archive.by_name(name).ok()?;
+    let mut out = Vec::new();
+    member.take(limit).read_to_end(&mut out).ok()?;
+    Some(out)
 }
 
 const DOCTYPE: &[u8] = b"<!DOCTYPE";
@@ -177,7 +199,8 @@ fn has_doctype(text: &[u8]) -> bool {
     text.windows(DOCTYPE.len()).any(|w| w == DOCTYPE)
 }
 
-fn is_xml_part(name: &str) -> bool {
+/// Whether an OOXML member is XML (every one of them must be free of document types).
+pub fn is_xml_part(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     lower.ends_with(".xml") || lower.ends_with(".rels") || lower.ends_with(".vml")
 }
