@@ -42,7 +42,8 @@ pub fn bwrap() -> Result<&'static Path, String> {
                 .prefix("paperchain-box-probe-")
                 .tempdir()
                 .map_err(|e| format!("cannot make a folder for the box: {e}"))?;
-            std::fs::create_dir_all(probe.path().join("tmp")).map_err(|e| format!("cannot make the box's /tmp: {e}"))?;
+            std::fs::create_dir_all(probe.path().join("tmp"))
+                .map_err(|e| format!("cannot make the box's /tmp: {e}"))?;
             let out = command_with(&program, probe.path(), &Layout::default(), Path::new("/usr/bin/true"), &[])
                 .stdin(Stdio::null())
                 .output()
@@ -132,7 +133,8 @@ mod tests {
              /usr/bin/python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2)' \
              2>/dev/null && echo host=reached || echo host=unreachable"
         );
-        let out = command(root.path(), &Layout::default(), Path::new("/bin/sh"), &["-c", &script]).unwrap().output().unwrap();
+        let out =
+            command(root.path(), &Layout::default(), Path::new("/bin/sh"), &["-c", &script]).unwrap().output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let text = String::from_utf8_lossy(&out.stdout);
         for line in ["file=inside", "root=absent", "ifaces=lo,", "host=unreachable"] {

@@ -105,6 +105,11 @@ fn unsupported(field: &str, why: &str) -> EngineError {
 fn package_format(bytes: &[u8], field: &str) -> Result<Format, EngineError> {
     let (members, _) = package::inflate_all(bytes, field, no_doctype)?;
     if members.iter().any(|m| m == "mimetype") {
+        // A password-protected OpenDocument file lists how each part is encrypted.
+        let manifest = package::read_member(bytes, "META-INF/manifest.xml", 4 << 20).unwrap_or_default();
+        if String::from_utf8_lossy(&manifest).contains("encryption-data") {
+            return Err(password_required(field));
+        }
         let mimetype = package::read_member(bytes, "mimetype", 200).unwrap_or_default();
         return match String::from_utf8_lossy(&mimetype).trim() {
             "application/vnd.oasis.opendocument.text" => Ok(Format::Odt),
@@ -127,10 +132,21 @@ fn package_format(bytes: &[u8], field: &str) -> Result<Format, EngineError> {
     })
 }
 
+fn password_required(field: &str) -> EngineError {
+    EngineError::invalid_with(
+        "password_required",
+        field,
+        format!("{field}: the Office file is password-protected; save it without a password and send it again"),
+    )
+}
+
 /// Which members must not declare a document type: every OOXML part, and the OpenDocument
 /// main parts (its Basic modules and old manifests do declare one, and are left alone).
 fn no_doctype(name: &str) -> bool {
-    package::is_xml_part(name) && !name.starts_with("Basic/") && !name.starts_with("META-INF/") && !name.starts_with("Dialogs/")
+    package::is_xml_part(name)
+        && !name.starts_with("Basic/")
+        && !name.starts_with("META-INF/")
+        && !name.starts_with("Dialogs/")
 }
 
 /// A legacy binary file or an encrypted OOXML file, by the names of the compound file's
@@ -139,11 +155,7 @@ fn compound_format(bytes: &[u8], field: &str) -> Result<Format, EngineError> {
     let names = compound_stream_names(bytes);
     let has = |wanted: &str| names.iter().any(|n| n == wanted);
     if has("EncryptedPackage") || has("EncryptionInfo") {
-        return Err(EngineError::invalid_with(
-            "password_required",
-            field,
-            format!("{field}: the Office file is password-protected; save it without a password and send it again"),
-        ));
+        return Err(password_required(field));
     }
     if has("WordDocument") {
         Ok(Format::Doc)
@@ -175,7 +187,8 @@ fn compound_stream_names(bytes: &[u8]) -> Vec<String> {
             if !(2..=64).contains(&length) {
                 return None;
             }
-            let units: Vec<u16> = entry[..length - 2].chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+            let units: Vec<u16> =
+                entry[..length - 2].chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
             Some(String::from_utf16_lossy(&units))
         })
         .collect()
@@ -191,7 +204,10 @@ mod tests {
         let word = zip_of(&[("[Content_Types].xml", b"<Types/>"), ("word/document.xml", b"<w:document/>")]);
         assert_eq!(sniff(&word, "/file").unwrap(), Format::Docx { macros: false });
         let macro_book = zip_of(&[
-            ("[Content_Types].xml", b"<Types><Override ContentType=\"application/vnd.ms-excel.sheet.macroEnabled.main+xml\"/></Types>"),
+            (
+                "[Content_Types].xml",
+                b"<Types><Override ContentType=\"application/vnd.ms-excel.sheet.macroEnabled.main+xml\"/></Types>",
+            ),
             ("xl/workbook.xml", b"<workbook/>"),
         ]);
         assert_eq!(sniff(&macro_book, "/file").unwrap(), Format::Xlsx { macros: true });
@@ -199,11 +215,27 @@ mod tests {
         assert_eq!(sniff(&odp, "/file").unwrap(), Format::Odp);
         let odf_with_basic = zip_of(&[
             ("mimetype", b"application/vnd.oasis.opendocument.text"),
-            ("Basic/Standard/Module1.xml", b"<!DOCTYPE script:module PUBLIC \"-//OpenOffice.org//DTD OfficeDocument 1.0//EN\" \"module.dtd\"><m/>"),
+            (
+                "Basic/Standard/Module1.xml",
+                b"<!DOCTYPE script:module PUBLIC \"-//OpenOffice.org//DTD OfficeDocument 1.0//EN\" \"module.dtd\"><m/>",
+            ),
         ]);
-        assert_eq!(sniff(&odf_with_basic, "/file").unwrap(), Format::Odt, "a Basic module's DOCTYPE is its normal form");
-        let odf_bomb = zip_of(&[("mimetype", b"application/vnd.oasis.opendocument.text"), ("content.xml", b"<!DOCTYPE x [<!ENTITY a \"b\">]><x/>")]);
+        assert_eq!(
+            sniff(&odf_with_basic, "/file").unwrap(),
+            Format::Odt,
+            "a Basic module's DOCTYPE is its normal form"
+        );
+        let odf_bomb = zip_of(&[
+            ("mimetype", b"application/vnd.oasis.opendocument.text"),
+            ("content.xml", b"<!DOCTYPE x [<!ENTITY a \"b\">]><x/>"),
+        ]);
         assert_eq!(sniff(&odf_bomb, "/file").unwrap_err().code, "xml_doctype");
+        let locked_odt = zip_of(&[
+            ("mimetype", b"application/vnd.oasis.opendocument.text"),
+            ("META-INF/manifest.xml", b"<manifest:manifest><manifest:file-entry manifest:full-path=\"content.xml\"><manifest:encryption-data/></manifest:file-entry></manifest:manifest>"),
+            ("content.xml", b"\x8f\x11 encrypted bytes"),
+        ]);
+        assert_eq!(sniff(&locked_odt, "/file").unwrap_err().code, "password_required");
         let plain_zip = zip_of(&[("notes.txt", b"hello")]);
         let refused = sniff(&plain_zip, "/file").unwrap_err();
         assert_eq!((refused.code.as_ref(), refused.field.as_deref()), ("unsupported_format", Some("/file")));

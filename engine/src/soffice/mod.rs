@@ -55,14 +55,16 @@ impl PoolConfig {
     pub fn from_env() -> PoolConfig {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let by_memory = memory_bytes().map_or(4, |bytes| (bytes / (1536 << 20)) as usize);
-        let workers = env_number("PAPERCHAIN_OFFICE_WORKERS").unwrap_or_else(|| cores.min(4).min(by_memory).max(1) as u64);
+        let workers =
+            env_number("PAPERCHAIN_OFFICE_WORKERS").unwrap_or_else(|| cores.min(4).min(by_memory).max(1) as u64);
         let workers = workers.clamp(1, 64) as usize;
         PoolConfig {
             workers,
             queue: env_number("PAPERCHAIN_OFFICE_QUEUE").map_or(workers * 8, |n| n as usize),
             wait: Duration::from_secs(60),
             timeout: Duration::from_secs(env_number("PAPERCHAIN_OFFICE_TIMEOUT_S").unwrap_or(120).max(1)),
-            max_conversions: env_number("PAPERCHAIN_OFFICE_MAX_CONVERSIONS").map_or(200, |n| n.clamp(1, 100_000) as u32),
+            max_conversions: env_number("PAPERCHAIN_OFFICE_MAX_CONVERSIONS")
+                .map_or(200, |n| n.clamp(1, 100_000) as u32),
             idle: Duration::from_secs(env_number("PAPERCHAIN_OFFICE_IDLE_S").unwrap_or(600).max(1)),
             start_patience: Duration::from_secs(60),
         }

@@ -2,8 +2,10 @@
 //! to which each conversion is handed by a short-lived `soffice --convert-to` started in
 //! the same box (LibreOffice passes the request over its pipe to the running instance).
 //!
-//! The running instance holds a hidden blank text document: an instance with no document
-//! open quits after the first request it is handed, one with a document stays.
+//! The running instance holds a hidden document open (`keep.txt`, a one-line text file): an
+//! instance with no document open quits after the first request it is handed, one with a
+//! document stays. It is ready once that document is open, which its lock file
+//! (`.~lock.keep.txt#`) tells: a request handed over before then would be its last.
 
 use std::fs;
 use std::io::Read;
@@ -27,6 +29,9 @@ const SETTINGS: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <item oor:path="/org.openoffice.Office.Recovery/AutoSave"><prop oor:name="Enabled" oor:op="fuse"><value>false</value></prop></item>
 </oor:items>
 "#;
+
+/// The document a worker keeps open, in its root.
+const KEEP: &str = "keep.txt";
 
 /// How a conversion went wrong, for the pool to decide what to do with the worker.
 #[derive(Debug)]
@@ -64,7 +69,9 @@ impl Worker {
         }
         fs::write(root.join("profile/user/registrymodifications.xcu"), SETTINGS)
             .map_err(|e| format!("cannot write the LibreOffice profile: {e}"))?;
-        let log = fs::File::create(root.join("office.log")).map_err(|e| format!("cannot make the worker's log: {e}"))?;
+        fs::write(root.join(KEEP), "Paperchain\n").map_err(|e| format!("cannot write the worker's document: {e}"))?;
+        let log =
+            fs::File::create(root.join("office.log")).map_err(|e| format!("cannot make the worker's log: {e}"))?;
         let log2 = log.try_clone().map_err(|e| format!("cannot make the worker's log: {e}"))?;
         let mut command = sandbox::command(
             &root,
@@ -79,7 +86,7 @@ impl Worker {
                 "--nolockcheck",
                 "--nofirststartwizard",
                 // The hidden document that keeps the instance running between requests.
-                "private:factory/swriter",
+                &format!("{BOX_ROOT}/{KEEP}"),
             ],
         )?;
         command.stdin(Stdio::null()).stdout(log).stderr(log2).process_group(0);
@@ -118,11 +125,12 @@ impl Worker {
         matches!(self.office.try_wait(), Ok(None))
     }
 
-    /// Whether soffice opened its request pipe (in the box's private /tmp).
+    /// Whether soffice opened its request pipe (in the box's private /tmp) and the document
+    /// that keeps it running.
     fn listens(&self) -> bool {
-        fs::read_dir(self.root.join("tmp")).is_ok_and(|entries| {
-            entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with("OSL_PIPE_"))
-        })
+        let pipe = fs::read_dir(self.root.join("tmp"))
+            .is_ok_and(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with("OSL_PIPE_")));
+        pipe && self.root.join(format!(".~lock.{KEEP}#")).exists()
     }
 
     /// Converts `input` (its file name says the format: `input.docx`) to PDF within
@@ -131,7 +139,8 @@ impl Worker {
         self.jobs += 1;
         let job = Job::new(self.root.join("jobs").join(self.jobs.to_string()))?;
         let name = format!("input.{extension}");
-        fs::write(job.dir.join("in").join(&name), input).map_err(|e| Failure::Internal(format!("writing the input: {e}")))?;
+        fs::write(job.dir.join("in").join(&name), input)
+            .map_err(|e| Failure::Internal(format!("writing the input: {e}")))?;
         let inside = format!("{BOX_ROOT}/jobs/{}", self.jobs);
         let mut client = sandbox::command(
             &self.root,
@@ -151,15 +160,16 @@ impl Worker {
         .map_err(Failure::Internal)?;
         client.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).process_group(0);
         self.conversions += 1;
-        let outcome = run_with_timeout(&mut client, timeout);
+        let outcome = run_while(&mut client, timeout, || self.alive());
         self.idle_since = Instant::now();
         match outcome {
             Err(why) => return Err(Failure::Internal(why)),
-            Ok(false) => {
+            Ok(Ended::TimedOut) => {
                 self.kill();
                 return Err(Failure::TimedOut);
             }
-            Ok(true) => {}
+            Ok(Ended::Stopped) => return Err(Failure::WorkerDied),
+            Ok(Ended::Done) => {}
         }
         if !self.alive() {
             return Err(Failure::WorkerDied);
@@ -205,7 +215,8 @@ struct Job {
 impl Job {
     fn new(dir: PathBuf) -> Result<Job, Failure> {
         for sub in ["in", "out"] {
-            fs::create_dir_all(dir.join(sub)).map_err(|e| Failure::Internal(format!("making the job's folder: {e}")))?;
+            fs::create_dir_all(dir.join(sub))
+                .map_err(|e| Failure::Internal(format!("making the job's folder: {e}")))?;
         }
         Ok(Job { dir })
     }
@@ -221,23 +232,43 @@ fn profile_arg() -> String {
     format!("-env:UserInstallation=file://{BOX_ROOT}/profile")
 }
 
-/// Runs `command` to its end or until `timeout`: whether it ended in time (killed with its
-/// process group if not).
-fn run_with_timeout(command: &mut Command, timeout: Duration) -> Result<bool, String> {
+/// How a client run ended.
+enum Ended {
+    /// It exited by itself.
+    Done,
+    /// It outlived its timeout and was killed.
+    TimedOut,
+    /// The worker it talks to stopped, and it was killed.
+    Stopped,
+}
+
+/// Runs `command` to its end, or until `timeout`, or until `worker_alive` says the worker
+/// it hands its request to has stopped (killed with its process group in both cases).
+fn run_while(
+    command: &mut Command,
+    timeout: Duration,
+    mut worker_alive: impl FnMut() -> bool,
+) -> Result<Ended, String> {
     let mut child = command.spawn().map_err(|e| format!("cannot start soffice: {e}"))?;
     let give_up = Instant::now() + timeout;
+    let mut polls = 0u32;
     loop {
-        match child.try_wait() {
-            Ok(Some(_)) => return Ok(true),
-            Ok(None) if Instant::now() >= give_up => {
-                kill_group(child.id());
-                let _ = child.kill();
-                let _ = child.wait();
-                return Ok(false);
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+        let ended = match child.try_wait() {
+            Ok(Some(_)) => return Ok(Ended::Done),
             Err(e) => return Err(format!("waiting for soffice: {e}")),
-        }
+            Ok(None) if Instant::now() >= give_up => Ended::TimedOut,
+            // The worker is looked at every 100 ms: a crash mid-conversion answers at once.
+            Ok(None) if polls % 20 == 19 && !worker_alive() => Ended::Stopped,
+            Ok(None) => {
+                polls += 1;
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            }
+        };
+        kill_group(child.id());
+        let _ = child.kill();
+        let _ = child.wait();
+        return Ok(ended);
     }
 }
 
