@@ -477,3 +477,29 @@ async fn files_libreoffice_cannot_read_are_refused_naming_the_field() {
     let error = to_pdf(&ctx, &truncated, "cut.docx").await.unwrap_err();
     assert_eq!(error.code, "damaged_office_file", "{error:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_bad_input_is_refused_naming_its_field() {
+    let pool = pool(config(1));
+    let ctx = context_with(&pool);
+    let word = b64(&docx(&paragraph("Fine."), ""));
+    let cases = [
+        (json!({}), "/file"),
+        (json!({ "file": {} }), "/file"),
+        (json!({ "file": { "data": "" } }), "/file"),
+        (json!({ "file": { "data": "not base64!" } }), "/file"),
+        (json!({ "file": { "data": word, "url": "https://example.com/a.docx" } }), "/file"),
+        (json!({ "file": { "data": word }, "output": "zip" }), "/output"),
+        (json!({ "file": { "data": word }, "pages": "1" }), "/pages"),
+        (json!({ "file": { "url": "http://127.0.0.1:9/a.docx" } }), "/file/url"),
+    ];
+    for (body, field) in cases {
+        let error = call_files(&ctx, ROUTE, body.clone()).await.unwrap_err();
+        assert!(
+            matches!(error.kind, ErrorKind::InvalidInput)
+                && error.field.as_deref().is_some_and(|f| f.starts_with(field)),
+            "{body}: {error:?}"
+        );
+    }
+    assert_eq!(pool.stats().started, 0, "no worker was started for input refused before conversion");
+}

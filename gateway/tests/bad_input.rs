@@ -196,6 +196,8 @@ const NOT_PDF_INPUT: &[&str] = &[
     "/v1/pdf/bank-statement",
     // An image URL: engine/tests/ocr_url.rs has its bad inputs.
     "/v1/ocr",
+    // Office files: engine/tests/docs_to_pdf.rs has its bad inputs.
+    "/v1/docs/to-pdf",
 ];
 
 #[test]

@@ -35,12 +35,24 @@ pub const DEBIAN_PACKAGES: &[DebianPackage] = &[
     DebianPackage { name: "libsecret-tools", why: "secret-tool: reads the keyring independently in the keyring tests" },
     DebianPackage {
         name: "libreoffice-writer-nogui",
-        why: "soffice: renders the Word files of /v1/pdf/to-docx in tests (engine/tests/pdf_to_docx.rs)",
+        why: "soffice: Word, OpenDocument text and RTF to PDF (/v1/docs/to-pdf), and the Word files of \
+              /v1/pdf/to-docx rendered in tests",
+    },
+    DebianPackage { name: "libreoffice-calc-nogui", why: "soffice: Excel and OpenDocument spreadsheets to PDF" },
+    DebianPackage {
+        name: "libreoffice-impress-nogui",
+        why: "soffice: PowerPoint and OpenDocument presentations to PDF",
+    },
+    DebianPackage {
+        name: "bubblewrap",
+        why: "bwrap: the box LibreOffice runs in (no network, no user files; engine/src/sandbox.rs)",
     },
     DebianPackage {
         name: "fonts-liberation",
         why: "metric-compatible Arial, Times New Roman and Courier New for soffice",
     },
+    DebianPackage { name: "fonts-crosextra-carlito", why: "Carlito: metric-compatible Calibri for soffice" },
+    DebianPackage { name: "fonts-crosextra-caladea", why: "Caladea: metric-compatible Cambria for soffice" },
     DebianPackage {
         name: "tesseract-ocr",
         why: "libtesseract 5, the OCR engine of /v1/pdf/ocr and /v1/ocr (loaded at run time), and the tesseract the \

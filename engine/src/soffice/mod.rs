@@ -97,16 +97,16 @@ pub fn program() -> Result<&'static (PathBuf, Layout), EngineError> {
     crate::native::load_once(
         &FOUND,
         || {
+            const INSTALL: &str = "install Debian's libreoffice-writer-nogui, libreoffice-calc-nogui and \
+                                   libreoffice-impress-nogui (cargo xtask setup does), or set PAPERCHAIN_SOFFICE to \
+                                   the soffice program";
             let given = match std::env::var_os("PAPERCHAIN_SOFFICE") {
                 Some(path) => PathBuf::from(path),
-                None => crate::sandbox::find_on_path("soffice").ok_or_else(|| {
-                    "LibreOffice is not installed; install Debian's libreoffice-writer-nogui, \
-                     libreoffice-calc-nogui and libreoffice-impress-nogui (cargo xtask setup does), or set \
-                     PAPERCHAIN_SOFFICE to the soffice program"
-                        .to_string()
-                })?,
+                None => crate::sandbox::find_on_path("soffice")
+                    .ok_or_else(|| format!("LibreOffice is not installed; {INSTALL}"))?,
             };
-            let program = given.canonicalize().map_err(|e| format!("soffice at {}: {e}", given.display()))?;
+            let program =
+                given.canonicalize().map_err(|e| format!("no soffice at {} ({e}); {INSTALL}", given.display()))?;
             let mut layout = Layout::default();
             if !program.starts_with("/usr") {
                 // /opt/libreoffice7.6/program/soffice: the installation is the folder above program/.
@@ -172,9 +172,12 @@ impl Shared {
 type StartRequest = (u64, mpsc::Sender<Result<Worker, String>>);
 
 /// The pool of LibreOffice workers of a process (kept in the route state).
+///
+/// Dropping it stops its workers and removes their folders before it returns.
 pub struct OfficePool {
     shared: Arc<Shared>,
-    starter: Mutex<mpsc::Sender<StartRequest>>,
+    starter: Mutex<Option<mpsc::Sender<StartRequest>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl OfficePool {
@@ -193,11 +196,11 @@ impl OfficePool {
         });
         let (starter, requests) = mpsc::channel::<StartRequest>();
         let for_thread = Arc::clone(&shared);
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("office-pool".into())
             .spawn(move || starter_thread(&for_thread, &requests))
             .map_err(|e| EngineError::internal(format!("cannot start the Office pool's thread: {e}")))?;
-        Ok(OfficePool { shared, starter: Mutex::new(starter) })
+        Ok(OfficePool { shared, starter: Mutex::new(Some(starter)), thread: Some(thread) })
     }
 
     /// What the pool is doing now.
@@ -318,9 +321,23 @@ impl OfficePool {
         self.starter
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .ok_or_else(|| "the pool is closing".to_string())?
             .send((id, answer))
             .map_err(|_| "the pool's thread has stopped".to_string())?;
         answered.recv().map_err(|_| "the pool's thread has stopped".to_string())?
+    }
+}
+
+impl Drop for OfficePool {
+    fn drop(&mut self) {
+        // The thread ends when its channel closes, dropping its hold on the shared state.
+        self.starter.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        let idle = std::mem::take(&mut self.shared.lock().idle);
+        drop(idle);
     }
 }
 

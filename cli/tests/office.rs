@@ -1,0 +1,66 @@
+//! Office conversion as a process: on a machine without LibreOffice or without the box it
+//! runs in, `unavailable` naming the package, before the file is read; a conversion leaves
+//! nothing in the temporary folder, and no LibreOffice running, once the command ends.
+
+use std::path::Path;
+use std::process::Command;
+
+/// A Word file (the corpus's plainest).
+fn word_file(dir: &Path) -> String {
+    let source = paperchain_testkit::corpus::corpus().join("office/docx/default.docx");
+    let path = dir.join("letter.docx");
+    std::fs::copy(source, &path).unwrap();
+    format!("file={}", path.display())
+}
+
+fn paperchain(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_paperchain"));
+    command
+        .args(args)
+        .env("HOME", dir)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_DATA_HOME", dir.join("data"));
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().unwrap()
+}
+
+#[test]
+fn a_missing_engine_or_box_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = word_file(dir.path());
+    let out_path = dir.path().join("letter.pdf");
+    let args = ["call", "office_to_pdf", "--route", "local", "--file", &file, "--out", out_path.to_str().unwrap()];
+    let nowhere = dir.path().join("nowhere");
+    for (setting, named) in [("PAPERCHAIN_SOFFICE", "libreoffice-writer-nogui"), ("PAPERCHAIN_BWRAP", "bubblewrap")] {
+        let out = paperchain(dir.path(), &args, &[(setting, &nowhere)]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{setting}: {stderr}");
+        assert!(stderr.contains("unavailable"), "{setting}: {stderr}");
+        if setting == "PAPERCHAIN_SOFFICE" {
+            assert!(stderr.contains(named) && stderr.contains(setting), "the package and setting are named: {stderr}");
+        } else {
+            assert!(stderr.contains(&nowhere.display().to_string()), "the program tried is named: {stderr}");
+        }
+        assert!(!out_path.exists());
+    }
+}
+
+#[test]
+fn a_conversion_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let file = word_file(dir.path());
+    let out_path = dir.path().join("letter.pdf");
+    let args = ["call", "office_to_pdf", "--route", "local", "--file", &file, "--out", out_path.to_str().unwrap()];
+    let out = paperchain(dir.path(), &args, &[("TMPDIR", &tmp)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read(&out_path).unwrap().starts_with(b"%PDF"));
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "left in the temporary folder: {left:?}");
+    // No LibreOffice of this run is still running: its profiles were under this TMPDIR.
+    let running = Command::new("pgrep").args(["-f", &tmp.display().to_string()]).output().unwrap();
+    assert!(running.stdout.is_empty(), "still running: {}", String::from_utf8_lossy(&running.stdout));
+}
