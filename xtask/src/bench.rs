@@ -10,13 +10,14 @@
 //! The `chain` group (`bench/chain.rs`) times a warm server's answers against `cast` and
 //! prints its own table; so do `convert` (`bench/convert.rs`, documents to data against the
 //! Python libraries, and `bench/markdown.rs`, to-markdown against MarkItDown), `ocr` (`bench/ocr.rs`, against
-//! OCRmyPDF), `paywall` (`bench/paywall.rs`) and `wallet` (`bench/wallet.rs`).
+//! OCRmyPDF), `office` (`bench/office.rs`, warm Office to PDF against cold soffice), `paywall` (`bench/paywall.rs`) and `wallet` (`bench/wallet.rs`).
 
 mod chain;
 mod convert;
 mod docs;
 mod markdown;
 mod ocr;
+mod office;
 mod pages;
 mod paywall;
 mod tables;
@@ -62,6 +63,8 @@ enum Group {
     Convert,
     /// OCR of a scan made from corpus pages against OCRmyPDF (the same Tesseract): pages a second and accuracy.
     Ocr,
+    /// Office files to PDF by a warm `paperchain serve` against cold `soffice --convert-to`, and a 100-conversion soak.
+    Office,
     /// Chain reads of a warm `paperchain serve` against Foundry's `cast`, on a local anvil.
     Chain,
     /// Hosted mode's paywall: unpaid 402s a second under 64 connections, and its own cost on a paid call.
@@ -79,13 +82,13 @@ impl Group {
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let installed = setup::run(Verbosity::Quiet)?;
     let documents = args.group.includes(Group::Pages) || args.group.includes(Group::Docs);
-    let corpus = if documents || args.group.includes(Group::Convert) || args.group.includes(Group::Ocr) {
+    let corpus = if documents || [Group::Convert, Group::Ocr, Group::Office].iter().any(|g| args.group.includes(*g)) {
         corpus_dir().context("no corpus: set PAPERCHAIN_CORPUS, or put shared/corpus beside the clone")?
     } else {
         PathBuf::new()
     };
     // The wallet group builds its own bench; the others run the release binary.
-    let binary = [Group::Pages, Group::Docs, Group::Convert, Group::Ocr, Group::Chain, Group::Paywall]
+    let binary = [Group::Pages, Group::Docs, Group::Convert, Group::Ocr, Group::Office, Group::Chain, Group::Paywall]
         .into_iter()
         .any(|g| args.group.includes(g));
     let paperchain = if binary { build_paperchain()? } else { PathBuf::new() };
@@ -125,6 +128,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    let office = if args.group.includes(Group::Office) {
+        Some(office::measure(&paperchain, &corpus, args.runs, &work.path.join("office"))?)
+    } else {
+        None
+    };
     let chain = if args.group.includes(Group::Chain) {
         Some(chain::measure(&paperchain, &installed.tools, args.runs, &work.path.join("chain"))?)
     } else {
@@ -153,6 +161,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(ocr) = &ocr {
         ocr.print();
     }
+    if let Some(office) = &office {
+        office.print();
+    }
     if let Some(chain) = &chain {
         chain.print();
     }
@@ -177,6 +188,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     failures.extend(to_markdown.iter().flat_map(markdown::Report::failures));
     failures.extend(tables.iter().flat_map(tables::Report::failures));
     failures.extend(ocr.iter().flat_map(ocr::Report::failures));
+    failures.extend(office.iter().flat_map(office::Report::failures));
     failures.extend(chain.iter().flat_map(chain::Report::failures));
     failures.extend(paywall.iter().flat_map(paywall::Report::failures));
     failures.extend(wallet.iter().flat_map(wallet::Report::failures));
@@ -967,5 +979,70 @@ mod tests {
         let t = Timing::of(&ms(&[30, 10, 20]), None, 0);
         assert_eq!((t.median, t.min), (Duration::from_millis(20), Duration::from_millis(10)));
         assert_eq!(Timing::of(&ms(&[40, 10, 20, 30]), None, 0).median, Duration::from_millis(25));
+    }
+}
+
+/// A child process killed when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `paperchain serve` on a free loopback port with `env` set, its output in `dir/serve.log`;
+/// stopped when dropped.
+struct Server {
+    child: Killed,
+    url: String,
+    addr: std::net::SocketAddr,
+}
+
+impl Server {
+    fn start(paperchain: &Path, dir: &Path, env: &[(&str, &str)]) -> anyhow::Result<Server> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let listen = format!("127.0.0.1:{port}");
+        let log = dir.join("serve.log");
+        let data = dir.join("data");
+        let shown: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v} ")).collect();
+        eprintln!(
+            "$ {}{} serve --listen {listen} --data-dir {} >{} 2>&1",
+            shown.concat(),
+            paperchain.display(),
+            data.display(),
+            log.display()
+        );
+        let file = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let mut child = Killed(
+            std::process::Command::new(paperchain)
+                .args(["serve", "--listen", &listen, "--data-dir"])
+                .arg(&data)
+                .envs(env.iter().copied())
+                .stdin(std::process::Stdio::null())
+                .stdout(file.try_clone()?)
+                .stderr(file)
+                .spawn()
+                .with_context(|| format!("starting {}", paperchain.display()))?,
+        );
+        let url = format!("http://{listen}");
+        let health = Cmd::new("curl").args(["-sf", "--noproxy", "*", "-o", "/dev/null"]).arg(format!("{url}/healthz"));
+        let start = Instant::now();
+        while !health.succeeds() {
+            if let Some(status) = child.0.try_wait()? {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                bail!("paperchain serve exited ({status}): {}", text.trim());
+            }
+            ensure!(start.elapsed() < Duration::from_secs(30), "paperchain serve did not answer at {url} in 30 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(Server { child, url, addr: listen.parse()? })
+    }
+
+    /// The server's process id.
+    fn pid(&self) -> u32 {
+        self.child.0.id()
     }
 }

@@ -14,12 +14,13 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail, ensure};
+use anyhow::{Context as _, ensure};
+
+use super::Server;
 use paperchain_testkit::anvil::AnvilProcess;
 use paperchain_testkit::tools::{npm_bin, npm_program};
 
@@ -115,7 +116,7 @@ pub(super) fn measure(paperchain: &Path, tools: &Path, runs: u32, dir: &Path) ->
     ensure!(json_field(&sent, "status").as_deref() == Some("0x1"), "the token transfer {tx} failed");
     println!("bench: token {token} deployed, transfer {tx}");
 
-    let server = Server::start(paperchain, &chain, dir)?;
+    let server = Server::start(paperchain, dir, &[("PAPERCHAIN_RPC_ETHEREUM", chain.as_str())])?;
     let cases = cases(owner, receiver, &token, &tx);
     let mut rows = Vec::new();
     for case in &cases {
@@ -588,62 +589,6 @@ fn json_field(json: &str, key: &str) -> Option<String> {
         return Some(value[..end].trim().to_string());
     }
     None
-}
-
-/// A child killed when dropped.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `paperchain serve` on a free loopback port, reading the chain through the proxy.
-struct Server {
-    _child: Killed,
-    url: String,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(paperchain: &Path, chain: &str, dir: &Path) -> anyhow::Result<Server> {
-        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let listen = format!("127.0.0.1:{port}");
-        let log = dir.join("serve.log");
-        let data = dir.join("data");
-        eprintln!(
-            "$ PAPERCHAIN_RPC_ETHEREUM={chain} {} serve --listen {listen} --data-dir {} >{} 2>&1",
-            paperchain.display(),
-            data.display(),
-            log.display()
-        );
-        let file = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-        let mut child = Killed(
-            Command::new(paperchain)
-                .args(["serve", "--listen", &listen, "--data-dir"])
-                .arg(&data)
-                .env("PAPERCHAIN_RPC_ETHEREUM", chain)
-                .stdin(Stdio::null())
-                .stdout(file.try_clone()?)
-                .stderr(file)
-                .spawn()
-                .with_context(|| format!("starting {}", paperchain.display()))?,
-        );
-        let url = format!("http://{listen}");
-        let health = Cmd::new("curl").args(["-sf", "--noproxy", "*", "-o", "/dev/null"]).arg(format!("{url}/healthz"));
-        let start = Instant::now();
-        while !health.succeeds() {
-            if let Some(status) = child.0.try_wait()? {
-                let text = std::fs::read_to_string(&log).unwrap_or_default();
-                bail!("paperchain serve exited ({status}): {}", text.trim());
-            }
-            ensure!(start.elapsed() < Duration::from_secs(30), "paperchain serve did not answer at {url} in 30 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Ok(Server { _child: child, url, addr: listen.parse()? })
-    }
 }
 
 /// A forwarding HTTP/1.1 proxy to anvil that counts requests and the JSON-RPC calls in them.

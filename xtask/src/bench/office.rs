@@ -1,0 +1,246 @@
+//! The `office` group: `/v1/docs/to-pdf` of a warm `paperchain serve` (its pool of boxed
+//! LibreOffice workers) against a cold `soffice --convert-to pdf` (a new process each file,
+//! its profile kept between runs, as a user's would be), on every Office file of the corpus.
+//!
+//! Warm: one pass to start the workers, then `--runs` passes, each file sent alone over
+//! HTTP (`curl`), timed around the request. Cold: one pass, each file a new soffice. Both
+//! outputs must be PDFs with as many pages as each other. Then a soak: 100 conversions in
+//! a row on the same server, the resident memory of the server and its workers read from
+//! `/proc` after the 10th and the 100th.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, ensure};
+use paperchain_testkit::b64;
+
+use super::Server;
+use crate::cmd::Cmd;
+
+/// Conversions of the soak.
+const SOAK: usize = 100;
+
+pub(super) struct Report {
+    files: usize,
+    runs: u32,
+    warm: Result<Vec<Duration>, String>,
+    cold: Result<Vec<Duration>, String>,
+    /// Resident memory (KiB) of the server and its workers after the 10th and the last soak conversion.
+    soak: Result<(u64, u64), String>,
+}
+
+fn office_files(corpus: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for dir in [
+        "office/docx",
+        "office/xlsx",
+        "office/pptx",
+        "docling/docx/sources",
+        "docling/xlsx/sources",
+        "docling/pptx/sources",
+        "docling/odf/sources",
+    ] {
+        let dir = corpus.join(dir);
+        for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+            let path = entry?.path();
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            if ["docx", "xlsx", "pptx", "odt", "ods", "odp"].contains(&ext) {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    ensure!(!files.is_empty(), "no Office files in {}", corpus.display());
+    Ok(files)
+}
+
+/// `pdfinfo`'s page count of `pdf`.
+fn pages(pdf: &Path) -> anyhow::Result<u32> {
+    let info = Cmd::new("pdfinfo").arg(pdf).quiet().read_stdout()?;
+    let count = info.lines().find_map(|l| l.strip_prefix("Pages:")).context("pdfinfo gave no page count")?;
+    Ok(count.trim().parse()?)
+}
+
+/// Posts `body` (a JSON file) to the server's to-pdf route, the PDF into `out`.
+fn post(server: &Server, body: &Path, out: &Path) -> anyhow::Result<Duration> {
+    let start = Instant::now();
+    let status = Cmd::new("curl")
+        .args(["-s", "--noproxy", "*", "-H", "content-type: application/json", "-w", "%{http_code}", "-o"])
+        .arg(out)
+        .arg("--data-binary")
+        .arg(format!("@{}", body.display()))
+        .arg(format!("{}/v1/docs/to-pdf", server.url))
+        .quiet()
+        .read_stdout()?;
+    let elapsed = start.elapsed();
+    ensure!(status.trim() == "200", "answered {status}: {}", std::fs::read_to_string(out).unwrap_or_default());
+    Ok(elapsed)
+}
+
+/// Resident memory (KiB) of `root` and every process under it.
+fn tree_rss(root: u32) -> u64 {
+    let mut parent_of = std::collections::HashMap::new();
+    let mut rss = std::collections::HashMap::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else { continue };
+        let field = |name: &str| -> Option<u64> {
+            status.lines().find_map(|l| l.strip_prefix(name))?.split_whitespace().next()?.parse().ok()
+        };
+        if let Some(ppid) = field("PPid:") {
+            parent_of.insert(pid, ppid as u32);
+        }
+        rss.insert(pid, field("VmRSS:").unwrap_or(0));
+    }
+    rss.iter()
+        .filter(|&(&pid, _)| {
+            let mut at = pid;
+            loop {
+                if at == root {
+                    return true;
+                }
+                match parent_of.get(&at) {
+                    Some(&up) if up > 1 => at = up,
+                    _ => return false,
+                }
+            }
+        })
+        .map(|(_, kib)| kib)
+        .sum()
+}
+
+pub(super) fn measure(paperchain: &Path, corpus: &Path, runs: u32, dir: &Path) -> anyhow::Result<Report> {
+    let files = office_files(corpus)?;
+    std::fs::create_dir_all(dir.join("bodies"))?;
+    let mut bodies = Vec::new();
+    for (n, file) in files.iter().enumerate() {
+        let bytes = std::fs::read(file)?;
+        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("document");
+        let body = dir.join("bodies").join(format!("{n}.json"));
+        std::fs::write(&body, format!(r#"{{"file":{{"data":"{}","filename":"{name}"}}}}"#, b64(&bytes)))?;
+        bodies.push(body);
+    }
+    println!("bench: office: {} files", files.len());
+    let server = Server::start(paperchain, &dir.join("server"), &[])?;
+    let ours = dir.join("ours");
+    let theirs = dir.join("theirs");
+    std::fs::create_dir_all(&ours)?;
+    std::fs::create_dir_all(&theirs)?;
+
+    let warm = (|| -> anyhow::Result<Vec<Duration>> {
+        let mut times = Vec::new();
+        for run in 0..=runs {
+            for (n, body) in bodies.iter().enumerate() {
+                let out = ours.join(format!("{n}.pdf"));
+                let took = post(&server, body, &out).with_context(|| format!("{}", files[n].display()))?;
+                if run > 0 {
+                    times.push(took);
+                }
+            }
+            if run > 0 {
+                eprintln!("  warm pass {run}/{runs} done");
+            }
+        }
+        Ok(times)
+    })()
+    .map_err(|e| format!("{e:#}"));
+
+    let profile = format!("-env:UserInstallation=file://{}", dir.join("soffice-profile").display());
+    let cold = (|| -> anyhow::Result<Vec<Duration>> {
+        let mut times = Vec::new();
+        for (n, file) in files.iter().enumerate() {
+            // Copied under a numbered name, so files of one name in two folders do not collide.
+            let input = theirs.join(format!("{n}.{}", file.extension().and_then(|e| e.to_str()).unwrap_or("")));
+            std::fs::copy(file, &input)?;
+            let start = Instant::now();
+            Cmd::new("soffice")
+                .arg(&profile)
+                .args(["--headless", "--norestore", "--convert-to", "pdf", "--outdir"])
+                .arg(&theirs)
+                .arg(&input)
+                .quiet()
+                .run()?;
+            times.push(start.elapsed());
+            let (a, b) = (ours.join(format!("{n}.pdf")), theirs.join(format!("{n}.pdf")));
+            ensure!(pages(&a)? == pages(&b)?, "{}: page counts differ", file.display());
+        }
+        Ok(times)
+    })()
+    .map_err(|e| format!("{e:#}"));
+
+    let soak = (|| -> anyhow::Result<(u64, u64)> {
+        let mut after_ten = 0;
+        for i in 0..SOAK {
+            let n = i % bodies.len();
+            post(&server, &bodies[n], &dir.join("soak.pdf")).with_context(|| format!("{}", files[n].display()))?;
+            if i == 9 {
+                after_ten = tree_rss(server.pid());
+            }
+        }
+        Ok((after_ten, tree_rss(server.pid())))
+    })()
+    .map_err(|e| format!("{e:#}"));
+
+    Ok(Report { files: files.len(), runs, warm, cold, soak })
+}
+
+fn percentile(times: &[Duration], p: f64) -> Duration {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+impl Report {
+    pub(super) fn print(&self) {
+        println!();
+        println!(
+            "Office to PDF: {} corpus files, warm /v1/docs/to-pdf (paperchain serve, {} passes after one warm-up) \
+             against cold soffice --convert-to (one pass)",
+            self.files, self.runs
+        );
+        println!("| side | conversions | p50 ms | p95 ms | max ms |");
+        println!("|---|---|---|---|---|");
+        for (name, times) in [("paperchain warm", &self.warm), ("soffice cold", &self.cold)] {
+            match times {
+                Ok(times) => println!(
+                    "| {name} | {} | {} | {} | {} |",
+                    times.len(),
+                    percentile(times, 0.5).as_millis(),
+                    percentile(times, 0.95).as_millis(),
+                    times.iter().max().map_or(0, Duration::as_millis)
+                ),
+                Err(e) => println!("| {name} | failed: {e} | | | |"),
+            }
+        }
+        if let (Ok(warm), Ok(cold)) = (&self.warm, &self.cold) {
+            println!(
+                "Warm p50 is {:.1}x faster than cold (target: 3x).",
+                percentile(cold, 0.5).as_secs_f64() / percentile(warm, 0.5).as_secs_f64()
+            );
+        }
+        match &self.soak {
+            Ok((ten, last)) => println!(
+                "Soak: {SOAK} conversions in a row; resident memory of the server and its workers {} MiB after 10, \
+                 {} MiB after {SOAK} ({:+.1}%).",
+                ten / 1024,
+                last / 1024,
+                (*last as f64 / *ten as f64 - 1.0) * 100.0
+            ),
+            Err(e) => println!("Soak failed: {e}"),
+        }
+    }
+
+    pub(super) fn failures(&self) -> Vec<(bool, String)> {
+        let mut out = Vec::new();
+        if let Err(e) = &self.warm {
+            out.push((true, format!("office (paperchain): {e}")));
+        }
+        if let Err(e) = &self.cold {
+            out.push((false, format!("office (soffice): {e}")));
+        }
+        if let Err(e) = &self.soak {
+            out.push((true, format!("office soak: {e}")));
+        }
+        out
+    }
+}
