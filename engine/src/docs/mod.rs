@@ -15,6 +15,7 @@ pub mod compress;
 pub mod crop;
 pub mod extract_pages;
 pub mod fill_form;
+pub mod fill_template;
 pub mod flatten;
 pub mod form_fields;
 pub mod from_images;
@@ -80,6 +81,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<pdf_text::PdfTextRoute>();
     catalog.add::<pptx_build::PptxBuildRoute>();
     catalog.add::<to_pdf::ToPdfRoute>();
+    catalog.add::<fill_template::FillTemplateRoute>();
     catalog.add::<to_markdown::ToMarkdownRoute>();
     catalog.add::<tables::TablesRoute>();
     catalog.add::<bank_statement::BankStatementRoute>();

@@ -13,7 +13,7 @@ pub mod docx;
 pub mod epub;
 pub mod html;
 mod omml;
-mod ooxml;
+pub(crate) mod ooxml;
 pub mod pdf;
 pub mod pptx;
 pub mod xlsx;

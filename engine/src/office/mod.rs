@@ -6,4 +6,6 @@ pub mod docx_write;
 pub mod from_pdf;
 pub mod package;
 pub mod slides;
+pub mod template;
 pub mod workbook;
+pub mod xml_tree;
