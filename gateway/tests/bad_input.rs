@@ -196,8 +196,9 @@ const NOT_PDF_INPUT: &[&str] = &[
     "/v1/pdf/bank-statement",
     // An image URL: engine/tests/ocr_url.rs has its bad inputs.
     "/v1/ocr",
-    // Office files: engine/tests/docs_to_pdf.rs has its bad inputs.
+    // Office files: engine/tests/docs_to_pdf.rs and engine/tests/docs_fill_template.rs have their bad inputs.
     "/v1/docs/to-pdf",
+    "/v1/docs/fill-template",
 ];
 
 #[test]
