@@ -92,17 +92,17 @@ fn invoice_template() -> Vec<u8> {
         )),
         // A value with markup characters and line breaks.
         para(&run("", "Note: {{note}}")),
-        format!(
-            r#"<w:tbl><w:tblPr><w:tblW w:w="9000" w:type="dxa"/></w:tblPr>{}{}{}</w:tbl>"#,
-            format!("<w:tr>{}{}{}</w:tr>", cell(&run("<w:b/>", "Item")), cell(&run("<w:b/>", "Qty")), cell(&run("<w:b/>", "Price"))),
-            format!(
+        {
+            let head = format!("<w:tr>{}{}{}</w:tr>", cell(&run("<w:b/>", "Item")), cell(&run("<w:b/>", "Qty")), cell(&run("<w:b/>", "Price")));
+            let item = format!(
                 "<w:tr>{}{}{}</w:tr>",
                 cell(&format!("{}{}", run("", "{{#"), run("", "items}}{{name}}"))),
                 cell(&run("", "{{qty}}")),
                 cell(&format!("{}{}", run("", "{{price}} {{currency}}{{/it"), run("", "ems}}")))
-            ),
-            format!("<w:tr>{}{}{}</w:tr>", cell(&run("<w:b/>", "Total")), cell(&run("", "")), cell(&run("<w:b/>", "{{total}} {{currency}}")))
-        ),
+            );
+            let total = format!("<w:tr>{}{}{}</w:tr>", cell(&run("<w:b/>", "Total")), cell(&run("", "")), cell(&run("<w:b/>", "{{total}} {{currency}}")));
+            format!(r#"<w:tbl><w:tblPr><w:tblW w:w="9000" w:type="dxa"/></w:tblPr>{head}{item}{total}</w:tbl>"#)
+        },
         para(&run("", "{{#paid}}Paid in full, thank you.{{/paid}}{{^paid}}Please pay within {{terms.days}} days.{{/paid}}")),
     ]
     .concat();

@@ -392,7 +392,7 @@ async fn a_conversion_past_its_timeout_is_504_and_kills_the_whole_box() {
     let tree = descendants(pid);
     assert!(tree.len() >= 2, "the box runs soffice: {tree:?}");
     let error = to_pdf(&ctx, &long_docx(20_000), "long.docx").await.unwrap_err();
-    assert_eq!((error.kind.clone(), error.code.as_ref()), (ErrorKind::Timeout, "timeout"), "{error:?}");
+    assert_eq!((error.kind, error.code.as_ref()), (ErrorKind::Timeout, "timeout"), "{error:?}");
     // Every process of the box is gone.
     let give_up = Instant::now() + Duration::from_secs(10);
     while tree.iter().any(|&p| alive(p)) && Instant::now() < give_up {

@@ -939,49 +939,6 @@ fn size_text(bytes: u64) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_pdfinfo_rotations() {
-        let info = "Title: x\nPage    1 rot:  90\nPage    2 size: 595 x 842 pts\nPage    2 rot:  270\n";
-        assert_eq!(parse_rotations(info), [90, 270]);
-    }
-
-    #[test]
-    fn finds_the_executable_in_cargo_messages() {
-        let bin = r#"{"reason":"compiler-artifact","target":{"name":"paperchain"},"executable":"/t/release/paperchain","fresh":true}"#;
-        assert_eq!(executable_of(bin), Some(PathBuf::from("/t/release/paperchain")));
-        assert_eq!(executable_of(r#"{"reason":"compiler-artifact","executable":null}"#), None);
-    }
-
-    #[test]
-    fn reads_pdftoppm_gray_pgms() {
-        let pgm = b"P5\n3 2\n255\n\x00\x10\x20\x30\x40\xff";
-        assert_eq!(parse_pgm(pgm), Some((3, 2, &pgm[11..])));
-        // Cut short, or 16-bit: not something to compare byte by byte.
-        assert_eq!(parse_pgm(&pgm[..15]), None);
-        assert_eq!(parse_pgm(b"P5 1 1 65535\n\x00\x00"), None);
-        assert_eq!(parse_pgm(b"P6\n1 1\n255\n\x00\x00\x00"), None);
-        assert_eq!(mean_difference(&[0, 10, 255], &[4, 10, 251]), 8.0 / 3.0);
-    }
-
-    #[test]
-    fn sizes_in_kib_below_one_mib() {
-        assert_eq!(size_text(2148), "2 KiB");
-        assert_eq!(size_text(1_793_479), "1.7 MiB");
-    }
-
-    #[test]
-    fn median_of_even_and_odd_runs() {
-        let ms = |v: &[u64]| v.iter().map(|&m| Duration::from_millis(m)).collect::<Vec<_>>();
-        let t = Timing::of(&ms(&[30, 10, 20]), None, 0);
-        assert_eq!((t.median, t.min), (Duration::from_millis(20), Duration::from_millis(10)));
-        assert_eq!(Timing::of(&ms(&[40, 10, 20, 30]), None, 0).median, Duration::from_millis(25));
-    }
-}
-
 /// A child process killed when dropped.
 struct Killed(std::process::Child);
 
@@ -1044,5 +1001,48 @@ impl Server {
     /// The server's process id.
     fn pid(&self) -> u32 {
         self.child.0.id()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_pdfinfo_rotations() {
+        let info = "Title: x\nPage    1 rot:  90\nPage    2 size: 595 x 842 pts\nPage    2 rot:  270\n";
+        assert_eq!(parse_rotations(info), [90, 270]);
+    }
+
+    #[test]
+    fn finds_the_executable_in_cargo_messages() {
+        let bin = r#"{"reason":"compiler-artifact","target":{"name":"paperchain"},"executable":"/t/release/paperchain","fresh":true}"#;
+        assert_eq!(executable_of(bin), Some(PathBuf::from("/t/release/paperchain")));
+        assert_eq!(executable_of(r#"{"reason":"compiler-artifact","executable":null}"#), None);
+    }
+
+    #[test]
+    fn reads_pdftoppm_gray_pgms() {
+        let pgm = b"P5\n3 2\n255\n\x00\x10\x20\x30\x40\xff";
+        assert_eq!(parse_pgm(pgm), Some((3, 2, &pgm[11..])));
+        // Cut short, or 16-bit: not something to compare byte by byte.
+        assert_eq!(parse_pgm(&pgm[..15]), None);
+        assert_eq!(parse_pgm(b"P5 1 1 65535\n\x00\x00"), None);
+        assert_eq!(parse_pgm(b"P6\n1 1\n255\n\x00\x00\x00"), None);
+        assert_eq!(mean_difference(&[0, 10, 255], &[4, 10, 251]), 8.0 / 3.0);
+    }
+
+    #[test]
+    fn sizes_in_kib_below_one_mib() {
+        assert_eq!(size_text(2148), "2 KiB");
+        assert_eq!(size_text(1_793_479), "1.7 MiB");
+    }
+
+    #[test]
+    fn median_of_even_and_odd_runs() {
+        let ms = |v: &[u64]| v.iter().map(|&m| Duration::from_millis(m)).collect::<Vec<_>>();
+        let t = Timing::of(&ms(&[30, 10, 20]), None, 0);
+        assert_eq!((t.median, t.min), (Duration::from_millis(20), Duration::from_millis(10)));
+        assert_eq!(Timing::of(&ms(&[40, 10, 20, 30]), None, 0).median, Duration::from_millis(25));
     }
 }

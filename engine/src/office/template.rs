@@ -20,7 +20,7 @@
 //! Every key the template uses and the data lacks is listed in one error.
 
 use std::collections::BTreeSet;
-use std::io::{Cursor, Read, Write};
+use std::io::{Cursor, Write};
 
 use serde_json::Value;
 
@@ -603,6 +603,7 @@ fn rezip(template: &[u8], changed: &[(String, Vec<u8>)]) -> zip::result::ZipResu
 /// The text of every paragraph of a DOCX's body, one a line (for tests).
 #[cfg(test)]
 fn body_text(docx: &[u8]) -> String {
+    use std::io::Read;
     let mut archive = zip::ZipArchive::new(Cursor::new(docx)).unwrap();
     let mut xml = Vec::new();
     archive.by_name("word/document.xml").unwrap().read_to_end(&mut xml).unwrap();
