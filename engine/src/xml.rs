@@ -8,14 +8,23 @@ pub fn is_xml_char(c: char) -> bool {
 
 /// `text` escaped for XML text and attribute values; characters XML cannot carry are dropped.
 pub fn escape(text: &str) -> String {
+    escape_with(text, true)
+}
+
+/// `text` escaped for element content only: the markup characters, quotes left as typed.
+pub fn escape_text(text: &str) -> String {
+    escape_with(text, false)
+}
+
+fn escape_with(text: &str, quotes: bool) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
+            '"' if quotes => out.push_str("&quot;"),
+            '\'' if quotes => out.push_str("&apos;"),
             c if !is_xml_char(c) => {}
             c => out.push(c),
         }
@@ -31,6 +40,7 @@ mod tests {
     fn escapes_markup_and_drops_what_xml_cannot_carry() {
         assert_eq!(escape(r#"<b>&"'"#), "&lt;b&gt;&amp;&quot;&apos;");
         assert_eq!(escape("a\u{1}b\tc\u{fffe}"), "ab\tc");
+        assert_eq!(escape_text(r#"<b>&"'"#), "&lt;b&gt;&amp;\"'");
         assert!(is_xml_char('\t') && is_xml_char('\n') && is_xml_char('é'));
         assert!(!is_xml_char('\u{1}') && !is_xml_char('\u{c}') && !is_xml_char('\u{fffe}'));
     }

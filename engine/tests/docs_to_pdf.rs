@@ -56,30 +56,6 @@ async fn to_pdf(ctx: &Context, bytes: &[u8], filename: &str) -> Result<(Vec<u8>,
     Ok((file.bytes.clone(), set.report.clone().expect("a report")))
 }
 
-fn office_files() -> Vec<PathBuf> {
-    let corpus = paperchain_testkit::corpus::corpus();
-    let mut files = Vec::new();
-    for dir in [
-        "office/docx",
-        "office/xlsx",
-        "office/pptx",
-        "docling/docx/sources",
-        "docling/xlsx/sources",
-        "docling/pptx/sources",
-        "docling/odf/sources",
-    ] {
-        for entry in std::fs::read_dir(corpus.join(dir)).unwrap() {
-            let path = entry.unwrap().path();
-            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-            if ["docx", "xlsx", "pptx", "odt", "ods", "odp"].contains(&ext) {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
-}
-
 /// `pdftotext`'s text, whitespace runs made one space.
 fn pdf_text(pdf: &Path) -> String {
     let out = Command::new("pdftotext").arg(pdf).arg("-").output().expect("pdftotext is installed");
@@ -118,7 +94,7 @@ fn reference_pdfs(files: &[PathBuf], out: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_office_file_of_the_corpus_converts_as_libreoffice_itself_converts_it() {
-    let files = office_files();
+    let files = paperchain_testkit::corpus::office_files(&paperchain_testkit::corpus::corpus());
     assert!(files.len() >= 40, "the corpus has its Office files: {}", files.len());
     let dir = tempfile::tempdir().unwrap();
     let reference = dir.path().join("reference");

@@ -13,6 +13,30 @@ pub fn corpus() -> PathBuf {
     dir
 }
 
+/// The Office files of the corpus under `corpus` (DOCX, XLSX, PPTX, ODT, ODS, ODP of the
+/// `office/` set and of docling's sources), sorted.
+pub fn office_files(corpus: &std::path::Path) -> Vec<PathBuf> {
+    const DIRS: &[&str] = &[
+        "office/docx",
+        "office/xlsx",
+        "office/pptx",
+        "docling/docx/sources",
+        "docling/xlsx/sources",
+        "docling/pptx/sources",
+        "docling/odf/sources",
+    ];
+    let mut files: Vec<PathBuf> = DIRS
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(corpus.join(dir)).into_iter().flatten().flatten().map(|e| e.path()))
+        .filter(|path| {
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            ["docx", "xlsx", "pptx", "odt", "ods", "odp"].contains(&ext)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 /// The bytes of corpus file `relative` (under `pdf/`).
 pub fn corpus_file(relative: &str) -> Vec<u8> {
     let path = corpus().join("pdf").join(relative);

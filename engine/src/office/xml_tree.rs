@@ -9,7 +9,7 @@
 use quick_xml::Reader;
 use quick_xml::events::Event;
 
-use crate::xml::escape;
+use crate::xml::{escape, escape_text};
 
 /// Deepest nesting a part may have; Word's deepest (tables in tables) is far below.
 const MAX_DEPTH: usize = 512;
@@ -217,21 +217,6 @@ fn write_element(element: &Element, out: &mut String) {
     out.push_str("</");
     out.push_str(&element.name);
     out.push('>');
-}
-
-/// Text escaped for element content: the markup characters only, so quotes stay as typed.
-fn escape_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c if !crate::xml::is_xml_char(c) => {}
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! a row on the same server, the resident memory of the server and its workers read from
 //! `/proc` after the 10th and the 100th.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
@@ -27,31 +27,6 @@ pub(super) struct Report {
     cold: Result<Vec<Duration>, String>,
     /// Resident memory (KiB) of the server and its workers after the 10th and the last soak conversion.
     soak: Result<(u64, u64), String>,
-}
-
-fn office_files(corpus: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for dir in [
-        "office/docx",
-        "office/xlsx",
-        "office/pptx",
-        "docling/docx/sources",
-        "docling/xlsx/sources",
-        "docling/pptx/sources",
-        "docling/odf/sources",
-    ] {
-        let dir = corpus.join(dir);
-        for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
-            let path = entry?.path();
-            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-            if ["docx", "xlsx", "pptx", "odt", "ods", "odp"].contains(&ext) {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    ensure!(!files.is_empty(), "no Office files in {}", corpus.display());
-    Ok(files)
 }
 
 /// `pdfinfo`'s page count of `pdf`.
@@ -110,7 +85,8 @@ fn tree_rss(root: u32) -> u64 {
 }
 
 pub(super) fn measure(paperchain: &Path, corpus: &Path, runs: u32, dir: &Path) -> anyhow::Result<Report> {
-    let files = office_files(corpus)?;
+    let files = paperchain_testkit::corpus::office_files(corpus);
+    ensure!(!files.is_empty(), "no Office files in {}", corpus.display());
     std::fs::create_dir_all(dir.join("bodies"))?;
     let mut bodies = Vec::new();
     for (n, file) in files.iter().enumerate() {
