@@ -1,6 +1,7 @@
-//! Office conversion as a process: on a machine without LibreOffice or without the box it
-//! runs in, `unavailable` naming the package, before the file is read; a conversion leaves
-//! nothing in the temporary folder, and no LibreOffice running, once the command ends.
+//! Office and HTML conversion as a process: on a machine without LibreOffice, Chromium or
+//! the box they run in, `unavailable` naming the package, before the input is read; a
+//! conversion leaves nothing in the temporary folder, and no LibreOffice running, once the
+//! command ends.
 
 use std::path::Path;
 use std::process::Command;
@@ -45,6 +46,40 @@ fn a_missing_engine_or_box_is_named() {
         }
         assert!(!out_path.exists());
     }
+}
+
+#[test]
+fn html_to_pdf_without_chromium_names_the_package() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input.json");
+    std::fs::write(&input, r#"{"html": "<p>Hello</p>"}"#).unwrap();
+    let out_path = dir.path().join("page.pdf");
+    let args = [
+        "call",
+        "html_to_pdf",
+        "--route",
+        "local",
+        "--input",
+        input.to_str().unwrap(),
+        "--out",
+        out_path.to_str().unwrap(),
+    ];
+    let out = paperchain(dir.path(), &args, &[("PAPERCHAIN_CHROMIUM", &dir.path().join("nowhere"))]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("unavailable") && stderr.contains("chromium") && stderr.contains("PAPERCHAIN_CHROMIUM"),
+        "{stderr}"
+    );
+    assert!(!out_path.exists());
+    // With the browser, the same call works and leaves nothing in the temporary folder.
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let out = paperchain(dir.path(), &args, &[("TMPDIR", &tmp)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read(&out_path).unwrap().starts_with(b"%PDF"));
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "left in the temporary folder: {left:?}");
 }
 
 #[test]

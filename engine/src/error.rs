@@ -62,6 +62,7 @@ pub const CODES: &[(&str, &str)] = &[
     ("conversion_failed", "the converter could not open the file: damaged, or not what its contents claim"),
     ("missing_keys", "the data lacks keys the template uses; all of them are listed"),
     ("invalid_template", "the template has a placeholder or section that cannot be filled"),
+    ("page_timeout", "a web page did not finish loading or printing in its time"),
     ("unsupported_format", "a file is in a format the route does not read"),
     ("unknown_language", "an OCR language is not installed on this server (the message lists the installed ones)"),
     ("no_pages_to_read", "every page selected for OCR already has text (force reads them anyway)"),

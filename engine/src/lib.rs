@@ -16,6 +16,7 @@
 
 pub mod catalog;
 pub mod chain;
+pub mod chromium;
 pub mod context;
 pub mod docs;
 pub mod error;

@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, mpsc};
 
 /// Where the box's root folder appears inside the box.
 pub const BOX_ROOT: &str = "/box";
@@ -96,7 +96,7 @@ fn command_with(bwrap: &Path, root: &Path, layout: &Layout, program: &Path, args
     for extra in &layout.read_only {
         command.arg("--ro-bind").arg(extra).arg(extra);
     }
-    command.args(["--proc", "/proc", "--dev", "/dev"]);
+    command.args(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]);
     command.arg("--bind").arg(root).arg(BOX_ROOT);
     command.arg("--bind").arg(root.join("tmp")).arg("/tmp");
     command.args(["--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME"]);
@@ -104,6 +104,43 @@ fn command_with(bwrap: &Path, root: &Path, layout: &Layout, program: &Path, args
     command.args(["--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8", "--chdir", BOX_ROOT, "--"]);
     command.arg(program).args(args);
     command
+}
+
+/// Work run on one long-lived thread: boxes are started there, so that they live until
+/// they are stopped and not until a passing thread ends (`--die-with-parent` ties a box to
+/// the thread that started it), yet die when the process does.
+pub struct Spawner {
+    jobs: Mutex<mpsc::Sender<Box<dyn FnOnce() + Send>>>,
+}
+
+impl Spawner {
+    /// A spawner with its thread, named `name`.
+    pub fn new(name: &str) -> Spawner {
+        let (jobs, received) = mpsc::channel::<Box<dyn FnOnce() + Send>>();
+        let started = std::thread::Builder::new().name(name.to_string()).spawn(move || {
+            for job in received {
+                job();
+            }
+        });
+        if let Err(e) = started {
+            tracing::error!(error = %e, "cannot start the thread that starts boxes");
+        }
+        Spawner { jobs: Mutex::new(jobs) }
+    }
+
+    /// Runs `work` on the spawner's thread and waits for its result.
+    pub fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+        let (answer, answered) = mpsc::channel();
+        let job: Box<dyn FnOnce() + Send> = Box::new(move || {
+            let _ = answer.send(work());
+        });
+        self.jobs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .send(job)
+            .map_err(|_| "the thread that starts boxes has stopped".to_string())?;
+        answered.recv().map_err(|_| "the thread that starts boxes has stopped".to_string())
+    }
 }
 
 /// `name` in a folder of the `PATH`, as a canonical path.

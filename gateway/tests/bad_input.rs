@@ -199,6 +199,8 @@ const NOT_PDF_INPUT: &[&str] = &[
     // Office files: engine/tests/docs_to_pdf.rs and engine/tests/docs_fill_template.rs have their bad inputs.
     "/v1/docs/to-pdf",
     "/v1/docs/fill-template",
+    // A URL or HTML: engine/tests/html_to_pdf.rs has its bad inputs.
+    "/v1/pdf/html-to-pdf",
 ];
 
 #[test]

@@ -51,6 +51,10 @@ pub const DEBIAN_PACKAGES: &[DebianPackage] = &[
         name: "fonts-liberation",
         why: "metric-compatible Arial, Times New Roman and Courier New for soffice",
     },
+    DebianPackage {
+        name: "chromium",
+        why: "the browser /v1/pdf/html-to-pdf prints pages with (run in a bubblewrap box, driven over its pipe)",
+    },
     DebianPackage { name: "fonts-crosextra-carlito", why: "Carlito: metric-compatible Calibri for soffice" },
     DebianPackage { name: "fonts-crosextra-caladea", why: "Caladea: metric-compatible Cambria for soffice" },
     DebianPackage {

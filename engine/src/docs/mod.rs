@@ -19,6 +19,7 @@ pub mod fill_template;
 pub mod flatten;
 pub mod form_fields;
 pub mod from_images;
+pub mod html_to_pdf;
 pub mod inspect;
 pub mod merge;
 pub mod metadata;
@@ -82,6 +83,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<pptx_build::PptxBuildRoute>();
     catalog.add::<to_pdf::ToPdfRoute>();
     catalog.add::<fill_template::FillTemplateRoute>();
+    catalog.add::<html_to_pdf::HtmlToPdfRoute>();
     catalog.add::<to_markdown::ToMarkdownRoute>();
     catalog.add::<tables::TablesRoute>();
     catalog.add::<bank_statement::BankStatementRoute>();
@@ -126,6 +128,18 @@ pub fn page_edit_price(pages: u32) -> Price {
 /// The builders' price rule in words (`../shared/spec/routebook.md` §4: fill-template,
 /// pptx-build, xlsx-build, xlsx-to-json).
 pub const BUILDER_PRICE_RULE: &str = "flat";
+
+/// Bytes of input the base price covers; each started million beyond adds [`PER_MB`].
+pub const INCLUDED_BYTES: u64 = 1_000_000;
+/// Price of each started million bytes of input beyond the first.
+pub const PER_MB: Price = Price::micros(1_000);
+/// The price rule of the browser and Office conversions (html-to-pdf, to-pdf), as the catalog states it.
+pub const SIZE_PRICE_RULE: &str = "$0.01, + $0.001 for each started MB (10^6 bytes) of input beyond the first";
+
+/// The price of converting `bytes` bytes of input.
+pub fn size_price(base: Price, bytes: u64) -> Price {
+    Price::tiered(base, 1, PER_MB, bytes.div_ceil(INCLUDED_BYTES).max(1))
+}
 
 /// The conversion price rule in words (`../shared/spec/routebook.md` §4: to-markdown,
 /// tables, bank-statement, to-docx).

@@ -6,23 +6,12 @@ use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
+use crate::docs::{SIZE_PRICE_RULE, size_price};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
 use crate::price::Price;
 use crate::soffice::{self, Format};
-
-/// Bytes of input the base price covers; each started million beyond adds [`PER_MB`].
-pub const INCLUDED_BYTES: u64 = 1_000_000;
-/// Price of each started million bytes of input beyond the first.
-pub const PER_MB: Price = Price::micros(1_000);
-/// The price rule of the browser and Office conversions, as the catalog states it.
-pub const SIZE_PRICE_RULE: &str = "$0.01, + $0.001 for each started MB (10^6 bytes) of input beyond the first";
-
-/// The price of converting `bytes` bytes of input.
-pub fn size_price(base: Price, bytes: u64) -> Price {
-    Price::tiered(base, 1, PER_MB, bytes.div_ceil(INCLUDED_BYTES).max(1))
-}
 
 /// Request of `/v1/docs/to-pdf`.
 #[derive(Debug, Deserialize, JsonSchema)]
