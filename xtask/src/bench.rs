@@ -10,11 +10,12 @@
 //! The `chain` group (`bench/chain.rs`) times a warm server's answers against `cast` and
 //! prints its own table; so do `convert` (`bench/convert.rs`, documents to data against the
 //! Python libraries, and `bench/markdown.rs`, to-markdown against MarkItDown), `ocr` (`bench/ocr.rs`, against
-//! OCRmyPDF), `office` (`bench/office.rs`, warm Office to PDF against cold soffice), `paywall` (`bench/paywall.rs`) and `wallet` (`bench/wallet.rs`).
+//! OCRmyPDF), `office` (`bench/office.rs`, warm Office to PDF against cold soffice), `html` (`bench/html.rs`, warm HTML to PDF against cold Chromium), `paywall` (`bench/paywall.rs`) and `wallet` (`bench/wallet.rs`).
 
 mod chain;
 mod convert;
 mod docs;
+mod html;
 mod markdown;
 mod ocr;
 mod office;
@@ -65,6 +66,8 @@ enum Group {
     Ocr,
     /// Office files to PDF by a warm `paperchain serve` against cold `soffice --convert-to`, and a 100-conversion soak.
     Office,
+    /// Web pages to PDF by a warm `paperchain serve` against cold `chromium --headless --print-to-pdf`.
+    Html,
     /// Chain reads of a warm `paperchain serve` against Foundry's `cast`, on a local anvil.
     Chain,
     /// Hosted mode's paywall: unpaid 402s a second under 64 connections, and its own cost on a paid call.
@@ -88,9 +91,18 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         PathBuf::new()
     };
     // The wallet group builds its own bench; the others run the release binary.
-    let binary = [Group::Pages, Group::Docs, Group::Convert, Group::Ocr, Group::Office, Group::Chain, Group::Paywall]
-        .into_iter()
-        .any(|g| args.group.includes(g));
+    let binary = [
+        Group::Pages,
+        Group::Docs,
+        Group::Convert,
+        Group::Ocr,
+        Group::Office,
+        Group::Html,
+        Group::Chain,
+        Group::Paywall,
+    ]
+    .into_iter()
+    .any(|g| args.group.includes(g));
     let paperchain = if binary { build_paperchain()? } else { PathBuf::new() };
     let work = WorkDir::create()?;
     let memory = Path::new(TIME_PROGRAM).is_file();
@@ -133,6 +145,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    let html = if args.group.includes(Group::Html) {
+        Some(html::measure(&paperchain, args.runs, &work.path.join("html"))?)
+    } else {
+        None
+    };
     let chain = if args.group.includes(Group::Chain) {
         Some(chain::measure(&paperchain, &installed.tools, args.runs, &work.path.join("chain"))?)
     } else {
@@ -164,6 +181,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(office) = &office {
         office.print();
     }
+    if let Some(html) = &html {
+        html.print();
+    }
     if let Some(chain) = &chain {
         chain.print();
     }
@@ -189,6 +209,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     failures.extend(tables.iter().flat_map(tables::Report::failures));
     failures.extend(ocr.iter().flat_map(ocr::Report::failures));
     failures.extend(office.iter().flat_map(office::Report::failures));
+    failures.extend(html.iter().flat_map(html::Report::failures));
     failures.extend(chain.iter().flat_map(chain::Report::failures));
     failures.extend(paywall.iter().flat_map(paywall::Report::failures));
     failures.extend(wallet.iter().flat_map(wallet::Report::failures));
@@ -937,6 +958,13 @@ fn size_text(bytes: u64) -> String {
     } else {
         format!("{:.0} KiB", bytes as f64 / 1024.0)
     }
+}
+
+/// The `p` quantile (0 to 1) of `times`, which must not be empty.
+fn percentile(times: &[Duration], p: f64) -> Duration {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 /// A child process killed when dropped.

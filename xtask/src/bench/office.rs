@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, ensure};
 use paperchain_testkit::b64;
 
-use super::Server;
+use super::{Server, percentile};
 use crate::cmd::Cmd;
 
 /// Conversions of the soak.
@@ -158,12 +158,6 @@ pub(super) fn measure(paperchain: &Path, corpus: &Path, runs: u32, dir: &Path) -
     .map_err(|e| format!("{e:#}"));
 
     Ok(Report { files: files.len(), runs, warm, cold, soak })
-}
-
-fn percentile(times: &[Duration], p: f64) -> Duration {
-    let mut sorted = times.to_vec();
-    sorted.sort();
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 impl Report {
