@@ -245,6 +245,26 @@ async fn a_script_that_never_stops_is_cut_off_and_the_next_call_works() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_killed_mid_page_is_a_clean_503_and_the_next_call_succeeds() {
+    let ctx = context(Duration::from_secs(30));
+    print(&ctx, json!({ "html": "<p>Warm</p>" })).await.unwrap();
+    let host = ctx.state.get::<BrowserHost>().unwrap();
+    let pid = host.pid().expect("a browser runs");
+    let call = tokio::spawn({
+        let ctx = ctx.clone();
+        async move { print(&ctx, json!({ "html": "<p>Spin</p><script>while (true) {}</script>" })).await }
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap();
+    let error = call.await.unwrap().unwrap_err();
+    assert!(matches!(error.kind, ErrorKind::Unavailable { .. }), "{error:?}");
+    assert_eq!(error.code, "engine_failed");
+    let (pdf, _) = print(&ctx, json!({ "html": "<p>Again</p>" })).await.unwrap();
+    assert!(pdf.starts_with(b"%PDF"));
+    assert_eq!(host.started(), 2, "a new browser took the killed one's place");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_call_gets_a_fresh_browser_context() {
     let ctx = context(Duration::from_secs(30));
     let page = "<script>document.write('stored: ' + (localStorage.getItem('k') || 'nothing') + ' cookie: ' + \

@@ -36,7 +36,7 @@ pub const MAX_PAGES: u64 = 2_000;
 /// The address an `html` input is served at inside the browser: a name that never resolves.
 pub const DOCUMENT_URL: &str = "https://document.invalid/";
 /// How long after the load event late requests (fonts, lazy images) are waited for.
-const SETTLE: Duration = Duration::from_millis(300);
+const SETTLE: Duration = Duration::from_millis(100);
 /// Longest a protocol command other than loading and printing may take.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -111,6 +111,11 @@ impl BrowserHost {
             started: Default::default(),
             page_timeout,
         }
+    }
+
+    /// The process id of the running browser's box, if one runs (for tests that kill it).
+    pub fn pid(&self) -> Option<u32> {
+        self.browser.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref().map(|b| b.child.id())
     }
 
     /// Browsers started so far.
