@@ -438,8 +438,9 @@ fn load_and_print(
                             "Fetch.failRequest",
                             json!({ "requestId": request_id, "errorReason": "BlockedByClient" }),
                         )?;
+                        // The list travels in the report header: 20 URLs of at most 200 characters.
                         if printed.refused.len() < 20 {
-                            printed.refused.push(url);
+                            printed.refused.push(url.chars().take(200).collect());
                         }
                     }
                 }
