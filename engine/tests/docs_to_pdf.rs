@@ -10,7 +10,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::route::call_files;
@@ -179,24 +179,9 @@ fn long_docx(count: usize) -> Vec<u8> {
     docx(&body, "")
 }
 
-/// A loopback HTTP server that counts the connections it gets and answers 404.
-fn counting_server() -> (String, Arc<AtomicUsize>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&hits);
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().flatten() {
-            counter.fetch_add(1, Ordering::SeqCst);
-            let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-        }
-    });
-    (url, hits)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_linked_image_is_not_fetched_though_libreoffice_alone_fetches_it() {
-    let (url, hits) = counting_server();
+    let (url, hits) = paperchain_testkit::loopback::counting_server("127.0.0.1", |_| (404, vec![], Vec::new()));
     let body = format!(
         r#"{}<w:p><w:r><w:drawing><wp:inline><wp:extent cx="914400" cy="914400"/><wp:docPr id="1" name="Picture 1"/><a:graphic><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:pic><pic:nvPicPr><pic:cNvPr id="1" name="linked.png"/><pic:cNvPicPr/></pic:nvPicPr><pic:blipFill><a:blip r:link="rIdImg"/><a:stretch><a:fillRect/></a:stretch></pic:blipFill><pic:spPr><a:xfrm><a:off x="0" y="0"/><a:ext cx="914400" cy="914400"/></a:xfrm><a:prstGeom prst="rect"><a:avLst/></a:prstGeom></pic:spPr></pic:pic></a:graphicData></a:graphic></wp:inline></w:drawing></w:r></w:p>"#,
         paragraph("A linked image below.")

@@ -6,18 +6,17 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, TcpListener};
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::route::call_files;
 use paperchain_engine::chromium::BrowserHost;
 use paperchain_engine::fetch::AddressPolicy;
 use paperchain_engine::{Context, EngineError, ErrorKind};
+use paperchain_testkit::loopback::counting_server;
 use serde_json::{Value, json};
 
 const ROUTE: &str = "/v1/pdf/html-to-pdf";
@@ -40,35 +39,6 @@ async fn print(ctx: &Context, body: Value) -> Result<(Vec<u8>, Value), EngineErr
     let file = &set.files[0];
     assert_eq!(file.media_type, "application/pdf");
     Ok((file.bytes.clone(), set.report.clone().unwrap()))
-}
-
-/// An answer: status, headers, body.
-type Answer = (u16, Vec<(&'static str, String)>, Vec<u8>);
-
-/// A server on `ip` answering each path with what `answer` gives, counting the requests.
-fn server(ip: &str, answer: fn(&str) -> Answer) -> (String, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind((ip, 0)).unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&hits);
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().flatten() {
-            counter.fetch_add(1, Ordering::SeqCst);
-            let mut request = [0u8; 4096];
-            let read = stream.read(&mut request).unwrap_or(0);
-            let text = String::from_utf8_lossy(&request[..read]);
-            let path = text.split_whitespace().nth(1).unwrap_or("/").to_string();
-            let (status, headers, body) = answer(&path);
-            let mut head = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n", body.len());
-            for (name, value) in headers {
-                head.push_str(&format!("{name}: {value}\r\n"));
-            }
-            head.push_str("\r\n");
-            let _ = stream.write_all(head.as_bytes());
-            let _ = stream.write_all(&body);
-        }
-    });
-    (base, hits)
 }
 
 /// A PNG of one colour.
@@ -181,11 +151,11 @@ async fn a_styled_page_prints_as_chromium_itself_prints_it() {
 async fn requests_to_addresses_not_allowed_reach_nothing() {
     // 127.0.0.2 stands for a private address: the fetcher allows only 127.0.0.1.
     let (private, private_hits) =
-        server("127.0.0.2", |_| (200, vec![("content-type", "image/png".into())], png(4, 4, [0, 0, 0])));
+        counting_server("127.0.0.2", |_| (200, vec![("content-type", "image/png".into())], png(4, 4, [0, 0, 0])));
     let private_for_redirect = private.clone();
     let redirect_to = Box::leak(format!("{private_for_redirect}/redirected.png").into_boxed_str());
     REDIRECT.set(redirect_to).unwrap();
-    let (public, public_hits) = server("127.0.0.1", |path| match path {
+    let (public, public_hits) = counting_server("127.0.0.1", |path| match path {
         "/page.html" => (200, vec![("content-type", "text/html".into())], PAGE.get().unwrap().as_bytes().to_vec()),
         "/ok.png" => (200, vec![("content-type", "image/png".into())], png(4, 4, [0, 255, 0])),
         "/jump.png" => (302, vec![("location", REDIRECT.get().unwrap().to_string())], Vec::new()),

@@ -118,3 +118,38 @@ pub async fn serve_files(files: std::collections::HashMap<String, (&'static str,
     });
     format!("http://{addr}")
 }
+
+/// An answer of [`counting_server`]: status, headers, body.
+pub type Answer = (u16, Vec<(&'static str, String)>, Vec<u8>);
+
+/// A plain-thread HTTP server on `ip` (any loopback address, `127.0.0.2` standing for a
+/// private one) answering each request path with what `answer` gives, and counting the
+/// connections it gets: a target that must never be reached shows 0. Answers the base URL.
+pub fn counting_server(
+    ip: &str,
+    answer: fn(&str) -> Answer,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind((ip, 0)).unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&hits);
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut request = [0u8; 4096];
+            let read = stream.read(&mut request).unwrap_or(0);
+            let text = String::from_utf8_lossy(&request[..read]);
+            let path = text.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let (status, headers, body) = answer(&path);
+            let mut head = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n", body.len());
+            for (name, value) in headers {
+                head.push_str(&format!("{name}: {value}\r\n"));
+            }
+            head.push_str("\r\n");
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+        }
+    });
+    (base, hits)
+}

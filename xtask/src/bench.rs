@@ -967,6 +967,38 @@ fn percentile(times: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
+/// `pdfinfo`'s page count of `pdf`.
+fn pdf_pages(pdf: &Path) -> anyhow::Result<u32> {
+    let info = Cmd::new("pdfinfo").arg(pdf).quiet().read_stdout()?;
+    let count = info.lines().find_map(|l| l.strip_prefix("Pages:")).context("pdfinfo gave no page count")?;
+    Ok(count.trim().parse()?)
+}
+
+/// The table of a warm server against a cold program: each side's count, p50 and p95 (and
+/// max), then how much faster the warm p50 is.
+fn print_warm_cold(sides: [(&str, &Result<Vec<Duration>, String>); 2], what: &str, target: &str) {
+    println!("| side | {what} | p50 ms | p95 ms | max ms |");
+    println!("|---|---|---|---|---|");
+    for (name, times) in sides {
+        match times {
+            Ok(times) => println!(
+                "| {name} | {} | {} | {} | {} |",
+                times.len(),
+                percentile(times, 0.5).as_millis(),
+                percentile(times, 0.95).as_millis(),
+                times.iter().max().map_or(0, Duration::as_millis)
+            ),
+            Err(e) => println!("| {name} | failed: {e} | | | |"),
+        }
+    }
+    if let [(_, Ok(warm)), (_, Ok(cold))] = sides {
+        println!(
+            "Warm p50 is {:.1}x faster than cold{target}.",
+            percentile(cold, 0.5).as_secs_f64() / percentile(warm, 0.5).as_secs_f64()
+        );
+    }
+}
+
 /// A child process killed when dropped.
 struct Killed(std::process::Child);
 
@@ -1029,6 +1061,23 @@ impl Server {
     /// The server's process id.
     fn pid(&self) -> u32 {
         self.child.0.id()
+    }
+
+    /// POSTs the JSON in `body` to `route`, the answer into `out`: the time it took; an
+    /// answer other than 200 is an error with its body.
+    fn post(&self, route: &str, body: &Path, out: &Path) -> anyhow::Result<Duration> {
+        let start = Instant::now();
+        let status = Cmd::new("curl")
+            .args(["-s", "--noproxy", "*", "-H", "content-type: application/json", "-w", "%{http_code}", "-o"])
+            .arg(out)
+            .arg("--data-binary")
+            .arg(format!("@{}", body.display()))
+            .arg(format!("{}{route}", self.url))
+            .quiet()
+            .read_stdout()?;
+        let elapsed = start.elapsed();
+        ensure!(status.trim() == "200", "answered {status}: {}", std::fs::read_to_string(out).unwrap_or_default());
+        Ok(elapsed)
     }
 }
 

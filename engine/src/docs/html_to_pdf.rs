@@ -209,7 +209,8 @@ impl Route for HtmlToPdfRoute {
                 (page, bytes, format!("{stem}.pdf"), "/url")
             }
         };
-        let allow_network = input.allow_network || field == "/url";
+        // A page by URL loads its public resources; HTML only when the call allows it.
+        let allow_network = input.allow_network || matches!(page, Page::Fetched { .. });
         Ok(HtmlToPdf { page, input_bytes, allow_network, layout, filename, field, output: input.output })
     }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, ensure};
 use paperchain_testkit::b64;
 
-use super::{Server, percentile};
+use super::{Server, pdf_pages, print_warm_cold};
 use crate::cmd::Cmd;
 
 pub(super) struct Report {
@@ -66,12 +66,6 @@ fn pages() -> Vec<(&'static str, String)> {
     vec![("article", article), ("table", table), ("styled", styled)]
 }
 
-fn pages_of(pdf: &Path) -> anyhow::Result<u32> {
-    let info = Cmd::new("pdfinfo").arg(pdf).quiet().read_stdout()?;
-    let count = info.lines().find_map(|l| l.strip_prefix("Pages:")).context("pdfinfo gave no page count")?;
-    Ok(count.trim().parse()?)
-}
-
 pub(super) fn measure(paperchain: &Path, runs: u32, dir: &Path) -> anyhow::Result<Report> {
     std::fs::create_dir_all(dir)?;
     let pages = pages();
@@ -90,17 +84,7 @@ pub(super) fn measure(paperchain: &Path, runs: u32, dir: &Path) -> anyhow::Resul
         for run in 0..=runs {
             for (n, body) in bodies.iter().enumerate() {
                 let out = dir.join(format!("{}-ours.pdf", pages[n].0));
-                let start = Instant::now();
-                let status = Cmd::new("curl")
-                    .args(["-s", "--noproxy", "*", "-H", "content-type: application/json", "-w", "%{http_code}", "-o"])
-                    .arg(&out)
-                    .arg("--data-binary")
-                    .arg(format!("@{}", body.display()))
-                    .arg(format!("{}/v1/pdf/html-to-pdf", server.url))
-                    .quiet()
-                    .read_stdout()?;
-                let took = start.elapsed();
-                ensure!(status.trim() == "200", "{}: answered {status}", pages[n].0);
+                let took = server.post("/v1/pdf/html-to-pdf", body, &out).with_context(|| pages[n].0)?;
                 if run > 0 {
                     times.push(took);
                 }
@@ -126,7 +110,7 @@ pub(super) fn measure(paperchain: &Path, runs: u32, dir: &Path) -> anyhow::Resul
                     times.push(start.elapsed());
                 }
                 let ours = dir.join(format!("{name}-ours.pdf"));
-                ensure!(pages_of(&ours)? == pages_of(&out)?, "{name}: page counts differ");
+                ensure!(pdf_pages(&ours)? == pdf_pages(&out)?, "{name}: page counts differ");
             }
         }
         Ok(times)
@@ -148,25 +132,7 @@ impl Report {
              one warm-up each)",
             self.pages, self.runs
         );
-        println!("| side | prints | p50 ms | p95 ms |");
-        println!("|---|---|---|---|");
-        for (name, times) in [("paperchain warm", &self.warm), ("chromium cold", &self.cold)] {
-            match times {
-                Ok(times) => println!(
-                    "| {name} | {} | {} | {} |",
-                    times.len(),
-                    percentile(times, 0.5).as_millis(),
-                    percentile(times, 0.95).as_millis()
-                ),
-                Err(e) => println!("| {name} | failed: {e} | | |"),
-            }
-        }
-        if let (Ok(warm), Ok(cold)) = (&self.warm, &self.cold) {
-            println!(
-                "Warm p50 is {:.1}x faster than cold.",
-                percentile(cold, 0.5).as_secs_f64() / percentile(warm, 0.5).as_secs_f64()
-            );
-        }
+        print_warm_cold([("paperchain warm", &self.warm), ("chromium cold", &self.cold)], "prints", "");
     }
 
     pub(super) fn failures(&self) -> Vec<(bool, String)> {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, ensure};
 use paperchain_testkit::b64;
 
-use super::{Server, percentile};
+use super::{Server, pdf_pages, print_warm_cold};
 use crate::cmd::Cmd;
 
 /// Conversions of the soak.
@@ -27,29 +27,6 @@ pub(super) struct Report {
     cold: Result<Vec<Duration>, String>,
     /// Resident memory (KiB) of the server and its workers after the 10th and the last soak conversion.
     soak: Result<(u64, u64), String>,
-}
-
-/// `pdfinfo`'s page count of `pdf`.
-fn pages(pdf: &Path) -> anyhow::Result<u32> {
-    let info = Cmd::new("pdfinfo").arg(pdf).quiet().read_stdout()?;
-    let count = info.lines().find_map(|l| l.strip_prefix("Pages:")).context("pdfinfo gave no page count")?;
-    Ok(count.trim().parse()?)
-}
-
-/// Posts `body` (a JSON file) to the server's to-pdf route, the PDF into `out`.
-fn post(server: &Server, body: &Path, out: &Path) -> anyhow::Result<Duration> {
-    let start = Instant::now();
-    let status = Cmd::new("curl")
-        .args(["-s", "--noproxy", "*", "-H", "content-type: application/json", "-w", "%{http_code}", "-o"])
-        .arg(out)
-        .arg("--data-binary")
-        .arg(format!("@{}", body.display()))
-        .arg(format!("{}/v1/docs/to-pdf", server.url))
-        .quiet()
-        .read_stdout()?;
-    let elapsed = start.elapsed();
-    ensure!(status.trim() == "200", "answered {status}: {}", std::fs::read_to_string(out).unwrap_or_default());
-    Ok(elapsed)
 }
 
 /// Resident memory (KiB) of `root` and every process under it.
@@ -108,7 +85,8 @@ pub(super) fn measure(paperchain: &Path, corpus: &Path, runs: u32, dir: &Path) -
         for run in 0..=runs {
             for (n, body) in bodies.iter().enumerate() {
                 let out = ours.join(format!("{n}.pdf"));
-                let took = post(&server, body, &out).with_context(|| format!("{}", files[n].display()))?;
+                let took =
+                    server.post("/v1/docs/to-pdf", body, &out).with_context(|| format!("{}", files[n].display()))?;
                 if run > 0 {
                     times.push(took);
                 }
@@ -138,7 +116,7 @@ pub(super) fn measure(paperchain: &Path, corpus: &Path, runs: u32, dir: &Path) -
                 .run()?;
             times.push(start.elapsed());
             let (a, b) = (ours.join(format!("{n}.pdf")), theirs.join(format!("{n}.pdf")));
-            ensure!(pages(&a)? == pages(&b)?, "{}: page counts differ", file.display());
+            ensure!(pdf_pages(&a)? == pdf_pages(&b)?, "{}: page counts differ", file.display());
         }
         Ok(times)
     })()
@@ -148,7 +126,9 @@ pub(super) fn measure(paperchain: &Path, corpus: &Path, runs: u32, dir: &Path) -
         let mut after_ten = 0;
         for i in 0..SOAK {
             let n = i % bodies.len();
-            post(&server, &bodies[n], &dir.join("soak.pdf")).with_context(|| format!("{}", files[n].display()))?;
+            server
+                .post("/v1/docs/to-pdf", &bodies[n], &dir.join("soak.pdf"))
+                .with_context(|| format!("{}", files[n].display()))?;
             if i == 9 {
                 after_ten = tree_rss(server.pid());
             }
@@ -168,26 +148,11 @@ impl Report {
              against cold soffice --convert-to (one pass)",
             self.files, self.runs
         );
-        println!("| side | conversions | p50 ms | p95 ms | max ms |");
-        println!("|---|---|---|---|---|");
-        for (name, times) in [("paperchain warm", &self.warm), ("soffice cold", &self.cold)] {
-            match times {
-                Ok(times) => println!(
-                    "| {name} | {} | {} | {} | {} |",
-                    times.len(),
-                    percentile(times, 0.5).as_millis(),
-                    percentile(times, 0.95).as_millis(),
-                    times.iter().max().map_or(0, Duration::as_millis)
-                ),
-                Err(e) => println!("| {name} | failed: {e} | | | |"),
-            }
-        }
-        if let (Ok(warm), Ok(cold)) = (&self.warm, &self.cold) {
-            println!(
-                "Warm p50 is {:.1}x faster than cold (target: 3x).",
-                percentile(cold, 0.5).as_secs_f64() / percentile(warm, 0.5).as_secs_f64()
-            );
-        }
+        print_warm_cold(
+            [("paperchain warm", &self.warm), ("soffice cold", &self.cold)],
+            "conversions",
+            " (target: 3x)",
+        );
         match &self.soak {
             Ok((ten, last)) => println!(
                 "Soak: {SOAK} conversions in a row; resident memory of the server and its workers {} MiB after 10, \
