@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::route::call_files;
+use common::route::{assert_refused, call_files};
 use paperchain_engine::soffice::{self, OfficePool, PoolConfig};
 use paperchain_engine::{Context, EngineError, ErrorKind};
 use serde_json::json;
@@ -454,13 +454,6 @@ async fn every_bad_input_is_refused_naming_its_field() {
         (json!({ "file": { "data": word }, "pages": "1" }), "/pages"),
         (json!({ "file": { "url": "http://127.0.0.1:9/a.docx" } }), "/file/url"),
     ];
-    for (body, field) in cases {
-        let error = call_files(&ctx, ROUTE, body.clone()).await.unwrap_err();
-        assert!(
-            matches!(error.kind, ErrorKind::InvalidInput)
-                && error.field.as_deref().is_some_and(|f| f.starts_with(field)),
-            "{body}: {error:?}"
-        );
-    }
+    assert_refused(&ctx, ROUTE, &cases).await;
     assert_eq!(pool.stats().started, 0, "no worker was started for input refused before conversion");
 }

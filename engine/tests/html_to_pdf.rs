@@ -12,7 +12,7 @@ use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::route::call_files;
+use common::route::{assert_refused, call_files};
 use paperchain_engine::chromium::BrowserHost;
 use paperchain_engine::fetch::AddressPolicy;
 use paperchain_engine::{Context, EngineError, ErrorKind};
@@ -268,14 +268,7 @@ async fn every_bad_input_is_refused_naming_its_field() {
         (json!({ "url": "http://169.254.169.254/latest/meta-data/" }), "/url"),
         (json!({ "url": "file:///etc/passwd" }), "/url"),
     ];
-    for (body, field) in cases {
-        let error = call_files(&ctx, ROUTE, body.clone()).await.unwrap_err();
-        assert!(
-            matches!(error.kind, ErrorKind::InvalidInput)
-                && error.field.as_deref().is_some_and(|f| f.starts_with(field)),
-            "{body}: {error:?}"
-        );
-    }
+    assert_refused(&ctx, ROUTE, &cases).await;
     // Landscape and a custom size are honoured.
     let (pdf, _) = print(&ctx, json!({ "html": "<p>x</p>", "page_size": "A5", "landscape": true })).await.unwrap();
     let dir = tempfile::tempdir().unwrap();

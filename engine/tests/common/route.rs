@@ -45,3 +45,16 @@ pub async fn call_files(ctx: &Context, path: &str, body: Value) -> Result<FileSe
         Reply::Json(answer) => panic!("{path} answered JSON: {answer}"),
     }
 }
+
+/// Runs route `path` on each body, which must be refused as invalid input whose field
+/// starts with the one given beside it.
+pub async fn assert_refused(ctx: &Context, path: &str, cases: &[(Value, &str)]) {
+    for (body, field) in cases {
+        let error = call_files(ctx, path, body.clone()).await.unwrap_err();
+        assert!(
+            matches!(error.kind, paperchain_engine::ErrorKind::InvalidInput)
+                && error.field.as_deref().is_some_and(|f| f.starts_with(field)),
+            "{body}: {error:?}"
+        );
+    }
+}
