@@ -235,7 +235,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         None => Some(paying::server_client(&data_dir, &ctx, &args.routing).await?),
         Some(_) => None,
     };
-    let server = paperchain_server::start(Options { http, hosted, ctx: Some(ctx), client }).await?;
+    let runtime_dir = hosted.is_none().then(|| paperchain_server::instance::runtime_dir(&data_dir));
+    let server = paperchain_server::start(Options { http, hosted, ctx: Some(ctx), client, runtime_dir }).await?;
     if let Some(line) = server.sandbox() {
         print_sandbox(line, server.base_url());
     }

@@ -8,7 +8,12 @@
 //! returns. `paperchain serve`, the desktop app and the background service all start the
 //! server this way; none of them assembles it by hand.
 //!
+//! In local mode the server claims its data folder ([`instance`]): a second local server
+//! for the same folder does not start, and says where the first one is.
+//!
 //! What this crate must not do: parse arguments, print, or contain route or payment logic.
+
+pub mod instance;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -22,6 +27,8 @@ use paperchain_gateway::hosted::{Hosted, HostedOptions};
 use paperchain_gateway::{HttpServer, Running, ServerConfig};
 use paperchain_wallet::client::PayingClient;
 use serde_json::Value;
+
+use crate::instance::{ClaimError, Instance, InstanceLock};
 
 pub use paperchain_gateway::server::interrupted;
 
@@ -37,12 +44,17 @@ pub struct Options {
     /// Local mode's paying client: routes calls as the user configured and records every
     /// call in the ledger. `None` runs every call here, unrecorded. Not used in hosted mode.
     pub client: Option<Arc<PayingClient>>,
+    /// The runtime folder where a local server claims its data folder
+    /// ([`instance::claim`]); `None` claims nothing (hosted mode, which may run beside it).
+    pub runtime_dir: Option<PathBuf>,
 }
 
 impl Options {
-    /// Local mode with `http`, the engine configured from the environment.
+    /// Local mode with `http`, the engine configured from the environment, claiming the
+    /// data folder in the usual runtime folder.
     pub fn local(http: ServerConfig) -> Options {
-        Options { http, hosted: None, ctx: None, client: None }
+        let runtime_dir = Some(instance::runtime_dir(&http.data_dir));
+        Options { http, hosted: None, ctx: None, client: None, runtime_dir }
     }
 }
 
@@ -57,21 +69,48 @@ pub struct HostedMode {
 
 /// Why the server did not start; the message names what to change.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct StartError(String);
+#[error("{message}")]
+pub struct StartError {
+    message: String,
+    running: Option<Instance>,
+}
+
+impl StartError {
+    fn new(message: String) -> StartError {
+        StartError { message, running: None }
+    }
+
+    /// The local server that already serves this data folder, when that is why.
+    pub fn running(&self) -> Option<&Instance> {
+        self.running.as_ref()
+    }
+}
+
+impl From<ClaimError> for StartError {
+    fn from(e: ClaimError) -> StartError {
+        let message = e.to_string();
+        let running = match e {
+            ClaimError::Running(instance) => Some(instance),
+            _ => None,
+        };
+        StartError { message, running }
+    }
+}
 
 /// A started server.
 pub struct Server {
     http: Running,
     hosted: Option<Hosted>,
     sandbox: Option<Value>,
+    // Held while serving; released (and the address file removed) when the server stops.
+    claim: Option<InstanceLock>,
 }
 
 /// Builds everything `options` asks for and starts serving; returns once the port answers.
 pub async fn start(options: Options) -> Result<Server, StartError> {
-    let Options { http: config, hosted: mode, ctx, client } = options;
+    let Options { http: config, hosted: mode, ctx, client, runtime_dir } = options;
     if mode.as_ref().is_some_and(|m| m.sandbox.is_some()) && !config.listen.ip().is_loopback() {
-        return Err(StartError(format!(
+        return Err(StartError::new(format!(
             "the sandbox listens on 127.0.0.1 only (its test payer's key is printed); drop --listen {}",
             config.listen
         )));
@@ -82,10 +121,15 @@ pub async fn start(options: Options) -> Result<Server, StartError> {
     // A configuration the server would not follow (a malformed PAPERCHAIN_CHAINS) stops it here.
     let ctx = match ctx {
         Some(ctx) => ctx,
-        None => Context::try_new().map_err(|e| StartError(e.to_string()))?,
+        None => Context::try_new().map_err(|e| StartError::new(e.to_string()))?,
     };
-    let listener = config.bind().await.map_err(|e| StartError(format!("binding {}: {e}", config.listen)))?;
-    let local_addr = listener.local_addr().map_err(|e| StartError(format!("binding {}: {e}", config.listen)))?;
+    // Before binding, so a second server says where the first is rather than "address in use".
+    let mut claim = match (&runtime_dir, &mode) {
+        (Some(runtime), None) => Some(instance::claim(runtime, &config.data_dir)?),
+        _ => None,
+    };
+    let listener = config.bind().await.map_err(|e| StartError::new(format!("binding {}: {e}", config.listen)))?;
+    let local_addr = listener.local_addr().map_err(|e| StartError::new(format!("binding {}: {e}", config.listen)))?;
     let base_url = config.base_url(local_addr);
     let (ctx, hosted) = match mode {
         None => (ctx, None),
@@ -107,10 +151,28 @@ pub async fn start(options: Options) -> Result<Server, StartError> {
             if let Some(hosted) = hosted {
                 hosted.stop().await;
             }
-            return Err(StartError(format!("serving on {}: {e}", config.listen)));
+            return Err(StartError::new(format!("serving on {}: {e}", config.listen)));
         }
     };
-    Ok(Server { http, hosted, sandbox })
+    if let Some(claim) = &mut claim {
+        // The address clients connect to: the loopback one when listening everywhere.
+        let base_url = match local_addr.ip().is_unspecified() {
+            true => format!("http://127.0.0.1:{}", local_addr.port()),
+            false => format!("http://{local_addr}"),
+        };
+        let published = claim.publish(&Instance {
+            pid: std::process::id(),
+            base_url,
+            data_dir: config.data_dir.clone(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            started_at: instance::now_secs(),
+        });
+        if let Err(e) = published {
+            // Clients then start their own engine; serving goes on.
+            tracing::warn!(error = %e, "could not write the server's address in the runtime folder");
+        }
+    }
+    Ok(Server { http, hosted, sandbox, claim })
 }
 
 async fn start_hosted(
@@ -126,14 +188,14 @@ async fn start_hosted(
         public_url: Some(base_url).filter(|_| config.public_url.is_some() || mode.sandbox.is_some()),
         sandbox: mode.sandbox.is_some(),
     };
-    let hosted_config = HostedConfig::load(&sources).map_err(|e| StartError(e.to_string()))?;
+    let hosted_config = HostedConfig::load(&sources).map_err(|e| StartError::new(e.to_string()))?;
     let catalog = paperchain_engine::Catalog::standard();
     let options = HostedOptions { run_timeout: config.request_timeout, ..HostedOptions::default() };
     let hosted = match mode.sandbox {
         Some(sandbox) => Hosted::start_sandbox(hosted_config, &catalog, ctx, options, sandbox).await,
         None => Hosted::start(hosted_config, &catalog, ctx, options).await,
     };
-    hosted.map_err(|e| StartError(e.to_string()))
+    hosted.map_err(|e| StartError::new(e.to_string()))
 }
 
 impl Server {
@@ -165,6 +227,7 @@ impl Server {
         if let Some(hosted) = self.hosted {
             hosted.stop().await;
         }
+        drop(self.claim);
         served
     }
 
@@ -174,6 +237,7 @@ impl Server {
         if let Some(hosted) = self.hosted {
             hosted.stop().await;
         }
+        drop(self.claim);
         served
     }
 }
