@@ -9,6 +9,7 @@ mod call;
 mod money_cmd;
 mod paying;
 mod sanctions_cmd;
+mod service_cmd;
 mod wallet_cmd;
 
 use std::net::SocketAddr;
@@ -79,6 +80,9 @@ enum Command {
     /// The OFAC SDN list of digital currency addresses that /v1/check/sanctions screens
     /// against: `refresh` it from the official XML, or see its `status`.
     Sanctions(sanctions_cmd::SanctionsArgs),
+    /// `paperchain serve` as a background service started at login (a systemd user unit,
+    /// or a launchd agent): install, uninstall, start, stop, status.
+    Service(service_cmd::ServiceArgs),
 }
 
 #[derive(clap::Args)]
@@ -108,6 +112,10 @@ struct McpArgs {
     /// Which tools: the chain reads, the document operations, or all.
     #[arg(long, default_value = "all", value_parser = ["chain", "docs", "all"])]
     family: String,
+    /// Run the engine in this process even when a local server (`paperchain serve`, the
+    /// background service, the desktop app) runs; by default the tools are that server's.
+    #[arg(long)]
+    standalone: bool,
     #[command(flatten)]
     routing: paying::RoutingArgs,
 }
@@ -198,6 +206,7 @@ fn main() -> std::process::ExitCode {
             Command::Spend(args) => money_cmd::run_spend(args, &data_dir()).await,
             Command::Config(args) => money_cmd::run_config(args),
             Command::Sanctions(args) => sanctions_cmd::run(args).await.map(|()| std::process::ExitCode::SUCCESS),
+            Command::Service(args) => service_cmd::run(args, &data_dir()).map(|()| std::process::ExitCode::SUCCESS),
         }
     });
     match result {
@@ -251,8 +260,28 @@ async fn mcp(args: McpArgs) -> anyhow::Result<()> {
         "docs" => vec![Family::Docs],
         _ => vec![Family::Chain, Family::Docs],
     };
+    let data_dir = data_dir();
+    let runtime = paperchain_server::instance::runtime_dir(&data_dir);
+    let running = paperchain_server::instance::find(&runtime, &data_dir).filter(|_| !args.standalone);
+    if let Some(instance) = running {
+        if args.routing.service_url.is_some() || args.routing.default_route.is_some() {
+            anyhow::bail!(
+                "--service-url and --route set the routing of an engine in this process, but the local server \
+                 at {} (process {}) serves these tools and routes as its configuration says; drop them, or add \
+                 --standalone",
+                instance.base_url,
+                instance.pid
+            );
+        }
+        let endpoint = match args.family.as_str() {
+            "all" => paperchain_mcp::relay::endpoint_of(&instance.base_url),
+            _ => format!("{}{}", instance.base_url, paperchain_mcp::http::endpoint(families[0])),
+        };
+        tracing::info!(%endpoint, pid = instance.pid, "using the running local server");
+        return paperchain_mcp::relay::relay_stdio(endpoint).await.context("relaying MCP to the local server");
+    }
     let ctx = Context::try_new()?;
-    let client = paying::server_client(&data_dir(), &ctx, &args.routing).await?;
+    let client = paying::server_client(&data_dir, &ctx, &args.routing).await?;
     paperchain_mcp::stdio::serve_stdio(families, ctx, Some(client)).await.context("serving MCP on stdio")
 }
 

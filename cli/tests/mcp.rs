@@ -32,13 +32,20 @@ async fn anvil() -> Anvil {
     Anvil::start(8453).await
 }
 
-/// The binary as an MCP server over stdio, `base` read from `rpc` when given.
+/// The binary as an MCP server over stdio, `base` read from `rpc` when given, the engine
+/// in process (whatever local server this user runs).
 async fn stdio_client(args: &[&str], rpc: Option<&str>) -> Client {
+    stdio_client_with(&[&["--standalone"], args].concat(), rpc, &[]).await
+}
+
+/// `paperchain mcp --stdio args`, with `env` set.
+async fn stdio_client_with(args: &[&str], rpc: Option<&str>, env: &[(&str, &std::path::Path)]) -> Client {
     let mut command = tokio::process::Command::new(binary());
     command.args(["mcp", "--stdio"]).args(args).env_remove("PAPERCHAIN_CHAINS");
     if let Some(rpc) = rpc {
         command.env("PAPERCHAIN_RPC_BASE", rpc);
     }
+    command.envs(env.iter().copied());
     let transport = TokioChildProcess::new(command).expect("spawning paperchain mcp --stdio");
     ().serve(transport).await.unwrap_or_else(|e| panic!("the MCP handshake over stdio: {e}"))
 }
@@ -116,6 +123,73 @@ async fn stdio_serves_one_family_when_asked() {
     client.cancel().await.unwrap();
 }
 
+#[tokio::test]
+async fn stdio_uses_the_local_server_of_its_data_folder_when_one_runs() {
+    let chain = anvil().await;
+    let data = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let folders = [("PAPERCHAIN_DATA_DIR", data.path()), ("PAPERCHAIN_RUNTIME_DIR", runtime.path())];
+    let mut server = serve_with(&chain.url, data.path(), &[("PAPERCHAIN_RUNTIME_DIR", runtime.path())]);
+    let started = Instant::now();
+    let instance = loop {
+        if let Some(found) = paperchain_server::instance::find(runtime.path(), data.path()) {
+            break found;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "the server wrote no address file");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(instance.base_url, server.base);
+    assert_eq!(instance.pid, server.child.id());
+
+    // This process's own engine would read a closed port: an answer from anvil can only
+    // come through the server.
+    let closed = "http://127.0.0.1:1";
+    let client = stdio_client_with(&[], Some(closed), &folders).await;
+    let names: Vec<String> = client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert_eq!(names, operations(&[Family::Chain, Family::Docs]));
+    let result = call(&client, "get_gas_price", json!({ "chain": "base" })).await;
+    assert_ne!(result.is_error, Some(true), "{:?}", result.content);
+    assert_eq!(result.structured_content.as_ref().unwrap()["chain"], "base");
+    // Links work, as they do for the server's own MCP endpoint.
+    let data64 = base64::engine::general_purpose::STANDARD.encode(corpus_file("sample-files/pdflatex-4-pages.pdf"));
+    let result =
+        call(&client, "rotate_pdf_pages", json!({ "file": { "data": data64 }, "degrees": 90, "output": "url" })).await;
+    assert_ne!(result.is_error, Some(true), "{:?}", result.content);
+    let url = result.structured_content.as_ref().unwrap()["files"][0]["uri"].as_str().unwrap().to_string();
+    assert!(url.starts_with(&server.base), "{url}");
+
+    // The server's ledger has the calls, under the agent's own name.
+    let ledger = Command::new(binary()).args(["ledger", "--json"]).envs(folders).output().unwrap();
+    assert!(ledger.status.success(), "{}", String::from_utf8_lossy(&ledger.stderr));
+    let rows: Value = serde_json::from_slice(&ledger.stdout).unwrap();
+    let routes: Vec<&str> = rows.as_array().unwrap().iter().filter_map(|r| r["route"].as_str()).collect();
+    assert_eq!(routes, ["get_gas_price", "rotate_pdf_pages"], "{rows}");
+    let client_name = rmcp::ClientHandler::get_info(&()).client_info.name;
+    assert!(
+        rows.as_array().unwrap().iter().all(|r| r["front_door"] == "mcp" && r["client"] == client_name.as_str()),
+        "{rows}"
+    );
+
+    // --standalone keeps the engine here: the closed port answers.
+    let standalone = stdio_client_with(&["--standalone"], Some(closed), &folders).await;
+    let result = call(&standalone, "get_gas_price", json!({ "chain": "base" })).await;
+    assert_eq!(result.is_error, Some(true), "{:?}", result.content);
+    standalone.cancel().await.unwrap();
+
+    // The server gone, a call says so instead of hanging.
+    let _ = server.child.kill();
+    let _ = server.child.wait();
+    let error = client
+        .call_tool(
+            CallToolRequestParams::new("get_gas_price")
+                .with_arguments(json!({"chain": "base"}).as_object().cloned().unwrap()),
+        )
+        .await
+        .expect_err("no server to answer");
+    assert!(error.to_string().contains("did not answer"), "{error}");
+    client.cancel().await.unwrap();
+}
+
 // ---- The MCP Inspector CLI ----
 
 /// The Inspector's launcher, as `cargo xtask setup` installs it.
@@ -146,7 +220,7 @@ fn run_inspector(args: &[&str]) -> Value {
 struct Served {
     child: std::process::Child,
     base: String,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Drop for Served {
@@ -157,12 +231,20 @@ impl Drop for Served {
 }
 
 fn serve(rpc: &str) -> Served {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let dir = tempfile::tempdir().unwrap();
+    let mut served = serve_with(rpc, dir.path(), &[]);
+    served._dir = Some(dir);
+    served
+}
+
+/// `paperchain serve` on a free port for `data`, `env` set.
+fn serve_with(rpc: &str, data: &std::path::Path, env: &[(&str, &std::path::Path)]) -> Served {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut child = Command::new(binary())
         .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
-        .arg(dir.path())
+        .arg(data)
         .env("PAPERCHAIN_RPC_BASE", rpc)
+        .envs(env.iter().copied())
         .env_remove("PAPERCHAIN_CHAINS")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -179,7 +261,7 @@ fn serve(rpc: &str) -> Served {
         assert!(started.elapsed() < Duration::from_secs(30), "paperchain serve did not listen within 30 s");
         std::thread::sleep(Duration::from_millis(50));
     }
-    Served { child, base, _dir: dir }
+    Served { child, base, _dir: None }
 }
 
 fn names(list: &Value) -> Vec<String> {

@@ -185,3 +185,121 @@ fn the_sandbox_prints_where_everything_is_first() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn a_second_server_for_the_same_data_folder_says_where_the_first_is_and_exits() {
+    let data = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let start = |listen: &str| {
+        Command::new(env!("CARGO_BIN_EXE_paperchain"))
+            .args(["serve", "--listen", listen, "--data-dir"])
+            .arg(data.path())
+            .env("PAPERCHAIN_RUNTIME_DIR", runtime.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = start("127.0.0.1:0");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let instance = loop {
+        if let Some(found) = paperchain_server::instance::find(runtime.path(), data.path()) {
+            break found;
+        }
+        assert!(first.try_wait().unwrap().is_none(), "the first server exited");
+        assert!(Instant::now() < deadline, "the first server wrote no address file");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(instance.pid, first.id());
+    // It answers where it says it is.
+    let port = instance.base_url.rsplit(':').next().unwrap().parse::<u16>().unwrap();
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_ok());
+
+    // Another port, the same folder: refused before it binds anything.
+    let second = start("127.0.0.1:0").wait_with_output().unwrap();
+    assert!(!second.status.success());
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        said.contains(&format!("already serving {} on {}", data.path().display(), instance.base_url))
+            && said.contains(&format!("process {}", first.id())),
+        "{said}"
+    );
+
+    // The status command finds it too.
+    let status = Command::new(env!("CARGO_BIN_EXE_paperchain"))
+        .args(["service", "status", "--json"])
+        .env("PAPERCHAIN_DATA_DIR", data.path())
+        .env("PAPERCHAIN_RUNTIME_DIR", runtime.path())
+        .env("XDG_CONFIG_HOME", runtime.path().join("config"))
+        .output()
+        .unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["installed"], false);
+    assert_eq!(status["server"]["base_url"], instance.base_url.as_str());
+
+    // Once the first stops, the folder is free and its address gone.
+    Command::new("kill").args(["-INT", &first.id().to_string()]).status().unwrap();
+    assert!(first.wait().unwrap().success());
+    assert_eq!(paperchain_server::instance::find(runtime.path(), data.path()), None);
+    let leftovers: Vec<_> = std::fs::read_dir(runtime.path())
+        .unwrap()
+        .filter_map(|e| e.unwrap().file_name().into_string().ok())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let mut third = start("127.0.0.1:0");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while paperchain_server::instance::find(runtime.path(), data.path()).is_none() {
+        assert!(third.try_wait().unwrap().is_none(), "the third server exited");
+        assert!(Instant::now() < deadline, "the third server wrote no address file");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = third.kill();
+    let _ = third.wait();
+}
+
+#[test]
+fn the_service_unit_is_one_systemd_accepts() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config");
+    let installed = Command::new(env!("CARGO_BIN_EXE_paperchain"))
+        .args(["service", "install", "--listen", "127.0.0.1:18402", "--no-start"])
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", &config)
+        .env("PAPERCHAIN_DATA_DIR", home.path().join("data"))
+        .env("PAPERCHAIN_WALLET_PASSWORD", "never-written")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&installed.stderr);
+    // Enabling needs the user's service manager; where there is none the files are still
+    // written and the error says which manager refused.
+    assert!(installed.status.success() || said.contains("the service manager refused it: `systemctl --user"), "{said}");
+    let unit_path = config.join("systemd/user/paperchain.service");
+    let unit = std::fs::read_to_string(&unit_path).unwrap();
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_paperchain")).unwrap();
+    assert!(unit.contains(&format!("ExecStart=\"{}\" serve --listen 127.0.0.1:18402", exe.display())), "{unit}");
+    assert!(unit.contains("WantedBy=default.target"), "{unit}");
+    let env = std::fs::read_to_string(config.join("paperchain/service.env")).unwrap();
+    assert!(env.contains(&format!("PAPERCHAIN_DATA_DIR=\"{}\"", home.path().join("data").display())), "{env}");
+    assert!(!env.contains("never-written"), "a password never goes in the file: {env}");
+    use std::os::unix::fs::PermissionsExt as _;
+    for file in [&unit_path, &config.join("paperchain/service.env")] {
+        assert_eq!(std::fs::metadata(file).unwrap().permissions().mode() & 0o077, 0, "{}", file.display());
+    }
+
+    let verify = Command::new("systemd-analyze").args(["verify"]).arg(&unit_path).output().unwrap();
+    assert!(
+        verify.status.success() && verify.stderr.is_empty(),
+        "systemd-analyze verify: {}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+
+    let uninstalled = Command::new(env!("CARGO_BIN_EXE_paperchain"))
+        .args(["service", "uninstall"])
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", &config)
+        .output()
+        .unwrap();
+    assert!(uninstalled.status.success(), "{}", String::from_utf8_lossy(&uninstalled.stderr));
+    assert!(!unit_path.exists() && !config.join("paperchain/service.env").exists());
+}

@@ -1,5 +1,5 @@
-//! The MCP endpoints of the HTTP server: `/mcp/chain` and `/mcp/docs`, streamable HTTP,
-//! one family each. The gateway mounts this router behind its own layers, so the Host
+//! The MCP endpoints of the HTTP server, streamable HTTP: `/mcp/chain` and `/mcp/docs`, one
+//! family each, and `/mcp` with both. The gateway mounts this router behind its own layers, so the Host
 //! check and request tracing are the HTTP API's.
 
 use std::sync::Arc;
@@ -14,6 +14,9 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use crate::results::Links;
 use crate::server::{McpServer, ServerOptions};
 
+/// The endpoint with every tool, chain and documents: what `paperchain mcp --stdio` relays to.
+pub const ALL_ENDPOINT: &str = "/mcp";
+
 /// The path of a family's MCP endpoint.
 pub fn endpoint(family: Family) -> &'static str {
     match family {
@@ -27,9 +30,14 @@ pub fn endpoint(family: Family) -> &'static str {
 pub fn mount(api: &Mount<'_>) -> Router {
     let links = Links { files: api.files.clone(), base_url: api.base_url.to_string() };
     let mut router = Router::new();
-    for family in [Family::Chain, Family::Docs] {
+    let endpoints = [
+        (ALL_ENDPOINT, vec![Family::Chain, Family::Docs]),
+        (endpoint(Family::Chain), vec![Family::Chain]),
+        (endpoint(Family::Docs), vec![Family::Docs]),
+    ];
+    for (path, families) in endpoints {
         let server = McpServer::new(ServerOptions {
-            families: vec![family],
+            families,
             ctx: api.ctx.clone(),
             paywall: api.paywall.cloned(),
             client: api.client.cloned(),
@@ -46,7 +54,7 @@ pub fn mount(api: &Mount<'_>) -> Router {
             .disable_allowed_hosts();
         let service =
             StreamableHttpService::new(move || Ok(server.clone()), Arc::new(NeverSessionManager::default()), config);
-        router = router.route_service(endpoint(family), service);
+        router = router.route_service(path, service);
     }
     router
 }

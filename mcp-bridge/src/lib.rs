@@ -1,14 +1,16 @@
 //! Paperchain over MCP: every catalog route as a tool, generated from the catalog.
 //!
-//! Served over streamable HTTP by the gateway at `/mcp/chain` and `/mcp/docs`
+//! Served over streamable HTTP by the gateway at `/mcp`, `/mcp/chain` and `/mcp/docs`
 //! ([`http::mount`], mounted beside the HTTP API), and over stdio for desktop agents
-//! ([`stdio::serve_stdio`], `paperchain mcp --stdio`). In hosted mode a call goes through
+//! (`paperchain mcp --stdio`): relayed to the local server when one runs
+//! ([`relay::relay_stdio`]), else with the engine in process ([`stdio::serve_stdio`]). In hosted mode a call goes through
 //! the gateway's paywall with the free pool asked for, and payments travel as the x402 MCP
 //! transport says (`_meta["x402/payment"]`, `_meta["x402/payment-response"]`).
 //!
 //! Must not: name a route, or decide anything about payments (the paywall does).
 
 pub mod http;
+pub mod relay;
 pub mod results;
 pub mod server;
 pub mod stdio;

@@ -118,6 +118,7 @@ async fn the_sandbox_starts_each_run_with_a_fresh_store() {
             hosted: Some(HostedMode { config_file: None, sandbox: Some(SandboxOptions::default()) }),
             ctx: Some(Context::new()),
             client: None,
+            runtime_dir: None,
         };
         let server = paperchain_server::start(options).await.unwrap_or_else(|e| panic!("run {run}: {e}"));
         let line = server.sandbox().expect("the sandbox line").clone();
@@ -142,4 +143,36 @@ async fn the_sandbox_starts_each_run_with_a_fresh_store() {
 /// A one-page PDF.
 fn one_page_pdf() -> Vec<u8> {
     std::fs::read(paperchain_testkit::workspace_root().join("gateway/benches/one-page.pdf")).expect("the one-page PDF")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_local_server_for_a_data_folder_names_the_first_and_starts_once_it_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let options = || Options {
+        ctx: Some(Context::new()),
+        runtime_dir: Some(runtime.path().to_path_buf()),
+        ..Options::local(config(dir.path(), 0))
+    };
+    let first = paperchain_server::start(options()).await.unwrap();
+    let found = paperchain_server::instance::find(runtime.path(), dir.path()).expect("the address file");
+    assert_eq!(found.base_url, first.base_url());
+    assert_eq!(found.pid, std::process::id());
+    let refused = match paperchain_server::start(options()).await {
+        Ok(_) => panic!("a second server started"),
+        Err(e) => e,
+    };
+    assert_eq!(refused.running(), Some(&found));
+    assert!(refused.to_string().contains(first.base_url()), "{refused}");
+    // Hosted mode claims nothing: a sandbox may run beside the local server.
+    let hosted = paperchain_server::start(Options {
+        hosted: Some(HostedMode { config_file: None, sandbox: Some(SandboxOptions::default()) }),
+        ..options()
+    })
+    .await
+    .unwrap();
+    hosted.stop().await.unwrap();
+    first.stop().await.unwrap();
+    assert_eq!(paperchain_server::instance::find(runtime.path(), dir.path()), None);
+    paperchain_server::start(options()).await.unwrap().stop().await.unwrap();
 }

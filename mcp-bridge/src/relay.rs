@@ -1,0 +1,179 @@
+//! `paperchain mcp --stdio` when a local server already runs: the messages of standard
+//! input are relayed to its MCP endpoint, its answers written to standard output. One
+//! engine and one ledger serve the desktop agent, the app and the CLI alike.
+//!
+//! The server's endpoint is stateless and answers in JSON, so each message is one POST:
+//! a request gets its response (or a JSON-RPC error naming what failed), a notification
+//! gets nothing. Requests run side by side; answers are written whole, one per line, in
+//! the order they finish. The MCP client's name from `initialize` goes as the user agent,
+//! so the server's ledger records which agent called.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+use tokio::sync::{Mutex, mpsc};
+
+/// The all-families MCP endpoint of a server whose base URL is `base_url`.
+pub fn endpoint_of(base_url: &str) -> String {
+    format!("{}{}", base_url.trim_end_matches('/'), crate::http::ALL_ENDPOINT)
+}
+
+/// What the relay learns from the conversation and sends along with every later message.
+#[derive(Default)]
+struct Session {
+    client_name: Option<String>,
+    protocol_version: Option<String>,
+}
+
+/// Relays stdin to `endpoint` and the answers to stdout until stdin closes and every
+/// request in flight is answered.
+pub async fn relay_stdio(endpoint: String) -> std::io::Result<()> {
+    relay(endpoint, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// [`relay_stdio`] over any pair of streams.
+pub async fn relay(
+    endpoint: String,
+    input: impl tokio::io::AsyncRead + Unpin,
+    mut output: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+) -> std::io::Result<()> {
+    let http = reqwest::Client::builder()
+        // A loopback server: a proxy from the environment must not see these calls.
+        .no_proxy()
+        .build()
+        .map_err(std::io::Error::other)?;
+    let session = Arc::new(Mutex::new(Session::default()));
+    let (answers, mut to_write) = mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(async move {
+        while let Some(line) = to_write.recv().await {
+            output.write_all(line.as_bytes()).await?;
+            output.write_all(b"\n").await?;
+            output.flush().await?;
+        }
+        Ok::<(), std::io::Error>(())
+    });
+    let mut lines = tokio::io::BufReader::new(input).lines();
+    let mut in_flight = tokio::task::JoinSet::new();
+    while let Some(line) = lines.next_line().await? {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let message: Value = match serde_json::from_str(&line) {
+            Ok(message) => message,
+            Err(e) => {
+                let _ = answers.send(error_line(&Value::Null, -32700, format!("not JSON: {e}")));
+                continue;
+            }
+        };
+        let is_initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
+        if is_initialize {
+            let name = message.pointer("/params/clientInfo/name").and_then(Value::as_str);
+            session.lock().await.client_name = name.map(|n| n.chars().take(200).collect());
+        }
+        let task = forward(http.clone(), endpoint.clone(), session.clone(), message, answers.clone());
+        if is_initialize {
+            // Everything after depends on the version the server chose.
+            task.await;
+        } else {
+            in_flight.spawn(task);
+        }
+    }
+    while in_flight.join_next().await.is_some() {}
+    drop(answers);
+    writer.await.map_err(std::io::Error::other)?
+}
+
+/// Sends one message and queues the answers it gets.
+async fn forward(
+    http: reqwest::Client,
+    endpoint: String,
+    session: Arc<Mutex<Session>>,
+    message: Value,
+    answers: mpsc::UnboundedSender<String>,
+) {
+    let id = message.get("id").cloned();
+    let mut request = http
+        .post(&endpoint)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::ACCEPT, "application/json, text/event-stream")
+        .body(message.to_string());
+    {
+        let session = session.lock().await;
+        if let Some(name) = &session.client_name {
+            request = request.header(http::header::USER_AGENT, name.as_str());
+        }
+        if let Some(version) = &session.protocol_version {
+            request = request.header("mcp-protocol-version", version.as_str());
+        }
+    }
+    let fail = |text: String| {
+        // Only a request is owed an answer.
+        if let Some(id) = &id {
+            let _ = answers.send(error_line(id, -32603, text));
+        }
+    };
+    let response = match request.send().await {
+        Ok(response) => response,
+        Err(e) => {
+            return fail(format!(
+                "the Paperchain server at {endpoint} did not answer ({e}); is it still running? \
+                 Restart the agent to use a new one"
+            ));
+        }
+    };
+    let status = response.status();
+    let is_sse = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let body = match response.text().await {
+        Ok(body) => body,
+        Err(e) => return fail(format!("the Paperchain server at {endpoint} broke off its answer: {e}")),
+    };
+    let messages: Vec<Value> = match is_sse {
+        true => sse_data(&body).filter_map(|data| serde_json::from_str(&data).ok()).collect(),
+        false => serde_json::from_str::<Value>(&body).into_iter().filter(|v| !v.is_null()).collect(),
+    };
+    if messages.is_empty() {
+        if !status.is_success() {
+            let text: String = body.chars().take(300).collect();
+            fail(format!("the Paperchain server answered {status}: {text}"));
+        }
+        return;
+    }
+    for answer in messages {
+        if let Some(version) = answer.pointer("/result/protocolVersion").and_then(Value::as_str) {
+            session.lock().await.protocol_version = Some(version.to_string());
+        }
+        let _ = answers.send(answer.to_string());
+    }
+}
+
+/// The `data` of each event of a `text/event-stream` body.
+fn sse_data(body: &str) -> impl Iterator<Item = String> {
+    body.split("\n\n").filter_map(|event| {
+        let data: Vec<&str> = event
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .map(|d| d.strip_prefix(' ').unwrap_or(d))
+            .collect();
+        (!data.is_empty()).then(|| data.join("\n"))
+    })
+}
+
+fn error_line(id: &Value, code: i64, message: String) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_stream_data_is_read_per_event() {
+        let body = "event: message\ndata: {\"a\":1}\n\nid: 2\ndata:{\"b\":\ndata: 2}\n\n: comment\n\n";
+        assert_eq!(sse_data(body).collect::<Vec<_>>(), vec!["{\"a\":1}", "{\"b\":\n2}"]);
+    }
+}
