@@ -115,6 +115,32 @@ pub struct RouteInfo {
     pub produces: Produces,
     /// Whether the route reads the network (chain nodes, upstream APIs, URL inputs).
     pub open_world: bool,
+    /// The file types its file inputs take, as lower-case file name extensions (what the
+    /// desktop app offers the route for); empty when it takes no file.
+    pub accepts: &'static [&'static str],
+}
+
+/// The file types routes take ([`RouteInfo::accepts`]).
+pub mod accepts {
+    /// No file: chain reads, builders from JSON, inputs by URL only.
+    pub const NONE: &[&str] = &[];
+    /// PDF.
+    pub const PDF: &[&str] = &["pdf"];
+    /// What LibreOffice converts: Word, Excel, PowerPoint (with macros too), OpenDocument,
+    /// the 97-2003 formats and RTF.
+    pub const OFFICE: &[&str] =
+        &["docx", "docm", "xlsx", "xlsm", "pptx", "pptm", "odt", "ods", "odp", "odg", "doc", "xls", "ppt", "rtf"];
+    /// What becomes Markdown.
+    pub const TO_MARKDOWN: &[&str] =
+        &["pdf", "docx", "xlsx", "xlsm", "pptx", "html", "htm", "xhtml", "epub", "csv", "tsv"];
+    /// A Word document.
+    pub const DOCX: &[&str] = &["docx"];
+    /// An Excel workbook.
+    pub const XLSX: &[&str] = &["xlsx", "xlsm"];
+    /// Images that become PDF pages.
+    pub const IMAGES: &[&str] = &["png", "jpg", "jpeg", "webp"];
+    /// A web page.
+    pub const HTML: &[&str] = &["html", "htm", "xhtml"];
 }
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

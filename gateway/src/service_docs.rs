@@ -165,7 +165,7 @@ fn path_item(
     }
     responses.insert("504".into(), reference("Timeout"));
     responses.insert("500".into(), reference("Internal"));
-    json!({
+    let mut operation = json!({
         "post": {
             "operationId": info.operation,
             "summary": info.summary,
@@ -184,7 +184,13 @@ fn path_item(
             },
             "x-free-pool": { "id": info.free_pool.id(), "daily_calls_per_ip": info.free_pool.daily_calls() }
         }
-    })
+    });
+    // The file types the route's file inputs take, as file name extensions: what a client
+    // (the desktop app among them) offers the route for.
+    if !info.accepts.is_empty() {
+        operation["post"]["x-accepts"] = json!(info.accepts);
+    }
+    operation
 }
 
 fn ok_description(produces: Produces) -> &'static str {

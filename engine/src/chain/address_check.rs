@@ -500,6 +500,7 @@ impl Route for AddressCheckRoute {
         free_pool: FreePool::AddressCheck,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: AddressCheckInput, ctx: &Context) -> Result<AddressCheckRequest, EngineError> {

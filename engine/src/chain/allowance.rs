@@ -94,6 +94,7 @@ impl Route for AllowanceRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: AllowanceInput, ctx: &Context) -> Result<AllowanceRequest, EngineError> {

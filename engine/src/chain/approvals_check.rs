@@ -176,6 +176,7 @@ impl Route for ApprovalsRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: ApprovalsInput, ctx: &Context) -> Result<ApprovalsRequest, EngineError> {

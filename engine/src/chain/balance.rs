@@ -101,6 +101,7 @@ impl Route for BalanceRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: BalanceInput, ctx: &Context) -> Result<BalanceRequest, EngineError> {

@@ -112,6 +112,7 @@ impl Route for BalancesRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: BalancesInput, ctx: &Context) -> Result<BalancesRequest, EngineError> {

@@ -63,6 +63,7 @@ impl Route for BlockRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: BlockInput, ctx: &Context) -> Result<Arc<EvmChain>, EngineError> {

@@ -148,6 +148,7 @@ impl Route for BlockByNumberRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: BlockByNumberInput, ctx: &Context) -> Result<BlockByNumberRequest, EngineError> {

@@ -106,6 +106,7 @@ impl Route for CallRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: CallInput, ctx: &Context) -> Result<CallRequest, EngineError> {

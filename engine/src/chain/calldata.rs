@@ -98,6 +98,7 @@ impl Route for CalldataRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: false,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: CalldataInput, _ctx: &Context) -> Result<CalldataCall, EngineError> {

@@ -142,6 +142,7 @@ impl Route for CodeRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: CodeInput, ctx: &Context) -> Result<CodeRequest, EngineError> {

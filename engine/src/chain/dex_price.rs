@@ -163,6 +163,7 @@ impl Route for DexPriceRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: DexPriceInput, ctx: &Context) -> Result<DexPriceRequest, EngineError> {

@@ -90,6 +90,7 @@ impl Route for EnsRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: EnsInput, ctx: &Context) -> Result<EnsRequest, EngineError> {

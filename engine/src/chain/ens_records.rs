@@ -196,6 +196,7 @@ impl Route for EnsRecordsRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: EnsRecordsInput, ctx: &Context) -> Result<EnsRecordsRequest, EngineError> {

@@ -132,6 +132,7 @@ impl Route for EstimateGasRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: EstimateGasInput, ctx: &Context) -> Result<EstimateGasRequest, EngineError> {

@@ -131,6 +131,7 @@ impl Route for FeesRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: FeesInput, ctx: &Context) -> Result<FeesRequest, EngineError> {

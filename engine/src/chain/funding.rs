@@ -264,6 +264,7 @@ impl Route for FundingRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: FundingInput, ctx: &Context) -> Result<FundingCall, EngineError> {

@@ -58,6 +58,7 @@ impl Route for GasRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: GasInput, ctx: &Context) -> Result<Arc<EvmChain>, EngineError> {

@@ -119,6 +119,7 @@ impl Route for LogsRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: LogsInput, ctx: &Context) -> Result<LogsRequest, EngineError> {

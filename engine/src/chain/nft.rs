@@ -114,6 +114,7 @@ impl Route for NftRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: NftInput, ctx: &Context) -> Result<NftRequest, EngineError> {

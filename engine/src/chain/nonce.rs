@@ -67,6 +67,7 @@ impl Route for NonceRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: NonceInput, ctx: &Context) -> Result<NonceRequest, EngineError> {

@@ -269,6 +269,7 @@ impl Route for PriceRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: PriceInput, ctx: &Context) -> Result<Self::Prepared, EngineError> {

@@ -98,6 +98,7 @@ impl Route for ReceiptRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: ReceiptInput, ctx: &Context) -> Result<ReceiptRequest, EngineError> {

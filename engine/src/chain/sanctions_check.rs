@@ -140,6 +140,7 @@ impl Route for SanctionsRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: false,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: SanctionsInput, _: &Context) -> Result<SanctionsRequest, EngineError> {

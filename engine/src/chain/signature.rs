@@ -86,6 +86,7 @@ impl Route for SignatureRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: false,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: SignatureInput, _: &Context) -> Result<SignatureRequest, EngineError> {

@@ -164,6 +164,7 @@ impl Route for SimulateRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: SimulateInput, ctx: &Context) -> Result<SimulateRequest, EngineError> {

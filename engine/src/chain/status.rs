@@ -77,6 +77,7 @@ impl Route for StatusRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: StatusInput, ctx: &Context) -> Result<Self::Prepared, EngineError> {

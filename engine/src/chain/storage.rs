@@ -74,6 +74,7 @@ impl Route for StorageRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: StorageInput, ctx: &Context) -> Result<StorageRequest, EngineError> {

@@ -78,6 +78,7 @@ impl Route for TokenRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: TokenInput, ctx: &Context) -> Result<TokenRequest, EngineError> {

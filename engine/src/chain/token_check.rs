@@ -202,6 +202,7 @@ impl Route for TokenCheckRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: TokenCheckInput, ctx: &Context) -> Result<TokenCheckRequest, EngineError> {

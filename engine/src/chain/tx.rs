@@ -247,6 +247,7 @@ impl Route for TxRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: TxInput, ctx: &Context) -> Result<TxRequest, EngineError> {

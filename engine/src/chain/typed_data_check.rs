@@ -268,6 +268,7 @@ impl Route for TypedDataRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: TypedDataInput, ctx: &Context) -> Result<TypedDataRequest, EngineError> {

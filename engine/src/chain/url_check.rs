@@ -451,6 +451,7 @@ impl Route for UrlCheckRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: false,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: UrlCheckInput, _: &Context) -> Result<UrlCheckRequest, EngineError> {

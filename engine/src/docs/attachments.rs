@@ -167,6 +167,7 @@ impl Route for AttachmentsRoute {
         free_pool: FreePool::Docs,
         produces: Produces::JsonOrFiles,
         open_world: false,
+        accepts: crate::catalog::accepts::PDF,
     };
 
     async fn prepare(input: AttachmentsInput, ctx: &Context) -> Result<Attachments, EngineError> {

@@ -159,6 +159,7 @@ impl Route for BankStatementRoute {
         free_pool: FreePool::Docs,
         produces: Produces::JsonOrFile,
         open_world: false,
+        accepts: crate::catalog::accepts::PDF,
     };
 
     async fn prepare(input: BankStatementInput, ctx: &Context) -> Result<BankStatement, EngineError> {

@@ -421,6 +421,7 @@ const INFO: RouteInfo = RouteInfo {
     free_pool: FreePool::Docs,
     produces: Produces::File,
     open_world: false,
+    accepts: crate::catalog::accepts::PDF,
 };
 
 fn report(mode: Mode, unchanged: bool, stats: &CompressStats, compressed: usize, original: usize) -> serde_json::Value {

@@ -83,6 +83,7 @@ impl Transform for Crop {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        accepts: crate::catalog::accepts::PDF,
     };
     const SUFFIX: &'static str = "cropped";
 

@@ -44,6 +44,7 @@ impl Transform for ExtractPages {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        accepts: crate::catalog::accepts::PDF,
     };
     const SUFFIX: &'static str = "extract";
 

@@ -83,6 +83,7 @@ impl Route for FillTemplateRoute {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        accepts: crate::catalog::accepts::DOCX,
     };
 
     async fn prepare(input: FillTemplateInput, ctx: &Context) -> Result<FillTemplate, EngineError> {

@@ -118,6 +118,7 @@ impl Route for FromImagesRoute {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        accepts: crate::catalog::accepts::IMAGES,
     };
 
     async fn prepare(input: FromImagesInput, ctx: &Context) -> Result<FromImages, EngineError> {

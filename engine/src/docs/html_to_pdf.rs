@@ -30,7 +30,7 @@ pub struct HtmlToPdfInput {
     /// The page's HTML (at most 10 MiB). Give `url` or `html`. It loads nothing from the network unless
     /// `allow_network` is true; data: URLs always work.
     #[serde(default)]
-    #[schemars(length(min = 1, max = 10_485_760))]
+    #[schemars(length(min = 1, max = 10_485_760), extend("contentMediaType" = "text/html"))]
     pub html: Option<String>,
     /// With `html`: let the page load images, style sheets, fonts and scripts from public http(s) addresses.
     /// Default false.
@@ -155,6 +155,7 @@ impl Route for HtmlToPdfRoute {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: true,
+        accepts: crate::catalog::accepts::HTML,
     };
 
     async fn prepare(input: HtmlToPdfInput, ctx: &Context) -> Result<HtmlToPdf, EngineError> {

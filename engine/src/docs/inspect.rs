@@ -220,6 +220,7 @@ impl Route for InspectRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Json,
         open_world: false,
+        accepts: crate::catalog::accepts::PDF,
     };
 
     async fn prepare(input: InspectInput, ctx: &Context) -> Result<Inspect, EngineError> {

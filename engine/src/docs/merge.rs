@@ -87,6 +87,7 @@ impl Route for MergeRoute {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        accepts: crate::catalog::accepts::PDF,
     };
 
     async fn prepare(input: MergeInput, ctx: &Context) -> Result<Merge, EngineError> {

@@ -267,6 +267,7 @@ const INFO: RouteInfo = RouteInfo {
     free_pool: FreePool::Docs,
     produces: Produces::JsonOrFile,
     open_world: false,
+    accepts: crate::catalog::accepts::PDF,
 };
 
 /// Checks that `set` goes with `edit` only and that its values are usable.

@@ -293,6 +293,7 @@ const INFO: RouteInfo = RouteInfo {
     free_pool: FreePool::Docs,
     produces: Produces::File,
     open_world: false,
+    accepts: crate::catalog::accepts::PDF,
 };
 
 /// The resolution the pages are read at: [`OCR_DPI`], lower when the largest page would

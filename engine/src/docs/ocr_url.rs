@@ -93,6 +93,7 @@ impl Route for OcrUrlRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: OcrUrlInput, ctx: &Context) -> Result<OcrUrl, EngineError> {

@@ -91,6 +91,7 @@ impl Route for PdfTextRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Json,
         open_world: true,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: PdfTextInput, ctx: &Context) -> Result<PdfText, EngineError> {

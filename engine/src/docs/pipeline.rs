@@ -105,6 +105,7 @@ impl Route for PipelineRoute {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        accepts: crate::catalog::accepts::PDF,
     };
 
     async fn prepare(input: PipelineInput, ctx: &Context) -> Result<Pipeline, EngineError> {

@@ -116,6 +116,7 @@ impl Route for PptxBuildRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Files,
         open_world: false,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: PptxBuildInput, _ctx: &Context) -> Result<PptxBuild, EngineError> {

@@ -181,6 +181,7 @@ const INFO: RouteInfo = RouteInfo {
     free_pool: FreePool::Docs,
     produces: Produces::File,
     open_world: false,
+    accepts: crate::catalog::accepts::PDF,
 };
 
 /// The encryption the options ask for; every password problem names its field.

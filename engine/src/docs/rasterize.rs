@@ -156,6 +156,7 @@ const INFO: RouteInfo = RouteInfo {
     free_pool: FreePool::Docs,
     produces: Produces::File,
     open_world: false,
+    accepts: crate::catalog::accepts::PDF,
 };
 
 /// The rendered page as JPEG at [`JPEG_QUALITY`].

@@ -43,6 +43,7 @@ impl Transform for RemovePages {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        accepts: crate::catalog::accepts::PDF,
     };
     const SUFFIX: &'static str = "removed";
 

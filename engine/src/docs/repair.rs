@@ -46,6 +46,7 @@ const INFO: RouteInfo = RouteInfo {
     free_pool: FreePool::Docs,
     produces: Produces::File,
     open_world: false,
+    accepts: crate::catalog::accepts::PDF,
 };
 
 /// The route.

@@ -77,6 +77,7 @@ impl Transform for Rotate {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        accepts: crate::catalog::accepts::PDF,
     };
     const SUFFIX: &'static str = "rotated";
 

@@ -64,6 +64,7 @@ impl Route for SplitRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Files,
         open_world: false,
+        accepts: crate::catalog::accepts::PDF,
     };
 
     async fn prepare(input: SplitInput, ctx: &Context) -> Result<Split, EngineError> {

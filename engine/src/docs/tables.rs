@@ -110,6 +110,7 @@ impl Route for TablesRoute {
         free_pool: FreePool::Docs,
         produces: Produces::JsonOrFile,
         open_world: false,
+        accepts: crate::catalog::accepts::PDF,
     };
 
     async fn prepare(input: TablesInput, ctx: &Context) -> Result<Tables, EngineError> {

@@ -63,6 +63,7 @@ impl Route for ToDocxRoute {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        accepts: crate::catalog::accepts::PDF,
     };
 
     async fn prepare(input: ToDocxInput, ctx: &Context) -> Result<ToDocx, EngineError> {

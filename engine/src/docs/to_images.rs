@@ -100,6 +100,7 @@ impl Route for ToImagesRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Files,
         open_world: false,
+        accepts: crate::catalog::accepts::PDF,
     };
 
     async fn prepare(input: ToImagesInput, ctx: &Context) -> Result<ToImages, EngineError> {

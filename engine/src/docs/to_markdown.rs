@@ -128,6 +128,7 @@ impl Route for ToMarkdownRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Json,
         open_world: false,
+        accepts: crate::catalog::accepts::TO_MARKDOWN,
     };
 
     async fn prepare(input: ToMarkdownInput, ctx: &Context) -> Result<ToMarkdown, EngineError> {

@@ -164,6 +164,7 @@ impl Route for XlsxBuildRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Files,
         open_world: false,
+        accepts: crate::catalog::accepts::NONE,
     };
 
     async fn prepare(input: XlsxBuildInput, _ctx: &Context) -> Result<XlsxBuild, EngineError> {

@@ -133,6 +133,7 @@ impl Route for XlsxToJsonRoute {
         free_pool: FreePool::Docs,
         produces: Produces::JsonOrFile,
         open_world: false,
+        accepts: crate::catalog::accepts::XLSX,
     };
 
     async fn prepare(input: XlsxToJsonInput, ctx: &Context) -> Result<XlsxToJson, EngineError> {
