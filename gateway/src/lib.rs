@@ -6,6 +6,7 @@
 //! layers. What this crate must not do: contain route logic, or let a request reach an
 //! operation without going through the catalog's `prepare`.
 
+pub mod app;
 pub mod error;
 pub mod files;
 pub mod host;

@@ -140,6 +140,10 @@ pub async fn start(options: Options) -> Result<Server, StartError> {
     };
     let sandbox = hosted.as_ref().and_then(|h| h.sandbox_line(&base_url));
     let mut server = HttpServer::new(config.clone(), ctx).mount(paperchain_mcp::http::mount);
+    if hosted.is_none() {
+        // The app and its API are the local user's, never the hosted service's.
+        server = server.mount(paperchain_gateway::app::mount);
+    }
     match (&hosted, client) {
         (Some(hosted), _) => server = server.paywall(hosted.paywall.clone()),
         (None, Some(client)) => server = server.client(client),

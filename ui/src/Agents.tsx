@@ -1,0 +1,90 @@
+// Agents: the MCP endpoints of this server, the snippet that adds Paperchain to Claude
+// Desktop, and which clients called and what each spent.
+
+import { useEffect, useState } from "preact/hooks";
+import { appApi } from "./api";
+import { type Row, spendBy } from "./Spend";
+
+export type SessionInfo = {
+  version: string;
+  base_url: string;
+  openapi: string;
+  mcp: { all: string; chain: string; docs: string };
+  ledger: boolean;
+  executable?: string;
+};
+
+export function Agents({ session }: { session: SessionInfo }) {
+  const [rows, setRows] = useState<Row[]>([]);
+  const [copied, setCopied] = useState(false);
+  useEffect(() => {
+    appApi<{ rows: Row[] }>("/ledger").then((l) => setRows(l.rows), () => setRows([]));
+  }, []);
+  const snippet = JSON.stringify(
+    { mcpServers: { paperchain: { command: session.executable ?? "paperchain", args: ["mcp", "--stdio"] } } },
+    null,
+    2,
+  );
+  const calls = new Map<string, number>();
+  for (const r of rows) {
+    const name = r.client ?? "(unnamed)";
+    calls.set(name, (calls.get(name) ?? 0) + 1);
+  }
+  const spent = new Map(spendBy(rows, (r) => r.client ?? "(unnamed)"));
+  return (
+    <section aria-labelledby="agents-title">
+      <h2 id="agents-title">Agents</h2>
+      <h3>MCP</h3>
+      <dl class="facts">
+        <dt>Every tool</dt>
+        <dd class="mono">{session.mcp.all}</dd>
+        <dt>Chain reads</dt>
+        <dd class="mono">{session.mcp.chain}</dd>
+        <dt>Documents</dt>
+        <dd class="mono">{session.mcp.docs}</dd>
+        <dt>HTTP API</dt>
+        <dd class="mono">{session.openapi}</dd>
+      </dl>
+      <h3>Claude Desktop</h3>
+      <p>
+        Add this to <code>claude_desktop_config.json</code>; <code>paperchain mcp --stdio</code> uses this server while it runs.
+      </p>
+      <pre class="json" aria-label="Claude Desktop configuration">{snippet}</pre>
+      <button
+        type="button"
+        onClick={() =>
+          navigator.clipboard?.writeText(snippet).then(
+            () => setCopied(true),
+            () => setCopied(false),
+          )
+        }
+      >
+        Copy the snippet
+      </button>
+      <span role="status">{copied ? " Copied." : ""}</span>
+      <h3>Clients that called</h3>
+      {calls.size === 0 ? (
+        <p class="muted">No calls recorded yet.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Client</th>
+              <th scope="col">Calls</th>
+              <th scope="col">Paid</th>
+            </tr>
+          </thead>
+          <tbody>
+            {[...calls.entries()].map(([name, n]) => (
+              <tr>
+                <td>{name}</td>
+                <td class="number">{n}</td>
+                <td class="number">${((spent.get(name) ?? 0) / 1e6).toFixed(4)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

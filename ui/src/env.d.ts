@@ -1,0 +1,2 @@
+// Style sheets are bundled by Vite.
+declare module "*.css";
