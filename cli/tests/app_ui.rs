@@ -60,7 +60,8 @@ async fn the_app_works_in_a_real_browser() {
     }
     let _served = Served(child);
 
-    let pdf = corpus().join("pdf/sample-files/pdflatex-4-pages.pdf");
+    // Absolute: the browser reads it from another working folder.
+    let pdf = std::fs::canonicalize(corpus().join("pdf/sample-files/pdflatex-4-pages.pdf")).unwrap();
     let artifacts = ui.join("test-artifacts");
     let run = tokio::process::Command::new("node")
         .args(["--test", "--test-reporter=spec", "tests/"])

@@ -47,6 +47,8 @@ pub struct AppState {
     pub paywall: Option<Arc<crate::hosted::paywall::Paywall>>,
     /// Local mode's paying client (routing, ledger); `None` runs every call here, unrecorded.
     pub client: Option<Arc<paperchain_wallet::client::PayingClient>>,
+    /// The app's session: a call carrying its token comes from the app's own page.
+    pub app_session: Arc<crate::app::Session>,
 }
 
 /// The router: every catalog route plus the service documents and file links.
@@ -158,7 +160,12 @@ async fn call_local(state: &AppState, path: &'static str, request: Request) -> R
     let entry = state.catalog.by_path(path).ok_or_else(|| ApiError::not_found(format!("no route {path}")))?;
     let mode = routed::mode_of(request.headers())?;
     let quote_only = routed::quote_only(request.headers())?;
-    let client = request.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let from_app = state.app_session.sent_by(request.headers());
+    let client = match from_app {
+        true => Some(crate::app::CLIENT_NAME.to_string()),
+        false => request.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_string),
+    };
+    let front_door = if from_app { "app" } else { "http" };
     // Receiving the body is bounded like the call (a caller that sends slowly cannot hold a task).
     let received =
         tokio::time::timeout(state.request_timeout, receive(request, state.body_limit)).await.map_err(|_| {
@@ -173,7 +180,7 @@ async fn call_local(state: &AppState, path: &'static str, request: Request) -> R
         Received::NotJson(content_type) => return Err(unsupported_media_type(&content_type)),
         Received::TooLarge(limit) => return Err(too_large(limit)),
     };
-    let call = routed::Call { route: entry, body, caller: Caller { front_door: "http", client }, mode, quote_only };
+    let call = routed::Call { route: entry, body, caller: Caller { front_door, client }, mode, quote_only };
     match routed::run(state.client.as_ref(), &state.ctx, call, state.request_timeout).await {
         routed::Ran::Local(reply, call_id) => {
             let mut response = encode_reply(state, reply?).await?;

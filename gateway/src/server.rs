@@ -96,6 +96,8 @@ pub struct Mount<'a> {
     pub base_url: &'a str,
     /// Longest a call may take.
     pub request_timeout: Duration,
+    /// The app's session (its page's token).
+    pub app_session: &'a Arc<crate::app::Session>,
 }
 
 type Mounter = Box<dyn FnOnce(&Mount<'_>) -> Router + Send>;
@@ -148,6 +150,7 @@ impl HttpServer {
         let base_url = config.base_url(local_addr);
         let files = config.file_store()?;
         let docs = ServiceDocs::build(&catalog, &base_url, &ctx);
+        let app_session = Arc::new(crate::app::Session::new());
         let mut mounted = Router::new();
         for mount in mounts {
             let shared = Mount {
@@ -157,6 +160,7 @@ impl HttpServer {
                 files: &files,
                 base_url: &base_url,
                 request_timeout: config.request_timeout,
+                app_session: &app_session,
             };
             mounted = mounted.merge(mount(&shared));
         }
@@ -170,6 +174,7 @@ impl HttpServer {
             body_limit: BODY_LIMIT,
             paywall: paywall.clone(),
             client,
+            app_session,
         });
         let hosts = Arc::new(HostPolicy::new(local_addr, config.public_url.as_deref(), &config.allowed_hosts));
         let app = mounted

@@ -13,7 +13,7 @@ export function classify(text: string): Kind | undefined {
   if (/^0x[0-9a-fA-F]{40}$/.test(s)) return "address";
   if (/^0x[0-9a-fA-F]{64}$/.test(s)) return "transaction";
   if (/^0x([0-9a-fA-F]{2}){4,}$/.test(s)) return "calldata";
-  if (/^[^\s/:]+\.[a-z]{2,}$/i.test(s)) return "ens";
+  if (/^\S+\.[a-z]{2,}$/i.test(s)) return "ens";
   return undefined;
 }
 

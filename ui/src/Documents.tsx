@@ -37,7 +37,7 @@ function Thumbnails(props: { pdf: Blob; label: string; selected?: number[]; onTo
       try {
         const data = await base64Of(props.pdf);
         // The page count, which reading the metadata gives without looking at the pages.
-        const inspected = await callRoute("/v1/pdf/metadata", { file: { data }, action: "read" });
+        const inspected = await callRoute("/v1/pdf/metadata", { file: { data }, action: "read" }, undefined, true);
         const count = inspected.kind === "json" ? Number((inspected.value as { page_count?: number }).page_count ?? 1) : 1;
         const answer = await callRoute("/v1/pdf/to-images", {
           file: { data },
@@ -45,7 +45,7 @@ function Thumbnails(props: { pdf: Blob; label: string; selected?: number[]; onTo
           format: "png",
           pages: `1-${Math.max(1, Math.min(count, THUMBNAIL_PAGES))}`,
           output: "base64",
-        });
+        }, undefined, true);
         if (cancelled || answer.kind !== "json") return;
         const files = answer.value as { data: string; media_type: string }[];
         urls = files.map((f) => URL.createObjectURL(new Blob([Uint8Array.from(atob(f.data), (c) => c.charCodeAt(0))], { type: f.media_type })));

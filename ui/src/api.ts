@@ -48,14 +48,12 @@ function filenameOf(disposition: string | null, fallback: string): string {
   return plain ? plain[1] : fallback;
 }
 
-/** Runs a route with `body`; `signal` cancels it. */
-export async function callRoute(path: string, body: unknown, signal?: AbortSignal): Promise<RouteAnswer> {
-  const response = await fetch(path, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-paperchain-client": "app" },
-    body: JSON.stringify(body),
-    signal,
-  });
+/** Runs a route with `body`; `signal` cancels it. `local` keeps it on this machine
+ * whatever the routing says (previews are never paid for). */
+export async function callRoute(path: string, body: unknown, signal?: AbortSignal, local = false): Promise<RouteAnswer> {
+  const headers: Record<string, string> = { "content-type": "application/json", "x-paperchain-token": token };
+  if (local) headers["paperchain-route"] = "local";
+  const response = await fetch(path, { method: "POST", headers, body: JSON.stringify(body), signal });
   if (!response.ok) throw await errorOf(response);
   const contentType = response.headers.get("content-type") ?? "";
   if (contentType.startsWith("application/json")) return { kind: "json", value: await response.json() };

@@ -293,7 +293,66 @@ pub fn run(verbosity: Verbosity) -> anyhow::Result<Installed> {
     ensure_python_tools(&tools, verbosity)?;
     ensure_wheel_libraries(&tools, verbosity)?;
     ensure_npm_tools(&tools, verbosity)?;
+    ensure_ui(verbosity)?;
     Ok(Installed { tools })
+}
+
+/// The app's web front end: its npm packages (`npm ci` from the committed lockfile, again
+/// whenever the lockfile changes) and its build in `ui/dist`, which the server embeds at
+/// compile time (again whenever a source is newer than the build).
+fn ensure_ui(verbosity: Verbosity) -> anyhow::Result<()> {
+    let ui = crate::project_root().join("ui");
+    let lock = ui.join("package-lock.json");
+    let installed_lock = ui.join("node_modules/.paperchain-package-lock.json");
+    let lock_text = std::fs::read(&lock).with_context(|| format!("reading {}", lock.display()))?;
+    if std::fs::read(&installed_lock).ok().as_deref() != Some(&lock_text[..]) {
+        ensure_npm()?;
+        println!("setup: installing the app's npm packages in {} (npm ci)", ui.display());
+        Cmd::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .dir(&ui)
+            .run()
+            .context("npm ci in ui/")?;
+        std::fs::write(&installed_lock, &lock_text).with_context(|| format!("writing {}", installed_lock.display()))?;
+    } else if verbosity == Verbosity::Report {
+        println!("setup: the app's npm packages are present in {}", ui.join("node_modules").display());
+    }
+    let built = ui.join("dist/index.html");
+    let built_at = std::fs::metadata(&built).and_then(|m| m.modified()).ok();
+    let sources = ["src", "index.html", "vite.config.ts", "tsconfig.json", "package-lock.json"];
+    let newest = sources.iter().filter_map(|s| newest_change(&ui.join(s))).max();
+    if built_at.is_some() && built_at >= newest {
+        if verbosity == Verbosity::Report {
+            println!("setup: the app's front end is built ({})", built.display());
+        }
+        return Ok(());
+    }
+    println!("setup: building the app's front end (npm run build in {})", ui.display());
+    Cmd::new("npm").args(["run", "build", "--silent"]).dir(&ui).run().context("npm run build in ui/")?;
+    Ok(())
+}
+
+/// The latest modification time of a file, or of any file in a folder.
+fn newest_change(path: &Path) -> Option<std::time::SystemTime> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_dir() {
+        return meta.modified().ok();
+    }
+    std::fs::read_dir(path).ok()?.flatten().filter_map(|e| newest_change(&e.path())).max()
+}
+
+/// npm, installed from Debian when missing.
+fn ensure_npm() -> anyhow::Result<()> {
+    if find_program("npm").is_some() {
+        return Ok(());
+    }
+    let by_hand = format!("apt-get update && apt-get install -y --no-install-recommends {NPM_DEBIAN_PACKAGE}");
+    let apt = apt_get().with_context(|| format!("npm is missing; as root, run: {by_hand}"))?;
+    apt.clone()
+        .arg("update")
+        .run()
+        .and_then(|()| apt.args(["install", "-y", "--no-install-recommends", NPM_DEBIAN_PACKAGE]).run())
+        .with_context(|| format!("installing npm failed; as root, run: {by_hand}"))
 }
 
 fn ensure_debian_packages(verbosity: Verbosity) -> anyhow::Result<()> {
@@ -489,15 +548,7 @@ fn ensure_npm_tools(tools: &Path, verbosity: Verbosity) -> anyhow::Result<()> {
     for tool in &missing {
         println!("setup: installing {} into {} ({})", tool.spec(), prefix.display(), tool.why);
     }
-    if find_program("npm").is_none() {
-        let by_hand = format!("apt-get update && apt-get install -y --no-install-recommends {NPM_DEBIAN_PACKAGE}");
-        let apt = apt_get().with_context(|| format!("npm is missing; as root, run: {by_hand}"))?;
-        apt.clone()
-            .arg("update")
-            .run()
-            .and_then(|()| apt.args(["install", "-y", "--no-install-recommends", NPM_DEBIAN_PACKAGE]).run())
-            .with_context(|| format!("installing npm failed; as root, run: {by_hand}"))?;
-    }
+    ensure_npm()?;
     std::fs::create_dir_all(&prefix).with_context(|| format!("creating {}", prefix.display()))?;
     // Every pinned tool is named on each install, so npm never drops one it installed before.
     Cmd::new("npm")

@@ -38,13 +38,17 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; st
      img-src 'self' blob: data:; connect-src 'self'; font-src 'self'; frame-src blob:; object-src 'none'; \
      base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+/// The client name the ledger gives the app's own calls.
+pub const CLIENT_NAME: &str = "Paperchain app";
+
 /// One server run's session: the token the page must send back.
 pub struct Session {
     token: String,
 }
 
 impl Session {
-    fn new() -> Session {
+    /// A new session with a fresh random token.
+    pub fn new() -> Session {
         Session { token: hex::encode(rand::random::<[u8; 32]>()) }
     }
 
@@ -52,11 +56,22 @@ impl Session {
     fn accepts(&self, offered: &[u8]) -> bool {
         Sha256::digest(offered) == Sha256::digest(self.token.as_bytes())
     }
+
+    /// Whether a request carries the token (it comes from the app's page).
+    pub fn sent_by(&self, headers: &axum::http::HeaderMap) -> bool {
+        headers.get(TOKEN_HEADER).is_some_and(|t| self.accepts(t.as_bytes()))
+    }
+}
+
+impl Default for Session {
+    fn default() -> Session {
+        Session::new()
+    }
 }
 
 /// `/app` and `/app/api` beside the local server's API: what `HttpServer::mount` takes.
 pub fn mount(api: &Mount<'_>) -> Router {
-    let session = Arc::new(Session::new());
+    let session = api.app_session.clone();
     let state = api::AppApi::new(api, session.clone());
     let api_routes = api::router(state).layer(axum::middleware::from_fn_with_state(session.clone(), require_token));
     Router::new()
