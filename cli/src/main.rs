@@ -14,6 +14,7 @@ mod wallet_cmd;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -22,6 +23,8 @@ use paperchain_engine::{Catalog, Context, Family};
 use paperchain_gateway::ServerConfig;
 use paperchain_gateway::hosted::sandbox::SandboxOptions;
 use paperchain_server::{HostedMode, Options};
+use paperchain_wallet::approvals::ApprovalQueue;
+use paperchain_wallet::client::NobodyToAsk;
 
 const ABOUT: &str = "Chain reads and document operations on your own machine.";
 
@@ -140,6 +143,10 @@ struct ServeArgs {
     /// Seconds a call may take before it is answered with 504.
     #[arg(long, default_value_t = 120, env = "PAPERCHAIN_REQUEST_TIMEOUT")]
     request_timeout: u64,
+    /// Seconds a payment above policy.approve_above waits for the user's answer in the app
+    /// (at /app) before it is refused.
+    #[arg(long, default_value_t = 120, env = "PAPERCHAIN_APPROVAL_WAIT")]
+    approval_wait: u64,
     /// Run as the hosted service: x402 v2 paywall with exact quotes, free pools, MPP.
     /// Needs a public URL, a facilitator and an address to be paid to (--config or
     /// PAPERCHAIN_* variables; see README "Hosted mode").
@@ -240,12 +247,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // A configuration the server would not follow (a malformed PAPERCHAIN_CHAINS) stops it here.
     let ctx = Context::try_new()?;
     // Local mode routes and records every call; the hosted service is paid, it does not pay.
+    // Payments above policy.approve_above wait for the user's answer in the app.
+    let approvals = Arc::new(ApprovalQueue::new(Duration::from_secs(args.approval_wait.max(1))));
     let client = match hosted {
-        None => Some(paying::server_client(&data_dir, &ctx, &args.routing).await?),
+        None => Some(paying::server_client(&data_dir, &ctx, &args.routing, approvals.clone()).await?),
         Some(_) => None,
     };
     let runtime_dir = hosted.is_none().then(|| paperchain_server::instance::runtime_dir(&data_dir));
-    let server = paperchain_server::start(Options { http, hosted, ctx: Some(ctx), client, runtime_dir }).await?;
+    let approvals = hosted.is_none().then_some(approvals);
+    let options = Options { http, hosted, ctx: Some(ctx), client, runtime_dir, approvals };
+    let server = paperchain_server::start(options).await?;
     if let Some(line) = server.sandbox() {
         print_sandbox(line, server.base_url());
     }
@@ -281,7 +292,8 @@ async fn mcp(args: McpArgs) -> anyhow::Result<()> {
         return paperchain_mcp::relay::relay_stdio(endpoint).await.context("relaying MCP to the local server");
     }
     let ctx = Context::try_new()?;
-    let client = paying::server_client(&data_dir, &ctx, &args.routing).await?;
+    // Nothing here can ask the user: a payment that needs approval is refused, saying so.
+    let client = paying::server_client(&data_dir, &ctx, &args.routing, Arc::new(NobodyToAsk)).await?;
     paperchain_mcp::stdio::serve_stdio(families, ctx, Some(client)).await.context("serving MCP on stdio")
 }
 

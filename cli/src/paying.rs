@@ -49,11 +49,16 @@ pub async fn client(
     Ok(Arc::new(PayingClient::new(Arc::new(config), ledger, keys, approver, ctx.chains.clone())))
 }
 
-/// A server's client: nobody at a terminal answers its approvals (the desktop app will).
+/// A server's client, its approvals answered by `approver` (the app's queue, or nobody).
 /// Payments an earlier run left open (killed mid-call, an answer lost) are settled from
 /// the chain in the background as it starts.
-pub async fn server_client(data_dir: &Path, ctx: &Context, routing: &RoutingArgs) -> anyhow::Result<Arc<PayingClient>> {
-    let client = client(data_dir, ctx, Arc::new(NobodyToAsk), routing).await?;
+pub async fn server_client(
+    data_dir: &Path,
+    ctx: &Context,
+    routing: &RoutingArgs,
+    approver: Arc<dyn Approver>,
+) -> anyhow::Result<Arc<PayingClient>> {
+    let client = client(data_dir, ctx, approver, routing).await?;
     let (ledger, chains) = (client.ledger().clone(), ctx.chains.clone());
     tokio::spawn(async move {
         let now = paperchain_wallet::ledger::now_secs();

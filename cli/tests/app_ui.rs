@@ -9,8 +9,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::Home;
 use paperchain_testkit::anvil::Anvil;
 use paperchain_testkit::corpus::corpus;
+use paperchain_testkit::sandbox::{self, Setup};
 
 fn ui_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui")
@@ -63,25 +67,83 @@ async fn the_app_works_in_a_real_browser() {
     // Absolute: the browser reads it from another working folder.
     let pdf = std::fs::canonicalize(corpus().join("pdf/sample-files/pdflatex-4-pages.pdf")).unwrap();
     let artifacts = ui.join("test-artifacts");
+    let env = [
+        ("PAPERCHAIN_APP_URL", format!("http://127.0.0.1:{port}")),
+        ("PAPERCHAIN_PDF", pdf.display().to_string()),
+        ("PAPERCHAIN_PDF_PAGES", "4".into()),
+        ("PAPERCHAIN_ADDRESS", address.into()),
+        ("PAPERCHAIN_BALANCE", "1.234567".into()),
+    ];
+    run_browser_tests("app.test.mjs", &env, 6).await;
+    for screen in
+        ["01-documents-empty", "03-rotate-result", "04-merge-form", "07-chain-address", "08-spend", "09-agents"]
+    {
+        assert!(artifacts.join(format!("{screen}.png")).is_file(), "screenshot {screen}");
+    }
+}
+
+/// Runs one file of `ui/tests` with `env`; every one of its `tests` tests must pass.
+async fn run_browser_tests(file: &str, env: &[(&str, String)], tests: usize) {
+    let ui = ui_dir();
+    assert!(
+        ui.join("node_modules/puppeteer-core").is_dir(),
+        "ui/node_modules is missing: `cargo xtask setup` installs it"
+    );
     let run = tokio::process::Command::new("node")
-        .args(["--test", "--test-reporter=spec", "tests/"])
+        .args(["--test", "--test-reporter=spec", &format!("tests/{file}")])
         .current_dir(&ui)
-        .env("PAPERCHAIN_APP_URL", format!("http://127.0.0.1:{port}"))
-        .env("PAPERCHAIN_PDF", &pdf)
-        .env("PAPERCHAIN_PDF_PAGES", "4")
-        .env("PAPERCHAIN_ADDRESS", address)
-        .env("PAPERCHAIN_BALANCE", "1.234567")
-        .env("PAPERCHAIN_ARTIFACTS", &artifacts)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .env("PAPERCHAIN_ARTIFACTS", ui.join("test-artifacts"))
         .output()
         .await
         .expect("running node");
     let said = format!("{}{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
     assert!(run.status.success(), "the browser tests failed:\n{said}");
     // Every test ran: none skipped, none left out.
-    assert!(said.contains("ℹ fail 0") && said.contains("ℹ skipped 0"), "{said}");
-    for screen in
-        ["01-documents-empty", "03-rotate-result", "04-merge-form", "07-chain-address", "08-spend", "09-agents"]
-    {
-        assert!(artifacts.join(format!("{screen}.png")).is_file(), "screenshot {screen}");
-    }
+    assert!(
+        said.contains(&format!("ℹ pass {tests}")) && said.contains("ℹ fail 0") && said.contains("ℹ skipped 0"),
+        "{said}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paid_calls_wait_for_the_users_approval_and_show_in_the_ledger() {
+    let hosted = sandbox::start(Setup::default()).await;
+    let home = Home::new(&hosted);
+    home.set_up(&hosted, &hosted.base);
+    // The sandbox's price of one gas read; every payment above half of it needs approval.
+    let required: serde_json::Value =
+        hosted.post("/v1/chain/gas", &serde_json::json!({"chain": "base"}), &[]).await.json().await.unwrap();
+    let atomic: u64 = required["accepts"][0]["amount"].as_str().unwrap().parse().unwrap();
+    home.run(&["config", "set", "policy.approve_above", &dollars(atomic / 2)], "");
+    let server = home.serve();
+    let payer = hosted.chain.payer();
+    let before = hosted.balance(payer).await;
+
+    // The dialog names the service by its host.
+    let authority = hosted.base.trim_start_matches("http://");
+    let service_host = authority.rsplit_once(':').map_or(authority, |(host, _)| host).to_string();
+    let env = [
+        ("PAPERCHAIN_APP_URL", server.base.clone()),
+        ("PAPERCHAIN_SERVICE_HOST", service_host),
+        ("PAPERCHAIN_QUOTE", dollars(atomic)),
+    ];
+    run_browser_tests("paid.test.mjs", &env, 3).await;
+
+    // One payment, the approved one: exactly the quote left the payer.
+    assert_eq!(hosted.balance(payer).await, before - alloy::primitives::U256::from(atomic));
+    let ledger = home.json(&["ledger", "--json"]);
+    let paid: Vec<_> = ledger.as_array().unwrap().iter().filter(|r| r["micros"].as_i64() > Some(0)).collect();
+    assert_eq!(paid.len(), 1, "{ledger}");
+    assert_eq!(paid[0]["state"], "paid", "{ledger}");
+    let refused: Vec<_> = ledger.as_array().unwrap().iter().filter(|r| r["state"] != "paid").collect();
+    assert!(refused.iter().any(|r| r["error"].as_str().is_some_and(|e| e.contains("refused"))), "{ledger}");
+}
+
+/// Micro-dollars as the app writes them: at least two decimals, no trailing zeros beyond.
+fn dollars(micros: u64) -> String {
+    let text = format!("{}.{:06}", micros / 1_000_000, micros % 1_000_000);
+    let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    let fraction = fraction.trim_end_matches('0');
+    format!("{whole}.{fraction:0<2}")
 }

@@ -7,10 +7,12 @@
 //! server is killed with SIGKILL in the middle of a paid call (started again, it settles
 //! the open payment from the chain).
 
+mod common;
+
+use common::Home;
 use std::io::Write as _;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,118 +26,6 @@ use rmcp::ServiceExt as _;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
-
-const PASSWORD: &str = "correct horse battery staple";
-
-/// A user's home: config, data and the keystore's password file, all in a temporary folder.
-struct Home {
-    dir: tempfile::TempDir,
-    /// The RPC endpoint the engine reads Base from (the sandbox chain's, unless a test
-    /// makes the local engine unable to reach it).
-    rpc: String,
-}
-
-impl Home {
-    fn new(hosted: &HostedServer) -> Home {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("password"), PASSWORD).unwrap();
-        Home { dir, rpc: hosted.chain.rpc_url().to_string() }
-    }
-
-    fn apply(&self, command: &mut Command) {
-        let home = self.dir.path();
-        command
-            .env("HOME", home)
-            .env("XDG_CONFIG_HOME", home.join("config"))
-            .env("XDG_DATA_HOME", home.join("data"))
-            .env("PAPERCHAIN_WALLET_STORE", "keystore")
-            .env("PAPERCHAIN_WALLET_PASSWORD_FILE", home.join("password"))
-            .env("PAPERCHAIN_RPC_BASE", &self.rpc)
-            .env_remove("PAPERCHAIN_WALLET_PASSWORD")
-            .env_remove("PAPERCHAIN_DATA_DIR")
-            .env_remove("PAPERCHAIN_CLIENT_CONFIG")
-            .env_remove("PAPERCHAIN_SERVICE_URL")
-            .env_remove("PAPERCHAIN_ROUTE")
-            .env_remove("PAPERCHAIN_CHAINS")
-            .env_remove("DBUS_SESSION_BUS_ADDRESS");
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_paperchain"));
-        command.args(args);
-        self.apply(&mut command);
-        command
-    }
-
-    /// Runs `paperchain args…` with `stdin`; panics unless it succeeds.
-    fn run(&self, args: &[&str], stdin: &str) -> Output {
-        let mut child =
-            self.command(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-        let output = child.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "paperchain {args:?}: {}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        output
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let output = self.run(args, "");
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-    }
-
-    /// The sandbox payer's key imported, and the client pointed at `service` with a day cap
-    /// on Base (a main network: nothing is paid there without one).
-    fn set_up(&self, hosted: &HostedServer, service: &str) {
-        let imported = self.run(&["wallet", "import"], &format!("{}\n", hosted.chain.payer_private_key()));
-        let payer = hosted.chain.payer().to_checksum(None);
-        assert!(String::from_utf8_lossy(&imported.stdout).contains(&payer), "the address is shown");
-        let status = String::from_utf8_lossy(&self.run(&["wallet", "status"], "").stdout).to_string();
-        assert!(status.contains("keystore"), "status names the store: {status}");
-        self.run(&["config", "set", "service.url", service], "");
-        self.run(&["config", "set", "policy.networks.\"eip155:8453\"", "1.00"], "");
-        self.run(&["config", "set", "policy.per_call", "0.05"], "");
-    }
-
-    fn serve(&self) -> Server {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        // Its log, at debug level, stays in the home: no key may appear in it.
-        let log = std::fs::File::options()
-            .create(true)
-            .append(true)
-            .open(self.dir.path().join(format!("serve-{port}.log")))
-            .unwrap();
-        let child = self
-            .command(&["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .env("PAPERCHAIN_LOG", "debug,lopdf=off")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "paperchain serve did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Server { child, base: format!("http://127.0.0.1:{port}") }
-    }
-}
-
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn client() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(120)).build().unwrap()

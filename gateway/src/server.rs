@@ -18,6 +18,7 @@ use axum::extract::{MatchedPath, Request};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use paperchain_engine::{Catalog, Context};
+use paperchain_wallet::approvals::ApprovalQueue;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -98,6 +99,8 @@ pub struct Mount<'a> {
     pub request_timeout: Duration,
     /// The app's session (its page's token).
     pub app_session: &'a Arc<crate::app::Session>,
+    /// Payments waiting for the user's approval, in local mode with a wallet.
+    pub approvals: Option<&'a Arc<ApprovalQueue>>,
 }
 
 type Mounter = Box<dyn FnOnce(&Mount<'_>) -> Router + Send>;
@@ -110,19 +113,26 @@ pub struct HttpServer {
     ctx: Context,
     paywall: Option<Arc<Paywall>>,
     client: Option<Arc<PayingClient>>,
+    approvals: Option<Arc<ApprovalQueue>>,
     mounts: Vec<Mounter>,
 }
 
 impl HttpServer {
     /// A local server (no paywall) of `config` running the engine with `ctx`.
     pub fn new(config: ServerConfig, ctx: Context) -> HttpServer {
-        HttpServer { config, ctx, paywall: None, client: None, mounts: Vec::new() }
+        HttpServer { config, ctx, paywall: None, client: None, approvals: None, mounts: Vec::new() }
     }
 
     /// Local mode with the wallet: calls run where the user's routing says (here, or the
     /// hosted service, paid), and each one is in the ledger.
     pub fn client(mut self, client: Arc<PayingClient>) -> HttpServer {
         self.client = Some(client);
+        self
+    }
+
+    /// The queue the paying client's approvals wait in, shown and answered by the app.
+    pub fn approvals(mut self, approvals: Arc<ApprovalQueue>) -> HttpServer {
+        self.approvals = Some(approvals);
         self
     }
 
@@ -145,7 +155,7 @@ impl HttpServer {
     }
 
     fn assemble(self, local_addr: SocketAddr) -> std::io::Result<(Router, FileStore, Option<Arc<Paywall>>)> {
-        let HttpServer { config, ctx, paywall, client, mounts } = self;
+        let HttpServer { config, ctx, paywall, client, approvals, mounts } = self;
         let catalog = Arc::new(Catalog::standard());
         let base_url = config.base_url(local_addr);
         let files = config.file_store()?;
@@ -161,6 +171,7 @@ impl HttpServer {
                 base_url: &base_url,
                 request_timeout: config.request_timeout,
                 app_session: &app_session,
+                approvals: approvals.as_ref(),
             };
             mounted = mounted.merge(mount(&shared));
         }

@@ -25,6 +25,7 @@ use paperchain_gateway::hosted::paywall::Paywall;
 use paperchain_gateway::hosted::sandbox::SandboxOptions;
 use paperchain_gateway::hosted::{Hosted, HostedOptions};
 use paperchain_gateway::{HttpServer, Running, ServerConfig};
+use paperchain_wallet::approvals::ApprovalQueue;
 use paperchain_wallet::client::PayingClient;
 use serde_json::Value;
 
@@ -47,6 +48,9 @@ pub struct Options {
     /// The runtime folder where a local server claims its data folder
     /// ([`instance::claim`]); `None` claims nothing (hosted mode, which may run beside it).
     pub runtime_dir: Option<PathBuf>,
+    /// Where the paying client's approvals wait for the app (the client must have been
+    /// made with this queue as its approver). Local mode only.
+    pub approvals: Option<Arc<ApprovalQueue>>,
 }
 
 impl Options {
@@ -54,7 +58,7 @@ impl Options {
     /// data folder in the usual runtime folder.
     pub fn local(http: ServerConfig) -> Options {
         let runtime_dir = Some(instance::runtime_dir(&http.data_dir));
-        Options { http, hosted: None, ctx: None, client: None, runtime_dir }
+        Options { http, hosted: None, ctx: None, client: None, runtime_dir, approvals: None }
     }
 }
 
@@ -108,7 +112,7 @@ pub struct Server {
 
 /// Builds everything `options` asks for and starts serving; returns once the port answers.
 pub async fn start(options: Options) -> Result<Server, StartError> {
-    let Options { http: config, hosted: mode, ctx, client, runtime_dir } = options;
+    let Options { http: config, hosted: mode, ctx, client, runtime_dir, approvals } = options;
     if mode.as_ref().is_some_and(|m| m.sandbox.is_some()) && !config.listen.ip().is_loopback() {
         return Err(StartError::new(format!(
             "the sandbox listens on 127.0.0.1 only (its test payer's key is printed); drop --listen {}",
@@ -148,6 +152,9 @@ pub async fn start(options: Options) -> Result<Server, StartError> {
         (Some(hosted), _) => server = server.paywall(hosted.paywall.clone()),
         (None, Some(client)) => server = server.client(client),
         (None, None) => {}
+    }
+    if let (None, Some(approvals)) = (&hosted, approvals) {
+        server = server.approvals(approvals);
     }
     let http = match server.start_on(listener).await {
         Ok(http) => http,

@@ -3,7 +3,7 @@
 
 import { useEffect, useState } from "preact/hooks";
 import { appApi } from "./api";
-import { type Row, spendBy } from "./Spend";
+import { type Row, dollars, spendBy } from "./Spend";
 
 export type SessionInfo = {
   version: string;
@@ -79,7 +79,7 @@ export function Agents({ session }: { session: SessionInfo }) {
               <tr>
                 <td>{name}</td>
                 <td class="number">{n}</td>
-                <td class="number">${((spent.get(name) ?? 0) / 1e6).toFixed(4)}</td>
+                <td class="number">{dollars(spent.get(name) ?? 0)}</td>
               </tr>
             ))}
           </tbody>

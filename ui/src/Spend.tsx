@@ -21,7 +21,8 @@ export type Row = {
   error: string | null;
 };
 
-const dollars = (micros: number) => `$${(micros / 1e6).toFixed(micros % 10_000 === 0 ? 2 : 6).replace(/(\.\d\d\d*?)0+$/, "$1")}`;
+/** Micro-dollars as "$0.001": at least two decimals, no trailing zeros beyond. */
+export const dollars = (micros: number) => `$${(micros / 1e6).toFixed(6).replace(/(\.\d\d\d*?)0+$/, "$1")}`;
 
 /** Sums of paid micro-dollars by a key, largest first. */
 export function spendBy(rows: Row[], key: (r: Row) => string): [string, number][] {

@@ -4,6 +4,7 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { appApi } from "./api";
 import { Agents, type SessionInfo } from "./Agents";
+import { Approvals } from "./Approvals";
 import { Chain } from "./Chain";
 import { Documents } from "./Documents";
 import { type Catalog, catalog } from "./schema";
@@ -55,6 +56,7 @@ function App() {
         </nav>
         {session && <span class="muted version">v{session.version}</span>}
       </header>
+      <Approvals />
       <main>
         {failed && <p role="alert">The local server did not answer: {failed}</p>}
         {!cat || !session ? (

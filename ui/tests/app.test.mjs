@@ -5,131 +5,17 @@
 //   PAPERCHAIN_PDF       a corpus PDF to drop
 //   PAPERCHAIN_PDF_PAGES its page count
 //   PAPERCHAIN_ADDRESS   an address with a balance on the server's chain (anvil)
+//   PAPERCHAIN_BALANCE   that balance, formatted
 //   PAPERCHAIN_ARTIFACTS a folder for screenshots and downloads
-//   PAPERCHAIN_CHROMIUM  the browser (default /usr/bin/chromium)
 
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, readdirSync, existsSync, rmSync, statSync } from "node:fs";
-import { createRequire } from "node:module";
+import { readdirSync } from "node:fs";
 import path from "node:path";
-import puppeteer from "puppeteer-core";
+import { accessible, base, browserPage, downloads, drop, open, screenshot, selectByLabel, waitForDownload, waitForResult } from "./browser.mjs";
 
-const require = createRequire(import.meta.url);
-const base = process.env.PAPERCHAIN_APP_URL;
-const artifacts = process.env.PAPERCHAIN_ARTIFACTS ?? path.resolve("test-artifacts");
-const downloads = path.join(artifacts, "downloads");
-rmSync(downloads, { recursive: true, force: true });
-mkdirSync(downloads, { recursive: true });
-assert.ok(base, "PAPERCHAIN_APP_URL is set");
-
-let browser;
-let page;
-const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
-
-before(async () => {
-  browser = await puppeteer.launch({
-    executablePath: process.env.PAPERCHAIN_CHROMIUM ?? "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"],
-    defaultViewport: { width: 1280, height: 900 },
-  });
-  page = await browser.newPage();
-  const failures = [];
-  page.on("pageerror", (e) => failures.push(String(e)));
-  page.on("console", (m) => m.type() === "error" && failures.push(m.text()));
-  page.failures = failures;
-  const cdp = await page.createCDPSession();
-  await cdp.send("Browser.setDownloadBehavior", { behavior: "allow", downloadPath: downloads, eventsEnabled: true });
-});
-
-after(async () => {
-  await browser?.close();
-});
-
-/** A fresh load of one screen of the app; console errors counted from here. */
-async function open(screen) {
-  await page.goto("about:blank");
-  page.failures.length = 0;
-  await page.goto(`${base}/app/#/${screen}`, { waitUntil: "networkidle0" });
-}
-
-async function screenshot(name) {
-  await page.screenshot({ path: path.join(artifacts, `${name}.png`), fullPage: true });
-}
-
-/** Runs axe-core on the page; every violation fails the test, named. */
-async function accessible(where) {
-  // The page's policy refuses scripts it did not load itself: axe goes in through the
-  // debugging protocol, which the policy does not govern.
-  await page.evaluate(axeSource);
-  const result = await page.evaluate(async () => {
-    // eslint-disable-next-line no-undef
-    const r = await axe.run(document, { resultTypes: ["violations"] });
-    return r.violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join("; ")})`);
-  });
-  assert.deepEqual(result, [], `accessibility of ${where}`);
-}
-
-/** Drops files on the drop zone as a user's drag and drop does. */
-async function drop(files) {
-  const payload = files.map((f) => ({ name: path.basename(f), data: readFileSync(f).toString("base64") }));
-  await page.evaluate((payload) => {
-    const transfer = new DataTransfer();
-    for (const f of payload) {
-      const bytes = Uint8Array.from(atob(f.data), (c) => c.charCodeAt(0));
-      transfer.items.add(new File([bytes], f.name, { type: "application/pdf" }));
-    }
-    const zone = document.querySelector("[data-testid=dropzone]");
-    zone.dispatchEvent(new DragEvent("dragover", { dataTransfer: transfer, bubbles: true, cancelable: true }));
-    zone.dispatchEvent(new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true }));
-  }, payload);
-}
-
-/** Waits for the first result; a failed call fails the test with what the app shows. */
-async function waitForResult(shot) {
-  await page.waitForSelector(".results .result", { timeout: 60_000 }).catch(async (e) => {
-    await screenshot(`${shot}-no-result`);
-    throw e;
-  });
-  const failed = await page.$eval(".results .result", (e) => (e.classList.contains("error") ? e.textContent : null));
-  if (failed) {
-    await screenshot(`${shot}-failed`);
-    throw new Error(`the call failed: ${failed}`);
-  }
-  return page.$eval(".results .result h4", (e) => e.firstChild.textContent.trim());
-}
-
-async function waitForDownload(name, before) {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    const done = readdirSync(downloads).filter((f) => f === name && !before.includes(f));
-    if (done.length && !existsSync(path.join(downloads, `${name}.crdownload`)) && statSync(path.join(downloads, name)).size > 0) {
-      return path.join(downloads, name);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`no download named ${name}`);
-}
-
-async function selectByLabel(label, text) {
-  const id = await page.evaluate((label) => {
-    const l = [...document.querySelectorAll("label")].find((x) => x.textContent.trim().startsWith(label));
-    return l?.htmlFor;
-  }, label);
-  assert.ok(id, `a control labelled ${label}`);
-  const value = await page.evaluate(
-    (id, text) => [...document.getElementById(id).options].find((o) => o.textContent.includes(text))?.value,
-    id,
-    text,
-  );
-  assert.ok(value !== undefined, `an option "${text}" under ${label}`);
-  await page.select(`#${CSS.escape(id)}`, value);
-}
-
-// CSS.escape for Node.
-const CSS = { escape: (s) => s.replace(/([^a-zA-Z0-9_-])/g, "\\$1") };
+const page = () => browserPage();
 
 test("the app's API refuses a request without the page's token", async () => {
   const bare = await fetch(`${base}/app/api/session`);
@@ -157,29 +43,29 @@ test("drop a PDF, rotate it, save a file qpdf accepts with the same page count",
   const pdf = process.env.PAPERCHAIN_PDF;
   const pages = Number(process.env.PAPERCHAIN_PDF_PAGES);
   await open("documents");
-  await page.waitForSelector("[data-testid=dropzone]");
+  await page().waitForSelector("[data-testid=dropzone]");
   await accessible("the documents screen");
   await screenshot("01-documents-empty");
   await drop([pdf]);
-  await page.waitForSelector("#operation");
+  await page().waitForSelector("#operation");
   await selectByLabel("Operation", "/v1/pdf/rotate");
-  await page.waitForSelector("form.route-form");
+  await page().waitForSelector("form.route-form");
   // The dropped file is in the form's file field; thumbnails are offered to choose pages.
-  const chosen = await page.$eval("form.route-form .chosen", (e) => e.textContent);
+  const chosen = await page().$eval("form.route-form .chosen", (e) => e.textContent);
   assert.equal(chosen, path.basename(pdf));
-  await page.waitForSelector(".thumbnails button", { timeout: 30_000 });
-  const thumbs = await page.$$eval(".thumbnails button", (b) => b.length);
+  await page().waitForSelector(".thumbnails button", { timeout: 30_000 });
+  const thumbs = await page().$$eval(".thumbnails button", (b) => b.length);
   assert.equal(thumbs, Math.min(pages, 40));
   await selectByLabel("Degrees", "90");
   await accessible("the rotate form");
   await screenshot("02-rotate-form");
   const before = readdirSync(downloads);
-  await page.click("form.route-form button[type=submit]");
+  await page().click("form.route-form button[type=submit]");
   const name = await waitForResult("rotate");
   assert.match(name, /\.pdf$/);
-  await page.waitForSelector(".results .thumbnails figure", { timeout: 30_000 });
+  await page().waitForSelector(".results .thumbnails figure", { timeout: 30_000 });
   await screenshot("03-rotate-result");
-  await page.click(".results .result button.primary");
+  await page().click(".results .result button.primary");
   const saved = await waitForDownload(name, before);
   execFileSync("qpdf", ["--check", saved], { stdio: "pipe" });
   const npages = Number(execFileSync("qpdf", ["--show-npages", saved]).toString().trim());
@@ -188,7 +74,7 @@ test("drop a PDF, rotate it, save a file qpdf accepts with the same page count",
   const info = execFileSync("pdfinfo", ["-f", "1", "-l", String(pages), saved]).toString();
   const turned = [...info.matchAll(/^Page +\d+ rot: +(\d+)/gm)].map((m) => Number(m[1]));
   assert.deepEqual(turned, Array(pages).fill(90));
-  assert.deepEqual(page.failures, []);
+  assert.deepEqual(page().failures, []);
 });
 
 test("a form with nested objects and arrays: merge two PDFs, the second twice with its own pages", async () => {
@@ -196,24 +82,24 @@ test("a form with nested objects and arrays: merge two PDFs, the second twice wi
   const pages = Number(process.env.PAPERCHAIN_PDF_PAGES);
   await open("documents");
   await drop([pdf, pdf]);
-  await page.waitForSelector("#operation");
+  await page().waitForSelector("#operation");
   await selectByLabel("Operation", "/v1/pdf/merge");
-  await page.waitForSelector("form.route-form");
+  await page().waitForSelector("form.route-form");
   // Both dropped files are items of the array, each an object with a file and pages.
-  const items = await page.$$eval("form.route-form .array-field > ol > li", (l) => l.length);
+  const items = await page().$$eval("form.route-form .array-field > ol > li", (l) => l.length);
   assert.equal(items, 2);
   // Add a third item, give it the same file through its own picker, take page 1 only.
-  await page.click("form.route-form .array-field > button");
-  const input = await page.$("form.route-form .array-field > ol > li:nth-child(3) input[type=file]");
+  await page().click("form.route-form .array-field > button");
+  const input = await page().$("form.route-form .array-field > ol > li:nth-child(3) input[type=file]");
   await input.uploadFile(pdf);
-  await page.type("#field-files-2-pages", "1");
+  await page().type("#field-files-2-pages", "1");
   await selectByLabel("Bookmarks", "per_file");
   await accessible("the merge form");
   await screenshot("04-merge-form");
   const before = readdirSync(downloads);
-  await page.click("form.route-form button[type=submit]");
+  await page().click("form.route-form button[type=submit]");
   const name = await waitForResult("merge");
-  await page.click(".results .result button.primary");
+  await page().click(".results .result button.primary");
   const saved = await waitForDownload(name, before);
   execFileSync("qpdf", ["--check", saved], { stdio: "pipe" });
   assert.equal(Number(execFileSync("qpdf", ["--show-npages", saved]).toString().trim()), 2 * pages + 1);
@@ -223,61 +109,61 @@ test("a form with nested objects and arrays: merge two PDFs, the second twice wi
 test("a bad value is refused with the field named, next to the field", async () => {
   await open("documents");
   await drop([process.env.PAPERCHAIN_PDF]);
-  await page.waitForSelector("#operation");
+  await page().waitForSelector("#operation");
   await selectByLabel("Operation", "/v1/pdf/extract-pages");
-  await page.waitForSelector("form.route-form");
-  await page.waitForSelector(".thumbnails button", { timeout: 30_000 });
+  await page().waitForSelector("form.route-form");
+  await page().waitForSelector(".thumbnails button", { timeout: 30_000 });
   // Enter in a field sends the form, as it does for a keyboard user.
-  await page.type("#field-pages", "9999");
-  await page.keyboard.press("Enter");
-  await page.waitForSelector("#field-pages-error", { timeout: 30_000 });
-  const message = await page.$eval("#field-pages-error", (e) => e.textContent);
+  await page().type("#field-pages", "9999");
+  await page().keyboard.press("Enter");
+  await page().waitForSelector("#field-pages-error", { timeout: 30_000 });
+  const message = await page().$eval("#field-pages-error", (e) => e.textContent);
   assert.match(message, /page/i);
-  assert.equal(await page.$eval("#field-pages", (e) => e.getAttribute("aria-invalid")), "true");
+  assert.equal(await page().$eval("#field-pages", (e) => e.getAttribute("aria-invalid")), "true");
   await screenshot("06-field-error");
 });
 
 test("an address lookup reads the chain and shows its strings as text", async () => {
   await open("chain");
-  await page.waitForSelector("#chain-query");
+  await page().waitForSelector("#chain-query");
   await accessible("the chain screen");
-  await page.type("#chain-query", process.env.PAPERCHAIN_ADDRESS);
-  await page.click("form.search button[type=submit]");
-  await page.waitForFunction(() => document.querySelectorAll(".card.running").length === 0 && document.querySelectorAll(".card").length > 0, {
+  await page().type("#chain-query", process.env.PAPERCHAIN_ADDRESS);
+  await page().click("form.search button[type=submit]");
+  await page().waitForFunction(() => document.querySelectorAll(".card.running").length === 0 && document.querySelectorAll(".card").length > 0, {
     timeout: 60_000,
   });
-  const balance = await page.$eval("article[aria-label=Balance]", (e) => e.textContent);
+  const balance = await page().$eval("article[aria-label=Balance]", (e) => e.textContent);
   assert.match(balance, new RegExp(process.env.PAPERCHAIN_BALANCE.replace(".", "\\.")));
   await screenshot("07-chain-address");
   // Markup pasted as a query is text, never HTML.
   await open("chain");
-  await page.waitForSelector("#chain-query");
+  await page().waitForSelector("#chain-query");
   const markup = "<img/src=x/onerror=alert(1)>.eth";
-  await page.type("#chain-query", markup);
-  await page.click("form.search button[type=submit]");
-  await page.waitForSelector(".card.done, .card.failed", { timeout: 30_000 });
-  assert.equal(await page.$$eval("main img", (l) => l.length), 0);
-  const shown = await page.$eval(".card h3", (e) => e.textContent);
+  await page().type("#chain-query", markup);
+  await page().click("form.search button[type=submit]");
+  await page().waitForSelector(".card.done, .card.failed", { timeout: 30_000 });
+  assert.equal(await page().$$eval("main img", (l) => l.length), 0);
+  const shown = await page().$eval(".card h3", (e) => e.textContent);
   assert.equal(shown, `ENS ${markup}`);
   await accessible("the chain results");
 });
 
 test("the spend and agents screens show the ledger of the calls just made", async () => {
   await open("spend");
-  await page.waitForSelector("table.ledger tbody tr");
-  const routes = await page.$$eval("table.ledger tbody tr td:nth-child(2)", (l) => l.map((e) => e.textContent));
+  await page().waitForSelector("table.ledger tbody tr");
+  const routes = await page().$$eval("table.ledger tbody tr td:nth-child(2)", (l) => l.map((e) => e.textContent));
   assert.ok(routes.includes("rotate_pdf_pages"), routes.join(","));
   assert.ok(routes.includes("merge_pdf_files"), routes.join(","));
   // The app's own calls are the app's in the ledger, not the browser's.
-  const clients = await page.$$eval("table.ledger tbody tr td:nth-child(3)", (l) => [...new Set(l.map((e) => e.textContent))]);
+  const clients = await page().$$eval("table.ledger tbody tr td:nth-child(3)", (l) => [...new Set(l.map((e) => e.textContent))]);
   assert.deepEqual(clients, ["Paperchain app"]);
   await accessible("the spend screen");
   await screenshot("08-spend");
   await open("agents");
-  await page.waitForSelector("#agents-title");
-  const snippet = await page.$eval("pre.json", (e) => JSON.parse(e.textContent));
+  await page().waitForSelector("#agents-title");
+  const snippet = await page().$eval("pre.json", (e) => JSON.parse(e.textContent));
   assert.deepEqual(snippet.mcpServers.paperchain.args, ["mcp", "--stdio"]);
   await accessible("the agents screen");
   await screenshot("09-agents");
-  assert.deepEqual(page.failures, []);
+  assert.deepEqual(page().failures, []);
 });

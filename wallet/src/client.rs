@@ -60,6 +60,10 @@ pub struct Approval {
     pub description: String,
     /// What it costs.
     pub dollars: Dollars,
+    /// Who asks: the MCP client's name or the HTTP caller's user agent.
+    pub client: Option<String>,
+    /// Through which front door (`http`, `mcp`, `cli`, `app`).
+    pub front_door: &'static str,
 }
 
 /// Asks the user to approve a payment above the approval threshold.
@@ -369,6 +373,8 @@ impl PayingClient {
                 host: host.to_string(),
                 description: selected.describe(),
                 dollars: selected.dollars,
+                client: request.caller.client.clone(),
+                front_door: request.caller.front_door,
             };
             self.approver.approve(&approval).await.map_err(Refusal::Approval)?;
         }

@@ -13,6 +13,7 @@
 //! What this crate must not do: depend on the server (`paperchain-gateway`), log or return
 //! a key or a signature, or let a call change the policy.
 
+pub mod approvals;
 pub mod chain;
 pub mod client;
 pub mod config;

@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
+use paperchain_wallet::approvals::ApprovalQueue;
 use paperchain_wallet::client::PayingClient;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -20,17 +21,55 @@ use crate::server::Mount;
 pub struct AppApi {
     base_url: String,
     client: Option<Arc<PayingClient>>,
+    approvals: Option<Arc<ApprovalQueue>>,
     _session: Arc<Session>,
 }
 
 impl AppApi {
     pub fn new(api: &Mount<'_>, session: Arc<Session>) -> AppApi {
-        AppApi { base_url: api.base_url.to_string(), client: api.client.cloned(), _session: session }
+        AppApi {
+            base_url: api.base_url.to_string(),
+            client: api.client.cloned(),
+            approvals: api.approvals.cloned(),
+            _session: session,
+        }
     }
 }
 
 pub fn router(state: AppApi) -> Router {
-    Router::new().route("/session", get(session)).route("/ledger", get(ledger)).with_state(state)
+    Router::new()
+        .route("/session", get(session))
+        .route("/ledger", get(ledger))
+        .route("/approvals", get(approvals))
+        .route("/approvals/{id}", post(answer))
+        .with_state(state)
+}
+
+/// The payments waiting for the user.
+async fn approvals(State(app): State<AppApi>) -> Json<Value> {
+    let waiting = app.approvals.as_ref().map(|q| q.waiting()).unwrap_or_default();
+    Json(json!({ "waiting": waiting, "asks": app.approvals.is_some() }))
+}
+
+/// The user's answer to one.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Answer {
+    approve: bool,
+}
+
+async fn answer(
+    State(app): State<AppApi>,
+    Path(id): Path<u64>,
+    body: Result<Json<Answer>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Json(body) =
+        body.map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", e.body_text()))?;
+    let queue = app.approvals.as_ref().ok_or_else(|| ApiError::not_found("this server asks for no approvals"))?;
+    if !queue.answer(id, body.approve) {
+        return Err(ApiError::not_found(format!("no payment {id} waits for an answer (answered, or given up)")));
+    }
+    Ok(Json(json!({ "id": id, "approved": body.approve })))
 }
 
 /// The server the page talks to: version, endpoints, whether calls are recorded.

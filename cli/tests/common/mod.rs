@@ -1,0 +1,124 @@
+//! A user's home for the tests that run `paperchain` as that user: a keystore wallet with
+//! the sandbox payer's key, a configuration pointing at the hosted sandbox, `paperchain serve`.
+
+#![allow(dead_code)]
+
+use std::io::Write as _;
+use std::net::TcpStream;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use paperchain_testkit::sandbox::HostedServer;
+use serde_json::Value;
+
+const PASSWORD: &str = "correct horse battery staple";
+
+/// A user's home: config, data and the keystore's password file, all in a temporary folder.
+pub struct Home {
+    pub dir: tempfile::TempDir,
+    /// The RPC endpoint the engine reads Base from (the sandbox chain's, unless a test
+    /// makes the local engine unable to reach it).
+    pub rpc: String,
+}
+
+impl Home {
+    pub fn new(hosted: &HostedServer) -> Home {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("password"), PASSWORD).unwrap();
+        Home { dir, rpc: hosted.chain.rpc_url().to_string() }
+    }
+
+    pub fn apply(&self, command: &mut Command) {
+        let home = self.dir.path();
+        command
+            .env("HOME", home)
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("PAPERCHAIN_WALLET_STORE", "keystore")
+            .env("PAPERCHAIN_WALLET_PASSWORD_FILE", home.join("password"))
+            .env("PAPERCHAIN_RPC_BASE", &self.rpc)
+            .env_remove("PAPERCHAIN_WALLET_PASSWORD")
+            .env_remove("PAPERCHAIN_DATA_DIR")
+            .env_remove("PAPERCHAIN_CLIENT_CONFIG")
+            .env_remove("PAPERCHAIN_SERVICE_URL")
+            .env_remove("PAPERCHAIN_ROUTE")
+            .env_remove("PAPERCHAIN_CHAINS")
+            .env_remove("DBUS_SESSION_BUS_ADDRESS");
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_paperchain"));
+        command.args(args);
+        self.apply(&mut command);
+        command
+    }
+
+    /// Runs `paperchain args…` with `stdin`; panics unless it succeeds.
+    pub fn run(&self, args: &[&str], stdin: &str) -> Output {
+        let mut child =
+            self.command(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "paperchain {args:?}: {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    }
+
+    pub fn json(&self, args: &[&str]) -> Value {
+        let output = self.run(args, "");
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    /// The sandbox payer's key imported, and the client pointed at `service` with a day cap
+    /// on Base (a main network: nothing is paid there without one).
+    pub fn set_up(&self, hosted: &HostedServer, service: &str) {
+        let imported = self.run(&["wallet", "import"], &format!("{}\n", hosted.chain.payer_private_key()));
+        let payer = hosted.chain.payer().to_checksum(None);
+        assert!(String::from_utf8_lossy(&imported.stdout).contains(&payer), "the address is shown");
+        let status = String::from_utf8_lossy(&self.run(&["wallet", "status"], "").stdout).to_string();
+        assert!(status.contains("keystore"), "status names the store: {status}");
+        self.run(&["config", "set", "service.url", service], "");
+        self.run(&["config", "set", "policy.networks.\"eip155:8453\"", "1.00"], "");
+        self.run(&["config", "set", "policy.per_call", "0.05"], "");
+    }
+
+    pub fn serve(&self) -> Server {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        // Its log, at debug level, stays in the home: no key may appear in it.
+        let log = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join(format!("serve-{port}.log")))
+            .unwrap();
+        let child = self
+            .command(&["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .env("PAPERCHAIN_LOG", "debug,lopdf=off")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "paperchain serve did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Server { child, base: format!("http://127.0.0.1:{port}") }
+    }
+}
+
+pub struct Server {
+    pub child: Child,
+    pub base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,79 @@
+// Paid calls in the app: an agent's call routed to the hosted sandbox costs more than
+// policy.approve_above, so it waits for the user; the dialog says who asks, for what, to
+// which service and how much. One is approved (and paid), one denied (and not). The
+// ledger table and the spend plot then show the payment. Started by cli/tests/app_ui.rs:
+//   PAPERCHAIN_APP_URL      the local server (its wallet pays the sandbox)
+//   PAPERCHAIN_SERVICE_HOST the sandbox's host
+//   PAPERCHAIN_QUOTE        the sandbox's price of the gas route, in dollars ("0.001")
+//   PAPERCHAIN_ARTIFACTS    screenshots
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { accessible, base, browserPage, open, screenshot } from "./browser.mjs";
+
+const page = () => browserPage();
+const quote = process.env.PAPERCHAIN_QUOTE;
+
+/** An agent's call to the local server, routed to the hosted service. */
+function agentCall() {
+  return fetch(`${base}/v1/chain/gas`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "user-agent": "test-agent/1.0", "paperchain-route": "hosted" },
+    body: JSON.stringify({ chain: "base" }),
+  });
+}
+
+async function waitForDialog() {
+  await page().waitForSelector("dialog.approval[open]", { timeout: 30_000 });
+  return page().$eval("dialog.approval", (d) => d.textContent);
+}
+
+test("an approval approved: the call goes on and is paid", async () => {
+  await open("documents");
+  const call = agentCall();
+  const text = await waitForDialog();
+  assert.match(text, /test-agent\/1\.0/);
+  assert.match(text, /get_gas_price/);
+  assert.ok(text.includes(` on ${process.env.PAPERCHAIN_SERVICE_HOST}.`), text);
+  assert.ok(text.includes(`$${quote}`), text);
+  await accessible("the approval dialog");
+  await screenshot("10-approval");
+  await page().click("dialog.approval button.primary");
+  const answer = await call;
+  assert.equal(answer.status, 200, await answer.clone().text());
+  assert.equal(answer.headers.get("paperchain-ran"), "hosted");
+  assert.ok(answer.headers.get("paperchain-paid"), "the answer says what was paid");
+  await page().waitForSelector("dialog.approval:not([open])");
+});
+
+test("an approval denied: the call fails and nothing is paid", async () => {
+  const call = agentCall();
+  await waitForDialog();
+  const buttons = await page().$$("dialog.approval button");
+  await buttons[1].click();
+  const answer = await call;
+  assert.notEqual(answer.status, 200);
+  const body = await answer.json();
+  assert.match(JSON.stringify(body), /refused/);
+  assert.equal(answer.headers.get("paperchain-paid"), null);
+});
+
+test("the ledger table and the spend plot show the payment", async () => {
+  await open("spend");
+  await page().waitForSelector("table.ledger tbody tr");
+  const rows = await page().$$eval("table.ledger tbody tr", (trs) =>
+    trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)),
+  );
+  const paid = rows.filter((r) => r[5] !== "");
+  assert.equal(paid.length, 1, JSON.stringify(rows));
+  assert.equal(paid[0][1], "get_gas_price");
+  assert.equal(paid[0][2], "test-agent/1.0");
+  assert.equal(paid[0][3], "hosted");
+  assert.equal(paid[0][5], `$${quote}`);
+  assert.equal(paid[0][6], "eip155:8453");
+  const plots = await page().$$eval(".chart svg", (l) => l.map((s) => s.getAttribute("aria-label")));
+  assert.ok(plots.some((p) => p.startsWith("Spend by route") && p.includes(`get_gas_price $${quote}`)), plots.join(" | "));
+  assert.ok(plots.some((p) => p.startsWith("Spend by client") && p.includes(`test-agent/1.0 $${quote}`)), plots.join(" | "));
+  await accessible("the spend screen with a payment");
+  await screenshot("11-spend-paid");
+});
