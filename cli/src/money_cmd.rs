@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context as _, anyhow, bail};
+use anyhow::{Context as _, anyhow};
 use paperchain_engine::Context;
 use paperchain_wallet::config::{ClientConfig, config_file};
+use paperchain_wallet::config_edit::{self, Change};
 use paperchain_wallet::ledger::{Ledger, Row, now_ms};
 use paperchain_wallet::money::{Dollars, format_atomic};
 
@@ -288,25 +289,6 @@ pub async fn run_spend(args: SpendArgs, data_dir: &Path) -> anyhow::Result<ExitC
     Ok(ExitCode::SUCCESS)
 }
 
-/// Splits `policy.networks."eip155:8453"` into its parts.
-fn key_path(key: &str) -> anyhow::Result<Vec<String>> {
-    let mut parts = Vec::new();
-    let mut current = String::new();
-    let mut quoted = false;
-    for c in key.chars() {
-        match c {
-            '"' => quoted = !quoted,
-            '.' if !quoted => parts.push(std::mem::take(&mut current)),
-            c => current.push(c),
-        }
-    }
-    parts.push(current);
-    if quoted || parts.iter().any(String::is_empty) {
-        bail!("`{key}` is not a key path (write it like policy.per_day or 'policy.networks.\"eip155:8453\"')");
-    }
-    Ok(parts)
-}
-
 pub fn run_config(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     let file = config_file();
     let text = match std::fs::read_to_string(&file) {
@@ -319,44 +301,13 @@ pub fn run_config(args: ConfigArgs) -> anyhow::Result<ExitCode> {
         print!("{text}");
         return Ok(ExitCode::SUCCESS);
     }
-    let mut doc: toml_edit::DocumentMut = text.parse().with_context(|| format!("{} is not TOML", file.display()))?;
     let (key, change) = match &args.command {
-        ConfigCommand::Set { key, value } => (key, Some((value, false))),
-        ConfigCommand::Add { key, value } => (key, Some((value, true))),
-        ConfigCommand::Unset { key } => (key, None),
+        ConfigCommand::Set { key, value } => (key, Change::Set(value.clone())),
+        ConfigCommand::Add { key, value } => (key, Change::Add(value.clone())),
+        ConfigCommand::Unset { key } => (key, Change::Unset),
         ConfigCommand::Show => unreachable!("answered above"),
     };
-    let path = key_path(key)?;
-    let (last, tables) = path.split_last().ok_or_else(|| anyhow!("empty key"))?;
-    let mut table = doc.as_table_mut();
-    for part in tables {
-        let entry = table.entry(part).or_insert(toml_edit::table());
-        // An inline table becomes an ordinary one so a nested key can be set.
-        if let Some(inline) = entry.as_inline_table().cloned() {
-            *entry = toml_edit::Item::Table(inline.into_table());
-        }
-        table = entry.as_table_mut().ok_or_else(|| anyhow!("`{part}` in `{key}` is a value, not a table"))?;
-    }
-    match change {
-        None => {
-            if table.remove(last).is_none() {
-                bail!("`{key}` is not set in {}", file.display());
-            }
-        }
-        Some((value, false)) => {
-            table.insert(last, toml_edit::value(value.as_str()));
-        }
-        Some((value, true)) => {
-            let item = table.entry(last).or_insert(toml_edit::value(toml_edit::Array::new()));
-            let list = item.as_array_mut().ok_or_else(|| anyhow!("`{key}` is not a list"))?;
-            if !list.iter().any(|v| v.as_str() == Some(value)) {
-                list.push(value.as_str());
-            }
-        }
-    }
-    let new_text = doc.to_string();
-    // The whole file must still be a configuration the client follows.
-    ClientConfig::parse(&new_text, Some(&file)).map_err(|e| anyhow!("not changed: {e}"))?;
+    let new_text = config_edit::edited(&text, &file, key, &change)?;
     write_atomically(&file, new_text.as_bytes())?;
     println!("{key} changed in {}", file.display());
     Ok(ExitCode::SUCCESS)
@@ -365,13 +316,7 @@ pub fn run_config(args: ConfigArgs) -> anyhow::Result<ExitCode> {
 /// Writes `bytes` to `file` whole or not at all: a temporary file in the same folder
 /// (created when missing), synced, then renamed over `file`.
 pub fn write_atomically(file: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut temp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("writing in {}", dir.display()))?;
-    std::io::Write::write_all(&mut temp, bytes)?;
-    temp.as_file().sync_all()?;
-    temp.persist(file).map_err(|e| anyhow!("replacing {}: {}", file.display(), e.error))?;
-    Ok(())
+    config_edit::write_atomically(file, bytes).with_context(|| format!("writing {}", file.display()))
 }
 
 /// `paperchain wallet balance`: USDC and gas on every network the wallet may pay on whose
@@ -382,24 +327,11 @@ pub async fn balance(data_dir: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let address = status.address.ok_or_else(|| anyhow!("no wallet: paperchain wallet new | import"))?;
     let config = ClientConfig::load()?;
     let ctx = Context::try_new()?;
-    let mut lines = Vec::new();
-    for asset in config.assets() {
-        let chain = match paperchain_wallet::chain::chain_of(&ctx.chains, &asset.network) {
-            Ok(chain) => chain,
-            Err(_) => continue,
-        };
-        let line = match paperchain_wallet::chain::balances(&chain, &asset.address, address).await {
-            Ok((native, held)) => serde_json::json!({
-                "network": asset.network, "chain": chain.name(), "asset": asset.address, "symbol": asset.symbol,
-                "balance": format_atomic(held.try_into().unwrap_or(u128::MAX), asset.decimals),
-                "gas": paperchain_engine::evm::format_units(native, 18),
-            }),
-            Err(e) => {
-                serde_json::json!({"network": asset.network, "chain": chain.name(), "asset": asset.address, "error": e})
-            }
-        };
-        lines.push(line);
-    }
+    let lines: Vec<serde_json::Value> = paperchain_wallet::chain::wallet_balances(&config, &ctx.chains, address)
+        .await
+        .iter()
+        .map(|line| serde_json::to_value(line).unwrap_or_default())
+        .collect();
     if json {
         println!(
             "{}",

@@ -127,15 +127,19 @@ async fn paid_calls_wait_for_the_users_approval_and_show_in_the_ledger() {
         ("PAPERCHAIN_APP_URL", server.base.clone()),
         ("PAPERCHAIN_SERVICE_HOST", service_host),
         ("PAPERCHAIN_QUOTE", dollars(atomic)),
+        ("PAPERCHAIN_PAYER", payer.to_checksum(None)),
     ];
-    run_browser_tests("paid.test.mjs", &env, 3).await;
+    run_browser_tests("paid.test.mjs", &env, 4).await;
 
-    // One payment, the approved one: exactly the quote left the payer.
-    assert_eq!(hosted.balance(payer).await, before - alloy::primitives::U256::from(atomic));
+    // Two payments, the approved one and the one after the limit was raised: exactly twice
+    // the quote left the payer, and the denied call paid nothing.
+    assert_eq!(hosted.balance(payer).await, before - alloy::primitives::U256::from(2 * atomic));
     let ledger = home.json(&["ledger", "--json"]);
     let paid: Vec<_> = ledger.as_array().unwrap().iter().filter(|r| r["micros"].as_i64() > Some(0)).collect();
-    assert_eq!(paid.len(), 1, "{ledger}");
-    assert_eq!(paid[0]["state"], "paid", "{ledger}");
+    assert_eq!(paid.len(), 2, "{ledger}");
+    assert!(paid.iter().all(|r| r["state"] == "paid"), "{ledger}");
+    let config = std::fs::read_to_string(home.dir.path().join("config/paperchain/config.toml")).unwrap();
+    assert!(config.contains("approve_above = \"1.00\""), "{config}");
     let refused: Vec<_> = ledger.as_array().unwrap().iter().filter(|r| r["state"] != "paid").collect();
     assert!(refused.iter().any(|r| r["error"].as_str().is_some_and(|e| e.contains("refused"))), "{ledger}");
 }

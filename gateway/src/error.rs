@@ -25,6 +25,12 @@ impl ApiError {
         ApiError { status, error: EngineError::new(ErrorKind::InvalidInput, code, message), retry_after: None }
     }
 
+    /// The same error, about `field` (a JSON pointer into the request body).
+    pub fn with_field(mut self, field: impl Into<String>) -> ApiError {
+        self.error = self.error.at(field);
+        self
+    }
+
     /// 404 `not_found`.
     pub fn not_found(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "not_found", message)

@@ -101,6 +101,8 @@ pub struct Mount<'a> {
     pub app_session: &'a Arc<crate::app::Session>,
     /// Payments waiting for the user's approval, in local mode with a wallet.
     pub approvals: Option<&'a Arc<ApprovalQueue>>,
+    /// The data folder (the ledger, the wallet's keystore file).
+    pub data_dir: &'a std::path::Path,
 }
 
 type Mounter = Box<dyn FnOnce(&Mount<'_>) -> Router + Send>;
@@ -172,6 +174,7 @@ impl HttpServer {
                 request_timeout: config.request_timeout,
                 app_session: &app_session,
                 approvals: approvals.as_ref(),
+                data_dir: &config.data_dir,
             };
             mounted = mounted.merge(mount(&shared));
         }

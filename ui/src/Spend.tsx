@@ -3,6 +3,8 @@
 
 import { useEffect, useState } from "preact/hooks";
 import { appApi, saveBlob } from "./api";
+import type { Catalog } from "./schema";
+import { SettingsPanel, WalletPanel } from "./Settings";
 
 export type Row = {
   id: number;
@@ -70,7 +72,7 @@ function csvOf(rows: Row[]): string {
   return [columns.join(","), ...rows.map((r) => columns.map((c) => cell(r[c])).join(","))].join("\r\n") + "\r\n";
 }
 
-export function Spend() {
+export function Spend({ catalog }: { catalog: Catalog }) {
   const [rows, setRows] = useState<Row[] | undefined>();
   const [recorded, setRecorded] = useState(true);
   const [failed, setFailed] = useState<string | undefined>();
@@ -101,6 +103,10 @@ export function Spend() {
     <section aria-labelledby="spend-title">
       <h2 id="spend-title">Wallet and spend</h2>
       {!recorded && <p class="muted">This server records no calls (it runs without the paying client).</p>}
+      <div class="panels">
+        <WalletPanel />
+        <SettingsPanel catalog={catalog} />
+      </div>
       <div class="charts">
         <Bars title="Spend by day" data={spendBy(shown, (r) => r.at.slice(0, 10)).sort((a, b) => a[0].localeCompare(b[0]))} />
         <Bars title="Spend by route" data={spendBy(shown, (r) => r.route)} />

@@ -66,7 +66,7 @@ function App() {
         ) : screen === "chain" ? (
           <Chain catalog={cat} />
         ) : screen === "spend" ? (
-          <Spend />
+          <Spend catalog={cat} />
         ) : (
           <Agents session={session} />
         )}

@@ -77,3 +77,28 @@ test("the ledger table and the spend plot show the payment", async () => {
   await accessible("the spend screen with a payment");
   await screenshot("11-spend-paid");
 });
+
+test("the wallet shows its balances; a limit changed in the app applies to the next call", async () => {
+  await open("spend");
+  await page().waitForSelector("[aria-label='Wallet address']");
+  assert.equal(await page().$eval("[aria-label='Wallet address']", (e) => e.textContent), process.env.PAPERCHAIN_PAYER);
+  await page().waitForSelector("#wallet-title ~ table tbody tr");
+  const base = await page().$$eval("#wallet-title ~ table tbody tr", (trs) => trs.map((tr) => tr.textContent));
+  assert.ok(base.some((row) => row.includes("eip155:8453") && row.includes("USDC")), base.join(" | "));
+  // A bad amount is refused, naming why; nothing is saved.
+  await page().waitForSelector("#setting-policy-approve-above");
+  await page().type("#setting-policy-approve-above", "lots");
+  await page().click("form[aria-label='Service and limits'] button[type=submit]");
+  await page().waitForSelector("#setting-policy-approve-above[aria-invalid=true]");
+  // Raised above the price: the next paid call needs no approval.
+  await page().$eval("#setting-policy-approve-above", (e) => (e.value = ""));
+  await page().type("#setting-policy-approve-above", "1.00");
+  await page().click("form[aria-label='Service and limits'] button[type=submit]");
+  await page().waitForFunction(() => document.querySelector("form[aria-label='Service and limits'] [role=status]")?.textContent.includes("saved"));
+  await accessible("the wallet and settings");
+  await screenshot("12-wallet-settings");
+  const answer = await agentCall();
+  assert.equal(answer.status, 200, await answer.clone().text());
+  assert.ok(answer.headers.get("paperchain-paid"));
+  assert.equal(await page().$("dialog.approval[open]"), null);
+});

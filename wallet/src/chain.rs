@@ -131,3 +131,53 @@ pub async fn check_transfer(
         Err(format!("transaction {tx} has no transfer of {amount} from {payer} to {payee} on {asset}"))
     }
 }
+
+/// The wallet's holdings on one network it pays on.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct NetworkBalance {
+    /// `eip155:<chain id>`.
+    pub network: String,
+    /// The chain's name in the engine.
+    pub chain: String,
+    /// The asset's contract.
+    pub asset: String,
+    /// Its symbol.
+    pub symbol: String,
+    /// The balance of the asset, formatted ("12.5").
+    pub balance: Option<String>,
+    /// The gas balance, formatted in the native coin.
+    pub gas: Option<String>,
+    /// Why it could not be read.
+    pub error: Option<String>,
+}
+
+/// What `holder` has on every network the configuration pays on whose chain has an RPC
+/// endpoint (networks without one are left out).
+pub async fn wallet_balances(
+    config: &crate::config::ClientConfig,
+    chains: &Chains,
+    holder: Address,
+) -> Vec<NetworkBalance> {
+    let mut lines = Vec::new();
+    for asset in config.assets() {
+        let Ok(chain) = chain_of(chains, &asset.network) else { continue };
+        let mut line = NetworkBalance {
+            network: asset.network.clone(),
+            chain: chain.name().to_string(),
+            asset: asset.address.clone(),
+            symbol: asset.symbol.clone(),
+            balance: None,
+            gas: None,
+            error: None,
+        };
+        match balances(&chain, &asset.address, holder).await {
+            Ok((native, held)) => {
+                line.balance = Some(crate::money::format_atomic(held.try_into().unwrap_or(u128::MAX), asset.decimals));
+                line.gas = Some(paperchain_engine::evm::format_units(native, 18));
+            }
+            Err(e) => line.error = Some(e),
+        }
+        lines.push(line);
+    }
+    lines
+}

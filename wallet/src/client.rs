@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 use tokio::sync::OnceCell;
 
-use crate::config::ClientConfig;
+use crate::config::{ClientConfig, ConfigError};
 use crate::ledger::{Caller, Caps, Finish, Ledger, LedgerError, NewCall};
 use crate::money::{Dollars, format_atomic};
 use crate::policy::{self, Refusal, Selected};
@@ -86,6 +86,9 @@ impl Approver for NobodyToAsk {
         })
     }
 }
+
+/// Where a client's configuration is read from again (the file, then the overrides).
+pub type ConfigSource = Arc<dyn Fn() -> Result<ClientConfig, ConfigError> + Send + Sync>;
 
 /// Where the signing key comes from (loaded on the first payment, then kept).
 pub type KeyLoader = Arc<dyn Fn() -> Result<PrivateKeySigner, String> + Send + Sync>;
@@ -217,7 +220,9 @@ pub enum CallError {
 /// The paying client.
 pub struct PayingClient {
     http: LazyClient,
-    config: Arc<ClientConfig>,
+    // Replaced whole when the user changes the configuration; each call reads it once.
+    config: std::sync::RwLock<Arc<ClientConfig>>,
+    reload: Option<ConfigSource>,
     ledger: Ledger,
     keys: KeyLoader,
     signer: OnceCell<Arc<PrivateKeySigner>>,
@@ -248,12 +253,38 @@ impl PayingClient {
                 .build()
                 .map_err(|e| format!("cannot build the HTTP client: {e}"))
         });
-        PayingClient { http, config, ledger, keys, signer: OnceCell::new(), approver, chains, retries: 2 }
+        PayingClient {
+            http,
+            config: std::sync::RwLock::new(config),
+            reload: None,
+            ledger,
+            keys,
+            signer: OnceCell::new(),
+            approver,
+            chains,
+            retries: 2,
+        }
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &ClientConfig {
-        &self.config
+    /// The same client, reading its configuration again from `source` on
+    /// [`PayingClient::reload`].
+    pub fn with_reload(mut self, source: ConfigSource) -> PayingClient {
+        self.reload = Some(source);
+        self
+    }
+
+    /// The configuration now.
+    pub fn config(&self) -> Arc<ClientConfig> {
+        self.config.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Reads the configuration again (after the user changed it); calls made from now on
+    /// follow it. Without a source to read, or when it is not valid, nothing changes.
+    pub fn reload(&self) -> Result<(), ConfigError> {
+        let source = self.reload.as_ref().ok_or_else(|| ConfigError("this client's configuration is fixed".into()))?;
+        let config = Arc::new(source()?);
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) = config;
+        Ok(())
     }
 
     /// The ledger.
@@ -261,10 +292,11 @@ impl PayingClient {
         &self.ledger
     }
 
-    fn service(&self) -> Result<(&str, String), CallError> {
-        let url = self.config.service_url.as_deref().ok_or_else(|| {
+    fn service(&self) -> Result<(String, String), CallError> {
+        let config = self.config();
+        let url = config.service_url.clone().ok_or_else(|| {
             CallError::NoService(
-                self.config
+                config
                     .file
                     .as_ref()
                     .map(|f| f.display().to_string())
@@ -272,7 +304,7 @@ impl PayingClient {
             )
         })?;
         let host =
-            url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase)).unwrap_or_default();
+            url::Url::parse(&url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase)).unwrap_or_default();
         Ok((url, host))
     }
 
@@ -320,7 +352,7 @@ impl PayingClient {
             return Ok(Quote { required: None, selected: None });
         }
         let required = x402_client::read_payment_required(received.header(x402::PAYMENT_REQUIRED), &received.body)?;
-        let selected = policy::select(&self.config, &host, &required);
+        let selected = policy::select(&self.config(), &host, &required);
         Ok(Quote { required: Some(required), selected: Some(selected) })
     }
 
@@ -365,7 +397,9 @@ impl PayingClient {
             return Ok(first.answer(None));
         }
         let required = x402_client::read_payment_required(first.header(x402::PAYMENT_REQUIRED), &first.body)?;
-        let selected = policy::select(&self.config, host, &required)?;
+        // One configuration for the whole call, even if the user changes it meanwhile.
+        let config = self.config();
+        let selected = policy::select(&config, host, &required)?;
         self.ledger.quote(call_id, &selected.atomic.to_string()).await?;
         if selected.needs_approval {
             let approval = Approval {
@@ -378,7 +412,7 @@ impl PayingClient {
             };
             self.approver.approve(&approval).await.map_err(Refusal::Approval)?;
         }
-        let policy = &self.config.policy;
+        let policy = &config.policy;
         let caps = Caps {
             per_day: policy.per_day,
             per_session: policy.per_session,

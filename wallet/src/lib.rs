@@ -17,6 +17,7 @@ pub mod approvals;
 pub mod chain;
 pub mod client;
 pub mod config;
+pub mod config_edit;
 pub mod keys;
 pub mod ledger;
 pub mod money;

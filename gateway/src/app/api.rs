@@ -1,5 +1,8 @@
-//! `/app/api`: what the app shows beside the routes: this server's session and the ledger.
-//! Behind the session token (see the module above).
+//! `/app/api`: what the app shows beside the routes: this server's session, the ledger,
+//! payments waiting for approval, the wallet's balances, and the settings (the service,
+//! routing, caps and budgets), which only the user changes: here, with the CLI or in the
+//! file; never through the route API or MCP. Behind the session token (see the module
+//! above).
 
 use std::sync::Arc;
 
@@ -22,6 +25,8 @@ pub struct AppApi {
     base_url: String,
     client: Option<Arc<PayingClient>>,
     approvals: Option<Arc<ApprovalQueue>>,
+    chains: Arc<paperchain_engine::evm::Chains>,
+    data_dir: std::path::PathBuf,
     _session: Arc<Session>,
 }
 
@@ -31,6 +36,8 @@ impl AppApi {
             base_url: api.base_url.to_string(),
             client: api.client.cloned(),
             approvals: api.approvals.cloned(),
+            chains: api.ctx.chains.clone(),
+            data_dir: api.data_dir.to_path_buf(),
             _session: session,
         }
     }
@@ -42,7 +49,107 @@ pub fn router(state: AppApi) -> Router {
         .route("/ledger", get(ledger))
         .route("/approvals", get(approvals))
         .route("/approvals/{id}", post(answer))
+        .route("/wallet", get(wallet))
+        .route("/settings", get(settings).post(change_setting))
         .with_state(state)
+}
+
+fn no_client() -> ApiError {
+    ApiError::not_found("this server runs without the paying client (no wallet, no ledger)")
+}
+
+/// The wallet's address and what it holds on each network it pays on.
+async fn wallet(State(app): State<AppApi>) -> Result<Json<Value>, ApiError> {
+    let client = app.client.as_ref().ok_or_else(no_client)?;
+    let keys = paperchain_wallet::keys::KeyConfig::from_env(&app.data_dir);
+    let status = tokio::task::spawn_blocking(move || paperchain_wallet::keys::status(&keys))
+        .await
+        .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "reading the wallet failed"))?;
+    let Some(address) = status.address else {
+        return Ok(Json(json!({ "address": null, "balances": [], "store": status.store })));
+    };
+    let config = client.config();
+    let balances = paperchain_wallet::chain::wallet_balances(&config, &app.chains, address).await;
+    Ok(Json(json!({ "address": address.to_checksum(None), "balances": balances, "store": status.store })))
+}
+
+/// The settings the app edits, as the client follows them now.
+async fn settings(State(app): State<AppApi>) -> Result<Json<Value>, ApiError> {
+    let client = app.client.as_ref().ok_or_else(no_client)?;
+    let config = client.config();
+    let dollars =
+        |d: Option<paperchain_wallet::money::Dollars>| d.map(|d| d.to_string().trim_start_matches('$').to_string());
+    let map = |m: &std::collections::BTreeMap<String, paperchain_wallet::money::Dollars>| {
+        m.iter()
+            .map(|(k, v)| (k.clone(), json!(v.to_string().trim_start_matches('$'))))
+            .collect::<serde_json::Map<_, _>>()
+    };
+    let routes: serde_json::Map<_, _> = config.routes.iter().map(|(k, v)| (k.clone(), json!(v.as_str()))).collect();
+    Ok(Json(json!({
+        "file": paperchain_wallet::config::config_file(),
+        "service_url": config.service_url,
+        "routing": { "default": config.default_route.as_str(), "routes": routes },
+        "policy": {
+            "per_call": dollars(config.policy.per_call),
+            "per_day": dollars(config.policy.per_day),
+            "per_session": dollars(config.policy.per_session),
+            "approve_above": dollars(config.policy.approve_above),
+            "networks": map(&config.policy.networks),
+            "clients": map(&config.policy.clients),
+        },
+    })))
+}
+
+/// One setting changed by the user.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SettingChange {
+    /// `policy.per_day`, `routing.routes.rotate_pdf_pages`, `policy.networks."eip155:8453"`…
+    key: String,
+    /// The new value; `null` removes the key.
+    value: Option<String>,
+}
+
+/// The keys the app may change: the service, routing, caps and budgets.
+fn editable(key: &str) -> Result<(), String> {
+    let parts = paperchain_wallet::config_edit::key_path(key).map_err(|e| e.0)?;
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    match parts.as_slice() {
+        ["service", "url"] | ["routing", "default"] => Ok(()),
+        ["policy", "per_call" | "per_day" | "per_session" | "approve_above"] => Ok(()),
+        ["routing", "routes", _] | ["policy", "networks" | "clients", _] => Ok(()),
+        _ => Err(format!(
+            "`{key}` is not a setting the app changes (service.url, routing.default, routing.routes.<route>, \
+             policy.per_call, per_day, per_session, approve_above, policy.networks.<network>, policy.clients.<client>); \
+             edit the file for the rest"
+        )),
+    }
+}
+
+async fn change_setting(
+    State(app): State<AppApi>,
+    body: Result<Json<SettingChange>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let invalid = |field: &str, message: String| {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", message).with_field(field)
+    };
+    let Json(change) =
+        body.map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", e.body_text()))?;
+    let client = app.client.as_ref().ok_or_else(no_client)?;
+    editable(&change.key).map_err(|e| invalid("/key", e))?;
+    let edit = match change.value {
+        Some(value) => paperchain_wallet::config_edit::Change::Set(value),
+        None => paperchain_wallet::config_edit::Change::Unset,
+    };
+    let file = paperchain_wallet::config::config_file();
+    let (key, edited) = (change.key.clone(), file.clone());
+    tokio::task::spawn_blocking(move || paperchain_wallet::config_edit::edit_file(&edited, &key, &edit))
+        .await
+        .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "changing the settings failed"))?
+        .map_err(|e| invalid("/value", e.0))?;
+    // Calls made from now on follow the new file.
+    client.reload().map_err(|e| ApiError::new(StatusCode::CONFLICT, "config_not_applied", e.0))?;
+    settings(State(app)).await
 }
 
 /// The payments waiting for the user.
