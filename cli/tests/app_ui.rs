@@ -41,10 +41,18 @@ async fn the_app_works_in_a_real_browser() {
     chain.set_balance(address, 1_234_567_000_000_000_000).await;
 
     let data = tempfile::tempdir().unwrap();
+    // The app writes Claude Desktop's configuration in this home, beside what is there.
+    let claude = data.path().join("config/Claude/claude_desktop_config.json");
+    std::fs::create_dir_all(claude.parent().unwrap()).unwrap();
+    std::fs::write(&claude, r#"{"theme": "kept"}"#).unwrap();
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_paperchain"))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
         .arg(data.path())
+        .env("HOME", data.path())
+        // The renderer and the other tools stay where setup put them.
+        .env("PAPERCHAIN_TOOLS", paperchain_testkit::tools::tools_dir())
+        .env("XDG_CONFIG_HOME", data.path().join("config"))
         .env("PAPERCHAIN_RPC_BASE", &chain.url)
         .env("PAPERCHAIN_RUNTIME_DIR", data.path().join("run"))
         .env_remove("PAPERCHAIN_CHAINS")
@@ -73,6 +81,7 @@ async fn the_app_works_in_a_real_browser() {
         ("PAPERCHAIN_PDF_PAGES", "4".into()),
         ("PAPERCHAIN_ADDRESS", address.into()),
         ("PAPERCHAIN_BALANCE", "1.234567".into()),
+        ("PAPERCHAIN_CLAUDE_CONFIG", claude.display().to_string()),
     ];
     run_browser_tests("app.test.mjs", &env, 6).await;
     for screen in

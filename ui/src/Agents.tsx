@@ -14,12 +14,25 @@ export type SessionInfo = {
   executable?: string;
 };
 
+type ClaudeDesktop = { file: string; installed: unknown; entry: unknown };
+
 export function Agents({ session }: { session: SessionInfo }) {
   const [rows, setRows] = useState<Row[]>([]);
   const [copied, setCopied] = useState(false);
+  const [claude, setClaude] = useState<ClaudeDesktop | undefined>();
+  const [claudeStatus, setClaudeStatus] = useState("");
   useEffect(() => {
     appApi<{ rows: Row[] }>("/ledger").then((l) => setRows(l.rows), () => setRows([]));
+    appApi<ClaudeDesktop>("/agents/claude-desktop").then(setClaude, (e) => setClaudeStatus((e as Error).message));
   }, []);
+  const addToClaude = async () => {
+    try {
+      setClaude(await appApi<ClaudeDesktop>("/agents/claude-desktop", { method: "POST" }));
+      setClaudeStatus("Added. Restart Claude Desktop to load it.");
+    } catch (e) {
+      setClaudeStatus((e as Error).message);
+    }
+  };
   const snippet = JSON.stringify(
     { mcpServers: { paperchain: { command: session.executable ?? "paperchain", args: ["mcp", "--stdio"] } } },
     null,
@@ -47,8 +60,18 @@ export function Agents({ session }: { session: SessionInfo }) {
       </dl>
       <h3>Claude Desktop</h3>
       <p>
-        Add this to <code>claude_desktop_config.json</code>; <code>paperchain mcp --stdio</code> uses this server while it runs.
+        <code>paperchain mcp --stdio</code> in Claude Desktop's configuration gives it every tool; it uses this server while it runs.
       </p>
+      {claude && (
+        <p>
+          {claude.installed ? "Claude Desktop has Paperchain" : "Claude Desktop does not have Paperchain yet"} (<code>{claude.file}</code>).
+        </p>
+      )}
+      <button type="button" class="primary" onClick={addToClaude}>
+        {claude?.installed ? "Update Claude Desktop's entry" : "Add to Claude Desktop"}
+      </button>
+      <span role="status"> {claudeStatus}</span>
+      <p>Or add this to the file yourself:</p>
       <pre class="json" aria-label="Claude Desktop configuration">{snippet}</pre>
       <button
         type="button"

@@ -6,12 +6,13 @@
 //   PAPERCHAIN_PDF_PAGES its page count
 //   PAPERCHAIN_ADDRESS   an address with a balance on the server's chain (anvil)
 //   PAPERCHAIN_BALANCE   that balance, formatted
+//   PAPERCHAIN_CLAUDE_CONFIG  the server's Claude Desktop configuration file (in a temporary home)
 //   PAPERCHAIN_ARTIFACTS a folder for screenshots and downloads
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { accessible, base, browserPage, downloads, drop, open, screenshot, selectByLabel, waitForDownload, waitForResult } from "./browser.mjs";
 
@@ -163,6 +164,14 @@ test("the spend and agents screens show the ledger of the calls just made", asyn
   await page().waitForSelector("#agents-title");
   const snippet = await page().$eval("pre.json", (e) => JSON.parse(e.textContent));
   assert.deepEqual(snippet.mcpServers.paperchain.args, ["mcp", "--stdio"]);
+  // One click adds it to Claude Desktop's configuration, keeping what was there.
+  const claudeFile = process.env.PAPERCHAIN_CLAUDE_CONFIG;
+  const buttons = await page().$$("main button.primary");
+  await buttons[0].click();
+  await page().waitForFunction(() => document.querySelector("main [role=status]")?.textContent.includes("Added"));
+  const written = JSON.parse(readFileSync(claudeFile, "utf8"));
+  assert.equal(written.theme, "kept");
+  assert.deepEqual(written.mcpServers.paperchain, snippet.mcpServers.paperchain);
   await accessible("the agents screen");
   await screenshot("09-agents");
   assert.deepEqual(page().failures, []);

@@ -51,6 +51,7 @@ pub fn router(state: AppApi) -> Router {
         .route("/approvals/{id}", post(answer))
         .route("/wallet", get(wallet))
         .route("/settings", get(settings).post(change_setting))
+        .route("/agents/claude-desktop", get(claude_desktop).post(add_to_claude_desktop))
         .with_state(state)
 }
 
@@ -238,4 +239,31 @@ async fn ledger(
         .filter(|r| query.paid.is_none_or(|paid| (r.micros > 0) == paid))
         .collect();
     Ok(Json(json!({ "rows": rows, "recorded": true })))
+}
+
+/// Whether Claude Desktop runs Paperchain's tools, and the entry that makes it.
+async fn claude_desktop() -> Result<Json<Value>, ApiError> {
+    let file = super::agents::claude_config_file()
+        .ok_or_else(|| ApiError::not_found("no home folder: Claude Desktop's configuration cannot be found"))?;
+    let executable = std::env::current_exe().unwrap_or_else(|_| "paperchain".into());
+    Ok(Json(json!({
+        "file": file,
+        "installed": super::agents::installed(&file),
+        "entry": super::agents::entry(&executable),
+    })))
+}
+
+/// Adds the entry to Claude Desktop's configuration.
+async fn add_to_claude_desktop() -> Result<Json<Value>, ApiError> {
+    let file = super::agents::claude_config_file()
+        .ok_or_else(|| ApiError::not_found("no home folder: Claude Desktop's configuration cannot be found"))?;
+    let executable = std::env::current_exe().map_err(|e| {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("this program's path: {e}"))
+    })?;
+    let target = file.clone();
+    tokio::task::spawn_blocking(move || super::agents::install(&target, &executable))
+        .await
+        .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "writing the file failed"))?
+        .map_err(|e| ApiError::new(StatusCode::CONFLICT, "not_changed", e))?;
+    claude_desktop().await
 }

@@ -11,6 +11,7 @@
 //! Must not: hold any route logic. The UI builds its forms from `/openapi.json` and runs
 //! routes through `/v1` like any client.
 
+mod agents;
 mod api;
 mod assets;
 
