@@ -3,11 +3,9 @@
 //! accessibility) run against it by Node's test runner. Screenshots of each screen are kept
 //! in `ui/test-artifacts/`.
 
-use std::io::Read as _;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 mod common;
 
@@ -60,16 +58,7 @@ async fn the_app_works_in_a_real_browser() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(status)) = child.try_wait() {
-            let mut stderr = String::new();
-            let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
-            panic!("paperchain serve exited ({status}): {stderr}");
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "paperchain serve did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_until_listening(&mut child, port);
     let _served = Served(child);
 
     // Absolute: the browser reads it from another working folder.

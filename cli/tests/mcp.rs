@@ -3,7 +3,8 @@
 //! `@modelcontextprotocol/inspector`, installed by `cargo xtask setup`) listing and calling
 //! tools over stdio and over the streamable HTTP endpoint of `paperchain serve`.
 
-use std::io::Read as _;
+mod common;
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -251,16 +252,7 @@ fn serve_with(rpc: &str, data: &std::path::Path, env: &[(&str, &std::path::Path)
         .spawn()
         .expect("spawning paperchain serve");
     let base = format!("http://127.0.0.1:{port}");
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(status)) = child.try_wait() {
-            let mut stderr = String::new();
-            let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
-            panic!("paperchain serve exited ({status}): {stderr}");
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "paperchain serve did not listen within 30 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_until_listening(&mut child, port);
     Served { child, base, _dir: None }
 }
 

@@ -8,6 +8,8 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use std::io::Read as _;
+
 use paperchain_testkit::sandbox::HostedServer;
 use serde_json::Value;
 
@@ -94,7 +96,7 @@ impl Home {
             .append(true)
             .open(self.dir.path().join(format!("serve-{port}.log")))
             .unwrap();
-        let child = self
+        let mut child = self
             .command(&["serve", "--listen", &format!("127.0.0.1:{port}")])
             .env("PAPERCHAIN_LOG", "debug,lopdf=off")
             .stdin(Stdio::null())
@@ -102,11 +104,7 @@ impl Home {
             .stderr(log)
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "paperchain serve did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_until_listening(&mut child, port);
         Server { child, base: format!("http://127.0.0.1:{port}") }
     }
 }
@@ -120,5 +118,22 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Waits until `child` (a `paperchain serve` with its standard error piped) listens on
+/// `port`; panics with what it said if it exits first, or after 30 s.
+pub fn wait_until_listening(child: &mut Child, port: u16) {
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut stderr = String::new();
+            if let Some(mut pipe) = child.stderr.take() {
+                let _ = pipe.read_to_string(&mut stderr);
+            }
+            panic!("paperchain serve exited ({status}): {stderr}");
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "paperchain serve did not listen within 30 s");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
