@@ -6,12 +6,8 @@ use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::Context as _;
 use paperchain_engine::Context;
-use paperchain_wallet::client::{Approval, Approver, BoxFuture, ConfigSource, KeyLoader, NobodyToAsk, PayingClient};
-use paperchain_wallet::config::ClientConfig;
-use paperchain_wallet::keys::{self, KeyConfig};
-use paperchain_wallet::ledger::Ledger;
+use paperchain_wallet::client::{Approval, Approver, BoxFuture, NobodyToAsk, Overrides, PayingClient};
 
 /// Where local mode sends calls, over `config.toml` and the environment
 /// (`serve` and `mcp --stdio`; `call` has `--route` for one call).
@@ -33,28 +29,9 @@ pub async fn client(
     approver: Arc<dyn Approver>,
     routing: &RoutingArgs,
 ) -> anyhow::Result<Arc<PayingClient>> {
-    if let Some(url) = &routing.service_url {
-        paperchain_wallet::config::check_service_url(url).map_err(|e| anyhow::anyhow!("--service-url: {e}"))?;
-    }
-    // The file and the environment, then this command's own options over them: at start,
-    // and again whenever the user changes the file in the app.
-    let (service_url, default_route) = (routing.service_url.clone(), routing.default_route.clone());
-    let source: ConfigSource = Arc::new(move || {
-        let mut config = ClientConfig::load()?;
-        config.apply_env(|name| match name {
-            "PAPERCHAIN_SERVICE_URL" => service_url.clone(),
-            "PAPERCHAIN_ROUTE" => default_route.clone(),
-            _ => None,
-        })?;
-        Ok(config)
-    });
-    let config = source()?;
-    let ledger = Ledger::open_in(data_dir).await.context("opening the ledger")?;
-    let key_config = KeyConfig::from_env(data_dir);
-    let keys: KeyLoader =
-        Arc::new(move || keys::load(&key_config).map(|wallet| wallet.signer().clone()).map_err(|e| e.to_string()));
-    let client = PayingClient::new(Arc::new(config), ledger, keys, approver, ctx.chains.clone());
-    Ok(Arc::new(client.with_reload(source)))
+    let overrides =
+        Overrides { service_url: routing.service_url.clone(), default_route: routing.default_route.clone() };
+    Ok(Arc::new(PayingClient::for_user(data_dir, ctx.chains.clone(), approver, overrides).await?))
 }
 
 /// A server's client, its approvals answered by `approver` (the app's queue, or nobody).

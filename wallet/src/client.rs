@@ -87,6 +87,27 @@ impl Approver for NobodyToAsk {
     }
 }
 
+/// What a front door sets over the user's configuration (its command-line options).
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// The hosted service (over service.url and PAPERCHAIN_SERVICE_URL).
+    pub service_url: Option<String>,
+    /// Where routes run unless config.toml names the route (over routing.default and
+    /// PAPERCHAIN_ROUTE).
+    pub default_route: Option<String>,
+}
+
+/// Why the user's client could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The configuration (the file, the environment or an override).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The ledger.
+    #[error("opening the ledger: {0}")]
+    Ledger(#[from] LedgerError),
+}
+
 /// Where a client's configuration is read from again (the file, then the overrides).
 pub type ConfigSource = Arc<dyn Fn() -> Result<ClientConfig, ConfigError> + Send + Sync>;
 
@@ -264,6 +285,36 @@ impl PayingClient {
             chains,
             retries: 2,
         }
+    }
+
+    /// The user's client: `config.toml` and the environment with `overrides` over them (read
+    /// again on [`PayingClient::reload`]), the ledger and the wallet's key of `data_dir`,
+    /// approvals asked of `approver`, payments checked on `chains`.
+    pub async fn for_user(
+        data_dir: &std::path::Path,
+        chains: Arc<Chains>,
+        approver: Arc<dyn Approver>,
+        overrides: Overrides,
+    ) -> Result<PayingClient, OpenError> {
+        if let Some(url) = &overrides.service_url {
+            crate::config::check_service_url(url).map_err(|e| ConfigError(format!("--service-url: {e}")))?;
+        }
+        let source: ConfigSource = Arc::new(move || {
+            let mut config = ClientConfig::load()?;
+            config.apply_env(|name| match name {
+                "PAPERCHAIN_SERVICE_URL" => overrides.service_url.clone(),
+                "PAPERCHAIN_ROUTE" => overrides.default_route.clone(),
+                _ => None,
+            })?;
+            Ok(config)
+        });
+        let config = source()?;
+        let ledger = Ledger::open_in(data_dir).await?;
+        let key_config = crate::keys::KeyConfig::from_env(data_dir);
+        let keys: KeyLoader = Arc::new(move || {
+            crate::keys::load(&key_config).map(|wallet| wallet.signer().clone()).map_err(|e| e.to_string())
+        });
+        Ok(PayingClient::new(Arc::new(config), ledger, keys, approver, chains).with_reload(source))
     }
 
     /// The same client, reading its configuration again from `source` on
