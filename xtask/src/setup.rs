@@ -58,6 +58,15 @@ pub const DEBIAN_PACKAGES: &[DebianPackage] = &[
     DebianPackage { name: "fonts-crosextra-carlito", why: "Carlito: metric-compatible Calibri for soffice" },
     DebianPackage { name: "fonts-crosextra-caladea", why: "Caladea: metric-compatible Cambria for soffice" },
     DebianPackage {
+        name: "libwebkit2gtk-4.1-dev",
+        why: "WebKitGTK: the desktop app's (src-tauri) web view, to build it",
+    },
+    DebianPackage { name: "libayatana-appindicator3-dev", why: "the desktop app's tray icon" },
+    DebianPackage { name: "librsvg2-dev", why: "SVG icons in the desktop app's build" },
+    DebianPackage { name: "libxdo-dev", why: "the desktop app's menus (tauri's muda) link it on Linux" },
+    DebianPackage { name: "webkit2gtk-driver", why: "WebKitWebDriver: drives the desktop app's window in its tests" },
+    DebianPackage { name: "xvfb", why: "a display for the desktop app's window in its tests" },
+    DebianPackage {
         name: "tesseract-ocr",
         why: "libtesseract 5, the OCR engine of /v1/pdf/ocr and /v1/ocr (loaded at run time), and the tesseract the \
               OCR bench's reference runs",

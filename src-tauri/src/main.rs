@@ -1,0 +1,147 @@
+//! The Paperchain desktop app: the local server in this process (or the one already
+//! running for this user's data folder), its app at `/app/` in a window, and a tray icon.
+//! Closing the window keeps the server serving the user's agents; "Quit" in the tray
+//! stops it.
+//!
+//! Must not: hold route, payment or UI logic. The server is `paperchain-server`'s, the
+//! screens are `ui/`'s, served by the server and shown here as any browser would.
+
+#![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use paperchain_gateway::ServerConfig;
+use paperchain_server::instance::{self, Instance};
+use paperchain_server::{Options, Server};
+use paperchain_wallet::approvals::ApprovalQueue;
+use paperchain_wallet::client::{Overrides, PayingClient};
+use tauri::menu::{Menu, MenuItem};
+use tauri::tray::TrayIconBuilder;
+use tauri::{Manager as _, RunEvent, WebviewUrl, WebviewWindowBuilder, WindowEvent};
+
+/// The address the app's own server listens on when none runs (`PAPERCHAIN_LISTEN`).
+const DEFAULT_LISTEN: &str = "127.0.0.1:8402";
+
+/// The server the window shows: this process's, or the one already running.
+enum Backend {
+    Own(Server),
+    Running(Instance),
+}
+
+impl Backend {
+    fn base_url(&self) -> String {
+        match self {
+            Backend::Own(server) => server.base_url().to_string(),
+            Backend::Running(instance) => instance.base_url.clone(),
+        }
+    }
+}
+
+/// Starts the local server for `data_dir`, unless one already serves it.
+async fn start_backend(data_dir: &Path) -> anyhow::Result<Backend> {
+    let runtime = instance::runtime_dir(data_dir);
+    if let Some(running) = instance::find(&runtime, data_dir) {
+        tracing::info!(url = %running.base_url, pid = running.pid, "using the running local server");
+        return Ok(Backend::Running(running));
+    }
+    let listen: SocketAddr = std::env::var("PAPERCHAIN_LISTEN")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_string())
+        .parse()
+        .context("PAPERCHAIN_LISTEN is not an address such as 127.0.0.1:8402")?;
+    let ctx = paperchain_engine::Context::try_new()?;
+    // Payments above policy.approve_above wait for the user in the window.
+    let approvals = Arc::new(ApprovalQueue::new(Duration::from_secs(120)));
+    let client = PayingClient::for_user(data_dir, ctx.chains.clone(), approvals.clone(), Overrides::default()).await?;
+    let mut http = ServerConfig::local(data_dir.to_path_buf());
+    http.listen = listen;
+    let options =
+        Options { ctx: Some(ctx), client: Some(Arc::new(client)), approvals: Some(approvals), ..Options::local(http) };
+    match paperchain_server::start(options).await {
+        Ok(server) => Ok(Backend::Own(server)),
+        // Started by another process a moment ago: use it.
+        Err(e) if e.running().is_some() => Ok(Backend::Running(e.running().cloned().context("a running server")?)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn show_main_window(app: &tauri::AppHandle) {
+    if let Some(window) = app.get_webview_window("main") {
+        let _ = window.show();
+        let _ = window.unminimize();
+        let _ = window.set_focus();
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("PAPERCHAIN_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,lopdf=off")),
+        )
+        .init();
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
+    let data_dir = paperchain_engine::data_dir();
+    // On the app's async runtime, which keeps running the server's tasks afterwards.
+    let backend = tauri::async_runtime::block_on(start_backend(&data_dir))?;
+    let app_url: tauri::Url = format!("{}/app/", backend.base_url()).parse().context("the server's address")?;
+    let backend = Arc::new(Mutex::new(Some(backend)));
+    let app = tauri::Builder::default()
+        .setup(move |app| {
+            WebviewWindowBuilder::new(app, "main", WebviewUrl::External(app_url.clone()))
+                .title("Paperchain")
+                .inner_size(1200.0, 860.0)
+                .min_inner_size(760.0, 560.0)
+                .build()?;
+            let open = MenuItem::with_id(app, "open", "Open Paperchain", true, None::<&str>)?;
+            let quit = MenuItem::with_id(app, "quit", "Quit Paperchain", true, None::<&str>)?;
+            let menu = Menu::with_items(app, &[&open, &quit])?;
+            let mut tray =
+                TrayIconBuilder::with_id("main").tooltip("Paperchain").menu(&menu).on_menu_event(|app, event| {
+                    match event.id().as_ref() {
+                        "open" => show_main_window(app),
+                        "quit" => app.exit(0),
+                        _ => {}
+                    }
+                });
+            if let Some(icon) = app.default_window_icon() {
+                tray = tray.icon(icon.clone());
+            }
+            tray.build(app)?;
+            Ok(())
+        })
+        .on_window_event(|window, event| {
+            // Closing the window hides it: the server keeps serving the user's agents.
+            if let WindowEvent::CloseRequested { api, .. } = event {
+                api.prevent_close();
+                let _ = window.hide();
+            }
+        })
+        .build(tauri::generate_context!())
+        .context("starting the window")?;
+    app.run(move |_, event| {
+        if let RunEvent::Exit = event {
+            let own = backend.lock().ok().and_then(|mut b| b.take());
+            if let Some(Backend::Own(server)) = own {
+                // Calls in flight finish; the address file and the lock go.
+                let _ = tauri::async_runtime::block_on(server.stop());
+            }
+        }
+    });
+    Ok(())
+}
