@@ -28,7 +28,7 @@ const DEFAULT_LISTEN: &str = "127.0.0.1:8402";
 
 /// The server the window shows: this process's, or the one already running.
 enum Backend {
-    Own(Server),
+    Own(Box<Server>),
     Running(Instance),
 }
 
@@ -63,7 +63,7 @@ async fn start_backend(data_dir: &Path) -> anyhow::Result<Backend> {
     let options =
         Options { ctx: Some(ctx), client: Some(Arc::new(client)), approvals: Some(approvals), ..Options::local(http) };
     match paperchain_server::start(options).await {
-        Ok(server) => Ok(Backend::Own(server)),
+        Ok(server) => Ok(Backend::Own(Box::new(server))),
         // Started by another process a moment ago: use it.
         Err(e) if e.running().is_some() => Ok(Backend::Running(e.running().cloned().context("a running server")?)),
         Err(e) => Err(e.into()),
