@@ -170,11 +170,6 @@ pub fn find(runtime: &Path, data_dir: &Path) -> Option<Instance> {
     }
 }
 
-/// Seconds since the Unix epoch.
-pub(crate) fn now_secs() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

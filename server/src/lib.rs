@@ -176,7 +176,7 @@ pub async fn start(options: Options) -> Result<Server, StartError> {
             base_url,
             data_dir: config.data_dir.clone(),
             version: env!("CARGO_PKG_VERSION").to_string(),
-            started_at: instance::now_secs(),
+            started_at: paperchain_wallet::ledger::now_secs(),
         });
         if let Err(e) = published {
             // Clients then start their own engine; serving goes on.

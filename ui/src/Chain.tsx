@@ -143,8 +143,10 @@ export function Chain({ catalog }: { catalog: Catalog }) {
     );
   };
 
+  // The risk check runs on the chains its schema lists, never on another chain than asked.
+  const checked = catalog.schemas.PrecheckChain ? choices(resolve(catalog.schemas.PrecheckChain, catalog.schemas)) : undefined;
   const addressPlan = (address: string) => [
-    { title: "Risk check", path: "/v1/check/address", body: { chain: chain === "polygon" ? "base" : chain, address } },
+    ...(checked?.some((c) => c.value === chain) ? [{ title: "Risk check", path: "/v1/check/address", body: { chain, address } }] : []),
     { title: "Balance", path: "/v1/chain/balance", body: { chain, address } },
     { title: "Token", path: "/v1/chain/token", body: { chain, address } },
   ];

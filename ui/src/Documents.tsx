@@ -1,7 +1,7 @@
 // Documents: drop files, pick an operation that fits their type, fill the form generated
 // from the route's schema, run it (on one file or each in turn), preview and save results.
 
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useEffect, useMemo, useState } from "preact/hooks";
 import { ApiError, base64Of, callRoute, type RouteAnswer, saveBlob } from "./api";
 import { SchemaForm, fileValue, materialize } from "./SchemaForm";
 import { type Catalog, type Operation, type Schema, extensionOf, isFileInput, resolve, types } from "./schema";
@@ -185,7 +185,6 @@ export function Documents({ catalog }: { catalog: Catalog }) {
   const [results, setResults] = useState<Result[]>([]);
   const [formError, setFormError] = useState<{ field?: string; message: string } | undefined>();
   const [dragging, setDragging] = useState(false);
-  const picker = useRef<HTMLInputElement>(null);
 
   const chosenFiles = files.filter((f) => chosen.includes(f.id)).map((f) => f.file);
   const extensions = [...new Set(chosenFiles.map((f) => extensionOf(f.name)))];
@@ -286,7 +285,6 @@ export function Documents({ catalog }: { catalog: Catalog }) {
           Choose files
           <input
             id="file-picker"
-            ref={picker}
             class="visually-hidden"
             type="file"
             multiple

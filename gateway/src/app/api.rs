@@ -15,7 +15,6 @@ use paperchain_wallet::client::PayingClient;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::Session;
 use crate::error::ApiError;
 use crate::server::Mount;
 
@@ -27,18 +26,16 @@ pub struct AppApi {
     approvals: Option<Arc<ApprovalQueue>>,
     chains: Arc<paperchain_engine::evm::Chains>,
     data_dir: std::path::PathBuf,
-    _session: Arc<Session>,
 }
 
 impl AppApi {
-    pub fn new(api: &Mount<'_>, session: Arc<Session>) -> AppApi {
+    pub fn new(api: &Mount<'_>) -> AppApi {
         AppApi {
             base_url: api.base_url.to_string(),
             client: api.client.cloned(),
             approvals: api.approvals.cloned(),
             chains: api.ctx.chains.clone(),
             data_dir: api.data_dir.to_path_buf(),
-            _session: session,
         }
     }
 }
@@ -241,10 +238,14 @@ async fn ledger(
     Ok(Json(json!({ "rows": rows, "recorded": true })))
 }
 
+fn claude_config_file() -> Result<std::path::PathBuf, ApiError> {
+    super::agents::claude_config_file()
+        .ok_or_else(|| ApiError::not_found("no home folder: Claude Desktop's configuration cannot be found"))
+}
+
 /// Whether Claude Desktop runs Paperchain's tools, and the entry that makes it.
 async fn claude_desktop() -> Result<Json<Value>, ApiError> {
-    let file = super::agents::claude_config_file()
-        .ok_or_else(|| ApiError::not_found("no home folder: Claude Desktop's configuration cannot be found"))?;
+    let file = claude_config_file()?;
     let executable = std::env::current_exe().unwrap_or_else(|_| "paperchain".into());
     Ok(Json(json!({
         "file": file,
@@ -255,8 +256,7 @@ async fn claude_desktop() -> Result<Json<Value>, ApiError> {
 
 /// Adds the entry to Claude Desktop's configuration.
 async fn add_to_claude_desktop() -> Result<Json<Value>, ApiError> {
-    let file = super::agents::claude_config_file()
-        .ok_or_else(|| ApiError::not_found("no home folder: Claude Desktop's configuration cannot be found"))?;
+    let file = claude_config_file()?;
     let executable = std::env::current_exe().map_err(|e| {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("this program's path: {e}"))
     })?;

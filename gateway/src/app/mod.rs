@@ -73,7 +73,7 @@ impl Default for Session {
 /// `/app` and `/app/api` beside the local server's API: what `HttpServer::mount` takes.
 pub fn mount(api: &Mount<'_>) -> Router {
     let session = api.app_session.clone();
-    let state = api::AppApi::new(api, session.clone());
+    let state = api::AppApi::new(api);
     let api_routes = api::router(state).layer(axum::middleware::from_fn_with_state(session.clone(), require_token));
     Router::new()
         .route("/app", get(|| async { Redirect::permanent("/app/") }))
@@ -107,8 +107,7 @@ async fn page(State(session): State<Arc<Session>>) -> Response {
 /// Lets through requests that carry the token and do not come from another site.
 async fn require_token(State(session): State<Arc<Session>>, request: Request, next: Next) -> Response {
     let cross_site = request.headers().get("sec-fetch-site").is_some_and(|v| v.as_bytes() == b"cross-site");
-    let offered = request.headers().get(TOKEN_HEADER).map(HeaderValue::as_bytes);
-    if cross_site || !offered.is_some_and(|t| session.accepts(t)) {
+    if cross_site || !session.sent_by(request.headers()) {
         return ApiError::new(
             StatusCode::FORBIDDEN,
             "forbidden",
