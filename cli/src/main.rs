@@ -255,7 +255,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     let runtime_dir = hosted.is_none().then(|| paperchain_server::instance::runtime_dir(&data_dir));
     let approvals = hosted.is_none().then_some(approvals);
-    let options = Options { http, hosted, ctx: Some(ctx), client, runtime_dir, approvals };
+    let options = Options { http, hosted, ctx: Some(ctx), client, runtime_dir, approvals, desktop: None };
     let server = paperchain_server::start(options).await?;
     if let Some(line) = server.sandbox() {
         print_sandbox(line, server.base_url());

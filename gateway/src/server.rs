@@ -103,6 +103,8 @@ pub struct Mount<'a> {
     pub approvals: Option<&'a Arc<ApprovalQueue>>,
     /// The data folder (the ledger, the wallet's keystore file).
     pub data_dir: &'a std::path::Path,
+    /// The desktop app around this server, when there is one.
+    pub desktop: Option<&'a Arc<dyn crate::app::Desktop>>,
 }
 
 type Mounter = Box<dyn FnOnce(&Mount<'_>) -> Router + Send>;
@@ -116,13 +118,14 @@ pub struct HttpServer {
     paywall: Option<Arc<Paywall>>,
     client: Option<Arc<PayingClient>>,
     approvals: Option<Arc<ApprovalQueue>>,
+    desktop: Option<Arc<dyn crate::app::Desktop>>,
     mounts: Vec<Mounter>,
 }
 
 impl HttpServer {
     /// A local server (no paywall) of `config` running the engine with `ctx`.
     pub fn new(config: ServerConfig, ctx: Context) -> HttpServer {
-        HttpServer { config, ctx, paywall: None, client: None, approvals: None, mounts: Vec::new() }
+        HttpServer { config, ctx, paywall: None, client: None, approvals: None, desktop: None, mounts: Vec::new() }
     }
 
     /// Local mode with the wallet: calls run where the user's routing says (here, or the
@@ -135,6 +138,12 @@ impl HttpServer {
     /// The queue the paying client's approvals wait in, shown and answered by the app.
     pub fn approvals(mut self, approvals: Arc<ApprovalQueue>) -> HttpServer {
         self.approvals = Some(approvals);
+        self
+    }
+
+    /// The desktop app this server runs in: the app's page saves and sets login items through it.
+    pub fn desktop(mut self, desktop: Arc<dyn crate::app::Desktop>) -> HttpServer {
+        self.desktop = Some(desktop);
         self
     }
 
@@ -157,7 +166,7 @@ impl HttpServer {
     }
 
     fn assemble(self, local_addr: SocketAddr) -> std::io::Result<(Router, FileStore, Option<Arc<Paywall>>)> {
-        let HttpServer { config, ctx, paywall, client, approvals, mounts } = self;
+        let HttpServer { config, ctx, paywall, client, approvals, desktop, mounts } = self;
         let catalog = Arc::new(Catalog::standard());
         let base_url = config.base_url(local_addr);
         let files = config.file_store()?;
@@ -175,6 +184,7 @@ impl HttpServer {
                 app_session: &app_session,
                 approvals: approvals.as_ref(),
                 data_dir: &config.data_dir,
+                desktop: desktop.as_ref(),
             };
             mounted = mounted.merge(mount(&shared));
         }

@@ -51,6 +51,8 @@ pub struct Options {
     /// Where the paying client's approvals wait for the app (the client must have been
     /// made with this queue as its approver). Local mode only.
     pub approvals: Option<Arc<ApprovalQueue>>,
+    /// The desktop app this server runs in (its save dialog, its login item). Local mode only.
+    pub desktop: Option<Arc<dyn paperchain_gateway::app::Desktop>>,
 }
 
 impl Options {
@@ -58,7 +60,7 @@ impl Options {
     /// data folder in the usual runtime folder.
     pub fn local(http: ServerConfig) -> Options {
         let runtime_dir = Some(instance::runtime_dir(&http.data_dir));
-        Options { http, hosted: None, ctx: None, client: None, runtime_dir, approvals: None }
+        Options { http, hosted: None, ctx: None, client: None, runtime_dir, approvals: None, desktop: None }
     }
 }
 
@@ -112,7 +114,7 @@ pub struct Server {
 
 /// Builds everything `options` asks for and starts serving; returns once the port answers.
 pub async fn start(options: Options) -> Result<Server, StartError> {
-    let Options { http: config, hosted: mode, ctx, client, runtime_dir, approvals } = options;
+    let Options { http: config, hosted: mode, ctx, client, runtime_dir, approvals, desktop } = options;
     if mode.as_ref().is_some_and(|m| m.sandbox.is_some()) && !config.listen.ip().is_loopback() {
         return Err(StartError::new(format!(
             "the sandbox listens on 127.0.0.1 only (its test payer's key is printed); drop --listen {}",
@@ -155,6 +157,9 @@ pub async fn start(options: Options) -> Result<Server, StartError> {
     }
     if let (None, Some(approvals)) = (&hosted, approvals) {
         server = server.approvals(approvals);
+    }
+    if let (None, Some(desktop)) = (&hosted, desktop) {
+        server = server.desktop(desktop);
     }
     let http = match server.start_on(listener).await {
         Ok(http) => http,

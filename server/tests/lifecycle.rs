@@ -120,6 +120,7 @@ async fn the_sandbox_starts_each_run_with_a_fresh_store() {
             client: None,
             runtime_dir: None,
             approvals: None,
+            desktop: None,
         };
         let server = paperchain_server::start(options).await.unwrap_or_else(|e| panic!("run {run}: {e}"));
         let line = server.sandbox().expect("the sandbox line").clone();

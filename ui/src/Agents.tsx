@@ -2,7 +2,7 @@
 // Desktop, and which clients called and what each spent.
 
 import { useEffect, useState } from "preact/hooks";
-import { appApi } from "./api";
+import { ApiError, appApi } from "./api";
 import { type Row, dollars, spendBy } from "./Spend";
 
 export type SessionInfo = {
@@ -12,6 +12,7 @@ export type SessionInfo = {
   mcp: { all: string; chain: string; docs: string };
   ledger: boolean;
   executable?: string;
+  desktop: boolean;
 };
 
 type ClaudeDesktop = { file: string; installed: unknown; entry: unknown };
@@ -85,6 +86,7 @@ export function Agents({ session }: { session: SessionInfo }) {
         Copy the snippet
       </button>
       <span role="status">{copied ? " Copied." : ""}</span>
+      {session.desktop && <LoginItem />}
       <h3>Clients that called</h3>
       {calls.size === 0 ? (
         <p class="muted">No calls recorded yet.</p>
@@ -109,5 +111,40 @@ export function Agents({ session }: { session: SessionInfo }) {
         </table>
       )}
     </section>
+  );
+}
+
+/** In the desktop app: whether it starts when the user logs in (and keeps serving the
+ * user's agents from the tray). */
+function LoginItem() {
+  const [on, setOn] = useState<boolean | undefined>();
+  const [status, setStatus] = useState("");
+  useEffect(() => {
+    appApi<{ start_at_login: boolean }>("/desktop").then(
+      (d) => setOn(d.start_at_login),
+      (e) => setStatus((e as Error).message),
+    );
+  }, []);
+  const change = async (next: boolean) => {
+    try {
+      const d = await appApi<{ start_at_login: boolean }>("/desktop", { method: "POST", body: JSON.stringify({ start_at_login: next }) });
+      setOn(d.start_at_login);
+      setStatus(d.start_at_login ? "Paperchain starts at login, in the tray." : "Paperchain no longer starts at login.");
+    } catch (e) {
+      setStatus(e instanceof ApiError ? e.message : String(e));
+    }
+  };
+  return (
+    <>
+      <h3>This app</h3>
+      <p>Closing the window keeps the server running for your agents; the tray icon opens it again or quits.</p>
+      <p>
+        <input id="start-at-login" type="checkbox" checked={on ?? false} disabled={on === undefined} onChange={(e) => void change((e.currentTarget as HTMLInputElement).checked)} />
+        <label for="start-at-login">Start Paperchain when I log in</label>
+      </p>
+      <p id="login-status" role="status" class="muted">
+        {status}
+      </p>
+    </>
   );
 }

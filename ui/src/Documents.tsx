@@ -2,7 +2,8 @@
 // from the route's schema, run it (on one file or each in turn), preview and save results.
 
 import { useEffect, useMemo, useState } from "preact/hooks";
-import { ApiError, base64Of, callRoute, type RouteAnswer, saveBlob } from "./api";
+import { ApiError, base64Of, callRoute, type RouteAnswer } from "./api";
+import { SaveButton } from "./SaveButton";
 import { SchemaForm, fileValue, materialize } from "./SchemaForm";
 import { type Catalog, type Operation, type Schema, extensionOf, isFileInput, resolve, types } from "./schema";
 
@@ -140,9 +141,7 @@ function ResultView({ result }: { result: Result }) {
       <div class="result">
         <h4>{result.source}</h4>
         <pre class="json">{JSON.stringify(answer.value, null, 2)}</pre>
-        <button type="button" onClick={() => saveBlob(new Blob([JSON.stringify(answer.value, null, 2)], { type: "application/json" }), `${result.source}.json`)}>
-          Save JSON
-        </button>
+        <SaveButton blob={() => new Blob([JSON.stringify(answer.value, null, 2)], { type: "application/json" })} filename={`${result.source}.json`} label="Save JSON" />
       </div>
     );
   }
@@ -153,9 +152,7 @@ function ResultView({ result }: { result: Result }) {
       <h4>
         {answer.filename} <span class="muted">({formatBytes(answer.blob.size)})</span>
       </h4>
-      <button type="button" class="primary" onClick={() => saveBlob(answer.blob, answer.filename)}>
-        Save {answer.filename}
-      </button>
+      <SaveButton blob={() => answer.blob} filename={answer.filename} label={`Save ${answer.filename}`} primary />
       {isPdf && <Thumbnails pdf={answer.blob} label={`Pages of ${answer.filename}`} />}
       {isImage && <ImagePreview blob={answer.blob} alt={answer.filename} />}
     </div>

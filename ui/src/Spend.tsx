@@ -2,7 +2,8 @@
 // by client, and the rows as CSV.
 
 import { useEffect, useState } from "preact/hooks";
-import { appApi, saveBlob } from "./api";
+import { appApi } from "./api";
+import { SaveButton } from "./SaveButton";
 import type { Catalog } from "./schema";
 import { SettingsPanel, WalletPanel } from "./Settings";
 
@@ -132,9 +133,7 @@ export function Spend({ catalog }: { catalog: Catalog }) {
         <button type="button" onClick={() => void load()}>
           Refresh
         </button>
-        <button type="button" onClick={() => saveBlob(new Blob([csvOf(shown)], { type: "text/csv" }), "paperchain-ledger.csv")}>
-          Export CSV
-        </button>
+        <SaveButton blob={() => new Blob([csvOf(shown)], { type: "text/csv" })} filename="paperchain-ledger.csv" label="Export CSV" />
       </div>
       <p>
         {shown.length} calls, {dollars(total)} paid.

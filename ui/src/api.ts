@@ -73,8 +73,29 @@ export async function base64Of(file: Blob): Promise<string> {
   return btoa(binary);
 }
 
-/** Saves a blob under `filename`: the browser's download (the user picks where). */
-export function saveBlob(blob: Blob, filename: string) {
+let inDesktopApp = false;
+
+/** Whether the page is shown by the desktop app (the session says so): files are then
+ * saved through the system's own save dialog, which the app opens. */
+export function setDesktop(desktop: boolean) {
+  inDesktopApp = desktop;
+}
+
+/** Where a file went: the path the user chose in the desktop app, `null` when the user
+ * cancelled there, `undefined` in a browser (its download asks and says where). */
+export type Saved = string | null | undefined;
+
+/** Saves a blob under `filename`: the user picks where. */
+export async function saveBlob(blob: Blob, filename: string): Promise<Saved> {
+  if (inDesktopApp) {
+    const response = await fetch(`/app/api/desktop/save?name=${encodeURIComponent(filename)}`, {
+      method: "POST",
+      headers: { "x-paperchain-token": token, "content-type": "application/octet-stream" },
+      body: blob,
+    });
+    if (!response.ok) throw await errorOf(response);
+    return ((await response.json()) as { saved: string | null }).saved;
+  }
   const url = URL.createObjectURL(blob);
   const link = document.createElement("a");
   link.href = url;
@@ -83,4 +104,5 @@ export function saveBlob(blob: Blob, filename: string) {
   link.click();
   link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  return undefined;
 }

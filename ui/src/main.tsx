@@ -2,7 +2,7 @@
 
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { appApi } from "./api";
+import { appApi, setDesktop } from "./api";
 import { Agents, type SessionInfo } from "./Agents";
 import { Approvals } from "./Approvals";
 import { Chain } from "./Chain";
@@ -33,7 +33,13 @@ function App() {
     const onHash = () => setScreen(current());
     addEventListener("hashchange", onHash);
     catalog().then(setCat, (e) => setFailed(String(e.message ?? e)));
-    appApi<SessionInfo>("/session").then(setSession, (e) => setFailed(String(e.message ?? e)));
+    appApi<SessionInfo>("/session").then(
+      (s) => {
+        setDesktop(s.desktop);
+        setSession(s);
+      },
+      (e) => setFailed(String(e.message ?? e)),
+    );
     return () => removeEventListener("hashchange", onHash);
   }, []);
   useEffect(() => {

@@ -31,6 +31,12 @@ test("the app's API refuses a request without the page's token", async () => {
   assert.equal(crossSite.status, 403);
   const right = await fetch(`${base}/app/api/session`, { headers: { "x-paperchain-token": token } });
   assert.equal(right.status, 200);
+  // A server of `paperchain serve` is no desktop app: the browser saves, nothing starts at login.
+  assert.equal((await right.json()).desktop, false);
+  const desktop = await fetch(`${base}/app/api/desktop`, { headers: { "x-paperchain-token": token } });
+  assert.equal(desktop.status, 404);
+  const save = await fetch(`${base}/app/api/desktop/save?name=x.pdf`, { method: "POST", headers: { "x-paperchain-token": token }, body: "%PDF" });
+  assert.equal(save.status, 404);
   // Another page's fetch from another origin cannot send JSON here without a preflight,
   // and the preflight is not granted.
   const preflight = await fetch(`${base}/v1/pdf/rotate`, {

@@ -20,6 +20,19 @@ pub fn claude_config_file() -> Option<PathBuf> {
     env("XDG_CONFIG_HOME").or_else(|| env("HOME").map(|h| h.join(".config"))).map(|d| d.join(file))
 }
 
+/// The `paperchain` program an agent runs: this program, or in the desktop app the
+/// `paperchain` installed beside it (the app's package carries both), or the one on the
+/// `PATH`.
+pub fn command_line_tool() -> PathBuf {
+    let name = format!("paperchain{}", std::env::consts::EXE_SUFFIX);
+    let Ok(this) = std::env::current_exe() else { return PathBuf::from(name) };
+    if this.file_name().is_some_and(|n| n == name.as_str()) {
+        return this;
+    }
+    let beside = this.with_file_name(&name);
+    if beside.is_file() { beside } else { PathBuf::from(name) }
+}
+
 /// The entry that runs Paperchain's MCP tools over stdio.
 pub fn entry(executable: &Path) -> Value {
     json!({ "command": executable.display().to_string(), "args": ["mcp", "--stdio"] })

@@ -26,6 +26,7 @@ pub struct AppApi {
     approvals: Option<Arc<ApprovalQueue>>,
     chains: Arc<paperchain_engine::evm::Chains>,
     data_dir: std::path::PathBuf,
+    pub(super) desktop: Option<Arc<dyn super::Desktop>>,
 }
 
 impl AppApi {
@@ -36,6 +37,7 @@ impl AppApi {
             approvals: api.approvals.cloned(),
             chains: api.ctx.chains.clone(),
             data_dir: api.data_dir.to_path_buf(),
+            desktop: api.desktop.cloned(),
         }
     }
 }
@@ -49,6 +51,11 @@ pub fn router(state: AppApi) -> Router {
         .route("/wallet", get(wallet))
         .route("/settings", get(settings).post(change_setting))
         .route("/agents/claude-desktop", get(claude_desktop).post(add_to_claude_desktop))
+        .route("/desktop", get(super::desktop::settings).post(super::desktop::change))
+        .route(
+            "/desktop/save",
+            post(super::desktop::save).layer(axum::extract::DefaultBodyLimit::max(super::desktop::SAVE_LIMIT)),
+        )
         .with_state(state)
 }
 
@@ -190,8 +197,10 @@ async fn session(State(app): State<AppApi>) -> Json<Value> {
             "docs": format!("{base}/mcp/docs"),
         },
         "ledger": app.client.is_some(),
+        // In the desktop app: results are saved through its dialog.
+        "desktop": app.desktop.is_some(),
         // What an agent's configuration runs for `paperchain mcp --stdio`.
-        "executable": std::env::current_exe().ok().map(|p| p.display().to_string()),
+        "executable": super::agents::command_line_tool().display().to_string(),
     }))
 }
 
@@ -246,7 +255,7 @@ fn claude_config_file() -> Result<std::path::PathBuf, ApiError> {
 /// Whether Claude Desktop runs Paperchain's tools, and the entry that makes it.
 async fn claude_desktop() -> Result<Json<Value>, ApiError> {
     let file = claude_config_file()?;
-    let executable = std::env::current_exe().unwrap_or_else(|_| "paperchain".into());
+    let executable = super::agents::command_line_tool();
     Ok(Json(json!({
         "file": file,
         "installed": super::agents::installed(&file),
@@ -257,9 +266,7 @@ async fn claude_desktop() -> Result<Json<Value>, ApiError> {
 /// Adds the entry to Claude Desktop's configuration.
 async fn add_to_claude_desktop() -> Result<Json<Value>, ApiError> {
     let file = claude_config_file()?;
-    let executable = std::env::current_exe().map_err(|e| {
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("this program's path: {e}"))
-    })?;
+    let executable = super::agents::command_line_tool();
     let target = file.clone();
     tokio::task::spawn_blocking(move || super::agents::install(&target, &executable))
         .await

@@ -14,6 +14,9 @@
 mod agents;
 mod api;
 mod assets;
+mod desktop;
+
+pub use desktop::{Desktop, DesktopFuture};
 
 use std::sync::Arc;
 
