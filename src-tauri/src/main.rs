@@ -8,9 +8,12 @@
 
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+mod desktop;
+
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -21,28 +24,30 @@ use paperchain_wallet::approvals::ApprovalQueue;
 use paperchain_wallet::client::{Overrides, PayingClient};
 use tauri::menu::{Menu, MenuItem};
 use tauri::tray::TrayIconBuilder;
-use tauri::{Manager as _, RunEvent, WebviewUrl, WebviewWindowBuilder, WindowEvent};
+use tauri::{AppHandle, Manager as _, RunEvent, WebviewUrl, WebviewWindowBuilder, WindowEvent};
+use tauri_plugin_notification::NotificationExt as _;
 
 /// The address the app's own server listens on when none runs (`PAPERCHAIN_LISTEN`).
 const DEFAULT_LISTEN: &str = "127.0.0.1:8402";
 
 /// The server the window shows: this process's, or the one already running.
 enum Backend {
-    Own(Box<Server>),
+    /// This process's server, and the payments waiting for the user's approval there.
+    Own(Box<Server>, Arc<ApprovalQueue>),
     Running(Instance),
 }
 
 impl Backend {
     fn base_url(&self) -> String {
         match self {
-            Backend::Own(server) => server.base_url().to_string(),
+            Backend::Own(server, _) => server.base_url().to_string(),
             Backend::Running(instance) => instance.base_url.clone(),
         }
     }
 }
 
 /// Starts the local server for `data_dir`, unless one already serves it.
-async fn start_backend(data_dir: &Path) -> anyhow::Result<Backend> {
+async fn start_backend(data_dir: &Path, desktop: desktop::AppDesktop) -> anyhow::Result<Backend> {
     let runtime = instance::runtime_dir(data_dir);
     if let Some(running) = instance::find(&runtime, data_dir) {
         tracing::info!(url = %running.base_url, pid = running.pid, "using the running local server");
@@ -60,13 +65,47 @@ async fn start_backend(data_dir: &Path) -> anyhow::Result<Backend> {
     let client = PayingClient::for_user(data_dir, ctx.chains.clone(), approvals.clone(), Overrides::default()).await?;
     let mut http = ServerConfig::local(data_dir.to_path_buf());
     http.listen = listen;
-    let options =
-        Options { ctx: Some(ctx), client: Some(Arc::new(client)), approvals: Some(approvals), ..Options::local(http) };
+    let options = Options {
+        ctx: Some(ctx),
+        client: Some(Arc::new(client)),
+        approvals: Some(approvals.clone()),
+        desktop: Some(Arc::new(desktop)),
+        ..Options::local(http)
+    };
     match paperchain_server::start(options).await {
-        Ok(server) => Ok(Backend::Own(Box::new(server))),
+        Ok(server) => Ok(Backend::Own(Box::new(server), approvals)),
         // Started by another process a moment ago: use it.
         Err(e) if e.running().is_some() => Ok(Backend::Running(e.running().cloned().context("a running server")?)),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Tells the user of each payment that starts waiting for approval: a notification, and
+/// the window (where the approval dialog is) brought forward.
+async fn announce_approvals(app: AppHandle, approvals: Arc<ApprovalQueue>) {
+    let mut announced = BTreeSet::new();
+    loop {
+        // Woken when one is added; the second also catches one added between two looks.
+        tokio::select! {
+            () = approvals.added() => {}
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+        let waiting = approvals.waiting();
+        announced.retain(|id| waiting.iter().any(|w| w.id == *id));
+        for w in &waiting {
+            if !announced.insert(w.id) {
+                continue;
+            }
+            let who = w.client.as_deref().unwrap_or("A client");
+            let body = format!(
+                "{who} asks to pay ${} for {} on {}. Approve or deny it in Paperchain.",
+                w.dollars, w.route, w.host
+            );
+            if let Err(e) = app.notification().builder().title("A payment waits for your approval").body(&body).show() {
+                tracing::warn!("showing a notification: {e}");
+            }
+            show_main_window(&app);
+        }
     }
 }
 
@@ -96,18 +135,33 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run() -> anyhow::Result<()> {
+    // Started at login: the tray only, until the user opens the window.
+    let hidden = std::env::args().skip(1).any(|a| a == desktop::HIDDEN);
     let data_dir = paperchain_engine::data_dir();
+    let handle = Arc::new(OnceLock::new());
+    let desktop = desktop::AppDesktop { handle: handle.clone(), login: desktop::LoginItem::of_this_program() };
     // On the app's async runtime, which keeps running the server's tasks afterwards.
-    let backend = tauri::async_runtime::block_on(start_backend(&data_dir))?;
+    let backend = tauri::async_runtime::block_on(start_backend(&data_dir, desktop))?;
     let app_url: tauri::Url = format!("{}/app/", backend.base_url()).parse().context("the server's address")?;
+    let approvals = match &backend {
+        Backend::Own(_, approvals) => Some(approvals.clone()),
+        Backend::Running(_) => None,
+    };
     let backend = Arc::new(Mutex::new(Some(backend)));
     let app = tauri::Builder::default()
+        .plugin(tauri_plugin_dialog::init())
+        .plugin(tauri_plugin_notification::init())
         .setup(move |app| {
+            let _ = handle.set(app.handle().clone());
             WebviewWindowBuilder::new(app, "main", WebviewUrl::External(app_url.clone()))
                 .title("Paperchain")
                 .inner_size(1200.0, 860.0)
                 .min_inner_size(760.0, 560.0)
+                .visible(!hidden)
                 .build()?;
+            if let Some(approvals) = approvals.clone() {
+                tauri::async_runtime::spawn(announce_approvals(app.handle().clone(), approvals));
+            }
             let open = MenuItem::with_id(app, "open", "Open Paperchain", true, None::<&str>)?;
             let quit = MenuItem::with_id(app, "quit", "Quit Paperchain", true, None::<&str>)?;
             let menu = Menu::with_items(app, &[&open, &quit])?;
@@ -137,7 +191,7 @@ fn run() -> anyhow::Result<()> {
     app.run(move |_, event| {
         if let RunEvent::Exit = event {
             let own = backend.lock().ok().and_then(|mut b| b.take());
-            if let Some(Backend::Own(server)) = own {
+            if let Some(Backend::Own(server, _)) = own {
                 // Calls in flight finish; the address file and the lock go.
                 let _ = tauri::async_runtime::block_on(server.stop());
             }

@@ -4,10 +4,12 @@
 //! - `run` serves the HTTP API from a release build, after a quiet `setup`.
 //! - `test` checks formatting and lints, then runs every test (CI's one command).
 //! - `bench` times document operations against reference tools (qpdf, Ghostscript, pdftoppm).
+//! - `bundle` packages the desktop app for Linux (.deb, AppImage).
 //!
 //! Nothing here is linked into the product; it only runs programs.
 
 mod bench;
+mod bundle;
 mod cmd;
 mod setup;
 mod test;
@@ -22,7 +24,11 @@ use crate::cmd::Cmd;
 use crate::setup::Verbosity;
 
 #[derive(Parser)]
-#[command(name = "cargo xtask", bin_name = "cargo xtask", about = "Project automation: setup, run, test, bench.")]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    about = "Project automation: setup, run, test, bench, bundle."
+)]
 struct Cli {
     #[command(subcommand)]
     task: Task,
@@ -47,6 +53,8 @@ enum Task {
     /// Benchmarks: operations against reference tools (qpdf, Ghostscript, pdftoppm, cast) on the same
     /// inputs, the hosted paywall under load, and the paying client's own cost on a paid call.
     Bench(bench::BenchArgs),
+    /// The desktop app's Linux packages (.deb and AppImage) with Tauri's command line.
+    Bundle(bundle::BundleArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +64,7 @@ fn main() -> ExitCode {
         Task::Run { args } => serve(args),
         Task::Test { args } => test::run(&args).map(|()| ExitCode::SUCCESS),
         Task::Bench(args) => bench::run(&args),
+        Task::Bundle(args) => bundle::run(&args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
         eprintln!("error: {e:#}");

@@ -66,6 +66,7 @@ pub const DEBIAN_PACKAGES: &[DebianPackage] = &[
     DebianPackage { name: "libxdo-dev", why: "the desktop app's menus (tauri's muda) link it on Linux" },
     DebianPackage { name: "webkit2gtk-driver", why: "WebKitWebDriver: drives the desktop app's window in its tests" },
     DebianPackage { name: "xvfb", why: "a display for the desktop app's window in its tests" },
+    DebianPackage { name: "xdotool", why: "answers the system save dialog of the desktop app in its tests" },
     DebianPackage {
         name: "tesseract-ocr",
         why: "libtesseract 5, the OCR engine of /v1/pdf/ocr and /v1/ocr (loaded at run time), and the tesseract the \
@@ -303,7 +304,64 @@ pub fn run(verbosity: Verbosity) -> anyhow::Result<Installed> {
     ensure_wheel_libraries(&tools, verbosity)?;
     ensure_npm_tools(&tools, verbosity)?;
     ensure_ui(verbosity)?;
+    ensure_cargo_tools(&tools, verbosity)?;
     Ok(Installed { tools })
+}
+
+/// A program built from crates.io into `$PAPERCHAIN_TOOLS/bin`, at a pinned version.
+pub struct CargoTool {
+    pub krate: &'static str,
+    pub version: &'static str,
+    pub why: &'static str,
+}
+
+/// Programs installed with `cargo install` by setup.
+pub const CARGO_TOOLS: &[CargoTool] = &[CargoTool {
+    krate: "tauri-driver",
+    version: "2.1.0",
+    why: "the WebDriver server the desktop app's window tests drive it through (with WebKitWebDriver)",
+}];
+
+/// Tauri's command line, which packages the desktop app (`cargo xtask bundle` installs it:
+/// the tests do not need it).
+pub const TAURI_CLI: CargoTool =
+    CargoTool { krate: "tauri-cli", version: "2.12.4", why: "packages the desktop app (.deb, AppImage)" };
+
+fn ensure_cargo_tools(tools: &Path, verbosity: Verbosity) -> anyhow::Result<()> {
+    for tool in CARGO_TOOLS {
+        ensure_cargo_tool(tools, tool, verbosity)?;
+    }
+    Ok(())
+}
+
+/// Builds `tool` into `tools/bin` unless that version is there.
+pub fn ensure_cargo_tool(tools: &Path, tool: &CargoTool, verbosity: Verbosity) -> anyhow::Result<()> {
+    // Which versions are there: cargo install's own record, beside `bin`.
+    let record = std::fs::read_to_string(tools.join(".crates.toml")).unwrap_or_default();
+    if record.contains(&format!("\"{} {} ", tool.krate, tool.version)) {
+        if verbosity == Verbosity::Report {
+            println!("setup: {} {} present in {}", tool.krate, tool.version, tools.join("bin").display());
+        }
+        return Ok(());
+    }
+    println!("setup: building {} {} ({})", tool.krate, tool.version, tool.why);
+    // Its own build folder, removed after: the project's build cache stays the project's.
+    let build = build_dir(tools, tool.krate)?;
+    let installed = Cmd::new("cargo")
+        .args(["install", "--locked", "--force", "--version", tool.version, "--root"])
+        .arg(tools)
+        .arg("--target-dir")
+        .arg(&build)
+        .arg(tool.krate)
+        .run();
+    let _ = std::fs::remove_dir_all(&build);
+    installed.with_context(|| format!("cargo install {} {}", tool.krate, tool.version))
+}
+
+fn build_dir(tools: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    let dir = tools.join(format!(".build-{name}"));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
 }
 
 /// The app's web front end: its npm packages (`npm ci` from the committed lockfile, again

@@ -25,35 +25,50 @@ pub fn run(runner_args: &[OsString]) -> anyhow::Result<()> {
     let installed = setup::run(Verbosity::Report)?;
 
     cargo().args(["fmt", "--all", "--", "--check"]).run().context("formatting differs: run `cargo fmt --all`")?;
-    // The desktop app (src-tauri) is left out until its own tests land: built with the rest,
-    // its dependencies change the features of the crates they share, and every crate is
-    // built again. It builds on its own: `cargo build -p paperchain-app`.
+    // The desktop app (src-tauri) is checked and tested apart from the rest: in one build its
+    // dependencies (tauri, WebKitGTK's bindings) would change the features of crates the
+    // others share, and both sets would be built again each time one of them is. Apart,
+    // each keeps its own build in the cache.
     cargo()
         .args(["clippy", "--workspace", "--exclude", DESKTOP_APP, "--all-targets", "--", "-D", "warnings"])
         .run()
         .context("clippy found problems (above); fix them before testing")?;
+    cargo()
+        .args(["clippy", "-p", DESKTOP_APP, "--all-targets", "--", "-D", "warnings"])
+        .run()
+        .context("clippy found problems in the desktop app (above); fix them before testing")?;
 
     let use_nextest = cargo().args(["nextest", "--version"]).succeeds();
-    let tests = if use_nextest {
-        cargo().args(["nextest", "run", "--workspace", "--exclude", DESKTOP_APP, "--all-targets", "--no-fail-fast"])
-    } else {
+    if !use_nextest {
         println!("test: cargo-nextest is not installed; running `cargo test`");
-        cargo().args(["test", "--workspace", "--exclude", DESKTOP_APP, "--all-targets", "--no-fail-fast"])
-    };
-    // Tesseract in the tests' own processes gets one thread a page, as `paperchain` gives it
-    // (engine/src/ocr/mod.rs, limit_engine_threads): its spinning OpenMP threads would
-    // otherwise slow every OCR test, and the tests run side by side.
-    let tests = tests.env("PAPERCHAIN_TOOLS", &installed.tools).env("OMP_THREAD_LIMIT", "1");
-    let tests = match corpus_dir() {
-        Some(corpus) => tests.env("PAPERCHAIN_CORPUS", corpus),
-        None => {
-            println!(
-                "test: no corpus found: the corpus tests need PAPERCHAIN_CORPUS, or shared/corpus beside the clone"
-            );
-            tests
+    }
+    let packages: [&[&str]; 2] = [&["--workspace", "--exclude", DESKTOP_APP], &["-p", DESKTOP_APP]];
+    let mut failed = Vec::new();
+    for selection in packages {
+        let tests = if use_nextest {
+            cargo().args(["nextest", "run"]).args(selection).args(["--all-targets", "--no-fail-fast"])
+        } else {
+            cargo().arg("test").args(selection).args(["--all-targets", "--no-fail-fast"])
+        };
+        // Tesseract in the tests' own processes gets one thread a page, as `paperchain` gives
+        // it (engine/src/ocr/mod.rs, limit_engine_threads): its spinning OpenMP threads would
+        // otherwise slow every OCR test, and the tests run side by side.
+        let tests = tests.env("PAPERCHAIN_TOOLS", &installed.tools).env("OMP_THREAD_LIMIT", "1");
+        let tests = match corpus_dir() {
+            Some(corpus) => tests.env("PAPERCHAIN_CORPUS", corpus),
+            None => {
+                println!(
+                    "test: no corpus found: the corpus tests need PAPERCHAIN_CORPUS, or shared/corpus beside the clone"
+                );
+                tests
+            }
+        };
+        let tests = if runner_args.is_empty() { tests } else { tests.arg("--").args(runner_args) };
+        // Every failing test is listed (--no-fail-fast, and the app's tests run after a
+        // failure in the others); the exit code still says "failed".
+        if tests.run().is_err() {
+            failed.push(selection.join(" "));
         }
-    };
-    // Every failing test is listed in one run (--no-fail-fast); the exit code still says "failed".
-    let tests = if runner_args.is_empty() { tests } else { tests.arg("--").args(runner_args) };
-    tests.run().context("tests failed")
+    }
+    if failed.is_empty() { Ok(()) } else { anyhow::bail!("tests failed in: {}", failed.join("; ")) }
 }
