@@ -74,13 +74,13 @@ impl LoginItem {
         let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
         let home = env("HOME");
         let file = if cfg!(target_os = "macos") {
-            home.map(|h| h.join("Library/LaunchAgents/dev.paperchain.app.plist"))
+            home.map(|h| h.join("Library/LaunchAgents/dev.paperchain.desktop.plist"))
         } else if cfg!(windows) {
             None
         } else {
             env("XDG_CONFIG_HOME")
                 .or_else(|| home.map(|h| h.join(".config")))
-                .map(|d| d.join("autostart/dev.paperchain.app.desktop"))
+                .map(|d| d.join("autostart/paperchain.desktop"))
         };
         let executable = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("paperchain-app"));
         LoginItem { file, executable }
@@ -115,7 +115,7 @@ impl LoginItem {
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
              <!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n\
              <plist version=\"1.0\">\n<dict>\n\
-             \t<key>Label</key>\n\t<string>dev.paperchain.app</string>\n\
+             \t<key>Label</key>\n\t<string>dev.paperchain.desktop</string>\n\
              \t<key>ProgramArguments</key>\n\t<array>\n\t\t<string>{}</string>\n\t\t<string>{HIDDEN}</string>\n\t</array>\n\
              \t<key>RunAtLoad</key>\n\t<true/>\n</dict>\n</plist>\n",
             escape(&self.executable.to_string_lossy())
@@ -157,7 +157,7 @@ mod tests {
     #[test]
     fn the_login_item_is_written_and_removed() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("autostart/dev.paperchain.app.desktop");
+        let file = dir.path().join("autostart/paperchain.desktop");
         let item = LoginItem { file: Some(file.clone()), executable: PathBuf::from("/opt/Paper chain/paperchain-app") };
         item.set(true).unwrap();
         let text = std::fs::read_to_string(&file).unwrap();

@@ -405,7 +405,7 @@ fn the_app_starts_serves_and_saves_a_rotated_pdf_in_a_real_window() {
     session.screenshot("07-agents");
 
     // Start at login, switched on and off from the Agents screen.
-    let entry = home.join("config/autostart/dev.paperchain.app.desktop");
+    let entry = home.join("config/autostart/paperchain.desktop");
     session.click(&session.wait_for("#start-at-login", Duration::from_secs(5)));
     session.wait_for_text("#login-status", "starts at login", Duration::from_secs(10));
     let text = std::fs::read_to_string(&entry).expect("the autostart entry");

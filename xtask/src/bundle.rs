@@ -38,6 +38,18 @@ impl std::fmt::Display for Package {
     }
 }
 
+/// Programs the engine runs for some routes (Office files, web pages, OCR), recommended by
+/// the .deb: the app works without them and says which route needs which.
+const RECOMMENDS: &[&str] = &[
+    "libreoffice-writer-nogui",
+    "libreoffice-calc-nogui",
+    "libreoffice-impress-nogui",
+    "chromium",
+    "tesseract-ocr",
+    "bubblewrap",
+    "fonts-liberation",
+];
+
 pub fn run(args: &BundleArgs) -> anyhow::Result<()> {
     if !cfg!(target_os = "linux") {
         bail!(
@@ -56,9 +68,11 @@ pub fn run(args: &BundleArgs) -> anyhow::Result<()> {
     }
     build.run().context("building paperchain")?;
     let cli = target.join(profile).join("paperchain");
-    let files = json!({ "/usr/bin/paperchain": cli });
+    // The renderer the engine loads (from ../lib/paperchain beside the program).
+    let pdfium = installed.tools.join("pdfium/libpdfium.so");
+    let files = json!({ "/usr/bin/paperchain": cli, "/usr/lib/paperchain/libpdfium.so": pdfium });
     let config = json!({ "bundle": { "linux": {
-        "deb": { "files": files },
+        "deb": { "files": files, "recommends": RECOMMENDS },
         "appimage": { "files": files },
     }}});
 

@@ -675,7 +675,8 @@ fn library_file_name() -> OsString {
 }
 
 /// Finds libpdfium: `PAPERCHAIN_PDFIUM` (the file or its folder), else
-/// `$PAPERCHAIN_TOOLS/pdfium/`, else `$HOME/.cache/paperchain/tools/pdfium/`, else the
+/// `$PAPERCHAIN_TOOLS/pdfium/`, else `$HOME/.cache/paperchain/tools/pdfium/`, else
+/// `../lib/paperchain/` beside the program (where the app's packages put it), else the
 /// system library. `var` reads the environment (a parameter so tests need not touch it).
 /// A `PAPERCHAIN_PDFIUM` that names nothing is an error rather than a silent fallback.
 pub fn locate(var: impl Fn(&str) -> Option<OsString>) -> Result<LibrarySource, String> {
@@ -689,8 +690,12 @@ pub fn locate(var: impl Fn(&str) -> Option<OsString>) -> Result<LibrarySource, S
         };
     }
     let tools = set("PAPERCHAIN_TOOLS").into_iter().chain(set("HOME").map(|h| h.join(".cache/paperchain/tools")));
+    let packaged = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent()?.parent().map(|prefix| prefix.join("lib/paperchain").join(library_file_name())));
     Ok(tools
         .map(|dir| dir.join("pdfium").join(library_file_name()))
+        .chain(packaged)
         .find(|file| file.is_file())
         .map_or(LibrarySource::System, LibrarySource::File))
 }
