@@ -68,6 +68,8 @@ async fn the_page_saves_through_the_desktop_and_switches_its_login_item() {
         .map(|t| t[..64].to_string())
         .expect("the app's page carries its token (ui/ is built by `cargo xtask setup`)");
     let api = |path: &str| format!("{base}/app/api{path}");
+    // A request of the app's page, which sends the token.
+    let post = |path: &str| http.post(api(path)).header("x-paperchain-token", &token);
 
     // Nothing without the token.
     let bare = http.post(api("/desktop/save?name=a.pdf")).body("x").send().await.unwrap();
@@ -80,13 +82,7 @@ async fn the_page_saves_through_the_desktop_and_switches_its_login_item() {
     let chosen = dir.path().join("chosen.pdf");
     *answers.save_to.lock().unwrap() = Some(chosen.clone());
     let bytes: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
-    let saved = http
-        .post(api("/desktop/save?name=Relev%C3%A9%20rotated.pdf"))
-        .header("x-paperchain-token", &token)
-        .body(bytes.clone())
-        .send()
-        .await
-        .unwrap();
+    let saved = post("/desktop/save?name=Relev%C3%A9%20rotated.pdf").body(bytes.clone()).send().await.unwrap();
     assert_eq!(saved.status(), 200);
     let saved: Value = saved.json().await.unwrap();
     assert_eq!(saved["saved"], json!(chosen));
@@ -95,28 +91,13 @@ async fn the_page_saves_through_the_desktop_and_switches_its_login_item() {
 
     // Cancelled: nothing saved, and the page is told.
     *answers.save_to.lock().unwrap() = None;
-    let cancelled: Value = http
-        .post(api("/desktop/save?name=b.pdf"))
-        .header("x-paperchain-token", &token)
-        .body("x")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let cancelled: Value = post("/desktop/save?name=b.pdf").body("x").send().await.unwrap().json().await.unwrap();
     assert_eq!(cancelled["saved"], Value::Null);
 
     // A name with a folder in it, or none, is refused, naming the field; the dialog never opens.
     let asked = answers.asked.lock().unwrap().len();
     for query in ["name=..%2Fescape.pdf", "name=", "other=x", ""] {
-        let refused = http
-            .post(api(&format!("/desktop/save?{query}")))
-            .header("x-paperchain-token", &token)
-            .body("x")
-            .send()
-            .await
-            .unwrap();
+        let refused = post(&format!("/desktop/save?{query}")).body("x").send().await.unwrap();
         assert_eq!(refused.status(), 422, "{query}");
         let body: Value = refused.json().await.unwrap();
         assert_eq!(body["error"]["field"], "/name", "{query}: {body}");
@@ -125,26 +106,12 @@ async fn the_page_saves_through_the_desktop_and_switches_its_login_item() {
 
     // The login item, on and off; a wrong body names what is wrong.
     for on in [true, false] {
-        let changed: Value = http
-            .post(api("/desktop"))
-            .header("x-paperchain-token", &token)
-            .json(&json!({ "start_at_login": on }))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let changed: Value =
+            post("/desktop").json(&json!({ "start_at_login": on })).send().await.unwrap().json().await.unwrap();
         assert_eq!(changed["start_at_login"], on);
         assert_eq!(*answers.login.lock().unwrap(), on);
     }
-    let wrong = http
-        .post(api("/desktop"))
-        .header("x-paperchain-token", &token)
-        .json(&json!({ "start_at_login": "yes" }))
-        .send()
-        .await
-        .unwrap();
+    let wrong = post("/desktop").json(&json!({ "start_at_login": "yes" })).send().await.unwrap();
     assert_eq!(wrong.status(), 422);
     assert!(wrong.text().await.unwrap().contains("start_at_login"));
 }
