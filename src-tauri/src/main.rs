@@ -85,7 +85,7 @@ async fn start_backend(data_dir: &Path, desktop: desktop::AppDesktop) -> anyhow:
 async fn announce_approvals(app: AppHandle, approvals: Arc<ApprovalQueue>) {
     let mut announced = BTreeSet::new();
     loop {
-        // Woken when one is added; the second also catches one added between two looks.
+        // Woken when one is added; the look each second also catches one added between two looks.
         tokio::select! {
             () = approvals.added() => {}
             () = tokio::time::sleep(Duration::from_secs(1)) => {}
@@ -96,10 +96,14 @@ async fn announce_approvals(app: AppHandle, approvals: Arc<ApprovalQueue>) {
             if !announced.insert(w.id) {
                 continue;
             }
-            let who = w.client.as_deref().unwrap_or("A client");
+            // The client's name is whatever the caller sent: text, never the markup
+            // notification servers read in a body.
+            let who = as_text(w.client.as_deref().unwrap_or("A client"));
             let body = format!(
                 "{who} asks to pay ${} for {} on {}. Approve or deny it in Paperchain.",
-                w.dollars, w.route, w.host
+                as_text(&w.dollars),
+                as_text(&w.route),
+                as_text(&w.host)
             );
             if let Err(e) = app.notification().builder().title("A payment waits for your approval").body(&body).show() {
                 tracing::warn!("showing a notification: {e}");
@@ -107,6 +111,12 @@ async fn announce_approvals(app: AppHandle, approvals: Arc<ApprovalQueue>) {
             show_main_window(&app);
         }
     }
+}
+
+/// `text` as plain text in a notification's body (freedesktop servers read a little HTML
+/// there: links, images, bold).
+fn as_text(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
 fn show_main_window(app: &tauri::AppHandle) {
@@ -198,4 +208,16 @@ fn run() -> anyhow::Result<()> {
         }
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_callers_name_is_text_in_a_notification() {
+        assert_eq!(
+            super::as_text("<a href=\"https://x\">ok</a> & co"),
+            "&lt;a href=\"https://x\"&gt;ok&lt;/a&gt; &amp; co"
+        );
+        assert_eq!(super::as_text("Claude Desktop"), "Claude Desktop");
+    }
 }
