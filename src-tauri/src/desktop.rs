@@ -110,7 +110,6 @@ impl LoginItem {
     }
 
     fn launch_agent(&self) -> String {
-        let escape = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
         format!(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
              <!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n\
@@ -118,9 +117,15 @@ impl LoginItem {
              \t<key>Label</key>\n\t<string>dev.paperchain.desktop</string>\n\
              \t<key>ProgramArguments</key>\n\t<array>\n\t\t<string>{}</string>\n\t\t<string>{HIDDEN}</string>\n\t</array>\n\
              \t<key>RunAtLoad</key>\n\t<true/>\n</dict>\n</plist>\n",
-            escape(&self.executable.to_string_lossy())
+            as_text(&self.executable.to_string_lossy())
         )
     }
+}
+
+/// `text` as plain text inside markup: a plist's strings, a notification's body
+/// (freedesktop notification servers read a little HTML there: links, images, bold).
+pub fn as_text(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
 /// One argument of a Desktop Entry's `Exec` line: quoted when it has a space or a
@@ -152,6 +157,12 @@ mod tests {
         assert_eq!(exec_argument("/opt/My Apps/paperchain-app"), "\"/opt/My Apps/paperchain-app\"");
         assert_eq!(exec_argument("/opt/a$b\"c/x"), "\"/opt/a\\$b\\\"c/x\"");
         assert_eq!(exec_argument("/opt/100%/x"), "/opt/100%%/x");
+    }
+
+    #[test]
+    fn a_callers_name_is_text_in_a_notification() {
+        assert_eq!(as_text("<a href=\"https://x\">ok</a> & co"), "&lt;a href=\"https://x\"&gt;ok&lt;/a&gt; &amp; co");
+        assert_eq!(as_text("Claude Desktop"), "Claude Desktop");
     }
 
     #[test]

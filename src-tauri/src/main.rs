@@ -98,12 +98,12 @@ async fn announce_approvals(app: AppHandle, approvals: Arc<ApprovalQueue>) {
             }
             // The client's name is whatever the caller sent: text, never the markup
             // notification servers read in a body.
-            let who = as_text(w.client.as_deref().unwrap_or("A client"));
+            let who = desktop::as_text(w.client.as_deref().unwrap_or("A client"));
             let body = format!(
                 "{who} asks to pay ${} for {} on {}. Approve or deny it in Paperchain.",
-                as_text(&w.dollars),
-                as_text(&w.route),
-                as_text(&w.host)
+                desktop::as_text(&w.dollars),
+                desktop::as_text(&w.route),
+                desktop::as_text(&w.host)
             );
             if let Err(e) = app.notification().builder().title("A payment waits for your approval").body(&body).show() {
                 tracing::warn!("showing a notification: {e}");
@@ -111,12 +111,6 @@ async fn announce_approvals(app: AppHandle, approvals: Arc<ApprovalQueue>) {
             show_main_window(&app);
         }
     }
-}
-
-/// `text` as plain text in a notification's body (freedesktop servers read a little HTML
-/// there: links, images, bold).
-fn as_text(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
 fn show_main_window(app: &tauri::AppHandle) {
@@ -208,16 +202,4 @@ fn run() -> anyhow::Result<()> {
         }
     });
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_callers_name_is_text_in_a_notification() {
-        assert_eq!(
-            super::as_text("<a href=\"https://x\">ok</a> & co"),
-            "&lt;a href=\"https://x\"&gt;ok&lt;/a&gt; &amp; co"
-        );
-        assert_eq!(super::as_text("Claude Desktop"), "Claude Desktop");
-    }
 }

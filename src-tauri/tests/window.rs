@@ -77,6 +77,8 @@ fn start_display() -> (Running, String) {
     panic!("no free X display between :90 and :189");
 }
 
+// `tool` and `corpus` find what testkit's helpers find: testkit as a dependency here would
+// bring its hosted-mode features into the app's build and rebuild the crates they share.
 fn tool(name: &str) -> PathBuf {
     let tools = std::env::var_os("PAPERCHAIN_TOOLS")
         .map(PathBuf::from)
@@ -146,19 +148,19 @@ impl Session {
         self.post("/execute/sync", json!({ "script": script, "args": args }))
     }
 
+    /// The first element matching `css`, if there is one now.
+    fn find(&self, css: &str) -> Option<String> {
+        let found = self.post("/elements", json!({ "using": "css selector", "value": css }));
+        let first = found.as_array()?.first()?.as_object()?.values().next()?.as_str()?;
+        Some(first.to_string())
+    }
+
     /// The first element matching `css`, waiting up to `timeout` for it.
     fn wait_for(&self, css: &str, timeout: Duration) -> String {
         let started = Instant::now();
         loop {
-            let found = json_of(
-                self.http
-                    .post(format!("{}/elements", self.url))
-                    .send_json(json!({ "using": "css selector", "value": css }))
-                    .unwrap(),
-            );
-            if let Some(first) = found["value"].as_array().and_then(|a| a.first()) {
-                let id = first.as_object().and_then(|o| o.values().next()).and_then(Value::as_str);
-                return id.expect("an element reference").to_string();
+            if let Some(element) = self.find(css) {
+                return element;
             }
             if started.elapsed() > timeout {
                 self.screenshot("failed-waiting");

@@ -75,8 +75,7 @@ pub async fn change(
     let Json(change) =
         body.map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", e.body_text()))?;
     let desktop = app.desktop.clone().ok_or_else(no_desktop)?;
-    let writer = desktop.clone();
-    tokio::task::spawn_blocking(move || writer.set_start_at_login(change.start_at_login))
+    tokio::task::spawn_blocking(move || desktop.set_start_at_login(change.start_at_login))
         .await
         .map_err(|_| internal("changing the login items failed".into()))?
         .map_err(internal)?;
