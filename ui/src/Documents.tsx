@@ -1,7 +1,7 @@
 // Documents: drop files, pick an operation that fits their type, fill the form generated
 // from the route's schema, run it (on one file or each in turn), preview and save results.
 
-import { useEffect, useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { ApiError, base64Of, callRoute, type RouteAnswer } from "./api";
 import { SaveButton } from "./SaveButton";
 import { SchemaForm, fileValue, materialize } from "./SchemaForm";
@@ -207,7 +207,11 @@ export function Documents({ catalog }: { catalog: Catalog }) {
     setResults([]);
   };
 
+  // The operation the user chose last, read by the effect below: a choice made between a
+  // render and that effect is not in the effect's own copy of the state.
+  const chosenOperation = useRef("");
   const choose = async (id: string, filesNow = chosenFiles) => {
+    chosenOperation.current = id;
     setOperationId(id);
     setFormError(undefined);
     setPages([]);
@@ -217,8 +221,12 @@ export function Documents({ catalog }: { catalog: Catalog }) {
 
   useEffect(() => {
     // The operation stays when it still fits the chosen files; its files are the new ones.
-    if (operation) void choose(operation.operationId);
-    else setOperationId("");
+    const id = chosenOperation.current;
+    if (operations.some((op) => op.operationId === id)) void choose(id);
+    else {
+      chosenOperation.current = "";
+      setOperationId("");
+    }
   }, [chosen.join(",")]);
 
   const togglePage = (page: number) => {
