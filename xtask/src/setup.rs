@@ -108,7 +108,7 @@ pub const PYTHON_TOOLS: &[PythonTool] = &[
         why: "the reference for /v1/docs/to-markdown in `cargo xtask bench convert`",
     },
     PythonTool {
-        requirement: "pdfplumber==0.11.7",
+        requirement: "pdfplumber==0.11.9",
         probe: &["python", "-c", "import pdfplumber"],
         why: "the reference for /v1/pdf/tables in `cargo xtask bench convert`",
     },

@@ -1,4 +1,4 @@
-//! Part of the `convert` group: `/v1/pdf/tables` against pdfplumber 0.11.7
+//! Part of the `convert` group: `/v1/pdf/tables` against pdfplumber 0.11.9
 //! (`page.extract_tables()`, its default settings) on every PDF of `corpus/tables`,
 //! quality and speed in one run. Both sides' tables are scored by the same function
 //! against the expected tables (`paperchain_testkit::table_score`: cells found,
@@ -114,7 +114,7 @@ fn cell(outcome: &Outcome, i: usize) -> String {
 
 impl Report {
     pub(super) fn print(&self) {
-        println!("\nconvert: /v1/pdf/tables against pdfplumber 0.11.7, scored against corpus/tables");
+        println!("\nconvert: /v1/pdf/tables against pdfplumber 0.11.9, scored against corpus/tables");
         println!(
             "| table | paperchain cells / adjacency | pdfplumber cells / adjacency | paperchain ms | pdfplumber ms |"
         );
