@@ -1,4 +1,5 @@
-//! `paperchain call`: one operation, in-process, from JSON input and local files.
+//! `paperchain call`: one operation from JSON input and local files, through the local
+//! server that serves this data folder when one runs (`call_server`), else in-process.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -9,6 +10,7 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow, bail};
 use base64::Engine as _;
 use indicatif::{ProgressBar, ProgressStyle};
+use paperchain_engine::catalog::RouteEntry;
 use paperchain_engine::context::Progress;
 use paperchain_engine::output::OutputMode;
 use paperchain_engine::{Catalog, Context, ErrorKind, FileSet, Reply};
@@ -24,7 +26,11 @@ place of the input, keeping fields already there (such as \"password\"):
   paperchain call rotate_pdf_pages --file file=scan.pdf --input rotate.json --out rotated.pdf
   paperchain call inspect_pdf_document -f file=report.pdf
 File results are written to --out (a folder for several files, else one file or a ZIP), or
-next to you under their own name when --out is omitted. Existing files are kept unless --force.")]
+next to you under their own name when --out is omitted. Existing files are kept unless --force.
+When a local server serves this data folder (the desktop app, `paperchain serve`, the
+background service), the call goes to it: one engine and one ledger writer per user, and a
+payment above policy.approve_above waits for approval where that server asks (the app's
+dialog); --standalone runs it in this process instead.")]
 pub struct CallArgs {
     /// Operation name (as listed by `paperchain routes`) or route path (`/v1/pdf/merge`).
     operation: String,
@@ -36,18 +42,21 @@ pub struct CallArgs {
     files: Vec<String>,
     /// Where to write file results: a file path, or an existing folder for several files.
     #[arg(long, short)]
-    out: Option<PathBuf>,
+    pub out: Option<PathBuf>,
     /// Overwrite files that already exist.
     #[arg(long)]
-    force: bool,
+    pub force: bool,
     /// Where it runs: here (`local`), on the hosted service, paid by the wallet (`hosted`),
     /// or here unless the engine cannot (`auto`). Default: the configuration's routing.
     #[arg(long, value_parser = ["local", "hosted", "auto"])]
-    route: Option<String>,
+    pub route: Option<String>,
     /// Only say what the hosted service would charge, and whether the spend policy would
     /// pay it; nothing runs and nothing is paid.
     #[arg(long)]
-    quote: bool,
+    pub quote: bool,
+    /// Run the engine in this process even when a local server serves this data folder.
+    #[arg(long)]
+    standalone: bool,
 }
 
 /// Runs the call; exit code 2 for input errors, 1 for other failures.
@@ -67,6 +76,39 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     for spec in &args.files {
         put_file(&mut input, spec)?;
     }
+    let data_dir = crate::data_dir();
+    let runtime = paperchain_server::instance::runtime_dir(&data_dir);
+    let running = paperchain_server::instance::find(&runtime, &data_dir).filter(|_| !args.standalone);
+    let reply = match running {
+        Some(server) => {
+            tracing::debug!(url = %server.base_url, pid = server.pid, "calling through the running local server");
+            crate::call_server::call(&server, entry, input, &args).await?
+        }
+        None => run_here(entry, input, &args).await?,
+    };
+    let reply = match reply {
+        Ok(reply) => reply,
+        Err(code) => return Ok(code),
+    };
+    match reply {
+        Reply::Json(value) => {
+            let text = serde_json::to_string_pretty(&value)? + "\n";
+            match &args.out {
+                Some(path) => write_all(&[(path.clone(), text.as_bytes())], args.force)?,
+                None => print!("{text}"),
+            }
+        }
+        Reply::Files(set) => write_files(set, args.out.as_deref(), args.force)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a call gave: its result, or the exit code when it said all there was to say.
+pub type Outcome = Result<Reply<Value>, ExitCode>;
+
+/// The call in this process: the engine here, or the hosted service through this
+/// process's paying client, asking at this terminal before a payment above the threshold.
+async fn run_here(entry: &RouteEntry, input: Value, args: &CallArgs) -> anyhow::Result<Outcome> {
     if input.get("output").and_then(Value::as_str) == Some("url") {
         bail!("{URL_NEEDS_SERVER}");
     }
@@ -100,11 +142,11 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     let reply = match ran {
         routed::Ran::Quote(quote) => {
             println!("{}", serde_json::to_string_pretty(&routed::quote_json(&quote?))?);
-            return Ok(ExitCode::SUCCESS);
+            return Ok(Err(ExitCode::SUCCESS));
         }
         routed::Ran::Hosted(Err(error)) => {
             eprintln!("error: {error}");
-            return Ok(ExitCode::FAILURE);
+            return Ok(Err(ExitCode::FAILURE));
         }
         routed::Ran::Hosted(Ok(answer)) => {
             let place = client.config().service_url.clone().unwrap_or_default();
@@ -121,7 +163,7 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
                 Ok(reply) => reply,
                 Err((status, message)) => {
                     eprintln!("error: {message}");
-                    return Ok(ExitCode::from(if (400..500).contains(&status) { 2 } else { 1 }));
+                    return Ok(Err(ExitCode::from(if (400..500).contains(&status) { 2 } else { 1 })));
                 }
             }
         }
@@ -131,20 +173,10 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
                 e.field.as_deref().filter(|f| !f.is_empty()).map(|f| format!(" (field {f})")).unwrap_or_default();
             eprintln!("error [{}]: {}{field}", e.code, e.message);
             let input_error = matches!(e.kind, ErrorKind::InvalidInput | ErrorKind::TooLarge | ErrorKind::NotFound);
-            return Ok(ExitCode::from(if input_error { 2 } else { 1 }));
+            return Ok(Err(ExitCode::from(if input_error { 2 } else { 1 })));
         }
     };
-    match reply {
-        Reply::Json(value) => {
-            let text = serde_json::to_string_pretty(&value)? + "\n";
-            match &args.out {
-                Some(path) => write_all(&[(path.clone(), text.as_bytes())], args.force)?,
-                None => print!("{text}"),
-            }
-        }
-        Reply::Files(set) => write_files(set, args.out.as_deref(), args.force)?,
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(Ok(reply))
 }
 
 struct BarProgress(ProgressBar);
@@ -259,11 +291,12 @@ fn write_files(set: FileSet, out: Option<&Path>, force: bool) -> anyhow::Result<
 }
 
 /// What `output: "url"` needs that `call` does not have.
-const URL_NEEDS_SERVER: &str = "output \"url\" needs a running server (`paperchain serve`); here, use --out";
+const URL_NEEDS_SERVER: &str =
+    "output \"url\" needs a running local server (`paperchain serve`, which `call` then goes through); here, use --out";
 
 /// Writes every file or none: existing targets are refused up front (unless `force`),
 /// everything goes to temporary files first, and only then are they renamed into place.
-fn write_all(targets: &[(PathBuf, &[u8])], force: bool) -> anyhow::Result<()> {
+pub fn write_all(targets: &[(PathBuf, &[u8])], force: bool) -> anyhow::Result<()> {
     if !force {
         let existing: Vec<String> =
             targets.iter().filter(|(p, _)| p.exists()).map(|(p, _)| p.display().to_string()).collect();

@@ -6,6 +6,7 @@
 //! `config` are the paying client's. Everything else lives in the engine and the wallet.
 
 mod call;
+mod call_server;
 mod money_cmd;
 mod paying;
 mod sanctions_cmd;
@@ -68,7 +69,8 @@ enum Command {
     Serve(ServeArgs),
     /// List every route: operation, path, price.
     Routes(RoutesArgs),
-    /// Run one operation in-process and print or save its result.
+    /// Run one operation and print or save its result (through the local server when one
+    /// runs for this data folder, else in this process).
     Call(call::CallArgs),
     /// Serve every route as an MCP tool over stdio, for desktop agents (Claude Desktop…).
     Mcp(McpArgs),

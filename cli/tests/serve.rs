@@ -303,3 +303,126 @@ fn the_service_unit_is_one_systemd_accepts() {
     assert!(uninstalled.status.success(), "{}", String::from_utf8_lossy(&uninstalled.stderr));
     assert!(!unit_path.exists() && !config.join("paperchain/service.env").exists());
 }
+
+/// `paperchain` as a user of `data` whose local server writes its address in `runtime`.
+fn as_user(data: &std::path::Path, runtime: &std::path::Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_paperchain"));
+    command
+        .args(args)
+        .env("PAPERCHAIN_DATA_DIR", data)
+        .env("PAPERCHAIN_RUNTIME_DIR", runtime)
+        .env("XDG_CONFIG_HOME", runtime.join("config"))
+        .env("PAPERCHAIN_WALLET_STORE", "keystore")
+        .env_remove("PAPERCHAIN_CLIENT_CONFIG")
+        .env_remove("PAPERCHAIN_SERVICE_URL")
+        .env_remove("PAPERCHAIN_ROUTE")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .stdin(Stdio::null());
+    command
+}
+
+fn pages(file: &std::path::Path) -> String {
+    let out = Command::new("qpdf").arg("--show-npages").arg(file).output().unwrap();
+    assert!(out.status.success(), "qpdf --show-npages {}: {out:?}", file.display());
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn call_goes_through_the_server_that_serves_the_data_folder() {
+    let data = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let (data, runtime, work) = (data.path(), runtime.path(), work.path());
+    let pdf = work.join("in.pdf");
+    std::fs::write(&pdf, paperchain_testkit::corpus::corpus_file("sample-files/pdflatex-4-pages.pdf")).unwrap();
+    let file = format!("file={}", pdf.display());
+    let call = |args: &[&str]| {
+        let mut all = vec!["call"];
+        all.extend_from_slice(args);
+        as_user(data, runtime, &all).output().unwrap()
+    };
+    let said = |out: &std::process::Output| String::from_utf8_lossy(&out.stderr).to_string();
+
+    let mut server = as_user(data, runtime, &["serve", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let instance = loop {
+        if let Some(found) = paperchain_server::instance::find(runtime, data) {
+            break found;
+        }
+        assert!(server.try_wait().unwrap().is_none(), "the server exited");
+        assert!(Instant::now() < deadline, "the server wrote no address file");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+
+    // One file: written where --out says, with what the route reports said.
+    let input = work.join("rotate.json");
+    std::fs::write(&input, r#"{"degrees": 90}"#).unwrap();
+    let out = work.join("rotated.pdf");
+    let rotated = call(&["rotate_pdf_pages", "-f", &file, "-i", input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(rotated.status.success(), "{}", said(&rotated));
+    assert_eq!(pages(&out), "4");
+    // An existing file is kept without --force, as for a call run here.
+    let again = call(&["rotate_pdf_pages", "-f", &file, "-i", input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(1), "{}", said(&again));
+    assert!(said(&again).contains("already exists; pass --force"), "{}", said(&again));
+
+    // Several files into a folder: each under its own name, nothing else there.
+    let parts = work.join("parts");
+    std::fs::create_dir(&parts).unwrap();
+    let split = work.join("split.json");
+    std::fs::write(&split, r#"{"ranges": ["1-3", "4"]}"#).unwrap();
+    let split = call(&["split_pdf", "-f", &file, "-i", split.to_str().unwrap(), "-o", parts.to_str().unwrap()]);
+    assert!(split.status.success(), "{}", said(&split));
+    let mut written: Vec<_> = std::fs::read_dir(&parts).unwrap().map(|e| e.unwrap().path()).collect();
+    written.sort();
+    assert_eq!(written.iter().map(|p| pages(p)).collect::<Vec<_>>(), ["3", "1"], "{written:?}");
+
+    // JSON answers are printed; an input error names its field and exits 2.
+    let inspected = call(&["inspect_pdf_document", "-f", &file]);
+    assert!(inspected.status.success(), "{}", said(&inspected));
+    let inspected: serde_json::Value = serde_json::from_slice(&inspected.stdout).unwrap();
+    assert_eq!(inspected["page_count"], 4, "{inspected}");
+    std::fs::write(&input, r#"{"degrees": 45}"#).unwrap();
+    let wrong = call(&["rotate_pdf_pages", "-f", &file, "-i", input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(said(&wrong).contains("(field /degrees)"), "{}", said(&wrong));
+
+    // A link, which only a server can give, now works from the CLI.
+    let linked = work.join("link.json");
+    std::fs::write(&linked, r#"{"degrees": 180, "output": "url"}"#).unwrap();
+    let linked = call(&["rotate_pdf_pages", "-f", &file, "-i", linked.to_str().unwrap()]);
+    assert!(linked.status.success(), "{}", said(&linked));
+    let link: serde_json::Value = serde_json::from_slice(&linked.stdout).unwrap();
+    assert!(link["url"].as_str().unwrap().starts_with(&format!("{}/v1/files/", instance.base_url)), "{link}");
+
+    // The server ran them: its ledger names the CLI as the client of each, through HTTP.
+    let ledger = |args: &[&str]| {
+        let mut all = vec!["ledger", "--json"];
+        all.extend_from_slice(args);
+        let out = as_user(data, runtime, &all).output().unwrap();
+        assert!(out.status.success(), "{}", said(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let rows = ledger(&[]);
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 6, "{rows:?}");
+    for row in rows {
+        assert_eq!(row["front_door"], "http", "{row}");
+        assert!(row["client"].as_str().unwrap().starts_with("paperchain-cli/"), "{row}");
+    }
+
+    // --standalone runs here, as does every call once the server is gone.
+    let here = call(&["inspect_pdf_document", "-f", &file, "--standalone"]);
+    assert!(here.status.success(), "{}", said(&here));
+    Command::new("kill").args(["-INT", &server.id().to_string()]).status().unwrap();
+    assert!(server.wait().unwrap().success());
+    let after = call(&["inspect_pdf_document", "-f", &file]);
+    assert!(after.status.success(), "{}", said(&after));
+    let rows = ledger(&[]);
+    let doors: Vec<_> = rows.as_array().unwrap().iter().filter_map(|r| r["front_door"].as_str()).collect();
+    assert_eq!(doors.iter().filter(|d| **d == "cli").count(), 2, "{doors:?}");
+}

@@ -72,12 +72,18 @@ pub enum ClaimError {
     Io { dir: PathBuf, source: std::io::Error },
 }
 
-/// The file names of a data folder's lock and address, in `runtime`.
-fn paths(runtime: &Path, data_dir: &Path) -> (PathBuf, PathBuf) {
-    // The same folder named two ways (relative, through a link) is one key.
+/// A short name of `data_dir` (16 hex digits): the same folder named two ways (relative,
+/// through a link) has one key. The lock and address files carry it, and so does the
+/// desktop app's single-instance name.
+pub fn key(data_dir: &Path) -> String {
     let canonical = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
     let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
-    let key = hex::encode(&digest[..8]);
+    hex::encode(&digest[..8])
+}
+
+/// The file names of a data folder's lock and address, in `runtime`.
+fn paths(runtime: &Path, data_dir: &Path) -> (PathBuf, PathBuf) {
+    let key = key(data_dir);
     (runtime.join(format!("serve-{key}.lock")), runtime.join(format!("serve-{key}.json")))
 }
 

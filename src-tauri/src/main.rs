@@ -153,6 +153,18 @@ fn run() -> anyhow::Result<()> {
     };
     let backend = Arc::new(Mutex::new(Some(backend)));
     let app = tauri::Builder::default()
+        // One app per data folder: a second launch shows this one's window and ends (one
+        // started at login, with the app already running, only ends).
+        .plugin(
+            tauri_plugin_single_instance::Builder::new()
+                .dbus_id(format!("dev.paperchain.desktop.d{}", instance::key(&data_dir)))
+                .callback(|app, args, _cwd| {
+                    if !args.iter().skip(1).any(|a| a == desktop::HIDDEN) {
+                        show_main_window(app);
+                    }
+                })
+                .build(),
+        )
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_notification::init())
         .setup(move |app| {

@@ -2,8 +2,12 @@
 //! through tauri-driver and WebKitGTK's own WebKitWebDriver (Debian's `webkit2gtk-driver`),
 //! as a user would: it starts, its server answers on localhost, a PDF chosen in the window
 //! is rotated and saved through the system's save dialog (answered with xdotool), start at
-//! login is switched on and off; a screenshot of each screen is kept in
-//! `src-tauri/test-artifacts/`.
+//! login is switched on and off; an agent's call above the approval threshold raises a
+//! native notification (read back from a real notification server, dunst) and the
+//! window's dialog, and once approved is paid to the hosted sandbox; closing the window
+//! keeps the server serving, a second launch brings the window back, and the tray menu
+//! (clicked over D-Bus, as a panel does) opens it and quits; a screenshot of each screen
+//! is kept in `src-tauri/test-artifacts/`.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -77,8 +81,9 @@ fn start_display() -> (Running, String) {
     panic!("no free X display between :90 and :189");
 }
 
-// `tool` and `corpus` find what testkit's helpers find: testkit as a dependency here would
-// bring its hosted-mode features into the app's build and rebuild the crates they share.
+// `tool`, `corpus` and `start_session_bus` do what testkit's `tools`, `corpus` and
+// `keyring` do: testkit as a dependency here, even without its features, would change the
+// features of crates the app shares (flate2's default backend) and rebuild them all.
 fn tool(name: &str) -> PathBuf {
     let tools = std::env::var_os("PAPERCHAIN_TOOLS")
         .map(PathBuf::from)
@@ -276,6 +281,234 @@ fn answer_save_dialog(display: &str, title: &str, path: &Path) {
     xdotool(&["key", "Return"]);
 }
 
+/// A private D-Bus session bus, as a desktop session has (the single-instance name and the
+/// tray's menu live on it), listening in `dir`; nothing is activated on it on demand.
+fn start_session_bus(dir: &Path) -> (Running, String) {
+    use std::io::BufRead as _;
+    let config = dir.join("bus.conf");
+    std::fs::write(
+        &config,
+        format!(
+            r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path={}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default"><allow send_destination="*"/><allow receive_sender="*"/><allow own="*"/></policy>
+</busconfig>
+"#,
+            dir.join("bus").display()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new("dbus-daemon")
+        .arg(format!("--config-file={}", config.display()))
+        .args(["--nofork", "--nopidfile", "--print-address=1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("dbus-daemon (Debian's dbus-daemon; `cargo xtask setup` installs it)");
+    let mut address = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut address).unwrap();
+    assert!(address.starts_with("unix:"), "dbus-daemon printed {address:?}");
+    (Running(child), address.trim().to_string())
+}
+
+/// `dbus-send --print-reply` on the session bus at `bus`; what it printed.
+fn dbus_send(bus: &str, args: &[&str]) -> String {
+    try_dbus_send(bus, args).unwrap_or_else(|e| panic!("dbus-send {args:?}: {e}"))
+}
+
+fn try_dbus_send(bus: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new("dbus-send")
+        .args(["--session", "--print-reply"])
+        .args(args)
+        .env("DBUS_SESSION_BUS_ADDRESS", bus)
+        .output()
+        .expect("dbus-send (Debian's dbus-bin)");
+    match out.status.success() {
+        true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+        false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
+    }
+}
+
+/// The session bus connections of process `pid`.
+fn bus_names_of(bus: &str, pid: u32) -> Vec<String> {
+    let names =
+        dbus_send(bus, &["--dest=org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.ListNames"]);
+    names
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("string \"").and_then(|n| n.strip_suffix('"')))
+        .filter(|n| n.starts_with(':'))
+        .filter(|n| {
+            // Names listed a moment ago may be gone (the listing dbus-send's own is).
+            let owner = try_dbus_send(
+                bus,
+                &[
+                    "--dest=org.freedesktop.DBus",
+                    "/org/freedesktop/DBus",
+                    "org.freedesktop.DBus.GetConnectionUnixProcessID",
+                    &format!("string:{n}"),
+                ],
+            );
+            owner.is_ok_and(|o| o.lines().any(|l| l.trim() == format!("uint32 {pid}")))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// Clicks the item labelled `label` in the tray menu of process `pid`, as a panel's tray
+/// does: the menu is the StatusNotifierItem's, exported with the dbusmenu protocol under
+/// `/org/ayatana/NotificationItem/<id>/Menu`.
+fn click_tray_item(bus: &str, pid: u32, label: &str) {
+    for name in bus_names_of(bus, pid) {
+        let dest = format!("--dest={name}");
+        // The app has several connections; the tray's is the one with the item.
+        let Ok(items) = try_dbus_send(
+            bus,
+            &[&dest, "/org/ayatana/NotificationItem", "org.freedesktop.DBus.Introspectable.Introspect"],
+        ) else {
+            continue;
+        };
+        let Some(node) = items.split("<node name=\"").nth(1).and_then(|rest| rest.split('"').next()) else {
+            continue;
+        };
+        let menu = format!("/org/ayatana/NotificationItem/{node}/Menu");
+        let layout =
+            dbus_send(bus, &[&dest, &menu, "com.canonical.dbusmenu.GetLayout", "int32:0", "int32:-1", "array:string:"]);
+        // Each item is `struct { int32 <id>, {properties}, [children] }`.
+        let (mut id, mut after_struct, mut found) = (None, false, None);
+        for line in layout.lines().map(str::trim) {
+            if after_struct && let Some(n) = line.strip_prefix("int32 ") {
+                id = n.parse::<i32>().ok();
+            }
+            after_struct = line.ends_with("struct {");
+            if line.ends_with(&format!("string \"{label}\"")) {
+                found = id;
+                break;
+            }
+        }
+        let id = found.unwrap_or_else(|| panic!("no tray item {label:?} in {layout}"));
+        dbus_send(
+            bus,
+            &[
+                &dest,
+                &menu,
+                "com.canonical.dbusmenu.Event",
+                &format!("int32:{id}"),
+                "string:clicked",
+                "variant:int32:0",
+                "uint32:0",
+            ],
+        );
+        return;
+    }
+    panic!("process {pid} has no tray menu on the session bus");
+}
+
+/// The X windows titled exactly `title` that are shown now.
+fn shown_windows(display: &str, title: &str) -> Vec<String> {
+    let out = Command::new("xdotool")
+        .args(["search", "--onlyvisible", "--name", &format!("^{title}$")])
+        .env("DISPLAY", display)
+        .output()
+        .expect("xdotool");
+    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).filter(|l| !l.is_empty()).collect()
+}
+
+/// Waits until `title` is shown (`true`) or hidden (`false`); its windows then.
+fn wait_until_shown(display: &str, title: &str, shown: bool) -> Vec<String> {
+    let started = Instant::now();
+    loop {
+        let windows = shown_windows(display, title);
+        if windows.is_empty() != shown {
+            return windows;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{title:?} not {} within 30 s",
+            ["hidden", "shown"][shown as usize]
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Asks `window` to close as a window manager's close button does: the ICCCM
+/// `WM_DELETE_WINDOW` message (python3-xlib: xdotool's `windowclose` destroys the window).
+fn close_window(display: &str, window: &str) {
+    const SCRIPT: &str = "
+import sys
+from Xlib import X, display, protocol
+d = display.Display()
+w = d.create_resource_object('window', int(sys.argv[1]))
+protocols, delete = d.intern_atom('WM_PROTOCOLS'), d.intern_atom('WM_DELETE_WINDOW')
+w.send_event(protocol.event.ClientMessage(window=w, client_type=protocols, data=(32, [delete, X.CurrentTime, 0, 0, 0])))
+d.flush()
+";
+    // Debian's Python, which has Debian's python3-xlib (not whichever python3 is first on the PATH).
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", SCRIPT, window])
+        .env("DISPLAY", display)
+        .output()
+        .expect("Debian's /usr/bin/python3");
+    assert!(out.status.success(), "closing {window}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The hosted sandbox (`paperchain serve --hosted --sandbox`: a local chain, a test USDC,
+/// the facilitator in process) the app's wallet pays in this test; its first stdout line.
+fn start_sandbox(paperchain: &Path, data: &Path, port: u16) -> (Running, Value) {
+    use std::io::BufRead as _;
+    let mut child = Command::new(paperchain)
+        .args(["serve", "--hosted", "--sandbox", "--listen", &format!("127.0.0.1:{port}")])
+        .env("PAPERCHAIN_DATA_DIR", data)
+        .env("PAPERCHAIN_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("paperchain serve --hosted --sandbox");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let running = Running(child);
+    let line: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("the sandbox's first line {line:?}: {e}"));
+    (running, line["sandbox"].clone())
+}
+
+/// `dunstctl` (the notification server's control) on the session bus at `bus`.
+fn dunstctl(bus: &str, args: &[&str]) -> String {
+    let out = Command::new("dunstctl").args(args).env("DBUS_SESSION_BUS_ADDRESS", bus).output().expect("dunstctl");
+    assert!(out.status.success(), "dunstctl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Waits for the notification server to show one notification, closes it, and returns
+/// its summary and body as the server received them.
+fn shown_notification(bus: &str) -> (String, String) {
+    let started = Instant::now();
+    while dunstctl(bus, &["count", "displayed"]) == "0" {
+        assert!(started.elapsed() < Duration::from_secs(30), "no notification shown within 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    dunstctl(bus, &["close-all"]);
+    let started = Instant::now();
+    loop {
+        let history: Value = serde_json::from_str(&dunstctl(bus, &["history"])).unwrap();
+        if let Some(shown) = history["data"][0].as_array().and_then(|all| all.first()) {
+            let text = |field: &str| shown[field]["data"].as_str().unwrap_or_default().to_string();
+            return (text("summary"), text("body"));
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "the closed notification is not in the history");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Micro-dollars as the app writes them: at least two decimals, no trailing zeros beyond.
+fn dollars(micros: u64) -> String {
+    let text = format!("{}.{:06}", micros / 1_000_000, micros % 1_000_000);
+    let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    format!("{whole}.{:0<2}", fraction.trim_end_matches('0'))
+}
+
 fn qpdf(args: &[&str], file: &Path) -> String {
     let out = Command::new("qpdf").args(args).arg(file).output().expect("qpdf");
     assert!(out.status.success(), "qpdf {args:?} {}: {}", file.display(), String::from_utf8_lossy(&out.stderr));
@@ -302,32 +535,84 @@ fn the_app_starts_serves_and_saves_a_rotated_pdf_in_a_real_window() {
     let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("test-artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
     let log = std::fs::File::create(artifacts.join("app.log")).unwrap();
-    // The app inherits the driver's environment: a home of its own, the tools setup put.
-    let mut driver = Command::new(tool("tauri-driver"))
+    let bus_dir = home.join("bus");
+    std::fs::create_dir_all(&bus_dir).unwrap();
+    let (_bus, bus) = start_session_bus(&bus_dir);
+    // A notification server on that bus and display, as a desktop has.
+    let dunst = Command::new("dunst")
+        .env("DISPLAY", &display)
+        .env("DBUS_SESSION_BUS_ADDRESS", &bus)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("dunst (Debian's dunst; `cargo xtask setup` installs it)");
+    let _dunst = Running(dunst);
+    // The hosted service the wallet pays: the sandbox, run by the `paperchain` the
+    // workspace's tests built beside this app (`cargo xtask test` runs those first).
+    let app = Path::new(env!("CARGO_BIN_EXE_paperchain-app"));
+    let paperchain = app.with_file_name("paperchain");
+    assert!(
+        paperchain.is_file(),
+        "{} is missing: build the workspace first (cargo xtask test does)",
+        paperchain.display()
+    );
+    let (_sandbox, sandbox) = start_sandbox(&paperchain, &home.join("sandbox"), free_port());
+    std::fs::write(home.join("password"), "correct horse battery staple").unwrap();
+    // A desktop session of its own: a home, the display, the session bus.
+    let session_env = |command: &mut Command| {
+        command
+            .env("DISPLAY", &display)
+            .env("DBUS_SESSION_BUS_ADDRESS", &bus)
+            .env("HOME", home)
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("XDG_DOWNLOAD_DIR", home.join("Downloads"))
+            .env("PAPERCHAIN_RUNTIME_DIR", home.join("run"))
+            .env("PAPERCHAIN_LISTEN", format!("127.0.0.1:{listen}"))
+            .env("PAPERCHAIN_WALLET_STORE", "keystore")
+            .env("PAPERCHAIN_WALLET_PASSWORD_FILE", home.join("password"))
+            .env("PAPERCHAIN_RPC_BASE", sandbox["rpc_url"].as_str().unwrap())
+            .env("PAPERCHAIN_LOG", "info,lopdf=off")
+            .env("GDK_BACKEND", "x11")
+            .env_remove("WAYLAND_DISPLAY")
+            .env_remove("PAPERCHAIN_DATA_DIR")
+            .env_remove("PAPERCHAIN_CLIENT_CONFIG")
+            .env_remove("PAPERCHAIN_CHAINS")
+            .env_remove("PAPERCHAIN_WALLET_PASSWORD")
+            .env_remove("PAPERCHAIN_SERVICE_URL")
+            .env_remove("PAPERCHAIN_ROUTE");
+    };
+    // The user's wallet holds the sandbox payer's key and pays the sandbox, with a day cap
+    // on Base; a payment above half the price of a gas read waits for approval.
+    let service = sandbox["base_url"].as_str().unwrap().to_string();
+    let quoted = json_of(http().post(format!("{service}/v1/chain/gas")).send_json(json!({"chain": "base"})).unwrap());
+    let price: u64 = quoted["accepts"][0]["amount"].as_str().unwrap().parse().unwrap();
+    let user = |args: &[&str], stdin: &str| {
+        use std::io::Write as _;
+        let mut command = Command::new(&paperchain);
+        session_env(&mut command);
+        let mut child =
+            command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "paperchain {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    user(&["wallet", "import"], &format!("{}\n", sandbox["payer_private_key"].as_str().unwrap()));
+    user(&["config", "set", "service.url", &service], "");
+    user(&["config", "set", "policy.networks.\"eip155:8453\"", "1.00"], "");
+    user(&["config", "set", "policy.per_call", "0.05"], "");
+    user(&["config", "set", "policy.approve_above", &dollars(price / 2)], "");
+    // The app inherits the driver's environment.
+    let mut driver = Command::new(tool("tauri-driver"));
+    driver
         .args(["--port", &driver_port.to_string(), "--native-port", &native_port.to_string()])
         .args(["--native-driver", "/usr/bin/WebKitWebDriver"])
-        .env("DISPLAY", &display)
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env("XDG_DOWNLOAD_DIR", home.join("Downloads"))
-        .env("PAPERCHAIN_RUNTIME_DIR", home.join("run"))
-        .env("PAPERCHAIN_LISTEN", format!("127.0.0.1:{listen}"))
-        .env("PAPERCHAIN_WALLET_STORE", "keystore")
-        .env("PAPERCHAIN_LOG", "info,lopdf=off")
-        .env("GDK_BACKEND", "x11")
-        .env_remove("WAYLAND_DISPLAY")
-        .env_remove("DBUS_SESSION_BUS_ADDRESS")
-        .env_remove("PAPERCHAIN_DATA_DIR")
-        .env_remove("PAPERCHAIN_CLIENT_CONFIG")
-        .env_remove("PAPERCHAIN_CHAINS")
         .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("tauri-driver");
+        .stderr(log.try_clone().unwrap());
+    session_env(&mut driver);
+    let mut driver = driver.spawn().expect("tauri-driver");
     wait_for_port(&mut driver, driver_port, "tauri-driver");
     let _driver = Running(driver);
-    let app = Path::new(env!("CARGO_BIN_EXE_paperchain-app"));
     let session = Session::start(&format!("http://127.0.0.1:{driver_port}"), app, &[]);
 
     // The window shows the app of its own server, which answers on localhost.
@@ -416,4 +701,86 @@ fn the_app_starts_serves_and_saves_a_rotated_pdf_in_a_real_window() {
     session.click(&session.wait_for("#start-at-login", Duration::from_secs(5)));
     session.wait_for_text("#login-status", "no longer", Duration::from_secs(10));
     assert!(!entry.exists(), "the autostart entry is removed");
+
+    // An agent's call routed to the sandbox costs more than the user approves without
+    // asking: a native notification says who asks for what, and the window's dialog
+    // lets the user approve it; the call then goes on and is paid.
+    let agent = format!("{base}/v1/chain/gas");
+    let call = std::thread::spawn(move || {
+        let answer = http()
+            .post(agent)
+            .header("user-agent", "test-agent <b>1.0</b>")
+            .header("paperchain-route", "hosted")
+            .send_json(json!({"chain": "base"}))
+            .unwrap();
+        let paid = answer.headers().get("paperchain-paid").map(|v| v.to_str().unwrap().to_string());
+        (answer.status().as_u16(), paid)
+    });
+    let (summary, body) = shown_notification(&bus);
+    assert_eq!(summary, "A payment waits for your approval");
+    let host = service.trim_start_matches("http://").rsplit_once(':').unwrap().0.to_string();
+    let amount = format!("${}", dollars(price));
+    assert!(body.contains("test-agent &lt;b&gt;1.0&lt;/b&gt; asks to pay"), "the caller's name as text: {body}");
+    assert!(body.contains(&amount) && body.contains("get_gas_price") && body.contains(&host), "{body}");
+    let dialog = session.wait_for("dialog.approval[open]", Duration::from_secs(30));
+    let said = session.text(&dialog);
+    assert!(said.contains("test-agent <b>1.0</b>") && said.contains(&amount), "{said}");
+    session.screenshot("10-approval");
+    session.click(&session.wait_for("dialog.approval[open] button.primary", Duration::from_secs(5)));
+    let (status, paid) = call.join().unwrap();
+    assert_eq!(status, 200, "the approved call went on");
+    assert!(paid.is_some_and(|p| p.ends_with(" USDC")), "and was paid");
+
+    // Closing the window hides it; the server goes on serving the user's agents.
+    let window = wait_until_shown(&display, "Paperchain", true);
+    close_window(&display, &window[0]);
+    wait_until_shown(&display, "Paperchain", false);
+    let still = http().get(format!("{base}/openapi.json")).call().unwrap();
+    assert_eq!(still.status(), 200, "the server serves with the window closed");
+
+    // A second launch brings that window back and ends: no second app, server or claim.
+    let mut second = Command::new(app);
+    session_env(&mut second);
+    let mut second = second.stdout(log.try_clone().unwrap()).stderr(log.try_clone().unwrap()).spawn().unwrap();
+    let started = Instant::now();
+    let ended = loop {
+        if let Some(status) = second.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "the second launch did not end within 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(ended.success(), "the second launch: {ended}");
+    assert_eq!(wait_until_shown(&display, "Paperchain", true), window, "the same window, shown again");
+    let claims_now: Vec<_> = std::fs::read_dir(home.join("run"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert_eq!(claims_now, claims, "still the first app's server");
+    let claim_now: Value = serde_json::from_slice(&std::fs::read(&claims[0]).unwrap()).unwrap();
+    assert_eq!(claim_now, claim, "still the first app's server");
+    session.screenshot("09-shown-again");
+
+    // "Open Paperchain" in the tray brings a closed window back; "Quit Paperchain" ends the
+    // app, its server (the port closes) and its claim on the data folder.
+    let pid = u32::try_from(claim["pid"].as_u64().unwrap()).unwrap();
+    close_window(&display, &window[0]);
+    wait_until_shown(&display, "Paperchain", false);
+    click_tray_item(&bus, pid, "Open Paperchain");
+    wait_until_shown(&display, "Paperchain", true);
+    click_tray_item(&bus, pid, "Quit Paperchain");
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", listen)).is_ok() || claims[0].exists() || alive(pid) {
+        assert!(started.elapsed() < Duration::from_secs(30), "the app still runs 30 s after Quit");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Whether process `pid` runs (a zombie, ended but not yet waited for, does not).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
+        .is_some_and(|zombie| !zombie)
 }

@@ -68,6 +68,14 @@ pub const DEBIAN_PACKAGES: &[DebianPackage] = &[
     DebianPackage { name: "xvfb", why: "a display for the desktop app's window in its tests" },
     DebianPackage { name: "xdotool", why: "answers the system save dialog of the desktop app in its tests" },
     DebianPackage {
+        name: "dunst",
+        why: "a notification server on the desktop app's test display: its tests read the notification shown",
+    },
+    DebianPackage {
+        name: "python3-xlib",
+        why: "closes the desktop app's window as a window manager does (WM_DELETE_WINDOW) in its tests",
+    },
+    DebianPackage {
         name: "tesseract-ocr",
         why: "libtesseract 5, the OCR engine of /v1/pdf/ocr and /v1/ocr (loaded at run time), and the tesseract the \
               OCR bench's reference runs",
