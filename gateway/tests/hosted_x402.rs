@@ -137,6 +137,21 @@ async fn last_decision(server: &HostedServer) -> Decision {
     server.paywall.store().recent(1).await.unwrap().pop().expect("a ledger entry")
 }
 
+/// How many refusals of unpaid calls to `route` were counted as `outcome` with `error`.
+async fn unpaid(server: &HostedServer, route: &str, outcome: Outcome, error: Option<&str>) -> u64 {
+    let counts = server.paywall.store().unpaid_counts().await.unwrap();
+    counts
+        .iter()
+        .filter(|c| c.route == route && c.outcome == outcome && c.error_code.as_deref() == error)
+        .map(|c| c.count)
+        .sum()
+}
+
+/// The ledger's rows, newest first (up to 1000).
+async fn rows(server: &HostedServer) -> Vec<Decision> {
+    server.paywall.store().recent(1000).await.unwrap()
+}
+
 async fn assert_unmoved(server: &HostedServer, before: (U256, U256), what: &str) {
     assert_eq!(server.balances().await, before, "{what}: payer and payee balances did not move");
 }
@@ -494,14 +509,14 @@ async fn a_payment_authorizing_another_amount_than_it_claims_is_a_price_mismatch
 async fn an_unpaid_call_that_is_not_json_gets_a_402_and_consumes_nothing() {
     let server = sandbox::start(Setup::default()).await;
     let before = server.balances().await;
-    for headers in [&[][..], &[("x-svc-free", "1")][..]] {
+    for (n, headers) in [&[][..], &[("x-svc-free", "1")][..]].into_iter().enumerate() {
         let refused = expect_402(post_raw(&server, BALANCE, "text/plain", headers).await).await;
         assert!(error_text(&refused).starts_with("unsupported_media_type"), "{refused}");
         assert_eq!(amount(&refused), TWO_MILLI, "the base price");
-        let decision = last_decision(&server).await;
-        assert_eq!(decision.outcome, Outcome::PaymentRequired);
-        assert_eq!(decision.error_code.as_deref(), Some("unsupported_media_type"));
+        let counted = unpaid(&server, BALANCE, Outcome::PaymentRequired, Some("unsupported_media_type")).await;
+        assert_eq!(counted, n as u64 + 1, "each refusal counted");
     }
+    assert!(rows(&server).await.is_empty(), "counted, not a ledger row each");
     assert_eq!(free_left(&server, "chain-reads", 10).await, 10, "no free call was taken");
     assert_unmoved(&server, before, "unpaid non-JSON").await;
 }
@@ -526,10 +541,12 @@ async fn the_free_pool_serves_valid_unpaid_calls_that_ask_for_it() {
     }
 
     // Without the header: the 402, nothing taken.
+    let unpaid_before = unpaid(&server, BALANCE, Outcome::PaymentRequired, None).await;
     let quote = required(&server, BALANCE, &body).await;
     assert!(quote.get("error").is_none(), "{quote}");
     assert_eq!(free_left(&server, "chain-reads", 10).await, 8);
-    assert_eq!(last_decision(&server).await.outcome, Outcome::PaymentRequired);
+    assert_eq!(unpaid(&server, BALANCE, Outcome::PaymentRequired, None).await, unpaid_before + 1);
+    assert_eq!(last_decision(&server).await.outcome, Outcome::Free, "a count, not a row");
 
     // Invalid input with the header: the 402 at the base price, nothing taken. A 60-page
     // rotation would cost more than the base price; with a bad angle it is quoted the base.
@@ -542,7 +559,7 @@ async fn the_free_pool_serves_valid_unpaid_calls_that_ask_for_it() {
     let refused = expect_402(server.post(BALANCE, &json!({"chain": "base", "address": "nope"}), &free).await).await;
     assert!(error_text(&refused).contains("/address"), "{refused}");
     assert_eq!(free_left(&server, "chain-reads", 10).await, 8);
-    assert_eq!(last_decision(&server).await.outcome, Outcome::PaymentRequired);
+    assert_eq!(unpaid(&server, BALANCE, Outcome::PaymentRequired, Some("invalid_input")).await, 1);
 
     // The count resumes where it was.
     let response = server.post(BALANCE, &body, &free).await;
@@ -566,9 +583,7 @@ async fn a_used_up_pool_answers_free_pool_exhausted_and_the_address_check_has_it
     let refused = expect_402(server.post("/v1/chain/block", &chain, &free).await).await;
     assert_eq!(refused["error"], "free_pool_exhausted");
     assert_eq!(amount(&refused), 1000, "the block read's own price");
-    let decision = last_decision(&server).await;
-    assert_eq!(decision.outcome, Outcome::FreeExhausted);
-    assert_eq!(decision.error_code.as_deref(), Some("free_pool_exhausted"));
+    assert_eq!(unpaid(&server, "/v1/chain/block", Outcome::FreeExhausted, Some("free_pool_exhausted")).await, 1);
     assert_eq!(free_left(&server, "chain-reads", 2).await, 0);
 
     // The address check draws on its own pool of 30.
@@ -622,7 +637,8 @@ async fn free_pool_counts_survive_a_restart() {
     assert_eq!((response.status().as_u16(), remaining_header(&response).as_deref()), (200, Some("0")));
     let refused = expect_402(server.post(BALANCE, &body, &free).await).await;
     assert_eq!(refused["error"], "free_pool_exhausted");
-    assert_eq!(server.paywall.store().recent(10).await.unwrap().len(), 4, "the ledger kept its rows");
+    assert_eq!(rows(&server).await.len(), 3, "the ledger kept its rows: the free calls");
+    assert_eq!(unpaid(&server, BALANCE, Outcome::FreeExhausted, Some("free_pool_exhausted")).await, 1);
 }
 
 #[tokio::test]

@@ -205,9 +205,9 @@ async fn answer_result(answer: Answer, tool: Option<&Tool>, wrap: bool, links: O
             result
         }
         Answer::PaymentRequired(required) => match tool {
-            Some(tool) => results::payment_required(required.body, tool),
+            Some(tool) => results::payment_required(required.body.value.clone(), tool),
             // Every route of a served family is one of its tools; unreachable in practice.
-            None => CallToolResult::structured_error(required.body),
+            None => CallToolResult::structured_error(required.body.value.clone()),
         },
         Answer::Failed(failure) => results::failure(ApiError::from(failure)),
     }

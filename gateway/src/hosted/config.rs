@@ -12,6 +12,7 @@
 //! database = "/var/lib/paperchain/hosted.sqlite" # default: <data dir>/hosted.sqlite
 //! max_timeout_seconds = 300
 //! mpp_secret = "<64 hex digits>"                 # shared by every server behind one name
+//! retention_days = 90                             # what moved no money is kept this long
 //!
 //! [hosted.pay_to]                                 # at least one network
 //! base = "0x…"
@@ -28,7 +29,7 @@
 //! `PAPERCHAIN_SERVICE_NAME`, `PAPERCHAIN_ICON_URL`, `PAPERCHAIN_CLIENT_IP_HEADER`,
 //! `PAPERCHAIN_HOSTED_DB`, `PAPERCHAIN_PAY_TO_BASE`, `PAPERCHAIN_PAY_TO_POLYGON`,
 //! `PAPERCHAIN_PAY_TO_SOLANA`, `PAPERCHAIN_FREE_CHAIN_READS`, `PAPERCHAIN_FREE_ADDRESS_CHECK`,
-//! `PAPERCHAIN_FREE_DOCS`, `PAPERCHAIN_MPP_SECRET`.
+//! `PAPERCHAIN_FREE_DOCS`, `PAPERCHAIN_MPP_SECRET`, `PAPERCHAIN_LEDGER_RETENTION_DAYS`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -109,6 +110,9 @@ pub struct HostedConfig {
     /// Key of MPP challenge ids; servers behind one name must share it. Random per start
     /// when unset (challenges then die with the process, which their 5-minute life allows).
     pub mpp_secret: Option<[u8; 32]>,
+    /// How long the ledger keeps what moved no money (decisions and unpaid counts); money
+    /// rows are kept for good.
+    pub retention_days: u32,
 }
 
 /// Why the hosted configuration cannot be used.
@@ -137,6 +141,7 @@ struct FileHosted {
     #[serde(default)]
     free_pools: BTreeMap<String, u32>,
     mpp_secret: Option<String>,
+    retention_days: Option<u32>,
 }
 
 /// What the caller already knows: the file (if any), the data folder and the public URL
@@ -151,6 +156,9 @@ pub struct ConfigSources<'a> {
     /// The sandbox supplies its own facilitator and payee.
     pub sandbox: bool,
 }
+
+/// Days the ledger keeps what moved no money, unless configured.
+pub const DEFAULT_RETENTION_DAYS: u32 = 90;
 
 const POOLS: [FreePool; 3] = [FreePool::ChainReads, FreePool::AddressCheck, FreePool::Docs];
 
@@ -269,6 +277,18 @@ impl HostedConfig {
             }
             None => None,
         };
+        let retention_days = match env("PAPERCHAIN_LEDGER_RETENTION_DAYS") {
+            Some(text) => text.parse::<u32>().map_err(|_| {
+                ConfigError(format!("PAPERCHAIN_LEDGER_RETENTION_DAYS must be a whole number of days, not `{text}`"))
+            })?,
+            None => file.retention_days.unwrap_or(DEFAULT_RETENTION_DAYS),
+        };
+        if !(1..=36_500).contains(&retention_days) {
+            return Err(ConfigError(format!(
+                "{} must be between 1 and 36500 days, not {retention_days}",
+                origin("PAPERCHAIN_LEDGER_RETENTION_DAYS", "hosted.retention_days")
+            )));
+        }
         let default_database = if sources.sandbox { "sandbox.sqlite" } else { "hosted.sqlite" };
         Ok(HostedConfig {
             mpp_secret,
@@ -289,6 +309,7 @@ impl HostedConfig {
             max_timeout_seconds,
             pay_to,
             free_pools,
+            retention_days,
         })
     }
 
@@ -368,6 +389,7 @@ mod tests {
         assert_eq!(config.free_calls(FreePool::Docs), 10);
         assert_eq!(config.service_name, "Paperchain");
         assert!(config.client_ip_header.is_none());
+        assert_eq!(config.retention_days, DEFAULT_RETENTION_DAYS);
     }
 
     #[test]
@@ -387,7 +409,7 @@ mod tests {
     fn file_is_read_and_environment_wins() {
         let file = format!(
             "[hosted]\npublic_url = \"https://file.example.com\"\nfacilitator_url = \"https://f.example.com\"\n\
-             client_ip_header = \"X-Forwarded-For\"\nmax_timeout_seconds = 120\n\
+             client_ip_header = \"X-Forwarded-For\"\nmax_timeout_seconds = 120\nretention_days = 30\n\
              [hosted.pay_to]\nbase = \"{PAYEE}\"\npolygon = \"{PAYEE}\"\nsolana = \"9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM\"\n\
              [hosted.free_pools]\ndocs = 3\n"
         );
@@ -397,6 +419,7 @@ mod tests {
         assert_eq!(networks, ["eip155:8453", "eip155:137", "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"]);
         assert_eq!(config.free_calls(FreePool::Docs), 3);
         assert_eq!(config.max_timeout_seconds, 120);
+        assert_eq!(config.retention_days, 30);
         assert_eq!(config.client_ip_header.as_ref().map(|h| h.as_str()), Some("x-forwarded-for"));
         let config = load(&[("PAPERCHAIN_FREE_DOCS", "0")], Some(&file)).unwrap();
         assert_eq!(config.free_calls(FreePool::Docs), 0);
@@ -417,6 +440,8 @@ mod tests {
         assert!(with("PAPERCHAIN_FREE_CHAIN_READS", "ten").contains("PAPERCHAIN_FREE_CHAIN_READS"));
         assert!(with("PAPERCHAIN_CLIENT_IP_HEADER", "bad header").contains("client IP header"));
         assert!(with("PAPERCHAIN_MPP_SECRET", "abcd").contains("PAPERCHAIN_MPP_SECRET"));
+        assert!(with("PAPERCHAIN_LEDGER_RETENTION_DAYS", "a year").contains("PAPERCHAIN_LEDGER_RETENTION_DAYS"));
+        assert!(with("PAPERCHAIN_LEDGER_RETENTION_DAYS", "0").contains("PAPERCHAIN_LEDGER_RETENTION_DAYS"));
         let error = load(&minimal(), Some("[hosted]\nunknown_key = 1\n")).unwrap_err().0;
         assert!(error.contains("unknown_key"), "{error}");
         let error = load(&minimal(), Some("[hosted.pay_to]\nethereum = \"0x0\"\n")).unwrap_err().0;

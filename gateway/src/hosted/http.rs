@@ -6,10 +6,9 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use axum::Json;
 use axum::extract::ConnectInfo;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use paperchain_protocol::x402;
 
 use super::mpp::CACHE_CONTROL_RECEIPT;
@@ -64,9 +63,11 @@ pub fn add_delivery_headers(response: &mut Response, receipt: Option<&Receipt>, 
 /// 402 with the PaymentRequired object in the body and, base64, in `PAYMENT-REQUIRED`,
 /// and one `WWW-Authenticate: Payment` challenge per MPP method.
 pub fn payment_required(required: &Required) -> Response {
-    let mut response = (StatusCode::PAYMENT_REQUIRED, Json(&required.body)).into_response();
+    let mut response = Response::new(axum::body::Body::from(required.body.json.clone()));
+    *response.status_mut() = StatusCode::PAYMENT_REQUIRED;
     let headers = response.headers_mut();
-    if let Ok(value) = HeaderValue::from_str(&x402::encode(&required.body)) {
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Ok(value) = HeaderValue::from_str(&required.body.base64) {
         headers.insert(HeaderName::from_static(x402::PAYMENT_REQUIRED), value);
     }
     for challenge in &required.challenges {

@@ -45,7 +45,7 @@ use x402_types::proto;
 use super::config::{HostedConfig, PayTo};
 use super::facilitator::{FacilitatorFailure, PaymentFacilitator, Settled};
 use super::mpp::{MppConfig, MppError, RequestBinding, now_unix};
-use super::store::{Claim, Decision, FreeTake, Outcome, PaidRequest, PaymentOutcome, PaymentState, Store};
+use super::store::{Claim, Decision, FreeTake, Outcome, PaidRequest, PaymentOutcome, PaymentState, Pruned, Store};
 
 /// The time, injectable so tests can cross a UTC day.
 pub trait Clock: Send + Sync {
@@ -122,10 +122,33 @@ pub struct Receipt {
 /// A 402.
 pub struct Required {
     /// The PaymentRequired object (the body, and base64 in `PAYMENT-REQUIRED`).
-    pub body: Value,
+    pub body: Arc<RequiredBody>,
     /// `WWW-Authenticate: Payment` challenges (MPP), one per offered method.
     pub challenges: Vec<String>,
 }
+
+/// A PaymentRequired object, serialized once: the same quote goes to every unpaid caller
+/// of a route at one price, and writing its 10 KB twice per 402 (JSON, then base64) cost
+/// more than the rest of the refusal.
+pub struct RequiredBody {
+    /// The object.
+    pub value: Value,
+    /// Its JSON: the 402's body.
+    pub json: bytes::Bytes,
+    /// The JSON in base64: the `PAYMENT-REQUIRED` header.
+    pub base64: String,
+}
+
+impl RequiredBody {
+    fn new(value: Value) -> RequiredBody {
+        let json = bytes::Bytes::from(value.to_string());
+        let base64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &json);
+        RequiredBody { value, json, base64 }
+    }
+}
+
+/// Most quotes kept serialized (routes × prices seen); past it the cache starts over.
+const QUOTE_CACHE: usize = 4096;
 
 /// What the front door answers.
 pub enum Answer {
@@ -173,8 +196,12 @@ pub struct Paywall {
     facilitator_timeout: Duration,
     run_timeout: Duration,
     mpp: Option<MppConfig>,
+    /// The PaymentRequired bodies of quotes without an error, by route path and price.
+    quotes: std::sync::Mutex<HashMap<(&'static str, u64), Arc<RequiredBody>>>,
 }
 
+/// How often the unpaid refusals counted in memory are added to the store.
+pub const COUNT_FLUSH: Duration = Duration::from_secs(5);
 /// How long a facilitator call may take before the call is answered 503.
 pub const FACILITATOR_TIMEOUT: Duration = Duration::from_secs(20);
 /// What a 503 for an unavailable facilitator suggests.
@@ -208,6 +235,7 @@ impl Paywall {
             facilitator_timeout: FACILITATOR_TIMEOUT,
             run_timeout: Duration::from_secs(120),
             mpp: None,
+            quotes: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -240,14 +268,34 @@ impl Paywall {
         &self.store
     }
 
-    /// Housekeeping, hourly while the server runs: free-pool counts of past days are
-    /// deleted, claims left by a call that never finished (a crash in another process
-    /// sharing the database) are marked abandoned, which keeps them refused, and a network
-    /// still waiting for its fee payer (the facilitator was down at start) asks again.
+    /// Housekeeping while the server runs. Every [`COUNT_FLUSH`] the unpaid refusals
+    /// counted in memory are written. Hourly (and at start): free-pool counts of past days
+    /// are deleted, and so is what moved no money and is older than the retention period;
+    /// claims left by a call that never finished (a crash in another process sharing the
+    /// database) are marked abandoned, which keeps them refused; and a network still
+    /// waiting for its fee payer (the facilitator was down at start) asks again.
     pub async fn maintain(self: Arc<Self>) {
-        let mut tick = tokio::time::interval(Duration::from_secs(3600));
+        let mut flush = tokio::time::interval(COUNT_FLUSH);
+        flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut hourly = tokio::time::interval(Duration::from_secs(3600));
         loop {
-            tick.tick().await;
+            tokio::select! {
+                _ = flush.tick() => {
+                    if let Err(e) = self.store.flush_counts().await {
+                        tracing::error!(error = %e, "writing the unpaid counts failed; kept for the next try");
+                    }
+                    continue;
+                }
+                _ = hourly.tick() => {}
+            }
+            let retention = Duration::from_secs(u64::from(self.config.retention_days) * 24 * 3600);
+            match self.store.prune(self.clock.now() - retention).await {
+                Ok(pruned) if pruned != Pruned::default() => {
+                    tracing::info!(?pruned, days = self.config.retention_days, "ledger: deleted what is past retention")
+                }
+                Ok(_) => {}
+                Err(e) => tracing::error!(error = %e, "ledger retention failed"),
+            }
             if self.waiting_for_fee_payer().await
                 && let Err(e) = self.learn_supported().await
             {
@@ -282,6 +330,8 @@ impl Paywall {
             .map_err(|e| format!("the facilitator's /supported failed: {e:?}"))?;
         let supported = serde_json::to_value(&supported).unwrap_or(Value::Null);
         let mut extras = self.extras.write().await;
+        // The requirements change: quotes serialized with the old ones are stale.
+        self.quotes.lock().unwrap_or_else(|p| p.into_inner()).clear();
         for pay_to in &self.config.pay_to {
             if pay_to.network.eip712.is_some() {
                 continue;
@@ -362,7 +412,13 @@ impl Paywall {
             }
             Some(Payment::Mpp(ref header)) => self.paid_mpp(&call, header, ctx, &mut decision).await,
         };
-        if let Err(e) = self.store.record(&decision).await {
+        // A call that carried no payment and was refused is a count, not a row: unpaid
+        // callers can neither grow the file without bound nor make every refusal a write.
+        let refused =
+            matches!(decision.outcome, Outcome::PaymentRequired | Outcome::FreeExhausted | Outcome::InvalidInput);
+        if call.payment.is_none() && refused {
+            self.store.count_unpaid(&decision);
+        } else if let Err(e) = self.store.record(&decision).await {
             // The ledger is the record of money; failing to write it is loud, but the
             // answer (and any settlement already made) stands.
             tracing::error!(error = %e, path = decision.route, "writing the ledger failed");
@@ -757,13 +813,32 @@ impl Paywall {
     }
 
     async fn required(&self, call: &Call<'_>, price: Price, error: Option<String>) -> Answer {
-        let body = self.payment_required(call.route, price, error).await;
+        let body = match error {
+            // An error names this input: built for it alone.
+            Some(error) => Arc::new(RequiredBody::new(self.payment_required(call.route, price, Some(error)).await)),
+            None => self.quote_body(call.route, price).await,
+        };
         // MPP is an HTTP authentication scheme: challenges only where the request can be bound.
         let challenges = match (&self.mpp, &call.binding) {
             (Some(mpp), Some(binding)) => mpp.challenges(price.units(), binding),
             _ => Vec::new(),
         };
         Answer::PaymentRequired(Box::new(Required { body, challenges }))
+    }
+
+    /// The serialized PaymentRequired of `route` at `price` without an error, built once.
+    async fn quote_body(&self, route: &RouteEntry, price: Price) -> Arc<RequiredBody> {
+        let key = (route.info().path, price.units());
+        if let Some(body) = self.quotes.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return body.clone();
+        }
+        let body = Arc::new(RequiredBody::new(self.payment_required(route, price, None).await));
+        let mut quotes = self.quotes.lock().unwrap_or_else(|p| p.into_inner());
+        if quotes.len() >= QUOTE_CACHE {
+            quotes.clear();
+        }
+        quotes.insert(key, body.clone());
+        body
     }
 
     async fn release(&self, key: [u8; 32]) {

@@ -25,13 +25,25 @@
 //! answer delivered again without paying twice ([`Store::redeliver`]). Text fields are
 //! clipped (see [`MAX_TEXT`]) so that hostile header values cannot bloat the file.
 //!
+//! Refusals of calls that carried no payment (the 402 quote, a free pool used up, a body
+//! too large) are not a row each: an unpaid caller could otherwise grow
+//! the file without bound and make every refusal a write. They are counted in memory per
+//! hour, route, outcome and error code, and the counts are added to `unpaid_counts` every
+//! few seconds ([`Store::flush_counts`]; [`Store::close`] flushes too, so only a crash can
+//! lose the last few seconds of counts, never a row about money).
+//!
+//! Retention ([`Store::prune`]): decisions that moved no money and unpaid counts older
+//! than the retention period are deleted (free-pool days once they are past); rows about
+//! money (paid, settle failed, redelivered) and the replay guard's claims are kept for good.
+//!
 //! The schema is created on open; migrations are plain SQL below (`MIGRATIONS`), applied
 //! once each under `BEGIN IMMEDIATE` and recorded in `schema_version`.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sqlx::Row;
@@ -97,6 +109,18 @@ ALTER TABLE payments ADD COLUMN payment_id TEXT;      -- the payload's payment-i
 ALTER TABLE payments ADD COLUMN request_sha256 TEXT;  -- hex sha256 of the request body bytes
 ALTER TABLE payments ADD COLUMN payer TEXT;           -- the payer the settlement named
 ALTER TABLE payments ADD COLUMN redelivered INTEGER NOT NULL DEFAULT 0;
+"#,
+    // 3: unpaid refusals as counts per hour (no row each), and the index retention deletes by.
+    r#"
+CREATE TABLE IF NOT EXISTS unpaid_counts (
+    hour        INTEGER NOT NULL,                 -- unix hours, UTC
+    route       TEXT NOT NULL,
+    outcome     TEXT NOT NULL,
+    error_code  TEXT NOT NULL DEFAULT '',
+    count       INTEGER NOT NULL CHECK (count >= 0),
+    PRIMARY KEY (hour, route, outcome, error_code)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS decisions_at ON decisions (at_ms);
 "#,
 ];
 
@@ -388,7 +412,18 @@ impl Outcome {
     pub fn is_paid(self) -> bool {
         matches!(self, Outcome::Paid | Outcome::MppPaid)
     }
+
+    /// Whether rows of this outcome are kept for good (retention never deletes them): money
+    /// moved, may have moved, or an answer was delivered again on a settled payment.
+    pub fn kept_for_good(self) -> bool {
+        self.moves_money() || self == Outcome::Redelivered
+    }
 }
+
+/// The outcomes [`Outcome::kept_for_good`] names, as retention's SQL lists them (a unit
+/// test holds the two together).
+#[cfg(test)]
+const KEPT_FOR_GOOD: [&str; 4] = ["paid", "mpp_paid", "settle_failed", "redelivered"];
 
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -459,6 +494,33 @@ pub struct Totals {
     pub settled_amount: u64,
 }
 
+/// How many unpaid refusals one hour saw for one route, outcome and error code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnpaidCount {
+    /// The start of the hour (UTC).
+    pub hour: OffsetDateTime,
+    /// Route path.
+    pub route: String,
+    /// The refusal.
+    pub outcome: Outcome,
+    /// The error code answered, if any.
+    pub error_code: Option<String>,
+    /// How many.
+    pub count: u64,
+}
+
+/// What [`Store::prune`] deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Decisions that moved no money.
+    pub decisions: u64,
+    /// Hours of unpaid counts (one row per hour, route, outcome and error code).
+    pub unpaid_counts: u64,
+}
+
+/// An unpaid refusal's bucket: unix hour, route, outcome, error code ("" for none).
+type CountKey = (i64, String, Outcome, String);
+
 /// The hosted state: cheap to clone (one shared pool inside).
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -474,6 +536,8 @@ struct Inner {
     /// callers must not be able to make the server flush the disk on every request.
     relaxed: SqlitePool,
     path: Option<PathBuf>,
+    /// Unpaid refusals counted since the last flush.
+    counts: Mutex<HashMap<CountKey, u64>>,
 }
 
 impl Store {
@@ -507,7 +571,7 @@ impl Store {
             .connect_with(connect.clone())
             .await
             .map_err(open_error)?;
-        let store = Store { inner: Arc::new(Inner { relaxed: pool.clone(), pool, path: Some(path.clone()) }) };
+        let store = Store::from_pools(pool.clone(), pool, Some(path.clone()));
         store.migrate(&path).await?;
         // Opened after migration, so it never races it on a new file.
         let relaxed = SqlitePoolOptions::new()
@@ -515,8 +579,7 @@ impl Store {
             .connect_with(connect.synchronous(SqliteSynchronous::Normal))
             .await
             .map_err(open_error)?;
-        let store =
-            Store { inner: Arc::new(Inner { relaxed, pool: store.inner.pool.clone(), path: Some(path.clone()) }) };
+        let store = Store::from_pools(store.inner.pool.clone(), relaxed, Some(path.clone()));
         let mode = sqlx::query_scalar::<_, String>("PRAGMA journal_mode")
             .fetch_one(&store.inner.pool)
             .await
@@ -543,9 +606,13 @@ impl Store {
             .max_lifetime(None)
             .connect_with(connect)
             .await?;
-        let store = Store { inner: Arc::new(Inner { relaxed: pool.clone(), pool, path: None }) };
+        let store = Store::from_pools(pool.clone(), pool, None);
         store.migrate(Path::new(":memory:")).await?;
         Ok(store)
+    }
+
+    fn from_pools(pool: SqlitePool, relaxed: SqlitePool, path: Option<PathBuf>) -> Store {
+        Store { inner: Arc::new(Inner { pool, relaxed, path, counts: Mutex::new(HashMap::new()) }) }
     }
 
     /// The file behind the store (`None` in memory).
@@ -565,8 +632,12 @@ impl Store {
             .await?)
     }
 
-    /// Closes every connection (checkpointing the WAL); clones of the store stop working.
+    /// Adds the counts of the calls since the last flush, then closes every connection
+    /// (checkpointing the WAL); clones of the store stop working.
     pub async fn close(&self) {
+        if let Err(e) = self.flush_counts().await {
+            tracing::error!(error = %e, "store: the last unpaid counts could not be written");
+        }
         self.inner.relaxed.close().await;
         self.inner.pool.close().await;
     }
@@ -883,6 +954,112 @@ impl Store {
         Ok(id)
     }
 
+    /// Counts an unpaid refusal (a call that carried no payment: see the module's
+    /// documentation) in its hour, route, outcome and error code; in memory until the next
+    /// [`flush_counts`](Store::flush_counts).
+    pub fn count_unpaid(&self, decision: &Decision) {
+        let key = (
+            decision.at.unix_timestamp().div_euclid(3600),
+            clip(&decision.route, MAX_TEXT).to_string(),
+            decision.outcome,
+            decision.error_code.as_deref().map(|c| clip(c, MAX_TEXT)).unwrap_or("").to_string(),
+        );
+        *self.inner.counts.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_insert(0) += 1;
+    }
+
+    /// Adds the unpaid refusals counted since the last flush to `unpaid_counts`, in one
+    /// transaction; counts that could not be written are kept for the next flush.
+    pub async fn flush_counts(&self) -> Result<(), StoreError> {
+        let taken = std::mem::take(&mut *self.inner.counts.lock().unwrap_or_else(|p| p.into_inner()));
+        if taken.is_empty() {
+            return Ok(());
+        }
+        let written = async {
+            let mut tx = self.inner.relaxed.begin().await?;
+            for ((hour, route, outcome, error_code), count) in &taken {
+                sqlx::query(
+                    "INSERT INTO unpaid_counts (hour, route, outcome, error_code, count) VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (hour, route, outcome, error_code) DO UPDATE SET count = count + excluded.count",
+                )
+                .bind(hour)
+                .bind(route)
+                .bind(outcome.as_str())
+                .bind(error_code)
+                .bind(i64::try_from(*count).unwrap_or(i64::MAX))
+                .execute(&mut *tx)
+                .await?;
+            }
+            tx.commit().await
+        }
+        .await;
+        if let Err(e) = written {
+            let mut counts = self.inner.counts.lock().unwrap_or_else(|p| p.into_inner());
+            for (key, count) in taken {
+                *counts.entry(key).or_insert(0) += count;
+            }
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// The unpaid refusals counted, oldest hour first (flushed first, so the latest count).
+    pub async fn unpaid_counts(&self) -> Result<Vec<UnpaidCount>, StoreError> {
+        self.flush_counts().await?;
+        let rows = sqlx::query(
+            "SELECT hour, route, outcome, error_code, count FROM unpaid_counts ORDER BY hour, route, outcome, error_code",
+        )
+        .fetch_all(&self.inner.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let hour: i64 = row.try_get(0)?;
+                let outcome: String = row.try_get(2)?;
+                let error_code: String = row.try_get(3)?;
+                let count: i64 = row.try_get(4)?;
+                let corrupt = |detail: String| StoreError::Corrupt { table: "unpaid_counts", detail };
+                Ok(UnpaidCount {
+                    hour: OffsetDateTime::from_unix_timestamp(hour.saturating_mul(3600))
+                        .map_err(|_| corrupt(format!("hour {hour} is out of range")))?,
+                    route: row.try_get(1)?,
+                    outcome: Outcome::parse(&outcome).ok_or_else(|| corrupt(format!("unknown outcome `{outcome}`")))?,
+                    error_code: Some(error_code).filter(|c| !c.is_empty()),
+                    count: u64::try_from(count).unwrap_or(0),
+                })
+            })
+            .collect()
+    }
+
+    /// Deletes what is older than `before`: decisions that moved no money and unpaid
+    /// counts (free-pool days go sooner: [`prune_free_before`](Store::prune_free_before)).
+    /// Money rows and payment claims stay. Deleted in batches, so
+    /// calls in between are never kept waiting long for the write lock.
+    pub async fn prune(&self, before: OffsetDateTime) -> Result<Pruned, StoreError> {
+        self.flush_counts().await?;
+        let cutoff_ms = i64::try_from(before.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MIN);
+        let cutoff_hour = before.unix_timestamp().div_euclid(3600);
+        let mut pruned = Pruned::default();
+        loop {
+            let done = sqlx::query(
+                "DELETE FROM decisions WHERE id IN (SELECT id FROM decisions WHERE at_ms < ?1
+                     AND outcome NOT IN ('paid', 'mpp_paid', 'settle_failed', 'redelivered') LIMIT 5000)",
+            )
+            .bind(cutoff_ms)
+            .execute(&self.inner.relaxed)
+            .await?
+            .rows_affected();
+            pruned.decisions += done;
+            if done < 5000 {
+                break;
+            }
+        }
+        pruned.unpaid_counts = sqlx::query("DELETE FROM unpaid_counts WHERE hour < ?1")
+            .bind(cutoff_hour)
+            .execute(&self.inner.relaxed)
+            .await?
+            .rows_affected();
+        Ok(pruned)
+    }
+
     /// The `limit` latest decisions, newest first.
     pub async fn recent(&self, limit: u32) -> Result<Vec<Decision>, StoreError> {
         let rows = sqlx::query(
@@ -984,6 +1161,71 @@ mod tests {
 
     async fn file_store(dir: &tempfile::TempDir) -> Store {
         Store::open(dir.path().join("hosted.sqlite")).await.unwrap()
+    }
+
+    #[test]
+    fn retention_keeps_exactly_the_outcomes_kept_for_good() {
+        let kept: Vec<&str> = Outcome::ALL.iter().filter(|o| o.kept_for_good()).map(|o| o.as_str()).collect();
+        assert_eq!(kept, KEPT_FOR_GOOD);
+    }
+
+    #[tokio::test]
+    async fn unpaid_refusals_are_counts_per_hour_and_retention_keeps_the_money() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = file_store(&dir).await;
+        let hour = |h: i64| datetime!(2026-03-14 10:00 UTC) + time::Duration::hours(h);
+        let refusal = |h: i64, outcome: Outcome, error: Option<&str>| {
+            let mut d = Decision::new("/v1/chain/gas", "get_gas_price", outcome);
+            d.at = hour(h) + time::Duration::minutes(59);
+            d.error_code = error.map(str::to_string);
+            d
+        };
+        store.count_unpaid(&refusal(0, Outcome::PaymentRequired, None));
+        store.count_unpaid(&refusal(0, Outcome::PaymentRequired, None));
+        store.count_unpaid(&refusal(0, Outcome::FreeExhausted, Some("free_pool_exhausted")));
+        store.count_unpaid(&refusal(1, Outcome::PaymentRequired, None));
+        assert!(store.recent(10).await.unwrap().is_empty(), "no row for any of them");
+        // Written when the store closes: a restarted server reads them back.
+        store.close().await;
+        let store = file_store(&dir).await;
+        let count = |h: i64, outcome: Outcome, error: Option<&str>, count: u64| UnpaidCount {
+            hour: hour(h),
+            route: "/v1/chain/gas".into(),
+            outcome,
+            error_code: error.map(str::to_string),
+            count,
+        };
+        assert_eq!(
+            store.unpaid_counts().await.unwrap(),
+            vec![
+                count(0, Outcome::FreeExhausted, Some("free_pool_exhausted"), 1),
+                count(0, Outcome::PaymentRequired, None, 2),
+                count(1, Outcome::PaymentRequired, None, 1),
+            ]
+        );
+        // The same hour adds up.
+        store.count_unpaid(&refusal(1, Outcome::PaymentRequired, None));
+        store.flush_counts().await.unwrap();
+        assert_eq!(store.unpaid_counts().await.unwrap()[2].count, 2);
+
+        // Rows of old money stay; an old free call and old counts go.
+        for outcome in [Outcome::Paid, Outcome::SettleFailed, Outcome::Redelivered, Outcome::Free] {
+            let mut d = Decision::new("/v1/chain/gas", "get_gas_price", outcome);
+            d.at = hour(0);
+            store.record(&d).await.unwrap();
+        }
+        let mut recent = Decision::new("/v1/chain/gas", "get_gas_price", Outcome::Free);
+        recent.at = hour(48);
+        store.record(&recent).await.unwrap();
+        store.count_unpaid(&refusal(48, Outcome::PaymentRequired, None));
+
+        let pruned = store.prune(hour(24)).await.unwrap();
+        assert_eq!(pruned, Pruned { decisions: 1, unpaid_counts: 3 });
+        let kept: Vec<Outcome> = store.recent(10).await.unwrap().iter().map(|d| d.outcome).collect();
+        assert_eq!(kept, [Outcome::Free, Outcome::Redelivered, Outcome::SettleFailed, Outcome::Paid]);
+        assert_eq!(store.unpaid_counts().await.unwrap(), vec![count(48, Outcome::PaymentRequired, None, 1)]);
+        assert_eq!(store.prune(hour(24)).await.unwrap(), Pruned::default(), "nothing more to delete");
+        store.close().await;
     }
 
     #[tokio::test]
@@ -1458,7 +1700,10 @@ mod tests {
             pool.close().await;
         }
         let store = Store::open(&path).await.unwrap();
-        assert_eq!(store.schema_version().await.unwrap(), 2);
+        assert_eq!(store.schema_version().await.unwrap(), 3);
+        // Version 3's counts work in the old file.
+        store.count_unpaid(&Decision::new("/v1/a", "a", Outcome::PaymentRequired));
+        assert_eq!(store.unpaid_counts().await.unwrap().len(), 1);
         assert_eq!(
             store.claim_payment(&key(8), "/v1/a", "eip155:8453").await.unwrap(),
             Claim::AlreadyUsed { state: PaymentState::Settled }
