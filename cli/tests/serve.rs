@@ -304,6 +304,16 @@ fn the_service_unit_is_one_systemd_accepts() {
     assert!(!unit_path.exists() && !config.join("paperchain/service.env").exists());
 }
 
+/// A child process killed when the test ends, however it ends.
+struct KilledOnDrop(std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `paperchain` as a user of `data` whose local server writes its address in `runtime`.
 fn as_user(data: &std::path::Path, runtime: &std::path::Path, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_paperchain"));
@@ -343,17 +353,19 @@ fn call_goes_through_the_server_that_serves_the_data_folder() {
     };
     let said = |out: &std::process::Output| String::from_utf8_lossy(&out.stderr).to_string();
 
-    let mut server = as_user(data, runtime, &["serve", "--listen", "127.0.0.1:0"])
+    let server = as_user(data, runtime, &["serve", "--listen", "127.0.0.1:0"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // Killed if an assertion fails before the end stops it.
+    let mut server = KilledOnDrop(server);
     let deadline = Instant::now() + Duration::from_secs(30);
     let instance = loop {
         if let Some(found) = paperchain_server::instance::find(runtime, data) {
             break found;
         }
-        assert!(server.try_wait().unwrap().is_none(), "the server exited");
+        assert!(server.0.try_wait().unwrap().is_none(), "the server exited");
         assert!(Instant::now() < deadline, "the server wrote no address file");
         std::thread::sleep(Duration::from_millis(50));
     };
@@ -418,8 +430,8 @@ fn call_goes_through_the_server_that_serves_the_data_folder() {
     // --standalone runs here, as does every call once the server is gone.
     let here = call(&["inspect_pdf_document", "-f", &file, "--standalone"]);
     assert!(here.status.success(), "{}", said(&here));
-    Command::new("kill").args(["-INT", &server.id().to_string()]).status().unwrap();
-    assert!(server.wait().unwrap().success());
+    Command::new("kill").args(["-INT", &server.0.id().to_string()]).status().unwrap();
+    assert!(server.0.wait().unwrap().success());
     let after = call(&["inspect_pdf_document", "-f", &file]);
     assert!(after.status.success(), "{}", said(&after));
     let rows = ledger(&[]);
