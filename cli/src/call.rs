@@ -84,7 +84,7 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
             tracing::debug!(url = %server.base_url, pid = server.pid, "calling through the running local server");
             crate::call_server::call(&server, entry, input, &args).await?
         }
-        None => run_here(entry, input, &args).await?,
+        None => run_here(&data_dir, entry, input, &args).await?,
     };
     let reply = match reply {
         Ok(reply) => reply,
@@ -108,7 +108,7 @@ pub type Outcome = Result<Reply<Value>, ExitCode>;
 
 /// The call in this process: the engine here, or the hosted service through this
 /// process's paying client, asking at this terminal before a payment above the threshold.
-async fn run_here(entry: &RouteEntry, input: Value, args: &CallArgs) -> anyhow::Result<Outcome> {
+async fn run_here(data_dir: &Path, entry: &RouteEntry, input: Value, args: &CallArgs) -> anyhow::Result<Outcome> {
     if input.get("output").and_then(Value::as_str) == Some("url") {
         bail!("{URL_NEEDS_SERVER}");
     }
@@ -125,7 +125,7 @@ async fn run_here(entry: &RouteEntry, input: Value, args: &CallArgs) -> anyhow::
     bar.enable_steady_tick(Duration::from_millis(120));
     let ctx = ctx.with_progress(Arc::new(BarProgress(bar.clone())));
     let approver = Arc::new(crate::paying::TerminalApprover { bar: Some(bar.clone()) });
-    let client = crate::paying::client(&crate::data_dir(), &ctx, approver, &Default::default()).await?;
+    let client = crate::paying::client(data_dir, &ctx, approver, &Default::default()).await?;
     let mode = args.route.as_deref().map(str::parse).transpose().map_err(|e: String| anyhow!("--route: {e}"))?;
     let call = routed::Call {
         route: entry,

@@ -24,7 +24,7 @@ use sha2::{Digest as _, Sha256};
 use crate::call::{CallArgs, Outcome};
 
 /// The `User-Agent` these calls carry: the ledger's client of the call.
-pub fn user_agent() -> String {
+fn user_agent() -> String {
     format!("paperchain-cli/{}", env!("CARGO_PKG_VERSION"))
 }
 

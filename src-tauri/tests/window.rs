@@ -284,7 +284,6 @@ fn answer_save_dialog(display: &str, title: &str, path: &Path) {
 /// A private D-Bus session bus, as a desktop session has (the single-instance name and the
 /// tray's menu live on it), listening in `dir`; nothing is activated on it on demand.
 fn start_session_bus(dir: &Path) -> (Running, String) {
-    use std::io::BufRead as _;
     let config = dir.join("bus.conf");
     std::fs::write(
         &config,
@@ -302,17 +301,21 @@ fn start_session_bus(dir: &Path) -> (Running, String) {
         ),
     )
     .unwrap();
-    let mut child = Command::new("dbus-daemon")
-        .arg(format!("--config-file={}", config.display()))
-        .args(["--nofork", "--nopidfile", "--print-address=1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("dbus-daemon (Debian's dbus-daemon; `cargo xtask setup` installs it)");
-    let mut address = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut address).unwrap();
+    let mut daemon = Command::new("dbus-daemon");
+    daemon.arg(format!("--config-file={}", config.display())).args(["--nofork", "--nopidfile", "--print-address=1"]);
+    let (running, address) = first_line(daemon, "dbus-daemon (Debian's dbus-daemon; `cargo xtask setup` installs it)");
     assert!(address.starts_with("unix:"), "dbus-daemon printed {address:?}");
-    (Running(child), address.trim().to_string())
+    (running, address.trim().to_string())
+}
+
+/// Starts `command` and reads the first line it prints (where it is, what it serves).
+fn first_line(mut command: Command, what: &str) -> (Running, String) {
+    use std::io::BufRead as _;
+    let mut child =
+        command.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    (Running(child), line)
 }
 
 /// `dbus-send --print-reply` on the session bus at `bus`; what it printed.
@@ -458,18 +461,12 @@ d.flush()
 /// The hosted sandbox (`paperchain serve --hosted --sandbox`: a local chain, a test USDC,
 /// the facilitator in process) the app's wallet pays in this test; its first stdout line.
 fn start_sandbox(paperchain: &Path, data: &Path, port: u16) -> (Running, Value) {
-    use std::io::BufRead as _;
-    let mut child = Command::new(paperchain)
+    let mut sandbox = Command::new(paperchain);
+    sandbox
         .args(["serve", "--hosted", "--sandbox", "--listen", &format!("127.0.0.1:{port}")])
         .env("PAPERCHAIN_DATA_DIR", data)
-        .env("PAPERCHAIN_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("paperchain serve --hosted --sandbox");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let running = Running(child);
+        .env("PAPERCHAIN_LOG", "warn");
+    let (running, line) = first_line(sandbox, "paperchain serve --hosted --sandbox");
     let line: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("the sandbox's first line {line:?}: {e}"));
     (running, line["sandbox"].clone())
 }
