@@ -163,6 +163,11 @@ pub trait Route: Send + Sync + 'static {
     /// Path, name, family, texts, price, pool.
     const INFO: RouteInfo;
 
+    /// Whether `run` is heavy work (rendering, compression, OCR, a conversion): it then
+    /// waits for a turn at the context's [`crate::work_gate::WorkGate`], and past its queue
+    /// the call is 503 `busy`.
+    const HEAVY: bool = false;
+
     /// Checks the input and loads what it refers to. Every input error is found here.
     fn prepare(input: Self::Input, ctx: &Context) -> impl Future<Output = Result<Self::Prepared, EngineError>> + Send;
 
@@ -218,6 +223,7 @@ impl<R: Route> ErasedRoute for Erased<R> {
             let price = R::quote(&prepared);
             let run = Box::new(move |ctx: Context| -> BoxFuture<'static, _> {
                 Box::pin(async move {
+                    let _turn = if R::HEAVY { Some(ctx.heavy.enter().await?) } else { None };
                     match R::run(prepared, &ctx).await? {
                         Reply::Json(value) => serde_json::to_value(value)
                             .map(Reply::Json)
@@ -234,6 +240,7 @@ impl<R: Route> ErasedRoute for Erased<R> {
 /// A route in the catalog.
 pub struct RouteEntry {
     info: RouteInfo,
+    heavy: bool,
     route: Box<dyn ErasedRoute>,
 }
 
@@ -241,6 +248,12 @@ impl RouteEntry {
     /// The route's description.
     pub fn info(&self) -> &RouteInfo {
         &self.info
+    }
+
+    /// Whether the route's operation is heavy work ([`Route::HEAVY`]), run under the
+    /// context's bound and refused with 503 `busy` past its queue.
+    pub fn heavy(&self) -> bool {
+        self.heavy
     }
 
     /// JSON Schema of the request body.
@@ -298,7 +311,7 @@ impl Catalog {
             info.path,
             info.operation
         );
-        self.routes.push(RouteEntry { info, route: Box::new(Erased::<R>(std::marker::PhantomData)) });
+        self.routes.push(RouteEntry { info, heavy: R::HEAVY, route: Box::new(Erased::<R>(std::marker::PhantomData)) });
     }
 
     /// All routes.

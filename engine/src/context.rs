@@ -96,6 +96,9 @@ pub struct Context {
     pub progress: Arc<dyn Progress>,
     /// What routes keep between calls, shared by the context's clones.
     pub state: RouteState,
+    /// The bound on heavy work (rendering, compression, OCR, conversions), shared by the
+    /// context's clones.
+    pub heavy: Arc<crate::work_gate::WorkGate>,
 }
 
 impl Context {
@@ -120,6 +123,7 @@ impl Context {
             limits: Limits::default(),
             progress: Arc::new(NoProgress),
             state: RouteState::default(),
+            heavy: Arc::new(crate::work_gate::WorkGate::new(crate::work_gate::GateConfig::from_env())),
         }
     }
 

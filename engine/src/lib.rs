@@ -37,6 +37,7 @@ pub mod sanctions;
 pub mod sandbox;
 pub mod soffice;
 pub mod statement;
+pub mod work_gate;
 pub mod xml;
 
 pub use catalog::{Catalog, Family, FreePool, RouteInfo};

@@ -108,7 +108,7 @@ fn error_responses() -> Value {
         "InvalidInput": error("The input is invalid; `field` names the field at fault."),
         "TooManyRequests": error("An upstream rate-limited the call; see Retry-After."),
         "BadGateway": error("An upstream answer could not be used."),
-        "Unavailable": error("The service or an upstream is unavailable; see Retry-After."),
+        "Unavailable": error("The service, a tool it needs or an upstream is unavailable, or every worker of a heavy route is busy and its queue is full (`busy`); see Retry-After."),
         "Timeout": error("The call or an upstream took too long."),
         "Internal": error("A defect on our side.")
     })
@@ -162,6 +162,10 @@ fn path_item(
         for (status, name) in [("429", "TooManyRequests"), ("502", "BadGateway"), ("503", "Unavailable")] {
             responses.insert(status.into(), reference(name));
         }
+    }
+    // Heavy work past its bound is 503 `busy` (with Retry-After).
+    if entry.heavy() {
+        responses.insert("503".into(), reference("Unavailable"));
     }
     responses.insert("504".into(), reference("Timeout"));
     responses.insert("500".into(), reference("Internal"));

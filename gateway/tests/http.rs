@@ -242,3 +242,52 @@ async fn a_report_comes_as_a_header_beside_the_bytes_and_as_a_field_in_json() {
     let (_, answer) = server.post_json("/v1/pdf/rotate", &plain).await;
     assert!(answer.get("report").is_none(), "{answer}");
 }
+
+#[tokio::test]
+async fn heavy_work_past_its_workers_and_queue_is_busy_and_light_routes_still_answer() {
+    use paperchain_engine::work_gate::{GateConfig, WorkGate};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut ctx = paperchain_engine::Context::new();
+    ctx.heavy = Arc::new(WorkGate::new(GateConfig { workers: 1, queue: 1 }));
+    let gate = Arc::clone(&ctx.heavy);
+    let server = start_full(dir.path(), None, ctx).await;
+    let file = file_input("sample-files/pdflatex-4-pages.pdf");
+    let compress = json!({ "file": file, "mode": "lossless" });
+
+    // The one worker is taken; a first heavy call waits in the one place of the queue.
+    let held = gate.enter().await.unwrap();
+    let waiting = tokio::spawn({
+        let (client, url, body) = (server.client.clone(), format!("{}/v1/pdf/compress", server.base), compress.clone());
+        async move { client.post(url).json(&body).send().await.unwrap().status().as_u16() }
+    });
+    while gate.waiting() == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+
+    // One more is refused at once: 503 `busy`, Retry-After, nothing run.
+    let response = server.post("/v1/pdf/to-images", &json!({ "file": file, "format": "png", "pages": "1" })).await;
+    assert_eq!(response.status().as_u16(), 503);
+    assert_eq!(response.headers()["retry-after"], "5");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "busy", "{body}");
+
+    // A light route does not queue behind heavy work.
+    let response = server.post("/v1/pdf/rotate", &json!({ "file": file, "degrees": 90 })).await;
+    assert_eq!(response.status().as_u16(), 200);
+
+    // The turn given back, the waiting call runs; after it the gate is empty again.
+    drop(held);
+    assert_eq!(waiting.await.unwrap(), 200);
+    assert_eq!((gate.running(), gate.waiting()), (0, 0));
+    let response = server.post("/v1/pdf/to-images", &json!({ "file": file, "format": "png", "pages": "1" })).await;
+    assert_eq!(response.status().as_u16(), 200);
+
+    // The published document says which routes can answer so.
+    let openapi: Value =
+        server.client.get(format!("{}/openapi.json", server.base)).send().await.unwrap().json().await.unwrap();
+    let responses = |path: &str| openapi["paths"][path]["post"]["responses"].clone();
+    assert!(responses("/v1/pdf/to-images").get("503").is_some());
+    assert!(responses("/v1/pdf/rotate").get("503").is_none());
+}

@@ -136,6 +136,7 @@ pub struct BankStatement {
 pub struct BankStatementRoute;
 
 impl Route for BankStatementRoute {
+    const HEAVY: bool = true;
     type Input = BankStatementInput;
     type Prepared = BankStatement;
     type Output = StatementReport;

@@ -331,6 +331,7 @@ pub struct CompressCall {
 pub struct CompressRoute;
 
 impl Route for CompressRoute {
+    const HEAVY: bool = true;
     type Input = PdfJob<CompressOptions>;
     type Prepared = CompressCall;
     type Output = NoJson;

@@ -100,6 +100,7 @@ pub struct FromImages {
 pub struct FromImagesRoute;
 
 impl Route for FromImagesRoute {
+    const HEAVY: bool = true;
     type Input = FromImagesInput;
     type Prepared = FromImages;
     type Output = NoJson;

@@ -134,6 +134,7 @@ pub struct HtmlToPdf {
 pub struct HtmlToPdfRoute;
 
 impl Route for HtmlToPdfRoute {
+    const HEAVY: bool = true;
     type Input = HtmlToPdfInput;
     type Prepared = HtmlToPdf;
     type Output = NoJson;

@@ -87,6 +87,7 @@ pub struct OcrCall {
 pub struct OcrRoute;
 
 impl Route for OcrRoute {
+    const HEAVY: bool = true;
     type Input = PdfJob<OcrOptions>;
     type Prepared = OcrCall;
     type Output = NoJson;

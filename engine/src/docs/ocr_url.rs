@@ -74,6 +74,7 @@ pub struct OcrUrl {
 pub struct OcrUrlRoute;
 
 impl Route for OcrUrlRoute {
+    const HEAVY: bool = true;
     type Input = OcrUrlInput;
     type Prepared = OcrUrl;
     type Output = OcrUrlReport;

@@ -73,6 +73,7 @@ pub struct PdfText {
 pub struct PdfTextRoute;
 
 impl Route for PdfTextRoute {
+    const HEAVY: bool = true;
     type Input = PdfTextInput;
     type Prepared = PdfText;
     type Output = PdfTextReport;

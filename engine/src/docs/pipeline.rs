@@ -85,6 +85,7 @@ pub struct Pipeline {
 pub struct PipelineRoute;
 
 impl Route for PipelineRoute {
+    const HEAVY: bool = true;
     type Input = PipelineInput;
     type Prepared = Pipeline;
     type Output = NoJson;

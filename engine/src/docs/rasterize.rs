@@ -44,6 +44,7 @@ pub struct RasterizeCall {
 pub struct RasterizeRoute;
 
 impl Route for RasterizeRoute {
+    const HEAVY: bool = true;
     type Input = PdfJob<RasterizeOptions>;
     type Prepared = RasterizeCall;
     type Output = NoJson;

@@ -53,6 +53,7 @@ const INFO: RouteInfo = RouteInfo {
 pub struct RepairRoute;
 
 impl Route for RepairRoute {
+    const HEAVY: bool = true;
     type Input = PdfJob<RepairOptions>;
     type Prepared = RepairCall;
     type Output = NoJson;

@@ -89,6 +89,7 @@ pub struct Tables {
 pub struct TablesRoute;
 
 impl Route for TablesRoute {
+    const HEAVY: bool = true;
     type Input = TablesInput;
     type Prepared = Tables;
     type Output = TablesReport;

@@ -44,6 +44,7 @@ pub struct ToDocx {
 pub struct ToDocxRoute;
 
 impl Route for ToDocxRoute {
+    const HEAVY: bool = true;
     type Input = ToDocxInput;
     type Prepared = ToDocx;
     type Output = NoJson;

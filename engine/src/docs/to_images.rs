@@ -83,6 +83,7 @@ pub struct ToImages {
 pub struct ToImagesRoute;
 
 impl Route for ToImagesRoute {
+    const HEAVY: bool = true;
     type Input = ToImagesInput;
     type Prepared = ToImages;
     type Output = NoJson;

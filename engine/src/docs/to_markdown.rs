@@ -108,6 +108,7 @@ pub struct ToMarkdown {
 pub struct ToMarkdownRoute;
 
 impl Route for ToMarkdownRoute {
+    const HEAVY: bool = true;
     type Input = ToMarkdownInput;
     type Prepared = ToMarkdown;
     type Output = MarkdownReport;

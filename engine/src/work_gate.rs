@@ -1,0 +1,205 @@
+//! Heavy work under a bound: the routes that render, compress, read text by OCR or convert
+//! documents (those whose [`crate::catalog::Route::HEAVY`] is set) run at most `workers`
+//! at once, and at most `queue` more wait for a turn. One more is refused at once with 503
+//! `busy` and a Retry-After, so a burst of calls costs a queue, never the memory of
+//! hundreds of renders at once.
+//!
+//! The gate is the context's (shared by its clones, so by every front door of one server).
+//! A call waits in arrival order; a call whose caller stops waiting (a timeout, a closed
+//! connection) leaves the queue. Office conversions are not gated here: the Office pool
+//! (`soffice/`) has workers and a queue of its own.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::error::{EngineError, ErrorKind};
+
+/// Settings of the gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GateConfig {
+    /// Most heavy operations running at once.
+    pub workers: usize,
+    /// Most heavy calls waiting for a turn; one more is 503 `busy`.
+    pub queue: usize,
+}
+
+impl GateConfig {
+    /// The defaults, sized to this machine: one heavy operation per core (each is CPU-bound
+    /// and many use all of one core), and eight waiting per worker. The environment can
+    /// change both: `PAPERCHAIN_HEAVY_WORKERS` (1 to 256), `PAPERCHAIN_HEAVY_QUEUE` (0 to
+    /// 65536).
+    pub fn from_env() -> GateConfig {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let workers = env_number("PAPERCHAIN_HEAVY_WORKERS").map_or(cores, |n| n.clamp(1, 256));
+        let queue = env_number("PAPERCHAIN_HEAVY_QUEUE").map_or(workers * 8, |n| n.min(65_536));
+        GateConfig { workers, queue }
+    }
+}
+
+fn env_number(name: &str) -> Option<usize> {
+    let value = std::env::var(name).ok()?;
+    match value.trim().parse() {
+        Ok(n) => Some(n),
+        Err(_) => {
+            tracing::warn!(name, value, "not a whole number; the default is used");
+            None
+        }
+    }
+}
+
+/// How long a refused caller is told to wait before sending the call again.
+const RETRY_AFTER: Duration = Duration::from_secs(5);
+
+/// The bound on heavy work.
+#[derive(Debug)]
+pub struct WorkGate {
+    config: GateConfig,
+    running: Arc<Semaphore>,
+    waiting: AtomicUsize,
+}
+
+/// A heavy operation's turn, given back when dropped.
+#[derive(Debug)]
+pub struct Turn {
+    _permit: OwnedSemaphorePermit,
+}
+
+impl WorkGate {
+    /// A gate with these settings (`workers` at least 1).
+    pub fn new(config: GateConfig) -> WorkGate {
+        let config = GateConfig { workers: config.workers.max(1), ..config };
+        WorkGate { running: Arc::new(Semaphore::new(config.workers)), waiting: AtomicUsize::new(0), config }
+    }
+
+    /// The gate's settings.
+    pub fn config(&self) -> GateConfig {
+        self.config
+    }
+
+    /// Heavy operations running now.
+    pub fn running(&self) -> usize {
+        self.config.workers - self.running.available_permits()
+    }
+
+    /// Heavy calls waiting for a turn now.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
+    }
+
+    /// A turn: at once when a worker is free, after the calls before it when the queue has
+    /// room, else 503 `busy`.
+    pub async fn enter(&self) -> Result<Turn, EngineError> {
+        // A free permit exists only while nobody waits (the semaphore hands released
+        // permits to waiters first), so this does not jump the queue.
+        if let Ok(permit) = Arc::clone(&self.running).try_acquire_owned() {
+            return Ok(Turn { _permit: permit });
+        }
+        let joined = self
+            .waiting
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.config.queue).then_some(n + 1));
+        if joined.is_err() {
+            return Err(self.busy());
+        }
+        let _leave = LeaveQueue(&self.waiting);
+        let permit = Arc::clone(&self.running)
+            .acquire_owned()
+            .await
+            .map_err(|_| EngineError::internal("the heavy-work gate was closed"))?;
+        Ok(Turn { _permit: permit })
+    }
+
+    fn busy(&self) -> EngineError {
+        EngineError::new(
+            ErrorKind::Unavailable { retry_after: RETRY_AFTER },
+            "busy",
+            format!(
+                "{} heavy operations run and {} more wait, the most this server takes at once; send the call again \
+                 in a few seconds",
+                self.config.workers, self.config.queue
+            ),
+        )
+    }
+}
+
+/// Leaves the queue however the wait ends: a turn, or the caller's future dropped.
+struct LeaveQueue<'a>(&'a AtomicUsize);
+
+impl Drop for LeaveQueue<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn past_the_workers_and_the_queue_a_call_is_busy_with_a_retry_after() {
+        let gate = Arc::new(WorkGate::new(GateConfig { workers: 1, queue: 1 }));
+        let first = gate.enter().await.unwrap();
+        assert_eq!((gate.running(), gate.waiting()), (1, 0));
+
+        let waiter = tokio::spawn({
+            let gate = Arc::clone(&gate);
+            async move { gate.enter().await.map(drop) }
+        });
+        while gate.waiting() == 0 {
+            tokio::task::yield_now().await;
+        }
+        let refused = gate.enter().await.unwrap_err();
+        assert_eq!(refused.code, "busy");
+        assert_eq!(refused.kind, ErrorKind::Unavailable { retry_after: RETRY_AFTER });
+        assert!(refused.message.contains("1 heavy operations run and 1 more wait"), "{}", refused.message);
+
+        // The waiter gets the turn the first call gives back, and the queue empties.
+        drop(first);
+        waiter.await.unwrap().unwrap();
+        assert_eq!((gate.running(), gate.waiting()), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_caller_that_stops_waiting_leaves_the_queue() {
+        let gate = Arc::new(WorkGate::new(GateConfig { workers: 1, queue: 1 }));
+        let held = gate.enter().await.unwrap();
+        let waiter = tokio::spawn({
+            let gate = Arc::clone(&gate);
+            async move { gate.enter().await.map(drop) }
+        });
+        while gate.waiting() == 0 {
+            tokio::task::yield_now().await;
+        }
+        waiter.abort();
+        let _ = waiter.await;
+        assert_eq!(gate.waiting(), 0, "the abandoned wait gave its place back");
+        // So the next call may wait again instead of being refused.
+        let next = tokio::spawn({
+            let gate = Arc::clone(&gate);
+            async move { gate.enter().await.map(drop) }
+        });
+        while gate.waiting() == 0 {
+            tokio::task::yield_now().await;
+        }
+        drop(held);
+        next.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn without_a_queue_only_the_workers_run() {
+        let gate = WorkGate::new(GateConfig { workers: 2, queue: 0 });
+        let (a, b) = (gate.enter().await.unwrap(), gate.enter().await.unwrap());
+        assert_eq!(gate.enter().await.unwrap_err().code, "busy");
+        drop(a);
+        let _c = gate.enter().await.unwrap();
+        drop(b);
+        assert_eq!(gate.running(), 1);
+    }
+
+    #[test]
+    fn workers_are_at_least_one() {
+        assert_eq!(WorkGate::new(GateConfig { workers: 0, queue: 3 }).config(), GateConfig { workers: 1, queue: 3 });
+    }
+}
