@@ -10,12 +10,13 @@
 //! The `chain` group (`bench/chain.rs`) times a warm server's answers against `cast` and
 //! prints its own table; so do `convert` (`bench/convert.rs`, documents to data against the
 //! Python libraries, and `bench/markdown.rs`, to-markdown against MarkItDown), `ocr` (`bench/ocr.rs`, against
-//! OCRmyPDF), `office` (`bench/office.rs`, warm Office to PDF against cold soffice), `html` (`bench/html.rs`, warm HTML to PDF against cold Chromium), `paywall` (`bench/paywall.rs`) and `wallet` (`bench/wallet.rs`).
+//! OCRmyPDF), `office` (`bench/office.rs`, warm Office to PDF against cold soffice), `html` (`bench/html.rs`, warm HTML to PDF against cold Chromium), `paywall` (`bench/paywall.rs`), `wallet` (`bench/wallet.rs`) and `load` (`bench/load.rs`, wrk against a release server, and a soak).
 
 mod chain;
 mod convert;
 mod docs;
 mod html;
+mod load;
 mod markdown;
 mod ocr;
 mod office;
@@ -47,6 +48,12 @@ pub struct BenchArgs {
     /// Timed runs of each side, after one warm-up run; the table shows their median and minimum.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
+    /// The `load` group: seconds of each run under 256 connections.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(5..))]
+    load_seconds: u64,
+    /// The `load` group: minutes of the soak.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(2..))]
+    soak_minutes: u64,
 }
 
 /// Groups of benchmarks. Later work adds conversions and OCR to `Docs`, or groups of their own.
@@ -74,6 +81,9 @@ enum Group {
     Paywall,
     /// The paying client's own cost on a paid call (everything but the server and the chain): p50 and p99.
     Wallet,
+    /// wrk at 256 connections: a light document route, a chain route on anvil, unpaid 402s and a
+    /// heavy route; then a mixed soak with the servers' memory followed.
+    Load,
 }
 
 impl Group {
@@ -85,7 +95,9 @@ impl Group {
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let installed = setup::run(Verbosity::Quiet)?;
     let documents = args.group.includes(Group::Pages) || args.group.includes(Group::Docs);
-    let corpus = if documents || [Group::Convert, Group::Ocr, Group::Office].iter().any(|g| args.group.includes(*g)) {
+    let corpus = if documents
+        || [Group::Convert, Group::Ocr, Group::Office, Group::Load].iter().any(|g| args.group.includes(*g))
+    {
         corpus_dir().context("no corpus: set PAPERCHAIN_CORPUS, or put shared/corpus beside the clone")?
     } else {
         PathBuf::new()
@@ -100,6 +112,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         Group::Html,
         Group::Chain,
         Group::Paywall,
+        Group::Load,
     ]
     .into_iter()
     .any(|g| args.group.includes(g));
@@ -162,6 +175,15 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     };
     let wallet =
         if args.group.includes(Group::Wallet) { Some(wallet::measure(&work.path.join("wallet"))?) } else { None };
+    let load = if args.group.includes(Group::Load) {
+        let durations = load::Durations {
+            run: Duration::from_secs(args.load_seconds),
+            soak: Duration::from_secs(args.soak_minutes * 60),
+        };
+        Some(load::measure(&paperchain, &installed.tools, &corpus, durations, &work.path.join("load"))?)
+    } else {
+        None
+    };
 
     if documents {
         print_documents(&rows, args.runs, memory);
@@ -193,6 +215,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(wallet) = &wallet {
         wallet.print();
     }
+    if let Some(load) = &load {
+        load.print();
+    }
     let mut failures: Vec<(bool, String)> = rows
         .iter()
         .flat_map(|row| {
@@ -213,6 +238,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     failures.extend(chain.iter().flat_map(chain::Report::failures));
     failures.extend(paywall.iter().flat_map(paywall::Report::failures));
     failures.extend(wallet.iter().flat_map(wallet::Report::failures));
+    failures.extend(load.iter().flat_map(load::Report::failures));
     if failures.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }

@@ -23,6 +23,7 @@ pub const DEBIAN_PACKAGES: &[DebianPackage] = &[
     DebianPackage { name: "ghostscript", why: "gs: the reference compressor in the docs bench" },
     DebianPackage { name: "python3-venv", why: "`python3 -m venv`, for the Python tools below" },
     DebianPackage { name: "time", why: "/usr/bin/time: peak memory in the bench" },
+    DebianPackage { name: "wrk", why: "the HTTP load generator of `cargo xtask bench load`" },
     // The wallet's keyring tests (wallet/tests/keyring.rs) run a real Secret Service:
     // testkit's `keyring::SecretService` starts a private session bus and an unlocked
     // gnome-keyring on it.

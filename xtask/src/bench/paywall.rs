@@ -651,7 +651,7 @@ pub(super) fn first_chars(text: &str, n: usize) -> String {
 }
 
 /// User and system CPU time of a process so far, in clock ticks (`/proc/PID/stat`).
-fn cpu_ticks(pid: u32) -> Option<u64> {
+pub(super) fn cpu_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name (which may hold spaces) in parentheses; utime and
     // stime are fields 14 and 15 of the whole line, 12 and 13 after it.
@@ -674,7 +674,7 @@ fn busy_ticks() -> Option<u64> {
 }
 
 /// Clock ticks a second of `/proc` times.
-fn clock_ticks() -> f64 {
+pub(super) fn clock_ticks() -> f64 {
     Cmd::new("getconf").arg("CLK_TCK").quiet().read().ok().and_then(|t| t.trim().parse().ok()).unwrap_or(100.0)
 }
 
@@ -688,14 +688,14 @@ fn json_string(json: &str, key: &str) -> Option<String> {
 
 /// `paperchain serve --hosted --sandbox` on a free loopback port. Stopped with SIGTERM when
 /// dropped, so it stops its anvil too.
-struct Server {
+pub(super) struct Server {
     child: Child,
-    addr: SocketAddr,
+    pub(super) addr: SocketAddr,
 }
 
 impl Server {
     /// Logs to `dir`/serve.log (appended), keeps its files and store in `data`.
-    fn start(paperchain: &Path, tools: &Path, dir: &Path, data: &Path) -> anyhow::Result<Server> {
+    pub(super) fn start(paperchain: &Path, tools: &Path, dir: &Path, data: &Path) -> anyhow::Result<Server> {
         let anvil = npm_program(tools, "anvil", "PAPERCHAIN_ANVIL").map_err(anyhow::Error::msg)?;
         let log = dir.join("serve.log");
         eprintln!(
@@ -743,7 +743,7 @@ impl Server {
         Ok(server)
     }
 
-    fn pid(&self) -> u32 {
+    pub(super) fn pid(&self) -> u32 {
         self.child.id()
     }
 }
