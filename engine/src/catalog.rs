@@ -120,6 +120,26 @@ pub struct RouteInfo {
     pub accepts: &'static [&'static str],
 }
 
+/// Media types of the files routes answer with ([`Route::FILE_TYPES`]).
+pub mod media {
+    /// PDF.
+    pub const PDF: &str = "application/pdf";
+    /// A ZIP of several files.
+    pub const ZIP: &str = "application/zip";
+    /// A Word document.
+    pub const DOCX: &str = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
+    /// An Excel workbook.
+    pub const XLSX: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+    /// A PowerPoint deck.
+    pub const PPTX: &str = "application/vnd.openxmlformats-officedocument.presentationml.presentation";
+    /// Comma-separated values.
+    pub const CSV: &str = "text/csv";
+    /// Open Financial Exchange.
+    pub const OFX: &str = "application/x-ofx";
+    /// Quicken Interchange Format.
+    pub const QIF: &str = "application/qif";
+}
+
 /// The file types routes take ([`RouteInfo::accepts`]).
 pub mod accepts {
     /// No file: chain reads, builders from JSON, inputs by URL only.
@@ -167,6 +187,11 @@ pub trait Route: Send + Sync + 'static {
     /// waits for a turn at the context's [`crate::work_gate::WorkGate`], and past its queue
     /// the call is 503 `busy`.
     const HEAVY: bool = false;
+
+    /// The media types of the file a call may answer with `output: "file"` (the first is
+    /// the usual one): what the OpenAPI document lists beside JSON, and the x402 resource's
+    /// `mimeType`. Routes whose several files come as one ZIP list `application/zip`.
+    const FILE_TYPES: &'static [&'static str] = &[media::PDF];
 
     /// Checks the input and loads what it refers to. Every input error is found here.
     fn prepare(input: Self::Input, ctx: &Context) -> impl Future<Output = Result<Self::Prepared, EngineError>> + Send;
@@ -241,6 +266,7 @@ impl<R: Route> ErasedRoute for Erased<R> {
 pub struct RouteEntry {
     info: RouteInfo,
     heavy: bool,
+    file_types: &'static [&'static str],
     route: Box<dyn ErasedRoute>,
 }
 
@@ -254,6 +280,12 @@ impl RouteEntry {
     /// context's bound and refused with 503 `busy` past its queue.
     pub fn heavy(&self) -> bool {
         self.heavy
+    }
+
+    /// The media types of the file a call may answer with ([`Route::FILE_TYPES`]); empty for
+    /// a route that answers JSON only.
+    pub fn file_types(&self) -> &'static [&'static str] {
+        if self.info.produces.files() { self.file_types } else { &[] }
     }
 
     /// JSON Schema of the request body.
@@ -311,7 +343,12 @@ impl Catalog {
             info.path,
             info.operation
         );
-        self.routes.push(RouteEntry { info, heavy: R::HEAVY, route: Box::new(Erased::<R>(std::marker::PhantomData)) });
+        self.routes.push(RouteEntry {
+            info,
+            heavy: R::HEAVY,
+            file_types: R::FILE_TYPES,
+            route: Box::new(Erased::<R>(std::marker::PhantomData)),
+        });
     }
 
     /// All routes.

@@ -10,11 +10,17 @@ use crate::fetch::FetchError;
 
 /// A file: `data` (base64, optionally a `data:` URL) with an optional `filename`, or a
 /// public `url`. An encrypted PDF takes its `password` here too.
+/// Give exactly one of `data` and `url` (a null counts as not given).
 #[derive(Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("oneOf" = [
+    { "required": ["data"], "properties": { "data": { "type": "string" } } },
+    { "required": ["url"], "properties": { "url": { "type": "string" } } }
+]))]
 pub struct FileInput {
     /// The file's bytes, base64 (standard or URL-safe alphabet, padding optional).
     #[serde(default)]
+    #[schemars(length(min = 1))]
     pub data: Option<String>,
     /// A public http(s) URL to fetch the file from instead of `data`.
     #[serde(default)]

@@ -128,19 +128,17 @@ fn path_item(
         Produces::File | Produces::Files => None,
     };
     if info.produces.files() {
-        let many = matches!(info.produces, Produces::Files | Produces::JsonOrFiles);
         let binary = json!({ "type": "string", "contentMediaType": "application/octet-stream" });
-        if many {
-            ok_content.insert("application/zip".into(), json!({ "schema": binary }));
+        for media_type in entry.file_types() {
+            ok_content.insert((*media_type).into(), json!({ "schema": binary }));
         }
-        ok_content.insert("application/pdf".into(), json!({ "schema": binary }));
-        let delivered = if many {
-            json!({ "oneOf": [
-                { "type": "array", "items": file_base64, "description": "output=base64" },
-                { "type": "array", "items": file_link, "description": "output=url" }
-            ]})
-        } else {
-            json!({ "oneOf": [file_base64, file_link] })
+        let list = |items: &schemars::Schema, mode: &str| json!({ "type": "array", "items": items, "description": format!("output={mode}") });
+        // One file is one object, several a list; routes whose answer has one or several
+        // files by their input (tables: a CSV per table) may give either.
+        let delivered = match info.produces {
+            Produces::File => json!({ "oneOf": [file_base64, file_link] }),
+            Produces::Files => json!({ "oneOf": [list(file_base64, "base64"), list(file_link, "url")] }),
+            _ => json!({ "oneOf": [file_base64, file_link, list(file_base64, "base64"), list(file_link, "url")] }),
         };
         let schema = match json_output {
             Some(output) => json!({ "oneOf": [output, delivered] }),

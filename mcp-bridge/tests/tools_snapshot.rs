@@ -14,3 +14,18 @@ fn the_tool_list() {
     let tools = paperchain_mcp::tools::tools(&Catalog::standard(), &[Family::Chain, Family::Docs], &ctx);
     insta::assert_json_snapshot!("tools", tools);
 }
+
+/// Some agents refuse a tool whose input schema has `oneOf`, `anyOf` or `allOf` at its top
+/// (rules between fields are said with `if`/`then`/`else` and `not`), and want an object.
+#[test]
+fn no_tool_input_schema_has_a_combinator_at_its_top() {
+    let tools = paperchain_mcp::tools::tools(&Catalog::standard(), &[Family::Chain, Family::Docs], &Context::new());
+    assert!(!tools.is_empty());
+    for tool in &tools {
+        let schema = tool.input_schema.as_ref();
+        assert_eq!(schema.get("type").and_then(|t| t.as_str()), Some("object"), "{}", tool.name);
+        for keyword in ["oneOf", "anyOf", "allOf"] {
+            assert!(!schema.contains_key(keyword), "{} has {keyword} at its top", tool.name);
+        }
+    }
+}

@@ -24,9 +24,17 @@ use crate::price::Price;
 /// Request of `/v1/chain/ens`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+// Exactly one of `name` and `address` (a null counts as absent), said without a top-level `oneOf`,
+// which some agents' tool schemas refuse.
+#[schemars(extend(
+    "if" = { "required": ["name"], "properties": { "name": { "type": "string" } } },
+    "then" = { "not": { "required": ["address"], "properties": { "address": { "type": "string" } } } },
+    "else" = { "required": ["address"], "properties": { "address": { "type": "string" } } }
+))]
 pub struct EnsInput {
     /// Name to resolve forward (`vitalik.eth`); give exactly one of name and address.
     #[serde(default)]
+    #[schemars(length(min = 1))]
     pub name: Option<String>,
     /// Address to resolve in reverse, 0x and 40 hex digits (any case); give exactly one of name and address.
     #[serde(default)]

@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
+use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo, media};
 use crate::context::{Context, blocking};
 use crate::docs::inspect::AttachmentSource;
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
@@ -28,6 +28,17 @@ use crate::price::Price;
 /// Request of `/v1/pdf/attachments`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+// `add` with action add only (and then required), `names` with extract only; said without
+// a top-level `allOf`, which some agents' tool schemas refuse.
+#[schemars(extend(
+    "if" = { "properties": { "action": { "const": "add" } } },
+    "then" = { "required": ["add"], "properties": { "add": { "type": "array" }, "names": { "type": "null" } } },
+    "else" = {
+        "properties": { "add": { "type": "null" } },
+        "if": { "properties": { "action": { "const": "extract" } } },
+        "else": { "properties": { "names": { "type": "null" } } }
+    }
+))]
 pub struct AttachmentsInput {
     /// The PDF.
     pub file: FileInput,
@@ -35,9 +46,11 @@ pub struct AttachmentsInput {
     pub action: AttachmentsAction,
     /// For `extract` only: the attachments to extract, by their `name` in `list`; all when omitted.
     #[serde(default)]
+    #[schemars(inner(length(min = 1)))]
     pub names: Option<Vec<String>>,
     /// For `add` only (and required there): the files to attach. A name already taken gets ` (2)`, ` (3)`… before its extension.
     #[serde(default)]
+    #[schemars(length(min = 1, max = 100))]
     pub add: Option<Vec<NewAttachment>>,
     /// How to deliver `extract`'s files (a ZIP for `file`) and `add`'s PDF; ignored by `list`.
     #[serde(default)]
@@ -61,6 +74,7 @@ pub enum AttachmentsAction {
 #[serde(deny_unknown_fields)]
 pub struct NewAttachment {
     /// The attachment's file name as readers show it (no directories).
+    #[schemars(regex(pattern = r"\S"))]
     pub filename: String,
     /// The file's bytes (base64) or URL.
     pub file: FileInput,
@@ -148,6 +162,7 @@ struct Addition {
 pub struct AttachmentsRoute;
 
 impl Route for AttachmentsRoute {
+    const FILE_TYPES: &'static [&'static str] = &[media::PDF, media::ZIP];
     type Input = AttachmentsInput;
     type Prepared = Attachments;
     type Output = AttachmentsReport;

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
+use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo, media};
 use crate::context::{Context, blocking};
 use crate::docs::{CONVERSION_PRICE_RULE, SelectedPdf, conversion_price, select_pdf_pages};
 use crate::error::EngineError;
@@ -136,6 +136,7 @@ pub struct BankStatement {
 pub struct BankStatementRoute;
 
 impl Route for BankStatementRoute {
+    const FILE_TYPES: &'static [&'static str] = &[media::XLSX, media::CSV, media::OFX, media::QIF];
     const HEAVY: bool = true;
     type Input = BankStatementInput;
     type Prepared = BankStatement;

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
+use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo, media};
 use crate::context::{Context, blocking};
 use crate::docs::BUILDER_PRICE_RULE;
 use crate::error::EngineError;
@@ -62,6 +62,7 @@ pub struct FillTemplate {
 pub struct FillTemplateRoute;
 
 impl Route for FillTemplateRoute {
+    const FILE_TYPES: &'static [&'static str] = &[media::DOCX, media::PDF];
     type Input = FillTemplateInput;
     type Prepared = FillTemplate;
     type Output = NoJson;

@@ -38,6 +38,7 @@ const FIRST_FALLBACK_NAME: &str = "image-1";
 #[serde(deny_unknown_fields)]
 pub struct FromImagesInput {
     /// The images, 1 to 30, PNG, JPEG or WebP, one page each in this order.
+    #[schemars(length(min = 1, max = 30))]
     pub images: Vec<FileInput>,
     /// Page size: `image` (the image's own size at its stated pixel density, 96 dpi when it states none; the default), `A4` or `Letter` (turned landscape for landscape images).
     #[serde(default)]

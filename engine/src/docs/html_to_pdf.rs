@@ -21,6 +21,13 @@ const MM_PER_INCH: f64 = 25.4;
 /// Request of `/v1/pdf/html-to-pdf`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+// Exactly one of `html` and `url` (a null counts as absent), said without a top-level `oneOf`,
+// which some agents' tool schemas refuse.
+#[schemars(extend(
+    "if" = { "required": ["html"], "properties": { "html": { "type": "string" } } },
+    "then" = { "not": { "required": ["url"], "properties": { "url": { "type": "string" } } } },
+    "else" = { "required": ["url"], "properties": { "url": { "type": "string" }, "allow_network": { "const": false } } }
+))]
 pub struct HtmlToPdfInput {
     /// A public http(s) URL of the page (private, loopback and metadata addresses refused, for the page and for
     /// every image, style sheet, font, script and redirect it loads). Give `url` or `html`.
@@ -168,6 +175,9 @@ impl Route for HtmlToPdfRoute {
                 return Err(EngineError::invalid("/url", "/url: give either `url` or `html` (exactly one)"));
             }
             (None, Some(html)) => {
+                if html.is_empty() {
+                    return Err(EngineError::invalid("/html", "/html: the page is empty; give its HTML"));
+                }
                 if html.len() > MAX_HTML_BYTES {
                     return Err(EngineError::too_large(
                         "file_too_large",

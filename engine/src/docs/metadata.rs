@@ -22,6 +22,11 @@ use crate::price::Price;
 /// Fields of `/v1/pdf/metadata` besides `file` and `output` (which `read` ignores: it answers JSON).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend(
+    "if" = { "properties": { "action": { "const": "edit" } } },
+    "then" = { "required": ["set"], "properties": { "set": { "type": "object", "minProperties": 1 } } },
+    "else" = { "properties": { "set": { "type": "null" } } }
+))]
 pub struct MetadataOptions {
     /// `read` answers the metadata as JSON; `edit` changes entries given in `set`; `strip` removes all document metadata.
     pub action: MetadataAction,

@@ -54,7 +54,7 @@ pub struct OcrOptions {
     /// The languages of the text, as Tesseract codes (`eng`, `deu`, `fra`, `spa`…); `["eng"]` when omitted.
     /// Several may be given for mixed documents (each slows every page).
     #[serde(default)]
-    #[schemars(length(min = 1, max = 5))]
+    #[schemars(length(min = 1, max = 5), inner(regex(pattern = r"^[a-z]{3}[a-z_]{0,13}$")))]
     pub languages: Option<Vec<String>>,
     /// Pages to read (`"1-3,5"`); every page when omitted.
     #[serde(default)]

@@ -32,7 +32,7 @@ pub struct OcrUrlInput {
     pub url: String,
     /// The languages of the text, as Tesseract codes (`eng`, `deu`, `fra`, `spa`…); `["eng"]` when omitted.
     #[serde(default)]
-    #[schemars(length(min = 1, max = 5))]
+    #[schemars(length(min = 1, max = 5), inner(regex(pattern = r"^[a-z]{3}[a-z_]{0,13}$")))]
     pub languages: Option<Vec<String>>,
     /// Turn an image taken sideways or upside down upright before reading it. On by default.
     #[serde(default)]

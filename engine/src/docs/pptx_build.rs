@@ -5,7 +5,7 @@ use serde::Deserialize;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
+use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo, media};
 use crate::context::{Context, blocking};
 use crate::docs::BUILDER_PRICE_RULE;
 use crate::error::EngineError;
@@ -23,7 +23,7 @@ pub const MAX_LINE_CHARS: usize = 2_000;
 /// Longest speaker notes, in characters.
 pub const MAX_NOTES_CHARS: usize = 20_000;
 /// The media type of a .pptx file.
-pub const PPTX_MEDIA_TYPE: &str = "application/vnd.openxmlformats-officedocument.presentationml.presentation";
+pub const PPTX_MEDIA_TYPE: &str = media::PPTX;
 
 /// Request of `/v1/docs/pptx-build`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -99,6 +99,7 @@ pub struct PptxBuild {
 pub struct PptxBuildRoute;
 
 impl Route for PptxBuildRoute {
+    const FILE_TYPES: &'static [&'static str] = &[media::PPTX];
     type Input = PptxBuildInput;
     type Prepared = PptxBuild;
     type Output = NoJson;
@@ -114,7 +115,7 @@ impl Route for PptxBuildRoute {
         base_price: Price::micros(3_000),
         price_rule: BUILDER_PRICE_RULE,
         free_pool: FreePool::Docs,
-        produces: Produces::Files,
+        produces: Produces::File,
         open_world: false,
         accepts: crate::catalog::accepts::NONE,
     };

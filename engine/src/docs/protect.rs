@@ -37,7 +37,7 @@ pub struct ProtectOptions {
 /// A password; its `Debug` form never shows it.
 #[derive(Clone, Deserialize, JsonSchema)]
 #[serde(transparent)]
-pub struct Password(pub String);
+pub struct Password(#[schemars(length(min = 1))] pub String);
 
 impl std::fmt::Debug for Password {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
+use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo, media};
 use crate::context::{Context, blocking};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
@@ -20,6 +20,13 @@ const MAX_PARTS: usize = 5_000;
 /// Request of `/v1/pdf/split`: give `ranges` or `every`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+// Exactly one of `ranges` and `every` (a null counts as absent), said without a top-level `oneOf`,
+// which some agents' tool schemas refuse.
+#[schemars(extend(
+    "if" = { "required": ["ranges"], "properties": { "ranges": { "type": "array" } } },
+    "then" = { "not": { "required": ["every"], "properties": { "every": { "type": "integer" } } } },
+    "else" = { "required": ["every"], "properties": { "every": { "type": "integer" } } }
+))]
 pub struct SplitInput {
     /// The PDF.
     pub file: FileInput,
@@ -47,6 +54,7 @@ pub struct Split {
 pub struct SplitRoute;
 
 impl Route for SplitRoute {
+    const FILE_TYPES: &'static [&'static str] = &[media::ZIP];
     type Input = SplitInput;
     type Prepared = Split;
     type Output = NoJson;

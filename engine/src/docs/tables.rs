@@ -5,7 +5,7 @@ use rust_xlsxwriter::{Format, Workbook};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
+use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo, media};
 use crate::context::{Context, blocking};
 use crate::docs::{CONVERSION_PRICE_RULE, SelectedPdf, conversion_price, select_pdf_pages};
 use crate::error::EngineError;
@@ -89,6 +89,7 @@ pub struct Tables {
 pub struct TablesRoute;
 
 impl Route for TablesRoute {
+    const FILE_TYPES: &'static [&'static str] = &[media::CSV, media::XLSX, media::ZIP];
     const HEAVY: bool = true;
     type Input = TablesInput;
     type Prepared = Tables;

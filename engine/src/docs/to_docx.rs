@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
+use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo, media};
 use crate::context::{Context, blocking};
 use crate::docs::to_images::{ImageFormat, encode};
 use crate::docs::{CONVERSION_PRICE_RULE, SelectedPdf, conversion_price, select_pdf_pages};
@@ -44,6 +44,7 @@ pub struct ToDocx {
 pub struct ToDocxRoute;
 
 impl Route for ToDocxRoute {
+    const FILE_TYPES: &'static [&'static str] = &[media::DOCX];
     const HEAVY: bool = true;
     type Input = ToDocxInput;
     type Prepared = ToDocx;

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
+use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo, media};
 use crate::context::{Context, blocking};
 use crate::error::EngineError;
 use crate::input::FileInput;
@@ -83,6 +83,7 @@ pub struct ToImages {
 pub struct ToImagesRoute;
 
 impl Route for ToImagesRoute {
+    const FILE_TYPES: &'static [&'static str] = &[media::ZIP];
     const HEAVY: bool = true;
     type Input = ToImagesInput;
     type Prepared = ToImages;

@@ -37,7 +37,7 @@ pub struct ToMarkdownInput {
     /// The languages of scanned PDF pages, which are read by OCR, as Tesseract codes (`eng`, `deu`, `fra`…);
     /// `["eng"]` when omitted.
     #[serde(default)]
-    #[schemars(length(min = 1, max = 5))]
+    #[schemars(length(min = 1, max = 5), inner(regex(pattern = r"^[a-z]{3}[a-z_]{0,13}$")))]
     pub languages: Option<Vec<String>>,
 }
 

@@ -7,7 +7,7 @@ use serde_json::Value;
 use time::format_description::well_known::Iso8601;
 use time::{Date, PrimitiveDateTime};
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
+use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo, media};
 use crate::context::{Context, blocking};
 use crate::docs::BUILDER_PRICE_RULE;
 use crate::error::EngineError;
@@ -24,7 +24,7 @@ pub const MAX_ROWS: usize = 1_048_575;
 /// Excel's limit on one cell's text, in characters.
 pub const MAX_TEXT_CHARS: usize = 32_767;
 /// The media type of an .xlsx file.
-pub const XLSX_MEDIA_TYPE: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+pub const XLSX_MEDIA_TYPE: &str = media::XLSX;
 
 /// Request of `/v1/docs/xlsx-build`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -47,6 +47,11 @@ pub struct XlsxBuildInput {
 pub struct SheetSpec {
     /// The sheet's name: 1 to 31 characters, none of `[ ] : * ? / \`, not starting or ending with `'`, unique in
     /// the workbook (letter case aside).
+    #[schemars(
+        length(min = 1, max = 31),
+        regex(pattern = r"^[^\[\]:*?/\\'\x00-\x1f]([^\[\]:*?/\\\x00-\x1f]*[^\[\]:*?/\\'\x00-\x1f])?$"),
+        extend("not" = { "pattern": "^[Hh][Ii][Ss][Tt][Oo][Rr][Yy]$" })
+    )]
     pub name: String,
     /// The columns, left to right (1 to 16,384); their names make the header row.
     #[schemars(length(min = 1, max = 16_384))]
@@ -145,6 +150,7 @@ enum Cell {
 pub struct XlsxBuildRoute;
 
 impl Route for XlsxBuildRoute {
+    const FILE_TYPES: &'static [&'static str] = &[media::XLSX];
     type Input = XlsxBuildInput;
     type Prepared = XlsxBuild;
     type Output = NoJson;
@@ -162,7 +168,7 @@ impl Route for XlsxBuildRoute {
         base_price: Price::micros(3_000),
         price_rule: BUILDER_PRICE_RULE,
         free_pool: FreePool::Docs,
-        produces: Produces::Files,
+        produces: Produces::File,
         open_world: false,
         accepts: crate::catalog::accepts::NONE,
     };

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number};
 
-use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
+use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo, media};
 use crate::context::{Context, blocking};
 use crate::docs::BUILDER_PRICE_RULE;
 use crate::error::EngineError;
@@ -114,6 +114,7 @@ pub struct XlsxToJson {
 pub struct XlsxToJsonRoute;
 
 impl Route for XlsxToJsonRoute {
+    const FILE_TYPES: &'static [&'static str] = &[media::CSV, media::ZIP];
     type Input = XlsxToJsonInput;
     type Prepared = XlsxToJson;
     type Output = WorkbookJson;

@@ -373,7 +373,7 @@ impl Paywall {
         let mut resource = json!({
             "url": format!("{}{}", self.config.public_url.as_str().trim_end_matches('/'), info.path),
             "description": info.summary,
-            "mimeType": mime_type(info.produces),
+            "mimeType": mime_type(route),
             "serviceName": self.config.service_name,
             "tags": tags(route),
         });
@@ -1004,11 +1004,11 @@ fn store_failure(error: super::store::StoreError) -> Failure {
     ))
 }
 
-fn mime_type(produces: Produces) -> &'static str {
-    match produces {
-        Produces::File => "application/pdf",
-        Produces::Files => "application/zip",
-        Produces::Json | Produces::JsonOrFile | Produces::JsonOrFiles => "application/json",
+/// What the resource answers: its usual file, or JSON.
+fn mime_type(route: &RouteEntry) -> &'static str {
+    match (route.info().produces, route.file_types().first()) {
+        (Produces::File | Produces::Files, Some(media_type)) => media_type,
+        _ => "application/json",
     }
 }
 
