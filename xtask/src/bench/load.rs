@@ -4,7 +4,7 @@
 //! 1. Four runs of `--load-seconds` (default 60) at 256 connections, each on a fresh
 //!    server: a light document route (`/v1/pdf/inspect` of a one-page PDF), a chain route
 //!    on a local anvil (`/v1/chain/balance`), unpaid calls in hosted mode (402 with the
-//!    quote, `/v1/chain/calldata`), and a heavy route (`/v1/pdf/to-images` of a 20-page
+//!    quote, `/v1/chain/calldata`), and a heavy route (`/v1/pdf/to-images` of an 18-page
 //!    PDF), where the answer past the bound on heavy work is 503 `busy` with Retry-After.
 //!    Every answer's status is checked by a Lua hook in wrk (and a 503's body for `busy`):
 //!    any other answer, socket error or timeout is a failure of the bench.
@@ -42,8 +42,8 @@ const SOAK_GROWTH_LIMIT: f64 = 0.10;
 const SOAK_WARM: Duration = Duration::from_secs(60);
 /// The PDF the light document calls send.
 const ONE_PAGE_PDF: &str = "gateway/benches/one-page.pdf";
-/// The PDF the heavy calls render (20 pages, from the corpus).
-const HEAVY_PDF: &str = "qpdf/20-pages.pdf";
+/// The PDF the heavy calls render (18 pages, from the corpus).
+const HEAVY_PDF: &str = "docling/pdf/sources/redp5110_sampled.pdf";
 
 /// How long the group runs.
 #[derive(Clone, Copy)]
@@ -230,7 +230,7 @@ pub(super) fn measure(
         path: "/v1/pdf/to-images",
         body: format!(r#"{{"file":{{"data":"{}"}},"format":"png","dpi":150}}"#, b64(&heavy_pdf)),
     };
-    timed("local /v1/pdf/to-images (20 pages, 150 dpi)".into(), Expect::OkOrBusy, &local, &[&to_images]);
+    timed("local /v1/pdf/to-images (18 pages, 150 dpi)".into(), Expect::OkOrBusy, &local, &[&to_images]);
 
     println!(
         "bench: load: soak, {} min: local mix and hosted 402s, {SOAK_CONNECTIONS} connections each",
