@@ -36,6 +36,9 @@ const CONNECTIONS: usize = 256;
 const SOAK_CONNECTIONS: usize = 128;
 /// A request wrk has not seen answered in this time is a timeout (an error).
 const WRK_TIMEOUT: &str = "10s";
+/// The same for heavy calls, which may wait in the queue behind renders of many pages
+/// (the server's own limit is its request timeout, 120 s).
+const WRK_HEAVY_TIMEOUT: &str = "60s";
 /// The soak's allowed growth of resident memory after its first minute.
 const SOAK_GROWTH_LIMIT: f64 = 0.10;
 /// The soak's first minute, after which its resident memory is the baseline.
@@ -199,8 +202,7 @@ pub(super) fn measure(
             let outcome = start(&folder)
                 .and_then(|server| {
                     let script = lua_script(mix, expect);
-                    let measured =
-                        drive(&wrk, &server, &script, CONNECTIONS, durations.run, &folder, Some(anvil.id()))?;
+                    let measured = drive(&wrk, &server, expect, &script, durations.run, &folder, Some(anvil.id()))?;
                     measured.wrk.check()?;
                     Ok(measured)
                 })
@@ -408,10 +410,11 @@ fn start_wrk(
     script: &Path,
     connections: usize,
     duration: Duration,
+    timeout: &str,
 ) -> anyhow::Result<Child> {
     let threads = std::thread::available_parallelism().map_or(1, usize::from).to_string();
     let (connections, seconds) = (connections.to_string(), format!("{}s", duration.as_secs()));
-    let args = ["-t", &threads, "-c", &connections, "-d", &seconds, "--timeout", WRK_TIMEOUT, "-s"];
+    let args = ["-t", &threads, "-c", &connections, "-d", &seconds, "--timeout", timeout, "-s"];
     eprintln!("$ wrk {} {} {}", args.join(" "), script.display(), server.url());
     Command::new(wrk)
         .args(args)
@@ -437,12 +440,12 @@ fn finish_wrk(child: Child) -> anyhow::Result<Wrk> {
     parse_wrk(&text)
 }
 
-/// One timed run: wrk against a server of its own; CPU of each side over the run.
+/// One timed run: wrk at [`CONNECTIONS`] against a server of its own; CPU of each side over the run.
 fn drive(
     wrk: &Path,
     server: &Served,
+    expect: Expect,
     script: &str,
-    connections: usize,
     duration: Duration,
     folder: &Path,
     anvil: Option<u32>,
@@ -451,7 +454,8 @@ fn drive(
     std::fs::write(&path, script).with_context(|| format!("writing {}", path.display()))?;
     let ticks = clock_ticks();
     let (server_before, anvil_before) = (cpu_ticks(server.pid()), anvil.and_then(cpu_ticks));
-    let child = start_wrk(wrk, server, &path, connections, duration)?;
+    let timeout = if expect == Expect::OkOrBusy { WRK_HEAVY_TIMEOUT } else { WRK_TIMEOUT };
+    let child = start_wrk(wrk, server, &path, CONNECTIONS, duration, timeout)?;
     let wrk_pid = child.id();
     // wrk's own CPU is read just before it ends: sampled while it runs.
     let mut wrk_cpu = None;
@@ -499,8 +503,8 @@ fn soak(
     let hosted_script = hosted_dir.join("soak.lua");
     std::fs::write(&local_script, lua_script(local_mix, Expect::Ok))?;
     std::fs::write(&hosted_script, lua_script(hosted_mix, Expect::PaymentRequired))?;
-    let local_wrk = start_wrk(wrk, &local, &local_script, SOAK_CONNECTIONS, duration)?;
-    let hosted_wrk = start_wrk(wrk, &hosted, &hosted_script, SOAK_CONNECTIONS, duration)?;
+    let local_wrk = start_wrk(wrk, &local, &local_script, SOAK_CONNECTIONS, duration, WRK_TIMEOUT)?;
+    let hosted_wrk = start_wrk(wrk, &hosted, &hosted_script, SOAK_CONNECTIONS, duration, WRK_TIMEOUT)?;
     let began = Instant::now();
     let mut samples: Vec<(Duration, u64, u64)> = Vec::new();
     while began.elapsed() < duration {
@@ -606,7 +610,7 @@ impl Report {
         print_table(&header, &rows);
         println!(
             "CPU as a share of the machine's {} cores over the run. Every answer's status is checked by wrk's Lua \
-             hook; errors are unexpected answers plus socket errors and timeouts ({WRK_TIMEOUT}). Latency: wrk's \
+             hook; errors are unexpected answers plus socket errors and timeouts ({WRK_TIMEOUT}; {WRK_HEAVY_TIMEOUT} on the heavy route). Latency: wrk's \
              (from sending a request to its whole answer). Peak RSS: the server's VmHWM.",
             self.cores
         );
