@@ -160,6 +160,19 @@ pub fn user_data_dir() -> PathBuf {
     }
 }
 
+/// A whole number from the environment (a server setting); a value that is not one is
+/// logged and the caller's default used.
+pub(crate) fn env_number(name: &str) -> Option<u64> {
+    let value = std::env::var(name).ok()?;
+    match value.trim().parse() {
+        Ok(n) => Some(n),
+        Err(_) => {
+            tracing::warn!(variable = name, value = %value, "not a whole number; the default is used");
+            None
+        }
+    }
+}
+
 /// Runs CPU-bound work off the async threads; a panic becomes an internal error
 /// instead of taking the server down.
 pub async fn blocking<T, F>(work: F) -> Result<T, EngineError>

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::context::env_number;
 use crate::error::{EngineError, ErrorKind};
 
 /// Settings of the gate.
@@ -33,20 +34,9 @@ impl GateConfig {
     /// 65536).
     pub fn from_env() -> GateConfig {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let workers = env_number("PAPERCHAIN_HEAVY_WORKERS").map_or(cores, |n| n.clamp(1, 256));
-        let queue = env_number("PAPERCHAIN_HEAVY_QUEUE").map_or(workers * 8, |n| n.min(65_536));
+        let workers = env_number("PAPERCHAIN_HEAVY_WORKERS").map_or(cores, |n| n.clamp(1, 256) as usize);
+        let queue = env_number("PAPERCHAIN_HEAVY_QUEUE").map_or(workers * 8, |n| n.min(65_536) as usize);
         GateConfig { workers, queue }
-    }
-}
-
-fn env_number(name: &str) -> Option<usize> {
-    let value = std::env::var(name).ok()?;
-    match value.trim().parse() {
-        Ok(n) => Some(n),
-        Err(_) => {
-            tracing::warn!(name, value, "not a whole number; the default is used");
-            None
-        }
     }
 }
 

@@ -248,10 +248,8 @@ fn convert(call: BankStatement) -> Result<Reply<StatementReport>, EngineError> {
                 .collect();
             return Ok(Reply::Json(StatementReport { transactions, summary }));
         }
-        StatementFormat::Csv => file("csv", "text/csv", write::csv(&statement).into_bytes()),
-        StatementFormat::Xlsx => {
-            file("xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", write::xlsx(&statement)?)
-        }
+        StatementFormat::Csv => file("csv", media::CSV, write::csv(&statement).into_bytes()),
+        StatementFormat::Xlsx => file("xlsx", media::XLSX, write::xlsx(&statement)?),
         StatementFormat::Ofx => {
             let currency = statement.currency.as_deref().ok_or_else(|| {
                 EngineError::invalid(
@@ -259,9 +257,9 @@ fn convert(call: BankStatement) -> Result<Reply<StatementReport>, EngineError> {
                     "/currency: the statement does not show its currency, and OFX needs one: give it (EUR, USD…)",
                 )
             })?;
-            file("ofx", "application/x-ofx", write::ofx(&statement, currency))
+            file("ofx", media::OFX, write::ofx(&statement, currency))
         }
-        StatementFormat::Qif => file("qif", "application/qif", write::qif(&statement).into_bytes()),
+        StatementFormat::Qif => file("qif", media::QIF, write::qif(&statement).into_bytes()),
     };
     let report = serde_json::to_value(&summary).map_err(|e| EngineError::internal(e.to_string()))?;
     Ok(Reply::Files(FileSet::single(out, output).with_report(report)))

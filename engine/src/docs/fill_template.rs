@@ -127,7 +127,7 @@ impl Route for FillTemplateRoute {
             let file = match pool {
                 None => OutFile {
                     filename: derived_name(&filename, "filled", "docx"),
-                    media_type: "application/vnd.openxmlformats-officedocument.wordprocessingml.document".into(),
+                    media_type: media::DOCX.into(),
                     bytes: filled.docx,
                 },
                 Some(pool) => OutFile::pdf(

@@ -22,8 +22,6 @@ pub const MAX_BULLETS: usize = 50;
 pub const MAX_LINE_CHARS: usize = 2_000;
 /// Longest speaker notes, in characters.
 pub const MAX_NOTES_CHARS: usize = 20_000;
-/// The media type of a .pptx file.
-pub const PPTX_MEDIA_TYPE: &str = media::PPTX;
 
 /// Request of `/v1/docs/pptx-build`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -132,7 +130,7 @@ impl Route for PptxBuildRoute {
         blocking(move || {
             let bytes = slides::write(&call.deck)
                 .map_err(|e| EngineError::internal(format!("writing the presentation: {e}")))?;
-            let file = OutFile { filename: call.filename, media_type: PPTX_MEDIA_TYPE.into(), bytes };
+            let file = OutFile { filename: call.filename, media_type: media::PPTX.into(), bytes };
             Ok(Reply::Files(FileSet::single(file, call.output)))
         })
         .await

@@ -175,7 +175,7 @@ fn convert(call: Tables) -> Result<Reply<TablesReport>, EngineError> {
                 .iter()
                 .map(|t| OutFile {
                     filename: derived_name(&pdf.filename, &name(t), "csv"),
-                    media_type: "text/csv".into(),
+                    media_type: media::CSV.into(),
                     bytes: csv::document(&t.rows).into_bytes(),
                 })
                 .collect();
@@ -188,7 +188,7 @@ fn convert(call: Tables) -> Result<Reply<TablesReport>, EngineError> {
         _ => {
             let file = OutFile {
                 filename: derived_name(&pdf.filename, "tables", "xlsx"),
-                media_type: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet".into(),
+                media_type: media::XLSX.into(),
                 bytes: workbook(&tables)?,
             };
             Ok(Reply::Files(FileSet::single(file, output)))

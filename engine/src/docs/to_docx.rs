@@ -123,11 +123,7 @@ fn convert(call: ToDocx) -> Result<Reply<NoJson>, EngineError> {
         "pictures": count(|b| matches!(b, Block::Picture { .. })),
     });
     let bytes = docx_write::write(&doc).map_err(|e| EngineError::internal(format!("writing the document: {e}")))?;
-    let file = OutFile {
-        filename: derived_name(&pdf.filename, "", "docx"),
-        media_type: "application/vnd.openxmlformats-officedocument.wordprocessingml.document".into(),
-        bytes,
-    };
+    let file = OutFile { filename: derived_name(&pdf.filename, "", "docx"), media_type: media::DOCX.into(), bytes };
     Ok(Reply::Files(FileSet::single(file, output).with_report(report)))
 }
 

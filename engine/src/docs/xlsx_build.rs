@@ -23,8 +23,6 @@ pub const MAX_COLUMNS: usize = 16_384;
 pub const MAX_ROWS: usize = 1_048_575;
 /// Excel's limit on one cell's text, in characters.
 pub const MAX_TEXT_CHARS: usize = 32_767;
-/// The media type of an .xlsx file.
-pub const XLSX_MEDIA_TYPE: &str = media::XLSX;
 
 /// Request of `/v1/docs/xlsx-build`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -184,7 +182,7 @@ impl Route for XlsxBuildRoute {
     async fn run(call: XlsxBuild, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
         blocking(move || {
             let bytes = write(&call.sheets)?;
-            let file = OutFile { filename: call.filename, media_type: XLSX_MEDIA_TYPE.into(), bytes };
+            let file = OutFile { filename: call.filename, media_type: media::XLSX.into(), bytes };
             Ok(Reply::Files(FileSet::single(file, call.output)))
         })
         .await

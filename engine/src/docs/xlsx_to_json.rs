@@ -217,7 +217,7 @@ fn convert(call: XlsxToJson) -> Result<Reply<WorkbookJson>, EngineError> {
                 .iter()
                 .map(|sheet| OutFile {
                     filename: derived_name(&filename, &sanitize_filename(&sheet.name), "csv"),
-                    media_type: "text/csv".into(),
+                    media_type: media::CSV.into(),
                     bytes: sheet_csv(sheet, header_row).into_bytes(),
                 })
                 .collect();

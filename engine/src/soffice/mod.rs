@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 pub use format::{Format, sniff};
 
+use crate::context::env_number;
 use crate::error::{EngineError, ErrorKind};
 use crate::sandbox::Layout;
 use worker::{Failure, Worker};
@@ -67,17 +68,6 @@ impl PoolConfig {
                 .map_or(200, |n| n.clamp(1, 100_000) as u32),
             idle: Duration::from_secs(env_number("PAPERCHAIN_OFFICE_IDLE_S").unwrap_or(600).max(1)),
             start_patience: Duration::from_secs(60),
-        }
-    }
-}
-
-fn env_number(name: &str) -> Option<u64> {
-    let value = std::env::var(name).ok()?;
-    match value.trim().parse() {
-        Ok(n) => Some(n),
-        Err(_) => {
-            tracing::warn!(variable = name, value = %value, "not a whole number; the default is used");
-            None
         }
     }
 }
