@@ -133,6 +133,7 @@ async fn run_here(data_dir: &Path, entry: &RouteEntry, input: Value, args: &Call
         caller: Caller { front_door: "cli", client: None },
         mode,
         quote_only: args.quote,
+        admission: Default::default(),
     };
     // As long as it takes: the user is watching, and can stop it.
     let ran = routed::run(Some(&client), &ctx, call, Duration::from_secs(24 * 3600)).await;

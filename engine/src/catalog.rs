@@ -8,6 +8,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
@@ -227,7 +228,12 @@ impl PreparedCall {
 trait ErasedRoute: Send + Sync {
     fn input_schema(&self, generator: &mut SchemaGenerator) -> Schema;
     fn output_schema(&self, generator: &mut SchemaGenerator) -> Schema;
-    fn prepare<'a>(&'a self, body: &'a [u8], ctx: &'a Context) -> BoxFuture<'a, Result<PreparedCall, EngineError>>;
+    fn prepare<'a>(
+        &'a self,
+        admission: Admission,
+        body: &'a [u8],
+        ctx: &'a Context,
+    ) -> BoxFuture<'a, Result<PreparedCall, EngineError>>;
 }
 
 struct Erased<R: Route>(std::marker::PhantomData<fn() -> R>);
@@ -241,14 +247,29 @@ impl<R: Route> ErasedRoute for Erased<R> {
         generator.subschema_for::<R::Output>()
     }
 
-    fn prepare<'a>(&'a self, body: &'a [u8], ctx: &'a Context) -> BoxFuture<'a, Result<PreparedCall, EngineError>> {
+    fn prepare<'a>(
+        &'a self,
+        admission: Admission,
+        body: &'a [u8],
+        ctx: &'a Context,
+    ) -> BoxFuture<'a, Result<PreparedCall, EngineError>> {
         Box::pin(async move {
+            // A heavy call holds its place from before its body is parsed to the end of
+            // its run; one that came without a place takes one now.
+            let ticket = match admission.0 {
+                Some(ticket) => Some(ticket),
+                None if R::HEAVY => Some(Arc::new(ctx.heavy.admit()?)),
+                None => None,
+            };
             let input: R::Input = parse_body(body)?;
             let prepared = R::prepare(input, ctx).await?;
             let price = R::quote(&prepared);
             let run = Box::new(move |ctx: Context| -> BoxFuture<'static, _> {
                 Box::pin(async move {
-                    let _turn = if R::HEAVY { Some(ctx.heavy.enter().await?) } else { None };
+                    let _turn = match &ticket {
+                        Some(ticket) => Some(ticket.turn().await?),
+                        None => None,
+                    };
                     match R::run(prepared, &ctx).await? {
                         Reply::Json(value) => serde_json::to_value(value)
                             .map(Reply::Json)
@@ -261,6 +282,12 @@ impl<R: Route> ErasedRoute for Erased<R> {
         })
     }
 }
+
+/// A call's place at the heavy-work gate, taken before its body is read
+/// ([`RouteEntry::admit`]); the default holds none (a light route, or a heavy call to be
+/// admitted when it is prepared). Clones share the one place, given back when the last goes.
+#[derive(Clone, Debug, Default)]
+pub struct Admission(Option<Arc<crate::work_gate::Ticket>>);
 
 /// A route in the catalog.
 pub struct RouteEntry {
@@ -298,16 +325,46 @@ impl RouteEntry {
         self.route.output_schema(generator)
     }
 
+    /// A place for one call of this route before its body is read: for a heavy route, a
+    /// place at the context's [`crate::work_gate::WorkGate`] or 503 `busy` at once (so a
+    /// refused call costs no upload); for others, nothing to wait for.
+    pub fn admit(&self, ctx: &Context) -> Result<Admission, EngineError> {
+        match self.heavy {
+            true => Ok(Admission(Some(Arc::new(ctx.heavy.admit()?)))),
+            false => Ok(Admission::default()),
+        }
+    }
+
     /// Parses and checks a JSON body and loads what it refers to; the result carries
     /// the exact price. A failure here is an input error (or an upstream one for URLs).
     pub async fn prepare(&self, body: &[u8], ctx: &Context) -> Result<PreparedCall, EngineError> {
-        self.route.prepare(body, ctx).await
+        self.route.prepare(Admission::default(), body, ctx).await
+    }
+
+    /// [`RouteEntry::prepare`] for a call admitted by [`RouteEntry::admit`].
+    pub async fn prepare_admitted(
+        &self,
+        admission: Admission,
+        body: &[u8],
+        ctx: &Context,
+    ) -> Result<PreparedCall, EngineError> {
+        self.route.prepare(admission, body, ctx).await
     }
 
     /// What the hosted service asks for this body: the exact price of a valid input, or
     /// the route's base price together with what is wrong with the input.
     pub async fn quote(&self, body: &[u8], ctx: &Context) -> (Price, Result<PreparedCall, EngineError>) {
-        match self.prepare(body, ctx).await {
+        self.quote_admitted(Admission::default(), body, ctx).await
+    }
+
+    /// [`RouteEntry::quote`] for a call admitted by [`RouteEntry::admit`].
+    pub async fn quote_admitted(
+        &self,
+        admission: Admission,
+        body: &[u8],
+        ctx: &Context,
+    ) -> (Price, Result<PreparedCall, EngineError>) {
+        match self.prepare_admitted(admission, body, ctx).await {
             Ok(call) => (call.price(), Ok(call)),
             Err(error) => (self.info.base_price, Err(error)),
         }

@@ -162,7 +162,7 @@ pub fn user_data_dir() -> PathBuf {
 
 /// A whole number from the environment (a server setting); a value that is not one is
 /// logged and the caller's default used.
-pub(crate) fn env_number(name: &str) -> Option<u64> {
+pub fn env_number(name: &str) -> Option<u64> {
     let value = std::env::var(name).ok()?;
     match value.trim().parse() {
         Ok(n) => Some(n),

@@ -1,8 +1,15 @@
 //! Heavy work under a bound: the routes that render, compress, read text by OCR or convert
 //! documents (those whose [`crate::catalog::Route::HEAVY`] is set) run at most `workers`
-//! at once, and at most `queue` more wait for a turn. One more is refused at once with 503
-//! `busy` and a Retry-After, so a burst of calls costs a queue, never the memory of
-//! hundreds of renders at once.
+//! at once, and at most `queue` more are admitted to wait for a turn. One more is refused
+//! at once with 503 `busy` and a Retry-After, so a burst of calls costs a queue, never the
+//! memory of hundreds of renders at once.
+//!
+//! A call is admitted (it takes a [`Ticket`]) before its input is read: a front door that
+//! knows the route admits it before it reads the request body, so a refused call costs
+//! neither its upload nor its parsing; the engine admits the calls that come without a
+//! ticket before it parses them. An admitted call then waits for its [`Turn`] to run. The
+//! bound holds from admission to the end of the run: at most `workers + queue` heavy calls
+//! hold their input at once.
 //!
 //! The gate is the context's (shared by its clones, so by every front door of one server).
 //! A call waits in arrival order; a call whose caller stops waiting (a timeout, a closed
@@ -23,7 +30,8 @@ use crate::error::{EngineError, ErrorKind};
 pub struct GateConfig {
     /// Most heavy operations running at once.
     pub workers: usize,
-    /// Most heavy calls waiting for a turn; one more is 503 `busy`.
+    /// Most heavy calls admitted beyond the running ones (waiting for a turn, or having
+    /// their input read and checked); one more is 503 `busy`.
     pub queue: usize,
 }
 
@@ -48,10 +56,17 @@ const RETRY_AFTER: Duration = Duration::from_secs(5);
 pub struct WorkGate {
     config: GateConfig,
     running: Arc<Semaphore>,
-    waiting: AtomicUsize,
+    admitted: Arc<AtomicUsize>,
 }
 
-/// A heavy operation's turn, given back when dropped.
+/// A heavy call's place, from admission to the end of its run; given back when dropped.
+#[derive(Debug)]
+pub struct Ticket {
+    running: Arc<Semaphore>,
+    admitted: Arc<AtomicUsize>,
+}
+
+/// A heavy operation's turn to run, given back when dropped.
 #[derive(Debug)]
 pub struct Turn {
     _permit: OwnedSemaphorePermit,
@@ -61,7 +76,7 @@ impl WorkGate {
     /// A gate with these settings (`workers` at least 1).
     pub fn new(config: GateConfig) -> WorkGate {
         let config = GateConfig { workers: config.workers.max(1), ..config };
-        WorkGate { running: Arc::new(Semaphore::new(config.workers)), waiting: AtomicUsize::new(0), config }
+        WorkGate { running: Arc::new(Semaphore::new(config.workers)), admitted: Arc::new(AtomicUsize::new(0)), config }
     }
 
     /// The gate's settings.
@@ -74,31 +89,35 @@ impl WorkGate {
         self.config.workers - self.running.available_permits()
     }
 
-    /// Heavy calls waiting for a turn now.
+    /// Heavy calls admitted and not running now (waiting for a turn, or being read).
     pub fn waiting(&self) -> usize {
-        self.waiting.load(Ordering::Relaxed)
+        self.admitted.load(Ordering::Acquire).saturating_sub(self.running())
     }
 
-    /// A turn: at once when a worker is free, after the calls before it when the queue has
-    /// room, else 503 `busy`.
-    pub async fn enter(&self) -> Result<Turn, EngineError> {
-        // A free permit exists only while nobody waits (the semaphore hands released
-        // permits to waiters first), so this does not jump the queue.
-        if let Ok(permit) = Arc::clone(&self.running).try_acquire_owned() {
-            return Ok(Turn { _permit: permit });
-        }
-        let joined = self
-            .waiting
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.config.queue).then_some(n + 1));
-        if joined.is_err() {
-            return Err(self.busy());
-        }
-        let _leave = LeaveQueue(&self.waiting);
-        let permit = Arc::clone(&self.running)
-            .acquire_owned()
-            .await
-            .map_err(|_| EngineError::internal("the heavy-work gate was closed"))?;
-        Ok(Turn { _permit: permit })
+    /// Whether one more call would be refused now.
+    pub fn is_full(&self) -> bool {
+        self.admitted.load(Ordering::Acquire) >= self.capacity()
+    }
+
+    fn capacity(&self) -> usize {
+        self.config.workers + self.config.queue
+    }
+
+    /// A place for one heavy call, or 503 `busy` when `workers + queue` calls hold one.
+    pub fn admit(&self) -> Result<Ticket, EngineError> {
+        let capacity = self.capacity();
+        self.admitted
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < capacity).then_some(n + 1))
+            .map_err(|_| self.busy())?;
+        Ok(Ticket { running: Arc::clone(&self.running), admitted: Arc::clone(&self.admitted) })
+    }
+
+    /// Admission and a turn in one step: at once when a worker is free, after the calls
+    /// before it when the queue has room, else 503 `busy`.
+    pub async fn enter(&self) -> Result<(Ticket, Turn), EngineError> {
+        let ticket = self.admit()?;
+        let turn = ticket.turn().await?;
+        Ok((ticket, turn))
     }
 
     fn busy(&self) -> EngineError {
@@ -114,12 +133,21 @@ impl WorkGate {
     }
 }
 
-/// Leaves the queue however the wait ends: a turn, or the caller's future dropped.
-struct LeaveQueue<'a>(&'a AtomicUsize);
+impl Ticket {
+    /// The turn to run, after the admitted calls that asked before (the semaphore serves
+    /// waiters in order). A caller that stops waiting keeps its ticket until it drops it.
+    pub async fn turn(&self) -> Result<Turn, EngineError> {
+        let permit = Arc::clone(&self.running)
+            .acquire_owned()
+            .await
+            .map_err(|_| EngineError::internal("the heavy-work gate was closed"))?;
+        Ok(Turn { _permit: permit })
+    }
+}
 
-impl Drop for LeaveQueue<'_> {
+impl Drop for Ticket {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.admitted.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -186,6 +214,26 @@ mod tests {
         let _c = gate.enter().await.unwrap();
         drop(b);
         assert_eq!(gate.running(), 1);
+    }
+
+    #[tokio::test]
+    async fn admitted_calls_hold_their_place_before_they_run() {
+        let gate = WorkGate::new(GateConfig { workers: 1, queue: 1 });
+        // Two calls admitted while their input is read: neither runs yet, both count.
+        let (first, second) = (gate.admit().unwrap(), gate.admit().unwrap());
+        assert!(gate.is_full());
+        assert_eq!((gate.running(), gate.waiting()), (0, 2));
+        assert_eq!(gate.admit().unwrap_err().code, "busy");
+        let turn = first.turn().await.unwrap();
+        assert_eq!((gate.running(), gate.waiting()), (1, 1));
+        // A refused or finished call gives its place back only when its ticket goes.
+        drop(turn);
+        assert!(gate.is_full());
+        drop(first);
+        assert!(!gate.is_full());
+        let _third = gate.admit().unwrap();
+        let _turn = second.turn().await.unwrap();
+        assert_eq!((gate.running(), gate.waiting()), (1, 1));
     }
 
     #[test]

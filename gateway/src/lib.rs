@@ -11,6 +11,7 @@ pub mod error;
 pub mod files;
 pub mod host;
 pub mod hosted;
+pub mod intake;
 pub mod routed;
 pub mod routes;
 pub mod server;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use paperchain_engine::catalog::RouteEntry;
+use paperchain_engine::catalog::{Admission, RouteEntry};
 use paperchain_engine::output::OutputMode;
 use paperchain_engine::{Context, EngineError, ErrorKind, Family, FileSet, OutFile, Reply};
 use paperchain_wallet::client::{Answer, CallError, PayingClient, Quote, Request};
@@ -48,6 +48,9 @@ pub struct Call<'a> {
     pub mode: Option<RouteMode>,
     /// Only a quote is wanted.
     pub quote_only: bool,
+    /// The call's place at the heavy-work gate when the front door took one before it read
+    /// the body ([`runs_here_only`]); the default when it did not.
+    pub admission: Admission,
 }
 
 /// Where a call ran and what came of it.
@@ -75,10 +78,10 @@ fn cannot_run_here(error: &EngineError, family: Family) -> bool {
 /// call runs here, unrecorded).
 pub async fn run(client: Option<&Arc<PayingClient>>, ctx: &Context, call: Call<'_>, timeout: Duration) -> Ran {
     let Some(client) = client else {
-        return Ran::Local(local(call.route, &call.body, ctx, timeout).await, None);
+        return Ran::Local(local(&call, ctx, timeout).await, None);
     };
     let info = call.route.info();
-    let mode = call.mode.unwrap_or_else(|| client.config().mode_of(info.operation, info.path));
+    let mode = mode_for(Some(client), call.route, call.mode);
     let request = Request { operation: info.operation, path: info.path, body: call.body.clone(), caller: &call.caller };
     if call.quote_only {
         return Ran::Quote(client.quote(&request).await);
@@ -102,7 +105,7 @@ pub async fn run(client: Option<&Arc<PayingClient>>, ctx: &Context, call: Call<'
         }
     };
     let started = Instant::now();
-    let outcome = local(call.route, &call.body, ctx, timeout).await;
+    let outcome = local(&call, ctx, timeout).await;
     if let Some(call_id) = &call_id {
         let finish = match &outcome {
             Ok(reply) => Finish {
@@ -131,8 +134,34 @@ pub async fn run(client: Option<&Arc<PayingClient>>, ctx: &Context, call: Call<'
     }
 }
 
-async fn local(route: &RouteEntry, body: &[u8], ctx: &Context, timeout: Duration) -> Result<Reply<Value>, EngineError> {
-    match tokio::time::timeout(timeout, route.call(body, ctx)).await {
+/// Where a call of `route` runs: the mode it asked for, else the configuration's; with no
+/// wallet, here.
+fn mode_for(client: Option<&Arc<PayingClient>>, route: &RouteEntry, asked: Option<RouteMode>) -> RouteMode {
+    let info = route.info();
+    match client {
+        None => RouteMode::Local,
+        Some(client) => asked.unwrap_or_else(|| client.config().mode_of(info.operation, info.path)),
+    }
+}
+
+/// Whether a call runs here and nowhere else (not a quote, not hosted, not `auto`, which
+/// goes hosted when this server is busy): then a front door takes its place at the
+/// heavy-work gate before it reads the body ([`RouteEntry::admit`]).
+pub fn runs_here_only(
+    client: Option<&Arc<PayingClient>>,
+    route: &RouteEntry,
+    asked: Option<RouteMode>,
+    quote_only: bool,
+) -> bool {
+    !quote_only && mode_for(client, route, asked) == RouteMode::Local
+}
+
+async fn local(call: &Call<'_>, ctx: &Context, timeout: Duration) -> Result<Reply<Value>, EngineError> {
+    let run = async {
+        let prepared = call.route.prepare_admitted(call.admission.clone(), &call.body, ctx).await?;
+        prepared.run(ctx.clone()).await
+    };
+    match tokio::time::timeout(timeout, run).await {
         Ok(outcome) => outcome,
         Err(_) => Err(EngineError::new(
             ErrorKind::Timeout,

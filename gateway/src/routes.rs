@@ -20,6 +20,7 @@ use crate::files::FileStore;
 use crate::hosted;
 use crate::hosted::mpp::RequestBinding;
 use crate::hosted::paywall::{Answer, Body as PaidBody, Call};
+pub use crate::intake::{BodyBudget, BodyHold, read_body, too_large};
 use crate::routed;
 use crate::service_docs::ServiceDocs;
 use paperchain_wallet::ledger::Caller;
@@ -43,6 +44,8 @@ pub struct AppState {
     pub request_timeout: Duration,
     /// Largest request body.
     pub body_limit: usize,
+    /// Most request-body bytes held at once, across all calls.
+    pub body_budget: BodyBudget,
     /// The paywall in hosted mode; local mode has none.
     pub paywall: Option<Arc<crate::hosted::paywall::Paywall>>,
     /// Local mode's paying client (routing, ledger); `None` runs every call here, unrecorded.
@@ -74,8 +77,8 @@ pub fn router(state: Arc<AppState>) -> Router {
 
 /// A route's request as received: the headers, and the body when it is JSON and fits.
 enum Received {
-    /// A JSON body within the limit.
-    Json(axum::body::Bytes),
+    /// A JSON body within the limit, and its share of the body budget.
+    Json(axum::body::Bytes, BodyHold),
     /// A body declared as something else (the Content-Type given, possibly empty).
     NotJson(String),
     /// A body over the limit (bytes).
@@ -86,7 +89,7 @@ impl Received {
     /// The body as the paywall takes it, and the bytes an MPP challenge is bound to.
     fn paid(&self) -> (PaidBody<'_>, &[u8]) {
         match self {
-            Received::Json(bytes) => (PaidBody::Json(bytes), bytes),
+            Received::Json(bytes, _) => (PaidBody::Json(bytes), bytes),
             Received::NotJson(content_type) => (PaidBody::NotJson(content_type.clone()), &[]),
             Received::TooLarge(limit) => (PaidBody::TooLarge(*limit), &[]),
         }
@@ -94,12 +97,12 @@ impl Received {
 }
 
 /// Reads the body once for either mode: a body not declared as JSON is not read.
-async fn receive(request: Request, limit: usize) -> Result<Received, ApiError> {
+async fn receive(request: Request, limit: usize, budget: &BodyBudget) -> Result<Received, ApiError> {
     if !is_json(request.headers()) {
         return Ok(Received::NotJson(content_type(request.headers()).to_string()));
     }
-    match read_body(request, limit).await {
-        Ok(bytes) => Ok(Received::Json(bytes)),
+    match read_body(request, limit, budget).await {
+        Ok((bytes, hold)) => Ok(Received::Json(bytes, hold)),
         Err(e) if e.status == StatusCode::PAYLOAD_TOO_LARGE => Ok(Received::TooLarge(limit)),
         Err(e) => Err(e),
     }
@@ -124,7 +127,15 @@ async fn call_route(state: Arc<AppState>, path: &'static str, request: Request) 
         hosted::http::client_ip_of(request.headers(), request.extensions(), paywall.config().client_ip_header.as_ref());
     let payment = hosted::http::payment(request.headers());
     let free = hosted::http::free_ask(request.headers());
-    let received = match receive(request, state.body_limit).await {
+    let Some(route) = state.catalog.by_path(path) else {
+        return ApiError::not_found(format!("no route {path}")).into_response();
+    };
+    // A heavy route's place is taken before its body is read: a busy server refuses at once.
+    let admission = match route.admit(&state.ctx) {
+        Ok(admission) => admission,
+        Err(busy) => return ApiError::from(busy).into_response(),
+    };
+    let received = match receive(request, state.body_limit, &state.body_budget).await {
         Ok(received) => received,
         Err(error) => return error.into_response(),
     };
@@ -136,7 +147,8 @@ async fn call_route(state: Arc<AppState>, path: &'static str, request: Request) 
         };
         let (body, bytes) = received.paid();
         let binding = Some(RequestBinding::new("POST", path, bytes));
-        let answer = paywall.handle(Call { route, body, payment, free, client, binding }, &state.ctx).await;
+        let call = Call { route, body, payment, free, client, binding, admission };
+        let answer = paywall.handle(call, &state.ctx).await;
         match answer {
             Answer::Delivered { reply, receipt, free_left } => {
                 let mut response = encode_reply(&state, reply).await.unwrap_or_else(IntoResponse::into_response);
@@ -166,21 +178,30 @@ async fn call_local(state: &AppState, path: &'static str, request: Request) -> R
         false => request.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_string),
     };
     let front_door = if from_app { "app" } else { "http" };
+    // A heavy call that can only run here takes its place before its body is read: a busy
+    // server refuses at once.
+    let admission = match routed::runs_here_only(state.client.as_ref(), entry, mode, quote_only) {
+        true => entry.admit(&state.ctx)?,
+        false => Default::default(),
+    };
     // Receiving the body is bounded like the call (a caller that sends slowly cannot hold a task).
-    let received =
-        tokio::time::timeout(state.request_timeout, receive(request, state.body_limit)).await.map_err(|_| {
+    let received = tokio::time::timeout(state.request_timeout, receive(request, state.body_limit, &state.body_budget))
+        .await
+        .map_err(|_| {
             ApiError::from(EngineError::new(
                 paperchain_engine::ErrorKind::Timeout,
                 "timeout",
                 format!("the request body did not arrive within {} s", state.request_timeout.as_secs()),
             ))
         })??;
-    let body = match received {
-        Received::Json(bytes) => bytes,
+    // The hold keeps the body's share of the budget until the call ends.
+    let (body, _hold) = match received {
+        Received::Json(bytes, hold) => (bytes, hold),
         Received::NotJson(content_type) => return Err(unsupported_media_type(&content_type)),
         Received::TooLarge(limit) => return Err(too_large(limit)),
     };
-    let call = routed::Call { route: entry, body, caller: Caller { front_door, client }, mode, quote_only };
+    let caller = Caller { front_door, client };
+    let call = routed::Call { route: entry, body, caller, mode, quote_only, admission };
     match routed::run(state.client.as_ref(), &state.ctx, call, state.request_timeout).await {
         routed::Ran::Local(reply, call_id) => {
             let mut response = encode_reply(state, reply?).await?;
@@ -213,25 +234,6 @@ pub fn unsupported_media_type(content_type: &str) -> ApiError {
             if content_type.is_empty() { "none" } else { content_type }
         ),
     )
-}
-
-/// 413 for a body over `limit` bytes.
-pub fn too_large(limit: usize) -> ApiError {
-    ApiError::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "body_too_large",
-        format!("the request body is larger than {} MiB", limit / (1024 * 1024)),
-    )
-}
-
-/// Reads the body, refusing more than `limit` bytes (by Content-Length first).
-pub async fn read_body(request: Request, limit: usize) -> Result<axum::body::Bytes, ApiError> {
-    let declared =
-        request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return Err(too_large(limit));
-    }
-    axum::body::to_bytes(request.into_body(), limit).await.map_err(|_| too_large(limit))
 }
 
 pub async fn encode_reply(state: &AppState, reply: Reply<serde_json::Value>) -> Result<Response, ApiError> {

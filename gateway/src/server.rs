@@ -196,6 +196,7 @@ impl HttpServer {
             docs,
             request_timeout: config.request_timeout,
             body_limit: BODY_LIMIT,
+            body_budget: crate::routes::BodyBudget::from_env(BODY_LIMIT),
             paywall: paywall.clone(),
             client,
             app_session,

@@ -273,6 +273,27 @@ async fn heavy_work_past_its_workers_and_queue_is_busy_and_light_routes_still_an
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "busy", "{body}");
 
+    // Refused before its body is read: a 50 MB upload announced and never sent is answered
+    // at once, so a burst of heavy uploads costs no memory past the queue.
+    let host = server.base.trim_start_matches("http://").to_string();
+    let mut socket = tokio::net::TcpStream::connect(&host).await.unwrap();
+    let head = format!(
+        "POST /v1/pdf/to-images HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Content-Length: 50000000\r\n\r\n{{\"file\""
+    );
+    tokio::io::AsyncWriteExt::write_all(&mut socket, head.as_bytes()).await.unwrap();
+    let mut answer = vec![0; 4096];
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        tokio::io::AsyncReadExt::read(&mut socket, &mut answer),
+    )
+    .await
+    .expect("answered without waiting for the body")
+    .unwrap();
+    let answer = String::from_utf8_lossy(&answer[..read]);
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains(r#""code":"busy""#), "{answer}");
+
     // A light route does not queue behind heavy work.
     let response = server.post("/v1/pdf/rotate", &json!({ "file": file, "degrees": 90 })).await;
     assert_eq!(response.status().as_u16(), 200);

@@ -140,8 +140,15 @@ impl McpServer {
                         return results::failure(ApiError::not_found(format!("no tool {operation}")));
                     };
                     let payment = payment.map(Payment::X402Json);
-                    let call =
-                        Call { route, body: Body::Json(&body), payment, free: FreeAsk::Yes, client, binding: None };
+                    let call = Call {
+                        route,
+                        body: Body::Json(&body),
+                        payment,
+                        free: FreeAsk::Yes,
+                        client,
+                        binding: None,
+                        admission: Default::default(),
+                    };
                     let answer = paywall.handle(call, &inner.options.ctx).await;
                     let tool = inner.tools.iter().find(|t| t.name == operation);
                     answer_result(answer, tool, wrap, links.as_ref()).await
@@ -172,6 +179,7 @@ impl McpServer {
             caller: Caller { front_door: "mcp", client: client_name },
             mode: None,
             quote_only: false,
+            admission: Default::default(),
         };
         match routed::run(options.client.as_ref(), &options.ctx, call, options.request_timeout).await {
             routed::Ran::Local(Ok(reply), _) => {

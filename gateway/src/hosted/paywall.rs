@@ -33,7 +33,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use paperchain_engine::catalog::{PreparedCall, Produces, RouteEntry};
+use paperchain_engine::catalog::{Admission, PreparedCall, Produces, RouteEntry};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, Price, Reply};
 use paperchain_protocol::x402::{self, check_payment, decode_payment, signed_amount};
 use serde_json::{Value, json};
@@ -106,6 +106,9 @@ pub struct Call<'a> {
     /// What an MPP challenge is bound to (HTTP method, path, body); `None` where MPP does
     /// not apply (MCP).
     pub binding: Option<RequestBinding>,
+    /// The call's place at the heavy-work gate when the front door took one before it read
+    /// the body; the default when it did not.
+    pub admission: Admission,
 }
 
 /// A settlement to report with the result.
@@ -447,7 +450,7 @@ impl Paywall {
             }
             Body::Json(bytes) => bytes,
         };
-        let (price, prepared) = route.quote(bytes, ctx).await;
+        let (price, prepared) = route.quote_admitted(call.admission.clone(), bytes, ctx).await;
         decision.quote = Some(price.units());
         let prepared = match prepared {
             Ok(prepared) => prepared,
@@ -511,7 +514,7 @@ impl Paywall {
             }
             Body::Json(bytes) => bytes,
         };
-        let (price, prepared) = call.route.quote(bytes, ctx).await;
+        let (price, prepared) = call.route.quote_admitted(call.admission.clone(), bytes, ctx).await;
         decision.quote = Some(price.units());
         match prepared {
             Ok(prepared) => Ok((price, prepared)),
