@@ -79,14 +79,20 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     let data_dir = crate::data_dir();
     let runtime = paperchain_server::instance::runtime_dir(&data_dir);
     let running = paperchain_server::instance::find(&runtime, &data_dir).filter(|_| !args.standalone);
+    let unpack = unpack_into_folder(entry, &mut input, args.out.as_deref());
     let reply = match running {
         Some(server) => {
             tracing::debug!(url = %server.base_url, pid = server.pid, "calling through the running local server");
-            crate::call_server::call(&server, entry, input, &args).await?
+            crate::call_server::call(&server, entry, input, &args, unpack).await?
         }
         None => run_here(&data_dir, entry, input, &args).await?,
     };
     let reply = match reply {
+        // Asked as a list to be written one by one.
+        Ok(Reply::Files(mut set)) if unpack => {
+            set.mode = OutputMode::File;
+            Reply::Files(set)
+        }
         Ok(reply) => reply,
         Err(code) => return Ok(code),
     };
@@ -101,6 +107,18 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
         Reply::Files(set) => write_files(set, args.out.as_deref(), args.force)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Several files into a folder: the input asks for them as a list (`output: "base64"`), so
+/// each is written under its own name where a file answer would be one ZIP. Whether it
+/// did so; an input that chose its output keeps it.
+pub fn unpack_into_folder(entry: &RouteEntry, input: &mut Value, out: Option<&Path>) -> bool {
+    let into_folder = out.is_some_and(Path::is_dir);
+    let unpack = entry.info().produces.files() && into_folder && input.get("output").is_none_or(Value::is_null);
+    if unpack && let Some(object) = input.as_object_mut() {
+        object.insert("output".into(), Value::String("base64".into()));
+    }
+    unpack
 }
 
 /// What a call gave: its result, or the exit code when it said all there was to say.

@@ -5,7 +5,6 @@
 //! server asks: the app's dialog); its answer becomes the same result a call run here
 //! gives, written by the same code.
 
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
@@ -30,15 +29,16 @@ fn user_agent() -> String {
 
 /// Sends the call to `server`; its result, or the exit code of its error (2 for what the
 /// caller can fix, 1 otherwise), said on stderr.
-pub async fn call(server: &Instance, entry: &RouteEntry, mut input: Value, args: &CallArgs) -> anyhow::Result<Outcome> {
+/// `unpack`: the input asks for a list of files ([`crate::call::unpack_into_folder`]), to
+/// be written one by one.
+pub async fn call(
+    server: &Instance,
+    entry: &RouteEntry,
+    input: Value,
+    args: &CallArgs,
+    unpack: bool,
+) -> anyhow::Result<Outcome> {
     let info = entry.info();
-    // Several files into a folder: asked as JSON, so each is written under its own name
-    // (a file answer would be one ZIP).
-    let into_folder = args.out.as_deref().is_some_and(Path::is_dir);
-    let unpack = info.produces.files() && into_folder && input.get("output").is_none_or(Value::is_null);
-    if unpack && let Some(object) = input.as_object_mut() {
-        object.insert("output".into(), Value::String("base64".into()));
-    }
     // Loopback: no proxy may stand between the CLI and its own server.
     let http = reqwest::Client::builder().no_proxy().build().context("the HTTP client")?;
     let mut request = http

@@ -115,24 +115,56 @@ impl FileSet {
 
 /// A ZIP archive of `files`; repeated names get ` (2)`, ` (3)`… before the extension.
 pub fn zip_files(files: &[OutFile]) -> Result<Vec<u8>, EngineError> {
-    let zip_err = |e: &dyn std::fmt::Display| EngineError::internal(format!("writing the ZIP: {e}"));
-    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let large = files.iter().any(|f| f.bytes.len() as u64 >= u32::MAX as u64);
-    let mut used = std::collections::HashSet::new();
+    let mut zip = ZipBuilder::new();
     for file in files {
-        let name = unique_name(&file.filename, &mut used);
-        // PDF streams and images are compressed already: deflating them again costs
-        // more time than it saves bytes, so they are stored; other files are deflated.
-        let method = if is_compressed_media(&file.media_type) {
+        zip.add(&file.filename, &file.media_type, &file.bytes)?;
+    }
+    zip.finish()
+}
+
+/// A ZIP archive written one file at a time, so a route that makes many files (pages as
+/// images) holds the archive and the file at hand, never every file beside the archive.
+/// Repeated names get ` (2)`, ` (3)`… before the extension.
+pub struct ZipBuilder {
+    writer: zip::ZipWriter<std::io::Cursor<Vec<u8>>>,
+    used: std::collections::HashSet<String>,
+}
+
+impl Default for ZipBuilder {
+    fn default() -> Self {
+        ZipBuilder::new()
+    }
+}
+
+impl ZipBuilder {
+    /// An empty archive.
+    pub fn new() -> ZipBuilder {
+        ZipBuilder { writer: zip::ZipWriter::new(std::io::Cursor::new(Vec::new())), used: Default::default() }
+    }
+
+    /// Adds one file. PDF streams and images are compressed already: deflating them again
+    /// costs more time than it saves bytes, so they are stored; other files are deflated.
+    pub fn add(&mut self, filename: &str, media_type: &str, bytes: &[u8]) -> Result<(), EngineError> {
+        let name = unique_name(filename, &mut self.used);
+        let method = if is_compressed_media(media_type) {
             zip::CompressionMethod::Stored
         } else {
             zip::CompressionMethod::Deflated
         };
+        let large = bytes.len() as u64 >= u32::MAX as u64;
         let options = zip::write::SimpleFileOptions::default().compression_method(method).large_file(large);
-        writer.start_file(name, options).map_err(|e| zip_err(&e))?;
-        writer.write_all(&file.bytes).map_err(|e| zip_err(&e))?;
+        self.writer.start_file(name, options).map_err(|e| zip_error(&e))?;
+        self.writer.write_all(bytes).map_err(|e| zip_error(&e))
     }
-    Ok(writer.finish().map_err(|e| zip_err(&e))?.into_inner())
+
+    /// The finished archive.
+    pub fn finish(self) -> Result<Vec<u8>, EngineError> {
+        Ok(self.writer.finish().map_err(|e| zip_error(&e))?.into_inner())
+    }
+}
+
+fn zip_error(e: &dyn std::fmt::Display) -> EngineError {
+    EngineError::internal(format!("writing the ZIP: {e}"))
 }
 
 fn is_compressed_media(media_type: &str) -> bool {

@@ -7,7 +7,7 @@ use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo, media};
 use crate::context::{Context, blocking};
 use crate::error::EngineError;
 use crate::input::FileInput;
-use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
+use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, ZipBuilder, derived_name};
 use crate::pages::PageSelection;
 use crate::pdf;
 use crate::pdf::pdfium::{self, PagePlan, RENDERING_PRICE_RULE, RenderSource, RgbPage, rendering_price};
@@ -152,28 +152,48 @@ impl Route for ToImagesRoute {
             let numbers: Vec<u32> = call.pages.iter().map(|p| p.number).collect();
             let total = numbers.len() as u64;
             let width = call.page_count.to_string().len();
-            let mut files = Vec::with_capacity(numbers.len());
-            let mut written = 0usize;
+            let zip_name = derived_name(&call.filename, "images", "zip");
+            // One ZIP (`output: "file"`) is written as the pages render: each image goes
+            // into it and is dropped, so the archive and one page are all that is held.
+            let mut sink = match call.output {
+                OutputMode::File => Pages::Zip(Box::default()),
+                _ => Pages::List(Vec::with_capacity(numbers.len())),
+            };
+            let (mut written, mut done) = (0usize, 0u64);
             pdfium::render_pages(&call.bytes, call.password.as_deref(), &numbers, call.dpi, "/file", "/dpi", |page| {
-                let bytes = encode(&page, call.format, call.quality)?;
+                let (bytes, page_number) = (encode(&page, call.format, call.quality)?, page.number);
+                drop(page);
                 written += bytes.len();
                 if written > pdf::MAX_OUTPUT_BYTES {
                     return Err(too_much_output());
                 }
-                let suffix = format!("page-{:0width$}", page.number);
-                files.push(OutFile {
-                    filename: derived_name(&call.filename, &suffix, call.format.extension()),
-                    media_type: call.format.media_type().into(),
-                    bytes,
-                });
-                progress.advance("pages", files.len() as u64, total);
+                let filename =
+                    derived_name(&call.filename, &format!("page-{:0width$}", page_number), call.format.extension());
+                let media_type = call.format.media_type();
+                match &mut sink {
+                    Pages::Zip(zip) => zip.add(&filename, media_type, &bytes)?,
+                    Pages::List(files) => files.push(OutFile { filename, media_type: media_type.into(), bytes }),
+                }
+                done += 1;
+                progress.advance("pages", done, total);
                 Ok(())
             })?;
-            let zip = derived_name(&call.filename, "images", "zip");
-            Ok(Reply::Files(FileSet::several(files, call.output, zip)))
+            Ok(Reply::Files(match sink {
+                Pages::Zip(zip) => FileSet::single(
+                    OutFile { filename: zip_name, media_type: media::ZIP.into(), bytes: zip.finish()? },
+                    OutputMode::File,
+                ),
+                Pages::List(files) => FileSet::several(files, call.output, zip_name),
+            }))
         })
         .await
     }
+}
+
+/// Where rendered pages go: into one ZIP as they come, or a list of files.
+enum Pages {
+    Zip(Box<ZipBuilder>),
+    List(Vec<OutFile>),
 }
 
 fn too_much_output() -> EngineError {
@@ -221,14 +241,33 @@ mod tests {
         json!({ "data": base64::engine::general_purpose::STANDARD.encode(pdf), "filename": name })
     }
 
+    /// The images as a list (`output: "base64"`), checked against the one ZIP that
+    /// `output: "file"` writes as the pages render: the same names and bytes, in order.
     async fn images(body: Value) -> Result<Vec<OutFile>, EngineError> {
-        match call::<ToImagesRoute>(&body).await? {
+        let mut listed = body.clone();
+        listed["output"] = json!("base64");
+        let files = match call::<ToImagesRoute>(&listed).await? {
             Reply::Files(set) => {
                 assert_eq!(set.bundle.as_deref().map(|b| b.ends_with("-images.zip")), Some(true));
-                Ok(set.files)
+                set.files
             }
             Reply::Json(_) => panic!("to-images answered JSON"),
+        };
+        let Reply::Files(set) = call::<ToImagesRoute>(&body).await?;
+        let zip = set.into_single_file().unwrap();
+        assert!(zip.filename.ends_with("-images.zip"), "{}", zip.filename);
+        assert_eq!(zip.media_type, "application/zip");
+        let mut archive = zip::ZipArchive::new(std::io::Cursor::new(zip.bytes)).unwrap();
+        assert_eq!(archive.len(), files.len());
+        for (i, file) in files.iter().enumerate() {
+            let mut entry = archive.by_index(i).unwrap();
+            assert_eq!(entry.name().unwrap(), file.filename);
+            assert_eq!(entry.compression(), zip::CompressionMethod::Stored, "images are stored, not deflated again");
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
+            assert!(bytes == file.bytes, "{} differs in the ZIP", file.filename);
         }
+        Ok(files)
     }
 
     fn decoded(file: &OutFile, format: image::ImageFormat) -> image::DynamicImage {
