@@ -159,7 +159,7 @@ fn files_of(value: Value) -> anyhow::Result<Reply<Value>> {
         _ => None,
     };
     let bundle = list.then(|| "files.zip".to_string());
-    Ok(Reply::Files(FileSet { files, mode: OutputMode::File, bundle, report }))
+    Ok(Reply::Files(FileSet { files, mode: OutputMode::File, bundle, report, links: None }))
 }
 
 #[cfg(test)]

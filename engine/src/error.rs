@@ -82,6 +82,10 @@ pub const CODES: &[(&str, &str)] = &[
         "rate_limited",
         "an upstream (a chain node, the funding venue) refused the request for rate; retry after Retry-After",
     ),
+    (
+        "insufficient_storage",
+        "the server has no room left to keep the result files (output url); retry after Retry-After seconds",
+    ),
     ("busy", "every worker of the route is busy and its queue is full; retry after Retry-After seconds"),
     ("engine_failed", "the external engine stopped during the call; it was restarted, send the call again"),
     ("unavailable", "the service or an upstream is unavailable"),

@@ -80,17 +80,21 @@ pub struct FileSet {
     /// What the operation has to say about a one-file result (e.g. sizes before and
     /// after): a `Paperchain-Report` header beside the bytes, a `report` field in JSON.
     pub report: Option<serde_json::Value>,
+    /// For `output: "url"`, the links once the files are stored (then `files` is empty):
+    /// the hosted service stores them before it settles a payment, so a call whose files
+    /// cannot be kept is not charged.
+    pub links: Option<Vec<FileLink>>,
 }
 
 impl FileSet {
     /// One file.
     pub fn single(file: OutFile, mode: OutputMode) -> FileSet {
-        FileSet { files: vec![file], mode, bundle: None, report: None }
+        FileSet { files: vec![file], mode, bundle: None, report: None, links: None }
     }
 
     /// Several files, bundled as `zip_name` for `output: "file"`.
     pub fn several(files: Vec<OutFile>, mode: OutputMode, zip_name: impl Into<String>) -> FileSet {
-        FileSet { files, mode, bundle: Some(zip_name.into()), report: None }
+        FileSet { files, mode, bundle: Some(zip_name.into()), report: None, links: None }
     }
 
     /// The same files with a report about them.

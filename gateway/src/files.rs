@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use paperchain_engine::OutFile;
+use paperchain_engine::output::{FileLink, OutputMode};
+use paperchain_engine::{EngineError, ErrorKind, FileSet, OutFile, Reply};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -82,18 +83,84 @@ impl FileStore {
             sha256,
             expires_at,
         };
-        // Data first, metadata last, each renamed into place: a file is served only once
-        // both are complete.
-        let data = self.dir.join(format!("{id}.bin"));
-        let data_tmp = self.dir.join(format!("{id}.bin.part"));
-        tokio::fs::write(&data_tmp, &file.bytes).await?;
-        tokio::fs::rename(&data_tmp, &data).await?;
-        let meta_path = self.dir.join(format!("{id}.json"));
-        let meta_tmp = self.dir.join(format!("{id}.json.part"));
+        // Data first, metadata last, each written whole under a temporary name and then
+        // renamed into place: a file is served only once both are complete. A write that
+        // fails (a full disk) leaves nothing behind.
         let json = serde_json::to_vec(&meta).map_err(std::io::Error::other)?;
-        tokio::fs::write(&meta_tmp, json).await?;
-        tokio::fs::rename(&meta_tmp, &meta_path).await?;
+        let written = async {
+            write_then_rename(&self.dir.join(format!("{id}.bin")), &file.bytes).await?;
+            write_then_rename(&self.dir.join(format!("{id}.json")), &json).await
+        };
+        if let Err(e) = written.await {
+            self.remove(&id).await;
+            return Err(e);
+        }
         Ok((id, meta))
+    }
+
+    /// Stores every file of `set` for 24 hours and describes its link under `base_url`
+    /// (`output: "url"`); the report of a one-file result goes on its link. The HTTP API
+    /// and the MCP tools deliver links through this one function, and the hosted service
+    /// stores through it before it settles a payment ([`FileStore::keep`]); links stored
+    /// already are passed on. All or nothing: when one file cannot be stored, those stored
+    /// before it are deleted, and a full disk is 503 `insufficient_storage`.
+    pub async fn links(&self, base_url: &str, set: FileSet) -> Result<Vec<FileLink>, EngineError> {
+        if let Some(links) = set.links {
+            return Ok(links);
+        }
+        let report = if set.bundle.is_some() { None } else { set.report };
+        let mut links: Vec<FileLink> = Vec::with_capacity(set.files.len());
+        let mut stored: Vec<String> = Vec::with_capacity(set.files.len());
+        for file in set.files {
+            let (id, meta) = match self.put(file).await {
+                Ok(put) => put,
+                Err(e) => {
+                    for id in &stored {
+                        self.delete(id).await;
+                    }
+                    return Err(storage_error(&e));
+                }
+            };
+            stored.push(id.clone());
+            links.push(FileLink {
+                url: format!("{base_url}/v1/files/{id}"),
+                expires_at: meta.expires_at_rfc3339(),
+                filename: meta.filename,
+                media_type: meta.media_type,
+                bytes: meta.bytes,
+                sha256: meta.sha256,
+                report: None,
+            });
+        }
+        if let [link] = links.as_mut_slice() {
+            link.report = report;
+        }
+        Ok(links)
+    }
+
+    /// The files of an `output: "url"` reply stored now, their links in their place (the
+    /// bytes dropped); any other reply as it is.
+    pub async fn keep(
+        &self,
+        base_url: &str,
+        reply: Reply<serde_json::Value>,
+    ) -> Result<Reply<serde_json::Value>, EngineError> {
+        match reply {
+            Reply::Files(mut set) if set.mode == OutputMode::Url && set.links.is_none() => {
+                let files = std::mem::take(&mut set.files);
+                let stored = FileSet { files, links: None, ..set.clone() };
+                set.links = Some(self.links(base_url, stored).await?);
+                Ok(Reply::Files(set))
+            }
+            reply => Ok(reply),
+        }
+    }
+
+    /// Deletes the file `id` at once (a link given out by a call that then failed).
+    pub async fn delete(&self, id: &str) {
+        if valid_id(id) {
+            self.remove(id).await;
+        }
     }
 
     /// The file `id`, if it exists and has not expired (an expired one is deleted).
@@ -107,6 +174,18 @@ impl FileStore {
             return Ok(None);
         }
         match tokio::fs::read(self.dir.join(format!("{id}.bin"))).await {
+            // Never a file of another size than the one stored: the rest of an interrupted
+            // write, or a disk that lost data, is no file at all.
+            Ok(bytes) if bytes.len() as u64 != meta.bytes => {
+                tracing::warn!(
+                    id,
+                    stored = meta.bytes,
+                    found = bytes.len(),
+                    "a linked file has the wrong size; deleted"
+                );
+                self.remove(id).await;
+                Ok(None)
+            }
             Ok(bytes) => Ok(Some((meta, bytes))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
@@ -122,8 +201,8 @@ impl FileStore {
     }
 
     async fn remove(&self, id: &str) {
-        for ext in ["json", "bin"] {
-            let _ = tokio::fs::remove_file(self.dir.join(format!("{id}.{ext}"))).await;
+        for name in [format!("{id}.json"), format!("{id}.bin"), format!("{id}.json.part"), format!("{id}.bin.part")] {
+            let _ = tokio::fs::remove_file(self.dir.join(name)).await;
         }
     }
 
@@ -164,6 +243,51 @@ impl FileStore {
     }
 }
 
+/// Writes `bytes` to `path` through `<path>.part` and a rename; the part is deleted when the
+/// write fails.
+async fn write_then_rename(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut part = path.as_os_str().to_owned();
+    part.push(".part");
+    let part = PathBuf::from(part);
+    let written = async {
+        tokio::fs::write(&part, bytes).await?;
+        tokio::fs::rename(&part, path).await
+    };
+    let result = written.await;
+    if result.is_err() {
+        let _ = tokio::fs::remove_file(&part).await;
+    }
+    result
+}
+
+/// Whether an error means the disk, the user's quota or the file-size limit is full
+/// (Linux's ENOSPC, EDQUOT and EFBIG).
+pub fn is_out_of_space(error: &std::io::Error) -> bool {
+    const ENOSPC: i32 = 28;
+    const EDQUOT: i32 = 122;
+    const EFBIG: i32 = 27;
+    error.kind() == std::io::ErrorKind::StorageFull || matches!(error.raw_os_error(), Some(ENOSPC | EDQUOT | EFBIG))
+}
+
+/// What a failure to store a result file means for the caller: a full disk is worth
+/// waiting for (503 `insufficient_storage`), anything else is a defect here (500).
+pub fn storage_error(error: &std::io::Error) -> EngineError {
+    if is_out_of_space(error) {
+        tracing::error!(error = %error, "no room to store a result file");
+        EngineError::new(
+            ErrorKind::Unavailable { retry_after: STORAGE_RETRY_AFTER },
+            "insufficient_storage",
+            "the server has no room left to keep the result files; nothing was kept and nothing is charged. Send \
+             the call again later, or ask for output \"file\" or \"base64\"",
+        )
+    } else {
+        EngineError::internal(format!("storing a result file: {error}"))
+    }
+}
+
+/// What a 503 for a full disk suggests.
+const STORAGE_RETRY_AFTER: Duration = Duration::from_secs(60);
+
 fn valid_id(id: &str) -> bool {
     id.len() == 64 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
@@ -197,5 +321,35 @@ mod tests {
         assert_eq!(store.sweep().await.unwrap(), 1);
         assert!(!dir.path().join(format!("{old2}.bin")).exists());
         assert!(store.get(&id).await.unwrap().is_some(), "unexpired files survive the sweep");
+    }
+
+    #[tokio::test]
+    async fn a_file_of_the_wrong_size_is_never_served() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileStore::open(dir.path(), LINK_TTL).unwrap();
+        let (id, _) = store.put(OutFile::pdf("a.pdf", b"%PDF-1.7 whole".to_vec())).await.unwrap();
+        // What an interrupted write or a disk that lost data leaves: the start of the file.
+        std::fs::write(dir.path().join(format!("{id}.bin")), b"%PDF").unwrap();
+        assert!(store.get(&id).await.unwrap().is_none());
+        assert!(!dir.path().join(format!("{id}.json")).exists(), "and it is deleted");
+    }
+
+    #[tokio::test]
+    async fn a_deleted_link_leaves_nothing_and_a_store_that_cannot_write_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileStore::open(dir.path().join("files"), LINK_TTL).unwrap();
+        let (id, _) = store.put(OutFile::pdf("a.pdf", b"x".to_vec())).await.unwrap();
+        store.delete(&id).await;
+        assert_eq!(std::fs::read_dir(store.dir()).unwrap().count(), 0, "delete removes both files");
+        std::fs::remove_dir(store.dir()).unwrap();
+        std::fs::write(dir.path().join("files"), b"not a folder").unwrap();
+        assert!(store.put(OutFile::pdf("b.pdf", b"y".to_vec())).await.is_err());
+    }
+
+    #[test]
+    fn full_disks_and_quotas_are_out_of_space() {
+        assert!(is_out_of_space(&std::io::Error::from_raw_os_error(28)));
+        assert!(is_out_of_space(&std::io::Error::from_raw_os_error(122)));
+        assert!(!is_out_of_space(&std::io::Error::from_raw_os_error(13)));
     }
 }

@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use paperchain_engine::context::blocking;
-use paperchain_engine::output::{FileLink, OutputMode};
+use paperchain_engine::output::OutputMode;
 use paperchain_engine::{Catalog, Context, EngineError, FileSet, OutFile, Reply};
 
 use crate::error::ApiError;
@@ -265,35 +265,8 @@ async fn encode_files(state: &AppState, set: FileSet) -> Result<Response, ApiErr
             }
             Ok(json_one_or_list(items, list))
         }
-        OutputMode::Url => Ok(json_one_or_list(store_links(&state.files, &state.base_url, set).await?, list)),
+        OutputMode::Url => Ok(json_one_or_list(state.files.links(&state.base_url, set).await?, list)),
     }
-}
-
-/// Stores every file of `set` for 24 hours and describes its link under `base_url`
-/// (`output: "url"`); the report of a one-file result goes on its link. The HTTP API and
-/// the MCP tools deliver links through this one function.
-pub async fn store_links(files: &FileStore, base_url: &str, set: FileSet) -> Result<Vec<FileLink>, ApiError> {
-    let report = if set.bundle.is_some() { None } else { set.report };
-    let mut links = Vec::with_capacity(set.files.len());
-    for file in set.files {
-        let (id, meta) = files
-            .put(file)
-            .await
-            .map_err(|e| ApiError::from(EngineError::internal(format!("storing a result file: {e}"))))?;
-        links.push(FileLink {
-            url: format!("{base_url}/v1/files/{id}"),
-            expires_at: meta.expires_at_rfc3339(),
-            filename: meta.filename,
-            media_type: meta.media_type,
-            bytes: meta.bytes,
-            sha256: meta.sha256,
-            report: None,
-        });
-    }
-    if let [link] = links.as_mut_slice() {
-        link.report = report;
-    }
-    Ok(links)
 }
 
 fn json_one_or_list<T: serde::Serialize>(mut items: Vec<T>, list: bool) -> Response {

@@ -170,6 +170,9 @@ impl HttpServer {
         let catalog = Arc::new(Catalog::standard());
         let base_url = config.base_url(local_addr);
         let files = config.file_store()?;
+        if let Some(paywall) = &paywall {
+            paywall.keep_files_in(files.clone(), base_url.clone());
+        }
         let docs = ServiceDocs::build(&catalog, &base_url, &ctx);
         let app_session = Arc::new(crate::app::Session::new());
         let mut mounted = Router::new();

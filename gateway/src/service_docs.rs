@@ -161,8 +161,9 @@ fn path_item(
             responses.insert(status.into(), reference(name));
         }
     }
-    // Heavy work past its bound is 503 `busy` (with Retry-After).
-    if entry.heavy() {
+    // Heavy work past its bound is 503 `busy`, and result files on a full disk 503
+    // `insufficient_storage` (both with Retry-After).
+    if entry.heavy() || info.produces.files() {
         responses.insert("503".into(), reference("Unavailable"));
     }
     responses.insert("504".into(), reference("Timeout"));

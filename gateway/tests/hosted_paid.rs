@@ -68,3 +68,46 @@ async fn the_rust_client_pays_a_document_route_and_a_chain_route() {
     let totals = server.paywall.store().totals().await.unwrap();
     assert_eq!(totals.paid_calls, 2);
 }
+
+/// Files answered as links are stored before the payment settles: a call whose files
+/// cannot be kept fails and charges nothing; once they can, the same call is paid once.
+#[tokio::test]
+async fn a_result_that_cannot_be_kept_is_not_charged() {
+    let server = sandbox::start(Setup::default()).await;
+    let client = paying_client(&server);
+    let path = "/v1/pdf/rotate";
+    let body = json!({"file": paperchain_testkit::corpus::file_input("sample-files/pdflatex-4-pages.pdf"), "degrees": 90, "output": "url"});
+    let price = quote(&server, path, &body).await;
+    let send = || {
+        client
+            .post(format!("{}{path}", server.base))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+    };
+
+    // The folder of linked files is gone, a plain file in its place: nothing can be kept.
+    let files = server.dir.path().join("files");
+    assert!(files.is_dir(), "{}", files.display());
+    std::fs::remove_dir_all(&files).unwrap();
+    std::fs::write(&files, b"not a folder").unwrap();
+    let balances = server.balances().await;
+    let response = send().await.unwrap();
+    assert_eq!(response.status(), 500);
+    assert!(response.headers().get("payment-response").is_none());
+    assert_eq!(server.balances().await, balances, "nothing settled for a result that was not kept");
+
+    // Room again: the call is paid once and its link serves the file.
+    std::fs::remove_file(&files).unwrap();
+    std::fs::create_dir(&files).unwrap();
+    let response = send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(settlement(&response)["success"], true);
+    let link: Value = response.json().await.unwrap();
+    let pdf = server.client.get(link["url"].as_str().unwrap()).send().await.unwrap();
+    assert_eq!(pdf.status(), 200);
+    assert!(pdf.bytes().await.unwrap().starts_with(b"%PDF-"));
+    let (payer, payee) = server.balances().await;
+    assert_eq!(balances.0 - payer, price, "paid once");
+    assert_eq!(payee - balances.1, price);
+}

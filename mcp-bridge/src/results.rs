@@ -9,7 +9,6 @@ use paperchain_engine::output::OutputMode;
 use paperchain_engine::{EngineError, FileSet, Reply};
 use paperchain_gateway::error::ApiError;
 use paperchain_gateway::files::FileStore;
-use paperchain_gateway::routes::store_links;
 use paperchain_protocol::x402::{self, MCP_PAYMENT_RESPONSE, PAYMENT_RESPONSE};
 use paperchain_wallet::client::Answer;
 use rmcp::model::{CallToolResult, ContentBlock, EmbeddedResource, MetaObject, Resource, ResourceContents, Tool};
@@ -42,7 +41,7 @@ async fn files(set: FileSet, links: Option<&Links>) -> Result<CallToolResult, Ap
     let mut blocks = Vec::with_capacity(set.files.len() + 1);
     let described = match (set.mode, links) {
         (OutputMode::Url, Some(links)) => {
-            let stored = store_links(&links.files, &links.base_url, set).await?;
+            let stored = links.files.links(&links.base_url, set).await?;
             let report = match stored.as_slice() {
                 [one] => one.report.clone(),
                 _ => None,

@@ -27,7 +27,7 @@ use crate::price::Price;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompressOptions {
-    /// How hard to compress: `lossless` (nothing visible changes), `recommended` (images shown above 150 dpi downsampled, photos as JPEG quality 75) or `extreme` (96 dpi, JPEG quality 50); `recommended` when omitted.
+    /// How hard to compress: `lossless` (nothing visible changes), `recommended` (images shown above 150 dpi downsampled, photos as JPEG quality 75, other applications' private data dropped) or `extreme` (96 dpi, JPEG quality 50); `recommended` when omitted.
     #[serde(default)]
     pub mode: Mode,
 }
@@ -38,7 +38,9 @@ pub struct CompressOptions {
 pub enum Mode {
     /// Repack the file only: pages, text and images are unchanged.
     Lossless,
-    /// Also downsample images shown above 150 dpi to 150 dpi and store photos as JPEG, quality 75.
+    /// Also downsample images shown above 150 dpi to 150 dpi and store photos as JPEG, quality 75,
+    /// and drop the private data other applications keep to edit the file again
+    /// (`/PieceInfo`), which no viewer draws.
     #[default]
     Recommended,
     /// As recommended, at 96 dpi and JPEG quality 50.
@@ -77,6 +79,8 @@ pub struct CompressStats {
     pub streams_recompressed: usize,
     /// Why images were left alone, when the document was too large to analyse.
     pub images_skipped_because: Option<&'static str>,
+    /// Page-piece dictionaries (`/PieceInfo`: other applications' private data) dropped.
+    pub private_data_dropped: usize,
 }
 
 /// Compresses an opened (and decrypted) document. The result is a complete new file,
@@ -91,6 +95,7 @@ pub fn compress_document(
     let mut stats = CompressStats::default();
     let mut final_streams = HashSet::new();
     if let Some(settings) = mode.image_settings() {
+        stats.private_data_dropped = drop_private_data(&mut doc);
         let outcome = recompress_images(&mut doc, settings, limits);
         stats.images_downsampled = outcome.downsampled;
         stats.images_reencoded = outcome.reencoded;
@@ -118,6 +123,27 @@ pub fn compress_document(
     let options = WriteOptions { object_streams: ::qpdf::ObjectStreamMode::Generate, ..WriteOptions::default() };
     let bytes = qpdf::write(&reread, options)?;
     Ok((bytes, stats))
+}
+
+/// Drops every `/PieceInfo` (PDF 32000 §14.5: the data an application keeps on a page, a
+/// form or the document to edit it again as its own objects; viewers never draw it), as
+/// Acrobat's optimizer does with "discard private data of other applications". Such data
+/// can outweigh the rest of the file: a PDF annotator's ink kept as a megabyte of base64.
+/// What it referred to and nothing else uses is dropped when the file is rewritten.
+/// Returns how many dictionaries lost theirs.
+fn drop_private_data(doc: &mut Document) -> usize {
+    let mut dropped = 0;
+    for object in doc.objects.values_mut() {
+        let dict = match object {
+            Object::Dictionary(dict) => dict,
+            Object::Stream(stream) => &mut stream.dict,
+            _ => continue,
+        };
+        if dict.remove(b"PieceInfo").is_some() {
+            dropped += 1;
+        }
+    }
+    dropped
 }
 
 /// Makes every stream it can smaller without changing what it decodes to, keeping new
@@ -438,6 +464,7 @@ fn report(mode: Mode, unchanged: bool, stats: &CompressStats, compressed: usize,
         "images_downsampled": stats.images_downsampled,
         "images_reencoded": stats.images_reencoded,
         "duplicate_streams_merged": stats.duplicate_streams_merged,
+        "private_data_dropped": stats.private_data_dropped,
     });
     if unchanged {
         report["note"] = "compressing did not make the file smaller: it is returned unchanged".into();
@@ -839,6 +866,52 @@ mod tests {
             assert_eq!(int(stream, b"Width"), 800);
             assert_eq!(stream.decompressed_content().unwrap(), pixels);
         }
+    }
+
+    #[tokio::test]
+    async fn other_applications_private_data_goes_except_in_lossless() {
+        // A page whose editor kept a large private record on it, as a PDF annotator keeps
+        // its ink: random base64, which no compressor shrinks much.
+        let mut seed = 7u64;
+        let private: Vec<u8> = (0..300_000)
+            .map(|_| {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[(seed >> 58) as usize]
+            })
+            .collect();
+        let mut b = Builder::new();
+        let record = b.add(dictionary! { "Ink" => Object::string_literal(private), "Version" => 5 });
+        let editor = b.add(dictionary! { "Private" => record, "LastModified" => Object::string_literal("D:20220920") });
+        let font = b.add(dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica" });
+        b.page(
+            "BT /F1 11 Tf 72 700 Td (Signed and annotated.) Tj ET",
+            dictionary! { "Font" => dictionary! { "F1" => font } },
+        );
+        let page = b.kids[0].as_reference().unwrap();
+        b.doc
+            .get_object_mut(page)
+            .unwrap()
+            .as_dict_mut()
+            .unwrap()
+            .set("PieceInfo", dictionary! { "PDFAnnotator" => editor });
+        let input = b.finish();
+
+        let lossless = compress(&input, Some("lossless"), None).await.unwrap();
+        check(&lossless, &input, 1);
+        assert_eq!(lossless.report["private_data_dropped"], json!(0));
+        assert!(lossless.bytes.len() > 200_000, "lossless keeps it: {}", lossless.bytes.len());
+        let doc = Document::load_mem(&lossless.bytes).unwrap();
+        assert!(doc.get_object(doc.page_iter().next().unwrap()).unwrap().as_dict().unwrap().has(b"PieceInfo"));
+
+        let recommended = compress(&input, Some("recommended"), None).await.unwrap();
+        check(&recommended, &input, 1);
+        assert_eq!(recommended.report["private_data_dropped"], json!(1), "{}", recommended.report);
+        assert!(recommended.bytes.len() < 5_000, "the record is gone: {} bytes", recommended.bytes.len());
+        let doc = Document::load_mem(&recommended.bytes).unwrap();
+        assert!(!doc.get_object(doc.page_iter().next().unwrap()).unwrap().as_dict().unwrap().has(b"PieceInfo"));
+        let (read, text) = crate::pdf::stamp::tests::tool("pdftotext", &[], &recommended.bytes);
+        assert!(read);
+        assert_eq!(text.trim(), "Signed and annotated.", "the page itself is untouched");
     }
 
     #[tokio::test]

@@ -46,6 +46,7 @@ use super::config::{HostedConfig, PayTo};
 use super::facilitator::{FacilitatorFailure, PaymentFacilitator, Settled};
 use super::mpp::{MppConfig, MppError, RequestBinding, now_unix};
 use super::store::{Claim, Decision, FreeTake, Outcome, PaidRequest, PaymentOutcome, PaymentState, Pruned, Store};
+use crate::files::FileStore;
 
 /// The time, injectable so tests can cross a UTC day.
 pub trait Clock: Send + Sync {
@@ -201,6 +202,9 @@ pub struct Paywall {
     mpp: Option<MppConfig>,
     /// The PaymentRequired bodies of quotes without an error, by route path and price.
     quotes: std::sync::Mutex<HashMap<(&'static str, u64), Arc<RequiredBody>>>,
+    /// Where `output: "url"` files are kept, and the base URL of their links: stored before
+    /// a payment settles ([`Paywall::keep_files_in`]).
+    files: std::sync::RwLock<Option<(FileStore, String)>>,
 }
 
 /// How often the unpaid refusals counted in memory are added to the store.
@@ -239,7 +243,15 @@ impl Paywall {
             run_timeout: Duration::from_secs(120),
             mpp: None,
             quotes: std::sync::Mutex::new(HashMap::new()),
+            files: std::sync::RwLock::new(None),
         }
+    }
+
+    /// Keeps the files of `output: "url"` calls in `files`, linked under `base_url`, before
+    /// their payment settles: a call whose files cannot be kept (a full disk) fails and is
+    /// not charged. The server that serves this paywall sets it.
+    pub fn keep_files_in(&self, files: FileStore, base_url: String) {
+        *self.files.write().unwrap_or_else(|e| e.into_inner()) = Some((files, base_url));
     }
 
     /// Offers and accepts MPP payments as configured.
@@ -763,14 +775,23 @@ impl Paywall {
         }
     }
 
+    /// Runs the operation and, for `output: "url"`, stores its files: what is delivered is
+    /// complete before anything is settled.
     async fn run(&self, prepared: PreparedCall, ctx: &Context) -> Result<Reply<Value>, EngineError> {
-        match tokio::time::timeout(self.run_timeout, prepared.run(ctx.clone())).await {
-            Ok(result) => result,
-            Err(_) => Err(EngineError::new(
-                ErrorKind::Timeout,
-                "timeout",
-                format!("the operation took longer than {} s", self.run_timeout.as_secs()),
-            )),
+        let reply = match tokio::time::timeout(self.run_timeout, prepared.run(ctx.clone())).await {
+            Ok(result) => result?,
+            Err(_) => {
+                return Err(EngineError::new(
+                    ErrorKind::Timeout,
+                    "timeout",
+                    format!("the operation took longer than {} s", self.run_timeout.as_secs()),
+                ));
+            }
+        };
+        let files = self.files.read().unwrap_or_else(|e| e.into_inner()).clone();
+        match files {
+            Some((files, base_url)) => files.keep(&base_url, reply).await,
+            None => Ok(reply),
         }
     }
 
