@@ -108,7 +108,7 @@ fn error_responses() -> Value {
         "InvalidInput": error("The input is invalid; `field` names the field at fault."),
         "TooManyRequests": error("An upstream rate-limited the call; see Retry-After."),
         "BadGateway": error("An upstream answer could not be used."),
-        "Unavailable": error("The service, a tool it needs or an upstream is unavailable, or every worker of a heavy route is busy and its queue is full (`busy`); see Retry-After."),
+        "Unavailable": error("The service, a tool it needs or an upstream is unavailable, or every worker of a heavy route is busy and its queue is full (`busy`), or request bodies or result files have no room left (`busy`, `insufficient_storage`); see Retry-After."),
         "Timeout": error("The call or an upstream took too long."),
         "Internal": error("A defect on our side.")
     })
