@@ -1,6 +1,8 @@
 //! `paperchain call` writing file results: several files into a folder one by one, or one
 //! ZIP to a file path; in this process and through the local server alike.
 
+mod common;
+
 use std::process::{Command, Stdio};
 
 use paperchain_testkit::corpus::corpus;
@@ -9,17 +11,12 @@ use paperchain_testkit::corpus::corpus;
 /// written to `out`.
 fn to_images(out: &std::path::Path, data: &std::path::Path) -> std::process::Output {
     let pdf = corpus().join("pdf/sample-files/pdflatex-4-pages.pdf");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_paperchain"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_paperchain"));
+    let mut child = common::unconfigured(&mut command, data)
         .args(["call", "convert_pdf_to_images", "--standalone", "--input", "-", "--file"])
         .arg(format!("file={}", pdf.display()))
         .arg("--out")
         .arg(out)
-        .env("PAPERCHAIN_DATA_DIR", data)
-        .env("PAPERCHAIN_RUNTIME_DIR", data.join("run"))
-        .env("PAPERCHAIN_WALLET_STORE", "keystore")
-        .env_remove("PAPERCHAIN_CLIENT_CONFIG")
-        .env_remove("PAPERCHAIN_SERVICE_URL")
-        .env_remove("DBUS_SESSION_BUS_ADDRESS")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

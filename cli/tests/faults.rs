@@ -2,6 +2,8 @@
 //! while it writes them. A link never serves a truncated file, a full disk is a clean 503
 //! that leaves nothing behind, and the server goes on once there is room again.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -54,12 +56,7 @@ fn serve(data: &Path, files_kib: Option<u32>) -> Served {
             command
         }
     };
-    let child = command
-        .env("PAPERCHAIN_RUNTIME_DIR", data.join("run"))
-        .env("PAPERCHAIN_WALLET_STORE", "keystore")
-        .env_remove("PAPERCHAIN_CLIENT_CONFIG")
-        .env_remove("PAPERCHAIN_SERVICE_URL")
-        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+    let child = common::unconfigured(&mut command, data)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

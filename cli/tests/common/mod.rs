@@ -15,6 +15,20 @@ use serde_json::Value;
 
 const PASSWORD: &str = "correct horse battery staple";
 
+/// `command` as a user with no wallet and no configuration, whose data and runtime folders
+/// are in `data`: what a fresh machine has.
+pub fn unconfigured<'a>(command: &'a mut Command, data: &std::path::Path) -> &'a mut Command {
+    command
+        .env("PAPERCHAIN_DATA_DIR", data)
+        .env("PAPERCHAIN_RUNTIME_DIR", data.join("run"))
+        .env("XDG_CONFIG_HOME", data.join("config"))
+        .env("PAPERCHAIN_WALLET_STORE", "keystore")
+        .env_remove("PAPERCHAIN_CLIENT_CONFIG")
+        .env_remove("PAPERCHAIN_SERVICE_URL")
+        .env_remove("PAPERCHAIN_ROUTE")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+}
+
 /// A user's home: config, data and the keystore's password file, all in a temporary folder.
 pub struct Home {
     pub dir: tempfile::TempDir,

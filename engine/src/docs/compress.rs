@@ -4,8 +4,7 @@
 //! call it on a document it already holds; the route around it keeps the input's bytes
 //! to answer them unchanged when compressing gains nothing.
 
-use std::collections::{HashMap, HashSet};
-use std::hash::{Hash, Hasher};
+use std::collections::HashSet;
 
 use lopdf::{Dictionary, Document, Object, ObjectId};
 use schemars::JsonSchema;
@@ -103,7 +102,7 @@ pub fn compress_document(
         final_streams = outcome.replaced;
     }
     stats.streams_recompressed = recompress_streams(&mut doc, &final_streams, limits.max_stream_bytes);
-    stats.duplicate_streams_merged = merge_duplicate_streams(&mut doc);
+    stats.duplicate_streams_merged = pdf::dedupe::share_identical(&mut doc).streams;
     let saved = pdf::save(&mut doc)?;
     drop(doc);
     // qpdf writes the object streams and drops every object nothing refers to; stream
@@ -274,72 +273,6 @@ fn dictionary_with_filter(filter: &[u8]) -> Dictionary {
     let mut dict = Dictionary::new();
     dict.set("Filter", Object::Name(filter.to_vec()));
     dict
-}
-
-/// Stores byte-identical streams (same dictionary apart from /Length, same data) once,
-/// pointing every reference at the one kept; repeated while merging makes more streams
-/// identical (two forms drawing two copies of one image). Returns the streams dropped.
-fn merge_duplicate_streams(doc: &mut Document) -> usize {
-    let mut merged = 0;
-    for _ in 0..8 {
-        let mut keepers: HashMap<u64, Vec<ObjectId>> = HashMap::new();
-        let mut remap: HashMap<ObjectId, ObjectId> = HashMap::new();
-        for (&id, object) in &doc.objects {
-            let Object::Stream(stream) = object else { continue };
-            if matches!(stream.dict.get(b"Type").and_then(Object::as_name), Ok(b"XRef" | b"ObjStm")) {
-                continue;
-            }
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            stream.content.hash(&mut hasher);
-            stream.dict.len().hash(&mut hasher);
-            let group = keepers.entry(hasher.finish()).or_default();
-            let same = group.iter().copied().find(|keeper| match doc.objects.get(keeper) {
-                Some(Object::Stream(kept)) => {
-                    kept.content == stream.content && same_except_length(&kept.dict, &stream.dict)
-                }
-                _ => false,
-            });
-            match same {
-                Some(keeper) => {
-                    remap.insert(id, keeper);
-                }
-                None => group.push(id),
-            }
-        }
-        if remap.is_empty() {
-            break;
-        }
-        for object in doc.objects.values_mut() {
-            redirect(object, &remap);
-        }
-        for value in doc.trailer.iter_mut().map(|(_, v)| v) {
-            redirect(value, &remap);
-        }
-        for id in remap.keys() {
-            doc.objects.remove(id);
-        }
-        merged += remap.len();
-    }
-    merged
-}
-
-fn same_except_length(a: &Dictionary, b: &Dictionary) -> bool {
-    let count = |d: &Dictionary| d.iter().filter(|(k, _)| k.as_slice() != b"Length").count();
-    count(a) == count(b) && a.iter().filter(|(k, _)| k.as_slice() != b"Length").all(|(k, v)| b.get(k).ok() == Some(v))
-}
-
-fn redirect(object: &mut Object, remap: &HashMap<ObjectId, ObjectId>) {
-    match object {
-        Object::Reference(id) => {
-            if let Some(kept) = remap.get(id) {
-                *id = *kept;
-            }
-        }
-        Object::Array(items) => items.iter_mut().for_each(|i| redirect(i, remap)),
-        Object::Dictionary(dict) => dict.iter_mut().for_each(|(_, v)| redirect(v, remap)),
-        Object::Stream(stream) => stream.dict.iter_mut().for_each(|(_, v)| redirect(v, remap)),
-        _ => {}
-    }
 }
 
 /// A checked compress call.

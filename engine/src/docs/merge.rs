@@ -151,11 +151,53 @@ impl Route for MergeRoute {
                 asm.set_outline(grouped);
             }
             let mut doc = asm.finish()?;
+            // A file given twice, or files embedding the same fonts and images, carry each
+            // of them once.
+            pdf::dedupe::share_identical(&mut doc);
             let bytes = pdf::save(&mut doc)?;
             let name =
                 derived_name(call.sources.first().map_or("merged.pdf", |(s, _)| s.filename.as_str()), "merged", "pdf");
             Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), call.output)))
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::pdf::qpdf::testing::{assert_qpdf_check, corpus, file_json, qpdf_pages};
+    use crate::pdf::stamp::tests::tool;
+    use crate::pdf::testing::call;
+
+    async fn merged(files: Vec<serde_json::Value>) -> Vec<u8> {
+        match call::<MergeRoute>(&json!({ "files": files })).await.unwrap() {
+            Reply::Files(set) => set.into_single_file().unwrap().bytes,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_file_given_several_times_carries_its_fonts_and_images_once() {
+        let input = std::fs::read(corpus("../sample-files/pdflatex-4-pages.pdf")).unwrap();
+        let one = json!({ "file": file_json(&input, "a.pdf", None) });
+        let once = merged(vec![one.clone(), json!({ "file": file_json(&input, "a.pdf", None), "pages": "1" })]).await;
+        let thrice = merged(vec![one.clone(), one.clone(), one]).await;
+        assert_qpdf_check(&thrice, None);
+        assert_eq!(qpdf_pages(&thrice, None), 12);
+        // Three copies of the pages: what is shared (fonts, content) is there once, so the
+        // file grows by the pages' own dictionaries, not by three times the input.
+        assert!(
+            thrice.len() < once.len() + once.len() / 4,
+            "three copies take {} bytes, one copy and a page {}",
+            thrice.len(),
+            once.len()
+        );
+        // And every copy reads as the original.
+        let (_, original) = tool("pdftotext", &[], &input);
+        let (read, text) = tool("pdftotext", &[], &thrice);
+        assert!(read);
+        assert_eq!(text, original.repeat(3));
     }
 }

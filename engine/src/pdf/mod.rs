@@ -9,6 +9,7 @@
 
 pub mod assemble;
 pub mod dates;
+pub mod dedupe;
 pub mod flate;
 pub mod graft;
 pub mod name_tree;
