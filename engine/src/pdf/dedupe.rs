@@ -4,9 +4,12 @@
 //! that embed the same fonts and images, then carries each of them once.
 //!
 //! Only objects that are values are shared: streams (content, images, fonts' programs,
-//! forms), and dictionaries of type Font, FontDescriptor, ExtGState and Encoding. Pages,
-//! annotations and form fields have an identity (a page appears once in the tree, a field
-//! is one field) and are never merged.
+//! forms), arrays (widths, color spaces), dictionaries of type Font, FontDescriptor,
+//! ExtGState, Encoding and Pattern, and untyped dictionaries that are plainly values
+//! (resources, shadings, functions). Pages, annotations, form fields, outline items and
+//! structure elements have an identity (a page appears once in the tree, a field is one
+//! field) and are never merged: nothing typed otherwise, and no dictionary with a parent,
+//! a rectangle, a field type or name, kids or a page.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -18,12 +21,16 @@ use lopdf::{Dictionary, Document, Object, ObjectId};
 pub struct Shared {
     /// Stream objects dropped for an identical one.
     pub streams: usize,
-    /// Font, font descriptor, graphics state and encoding dictionaries dropped.
+    /// Dictionaries and arrays dropped.
     pub dictionaries: usize,
 }
 
 /// Dictionary types that are values, safe to share.
-const SHARED_TYPES: &[&[u8]] = &[b"Font", b"FontDescriptor", b"ExtGState", b"Encoding"];
+const SHARED_TYPES: &[&[u8]] = &[b"Font", b"FontDescriptor", b"ExtGState", b"Encoding", b"Pattern"];
+
+/// Keys of the dictionaries that have an identity (tree nodes, annotations, fields,
+/// outline items, structure elements): an untyped dictionary with one is never shared.
+const IDENTITY_KEYS: &[&[u8]] = &[b"Parent", b"Rect", b"FT", b"T", b"Kids", b"P", b"Subtype", b"First", b"Next"];
 
 /// Stores identical streams and value dictionaries once. Repeated while merging makes more
 /// objects identical (two fonts pointing at two copies of one font program become one).
@@ -85,18 +92,24 @@ fn sharing_key(object: &Object) -> Option<u64> {
             stream.dict.len().hash(&mut hasher);
         }
         Object::Dictionary(dict) => {
-            let kind = dict.get(b"Type").and_then(Object::as_name).ok()?;
-            if !SHARED_TYPES.contains(&kind) {
+            let value = match dict.get(b"Type") {
+                Ok(kind) => kind.as_name().is_ok_and(|kind| SHARED_TYPES.contains(&kind)),
+                Err(_) => !dict.iter().any(|(key, _)| IDENTITY_KEYS.contains(&key.as_slice())),
+            };
+            if !value || dict.is_empty() {
                 return None;
             }
             1u8.hash(&mut hasher);
-            kind.hash(&mut hasher);
             dict.len().hash(&mut hasher);
             for (key, value) in dict.iter() {
                 key.hash(&mut hasher);
                 // The values' text is enough to tell most apart; equality decides.
                 format!("{value:?}").hash(&mut hasher);
             }
+        }
+        Object::Array(items) => {
+            2u8.hash(&mut hasher);
+            format!("{items:?}").hash(&mut hasher);
         }
         _ => return None,
     }
@@ -107,6 +120,7 @@ fn same_value(a: &Object, b: &Object) -> bool {
     match (a, b) {
         (Object::Stream(a), Object::Stream(b)) => a.content == b.content && same_except_length(&a.dict, &b.dict),
         (Object::Dictionary(a), Object::Dictionary(b)) => a == b,
+        (Object::Array(a), Object::Array(b)) => a == b,
         _ => false,
     }
 }
