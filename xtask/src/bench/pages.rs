@@ -1,4 +1,5 @@
-//! The `pages` group: merge, split and rotate, Paperchain against the qpdf CLI.
+//! The `pages` group: merge (of different files, and of one file given ten times), split
+//! and rotate, Paperchain against the qpdf CLI.
 //!
 //! The inputs are cut with qpdf from a real corpus document (a 117-page thesis with
 //! images), cycling through its pages, so both sides work on real content.
@@ -16,6 +17,8 @@ const SOURCE: &str = "pdf/sample-files/GeoTopo-komprimiert.pdf";
 /// Merge input: this many files of `PART_PAGES` pages each.
 const MERGE_FILES: usize = 20;
 const PART_PAGES: u32 = 50;
+/// How many times the self-merge takes the source.
+const SELF_COPIES: usize = 10;
 /// The split and rotate input is the first this-many parts merged (500 pages, no objects
 /// shared between its pages' sources).
 const BIG_PARTS: usize = 10;
@@ -90,6 +93,33 @@ pub(super) fn cases(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Res
              that decoding is part of its time.",
         ),
     };
+    // One file given ten times: qpdf carries its fonts and images once; so must we.
+    let qpdf_self = out("qpdf", "merged-self.pdf");
+    let self_pages = source_pages * SELF_COPIES as u32;
+    let merge_self = Case {
+        operation: "merge: one 117-page file 10 times",
+        paperchain: paperchain(
+            "merge_pdf_files",
+            None,
+            (0..SELF_COPIES).map(|i| (format!("files/{i}/file"), source.as_path())).collect(),
+            Produces::Pdf(out("paperchain", "merged-self.pdf")),
+        ),
+        qpdf: qpdf(
+            [os("--warning-exit-0"), os("--empty"), os("--pages")]
+                .into_iter()
+                .chain(std::iter::repeat_n(OsString::from(&source), SELF_COPIES))
+                .chain([os("--"), qpdf_self.clone().into()])
+                .collect(),
+            Produces::Pdf(qpdf_self),
+        ),
+        expect: Expect {
+            files: 1,
+            pages_each: self_pages,
+            rotations: None,
+            text_samples: [1, source_pages, source_pages + 1, self_pages].map(|p| (0, p)).to_vec(),
+        },
+        note: Some("The same file ten times: identical fonts, images and content are stored once on both sides."),
+    };
     let split = Case {
         operation: "split: every page of 500",
         paperchain: paperchain(
@@ -131,7 +161,7 @@ pub(super) fn cases(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Res
         },
         note: None,
     };
-    Ok(vec![merge, split, rotate])
+    Ok(vec![merge, merge_self, split, rotate])
 }
 
 fn os(text: impl Into<OsString>) -> OsString {
