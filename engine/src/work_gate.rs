@@ -121,16 +121,18 @@ impl WorkGate {
     }
 
     fn busy(&self) -> EngineError {
-        EngineError::new(
-            ErrorKind::Unavailable { retry_after: RETRY_AFTER },
-            "busy",
-            format!(
-                "{} heavy operations run and {} more wait, the most this server takes at once; send the call again \
-                 in a few seconds",
-                self.config.workers, self.config.queue
-            ),
-        )
+        busy(format!(
+            "{} heavy operations run and {} more wait, the most this server takes at once; send the call again in \
+             a few seconds",
+            self.config.workers, self.config.queue
+        ))
     }
+}
+
+/// 503 `busy` saying `why`, with the Retry-After of every refusal for load (the heavy-work
+/// gate's, and the request-body budget's).
+pub fn busy(why: String) -> EngineError {
+    EngineError::new(ErrorKind::Unavailable { retry_after: RETRY_AFTER }, "busy", why)
 }
 
 impl Ticket {

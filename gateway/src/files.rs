@@ -147,8 +147,8 @@ impl FileStore {
     ) -> Result<Reply<serde_json::Value>, EngineError> {
         match reply {
             Reply::Files(mut set) if set.mode == OutputMode::Url && set.links.is_none() => {
-                let files = std::mem::take(&mut set.files);
-                let stored = FileSet { files, links: None, ..set.clone() };
+                // Stored from a copy of the set that takes its files; the set keeps the rest.
+                let stored = FileSet { files: std::mem::take(&mut set.files), ..set.clone() };
                 set.links = Some(self.links(base_url, stored).await?);
                 Ok(Reply::Files(set))
             }

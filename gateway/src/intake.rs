@@ -5,23 +5,18 @@
 //! once cost a bounded amount of memory, never an out-of-memory kill.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::Request;
 use axum::http::{StatusCode, header};
 use bytes::BytesMut;
 use futures::StreamExt as _;
-use paperchain_engine::{EngineError, ErrorKind};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::ApiError;
 
 /// The budget when the environment sets none: sixteen bodies of the largest size (64 MiB).
 pub const DEFAULT_BUDGET: usize = 1024 * 1024 * 1024;
-
-/// How long a refused caller is told to wait before sending the call again.
-const RETRY_AFTER: Duration = Duration::from_secs(5);
 
 /// The bytes of request bodies held at once, across all calls.
 #[derive(Debug)]
@@ -75,15 +70,11 @@ impl BodyBudget {
     }
 
     fn busy(&self) -> ApiError {
-        ApiError::from(EngineError::new(
-            ErrorKind::Unavailable { retry_after: RETRY_AFTER },
-            "busy",
-            format!(
-                "this server is receiving {} MiB of request bodies at once, the most it holds; send the call again \
-                 in a few seconds",
-                self.total / (1024 * 1024)
-            ),
-        ))
+        ApiError::from(paperchain_engine::work_gate::busy(format!(
+            "this server is receiving {} MiB of request bodies at once, the most it holds; send the call again in a \
+             few seconds",
+            self.total / (1024 * 1024)
+        )))
     }
 }
 
