@@ -5,6 +5,7 @@
 //! - `test` checks formatting and lints, then runs every test (CI's one command).
 //! - `bench` times document operations against reference tools (qpdf, Ghostscript, pdftoppm).
 //! - `bundle` packages the desktop app for Linux (.deb, AppImage).
+//! - `fuzz` mutates corpus files and JSON bodies through every route, in process.
 //!
 //! Nothing here is linked into the product; it only runs programs.
 
@@ -55,6 +56,14 @@ enum Task {
     Bench(bench::BenchArgs),
     /// The desktop app's Linux packages (.deb and AppImage) with Tauri's command line.
     Bundle(bundle::BundleArgs),
+    /// Mutation fuzzing of every route's prepare and run, in process, for a time budget
+    /// (`paperchain-fuzz --help` lists its options, after `--`). Findings are saved as
+    /// regression inputs under fuzz/tests/regressions.
+    Fuzz {
+        /// Arguments for `paperchain-fuzz` (`--seconds 600`, `--routes split_pdf`), after `--`.
+        #[arg(last = true)]
+        args: Vec<OsString>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -65,6 +74,7 @@ fn main() -> ExitCode {
         Task::Test { args } => test::run(&args).map(|()| ExitCode::SUCCESS),
         Task::Bench(args) => bench::run(&args),
         Task::Bundle(args) => bundle::run(&args).map(|()| ExitCode::SUCCESS),
+        Task::Fuzz { args } => fuzz(args),
     };
     result.unwrap_or_else(|e| {
         eprintln!("error: {e:#}");
@@ -77,6 +87,21 @@ fn serve(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     setup::run(Verbosity::Quiet)?;
     let status = cargo().args(["run", "--release", "-p", "paperchain", "--", "serve"]).args(args).status()?;
     // The server's own exit code (130 after Ctrl-C, for instance) is the answer.
+    Ok(status.code().and_then(|c| u8::try_from(c).ok()).map(ExitCode::from).unwrap_or(ExitCode::FAILURE))
+}
+
+/// `cargo xtask fuzz`: the fuzzer from a test-profile build (dependencies optimised, as
+/// the tests run them), with the tools setup installs and the shared corpus.
+fn fuzz(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
+    let installed = setup::run(Verbosity::Quiet)?;
+    let corpus = corpus_dir().ok_or_else(|| anyhow::anyhow!("no corpus: set PAPERCHAIN_CORPUS"))?;
+    let status = cargo()
+        .args(["run", "-p", "paperchain-fuzz", "--"])
+        .args(args)
+        .env("PAPERCHAIN_TOOLS", &installed.tools)
+        .env("PAPERCHAIN_CORPUS", corpus)
+        .env("OMP_THREAD_LIMIT", "1")
+        .status()?;
     Ok(status.code().and_then(|c| u8::try_from(c).ok()).map(ExitCode::from).unwrap_or(ExitCode::FAILURE))
 }
 

@@ -261,13 +261,14 @@ fn check_range(from: u64, to: u64) -> Result<(), EngineError> {
             format!("/from_block: block {from} comes after to_block {to}"),
         ));
     }
-    if to - from + 1 > MAX_SCAN_BLOCKS {
+    // In u128: from 0 to u64::MAX is one block more than u64 counts.
+    let blocks = u128::from(to - from) + 1;
+    if blocks > u128::from(MAX_SCAN_BLOCKS) {
         return Err(EngineError::invalid(
             "/from_block",
             format!(
-                "/from_block: blocks {from} to {to} are {} blocks; at most {MAX_SCAN_BLOCKS} are scanned in one call \
-                 (list `tokens` and `spenders` to check pairs without a scan)",
-                to - from + 1
+                "/from_block: blocks {from} to {to} are {blocks} blocks; at most {MAX_SCAN_BLOCKS} are scanned in one call \
+                 (list `tokens` and `spenders` to check pairs without a scan)"
             ),
         ));
     }
@@ -474,4 +475,18 @@ async fn check(request: ApprovalsRequest) -> Result<ApprovalsOutput, EngineError
         risk_score,
         verdict,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_up_to_the_last_block_number_are_refused_without_overflow() {
+        let error = check_range(0, u64::MAX).unwrap_err();
+        assert_eq!(error.field.as_deref(), Some("/from_block"));
+        assert!(error.message.contains("18446744073709551616 blocks"), "{}", error.message);
+        assert!(check_range(u64::MAX - 9_999, u64::MAX).is_ok());
+        assert!(check_range(u64::MAX - 10_000, u64::MAX).is_err());
+    }
 }

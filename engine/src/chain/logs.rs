@@ -193,14 +193,15 @@ fn check_range(from: u64, to: u64) -> Result<(), EngineError> {
             format!("/from_block: block {from} comes after to_block {to}; the range runs from the first to the last"),
         ));
     }
-    let blocks = to - from + 1;
-    if blocks > MAX_BLOCK_RANGE {
+    // In u128: from 0 to u64::MAX is one block more than u64 counts.
+    let blocks = u128::from(to - from) + 1;
+    if blocks > u128::from(MAX_BLOCK_RANGE) {
         return Err(EngineError::invalid(
             "/from_block",
             format!(
                 "/from_block: blocks {from} to {to} are {blocks} blocks; at most {MAX_BLOCK_RANGE} are read in one call. \
                  Narrow the range (from_block {} reads the last {MAX_BLOCK_RANGE} up to {to}) or split it into calls",
-                to + 1 - MAX_BLOCK_RANGE
+                to.saturating_sub(MAX_BLOCK_RANGE - 1)
             ),
         ));
     }
@@ -351,4 +352,20 @@ async fn resolve_range(chain: &EvmChain, from: Option<BlockRef>, to: BlockRef) -
     let to = number(to);
     let from = from.map(number).unwrap_or_else(|| to.saturating_sub(DEFAULT_BLOCKS - 1));
     Ok((from, to))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_up_to_the_last_block_number_are_refused_without_overflow() {
+        let error = check_range(100, u64::MAX).unwrap_err();
+        assert_eq!(error.field.as_deref(), Some("/from_block"));
+        assert!(error.message.contains(&format!("from_block {} reads", u64::MAX - 9_999)), "{}", error.message);
+        let error = check_range(0, u64::MAX).unwrap_err();
+        assert!(error.message.contains("18446744073709551616 blocks"), "{}", error.message);
+        assert!(check_range(u64::MAX - 9_999, u64::MAX).is_ok());
+        assert!(check_range(u64::MAX - 10_000, u64::MAX).is_err());
+    }
 }
