@@ -140,6 +140,10 @@ pub async fn run_case(catalog: &Arc<Catalog>, ctx: &Context, case: &Case) -> Ver
         return Verdict::Answered("not_found".into());
     }
     let (task_catalog, task_ctx, task_case) = (catalog.clone(), ctx.clone(), case.clone());
+    // A panic of an earlier case that was caught and answered is not this case's clue.
+    if let Ok(mut last) = LAST_PANIC.lock() {
+        last.take();
+    }
     let task = tokio::spawn(async move {
         let entry = task_catalog.by_operation(&task_case.route).expect("checked above");
         entry.call(&task_case.body, &task_ctx).await
@@ -150,7 +154,13 @@ pub async fn run_case(catalog: &Arc<Catalog>, ctx: &Context, case: &Case) -> Ver
             Verdict::Finding(Finding { kind: "panic".into(), detail })
         }
         Ok(Err(error)) if error.kind == ErrorKind::Internal => {
-            Verdict::Finding(Finding { kind: "internal".into(), detail: format!("{}: {}", error.code, error.message) })
+            // A panic in a blocking task comes back as an internal error: its place is the clue.
+            let panic = LAST_PANIC.lock().ok().and_then(|mut last| last.take());
+            let detail = match panic {
+                Some(panic) => format!("{}: {} ({panic})", error.code, error.message),
+                None => format!("{}: {}", error.code, error.message),
+            };
+            Verdict::Finding(Finding { kind: "internal".into(), detail })
         }
         Ok(Err(error)) => Verdict::Answered(match &error.field {
             // Deeply nested fields are one answer, not one per depth.

@@ -335,7 +335,8 @@ fn report(stats: &BTreeMap<String, RouteStats>, elapsed: Duration, workers: u64)
 /// What the watchdog watches: the call running and since when.
 #[derive(Default)]
 struct Watch {
-    running: Option<(Instant, String)>,
+    /// Since when, which route, and the resident bytes when it began.
+    running: Option<(Instant, String, u64)>,
 }
 
 /// Starts the watchdog: past the time cap with a call running, or past the memory cap, it
@@ -349,11 +350,15 @@ fn start_watchdog(caps: &Caps, work: PathBuf) -> Arc<Mutex<Watch>> {
         loop {
             std::thread::sleep(Duration::from_millis(20));
             let resident = paperchain_fuzz::resident_bytes();
-            let over_time = shared.lock().ok().and_then(|w| {
-                w.running.as_ref().filter(|(since, _)| since.elapsed() > time_cap).map(|(_, r)| r.clone())
-            });
+            let over_time = shared
+                .lock()
+                .ok()
+                .and_then(|w| w.running.as_ref().filter(|r| r.0.elapsed() > time_cap).map(|r| r.1.clone()));
             let died = if resident > memory_cap {
-                Some(json!({ "kind": "memory", "detail": format!("over {} MiB resident", memory_cap >> 20) }))
+                let before = shared.lock().ok().and_then(|w| w.running.as_ref().map(|r| r.2)).unwrap_or(0);
+                let detail =
+                    format!("over {} MiB resident ({} MiB when the call began)", memory_cap >> 20, before >> 20);
+                Some(json!({ "kind": "memory", "detail": detail }))
             } else {
                 over_time.map(
                     |route| json!({ "kind": "hang", "detail": format!("{route} ran past {} s", time_cap.as_secs()) }),
@@ -373,12 +378,19 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?)
 }
 
+/// Kept inputs per route, at most.
+const KEPT_PER_ROUTE: usize = 32;
+/// The largest input kept, in bytes of its body.
+const MAX_KEPT_INPUT: usize = 2 << 20;
+/// The bytes of every kept input together, at most.
+const MAX_KEPT_BYTES: usize = 256 << 20;
+
 /// A route being fuzzed.
 struct Target {
     operation: String,
     templates: Vec<Value>,
     /// Bodies that drew an answer the route had not given before.
-    kept: Vec<Value>,
+    kept: Vec<(Value, usize)>,
     stats: RouteStats,
 }
 
@@ -406,6 +418,7 @@ fn work(run: RunArgs, until_ms: u64, stats_path: &Path) -> anyhow::Result<()> {
     let watch = start_watchdog(&run.caps, work.clone());
     let mut rng = Rng::new(run.seed.unwrap_or_else(now_ms));
     let mut last_stats = Instant::now();
+    let mut kept_bytes = 0usize;
 
     while now_ms() < until_ms {
         // The route that has had the least time so far: slow routes get fewer runs, not less time.
@@ -424,7 +437,8 @@ fn work(run: RunArgs, until_ms: u64, stats_path: &Path) -> anyhow::Result<()> {
             false => serde_json::to_vec(&case.to_record(None))?,
         };
         std::fs::write(work.join("current.json"), current)?;
-        watch.lock().expect("watch").running = Some((Instant::now(), case.route.clone()));
+        watch.lock().expect("watch").running =
+            Some((Instant::now(), case.route.clone(), paperchain_fuzz::resident_bytes()));
         let verdict = runtime.block_on(paperchain_fuzz::run_case(&catalog, &ctx, &case));
         watch.lock().expect("watch").running = None;
         target.stats.spent += started.elapsed();
@@ -433,15 +447,21 @@ fn work(run: RunArgs, until_ms: u64, stats_path: &Path) -> anyhow::Result<()> {
             Verdict::Answered(answer) => {
                 let count = target.stats.answers.entry(answer).or_default();
                 *count += 1;
+                // Kept inputs are bounded in number and bytes: they are the worker's own memory,
+                // which the memory cap counts too.
+                let size = case.body.len();
                 if *count == 1
+                    && size <= MAX_KEPT_INPUT
                     && let Some(body) = body
                 {
                     target.stats.kept += 1;
-                    if target.kept.len() < 64 {
-                        target.kept.push(body);
-                    } else {
-                        let slot = rng.below(64);
-                        target.kept[slot] = body;
+                    if target.kept.len() < KEPT_PER_ROUTE && kept_bytes + size <= MAX_KEPT_BYTES {
+                        target.kept.push((body, size));
+                        kept_bytes += size;
+                    } else if !target.kept.is_empty() {
+                        let slot = rng.below(target.kept.len());
+                        kept_bytes = kept_bytes + size - target.kept[slot].1;
+                        target.kept[slot] = (body, size);
                     }
                 }
             }
@@ -488,7 +508,7 @@ fn write_stats(path: &Path, targets: &[Target]) -> anyhow::Result<()> {
 fn next_input(rng: &mut Rng, target: &Target, pools: &Pools) -> (Option<Value>, Vec<u8>) {
     let from_kept = !target.kept.is_empty() && rng.one_in(2);
     let mut body = if from_kept {
-        rng.pick(&target.kept).clone()
+        rng.pick(&target.kept).0.clone()
     } else {
         let template = rng.pick(&target.templates).clone();
         seeds::fill(rng, template, pools)
@@ -574,7 +594,8 @@ fn replay(caps: Caps, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("{} is not JSON", file.display()))?;
         let case = Case::from_record(&record).with_context(|| file.display().to_string())?;
         println!("{}: {}", file.display(), case.route);
-        watch.lock().expect("watch").running = Some((Instant::now(), case.route.clone()));
+        watch.lock().expect("watch").running =
+            Some((Instant::now(), case.route.clone(), paperchain_fuzz::resident_bytes()));
         let verdict = runtime.block_on(paperchain_fuzz::run_case(&catalog, &ctx, &case));
         watch.lock().expect("watch").running = None;
         match verdict {

@@ -62,10 +62,24 @@ impl Route for UnlockRoute {
         blocking(move || {
             let UnlockCall { source, output } = call;
             let name = derived_name(&source.filename, "unlocked", "pdf");
-            if !source.encrypted {
+            if !source.encrypted && !source.recovered {
                 // Nothing to remove: the file as given is the unlocked file.
                 return Ok(Reply::Files(FileSet::single(OutFile::pdf(name, source.bytes), output)));
             }
+            if !source.encrypted && declares_encryption(&source.bytes) {
+                // Damaged where qpdf would have found its encryption: what it read is
+                // still encrypted data, and writing it out "unlocked" would be garbage.
+                return Err(EngineError::invalid_with(
+                    "damaged_pdf",
+                    source.field.clone(),
+                    format!(
+                        "{}: the PDF declares encryption (/Encrypt) but is too damaged for it to be read; \
+                         it cannot be unlocked",
+                        source.field
+                    ),
+                ));
+            }
+            // Encrypted, or damaged without encryption: written again by qpdf, repaired.
             let pdf = source.reopen(&limits)?;
             let options = WriteOptions { decrypt: true, ..WriteOptions::default() };
             let bytes = qp::write(&pdf, options).map_err(|e| e.under(&source.field))?;
@@ -73,6 +87,15 @@ impl Route for UnlockRoute {
         })
         .await
     }
+}
+
+/// Whether a PDF's bytes name an encryption dictionary (`/Encrypt` followed by a
+/// delimiter), as a trailer of an encrypted file does.
+fn declares_encryption(bytes: &[u8]) -> bool {
+    bytes
+        .windows(9)
+        .any(|w| &w[..8] == b"/Encrypt" && matches!(w[8], b' ' | b'\n' | b'\r' | b'\t' | b'/' | b'<' | b'['))
+        || bytes.ends_with(b"/Encrypt")
 }
 
 /// Fields of `/v1/pdf/unlock` besides `file`: none (the password is the file's).
@@ -198,6 +221,43 @@ mod tests {
         assert_eq!(out.bytes, bytes);
         let out = unlock(&bytes, Some("ignored")).await.unwrap();
         assert_eq!(out.bytes, bytes);
+    }
+
+    /// `bytes` with its cross-reference table's offset pointing nowhere: qpdf reads it only
+    /// by rebuilding the table.
+    fn broken_xref(bytes: &[u8]) -> Vec<u8> {
+        let at = bytes.windows(9).rposition(|w| w == b"startxref").unwrap() + 9;
+        let end = at + bytes[at..].iter().position(|&b| b == b'%').unwrap();
+        [&bytes[..at], b"\n999999\n".as_slice(), &bytes[end..]].concat()
+    }
+
+    #[tokio::test]
+    async fn a_damaged_unencrypted_file_comes_back_repaired_not_as_given() {
+        let damaged = broken_xref(&sample_pdf(2));
+        let out = unlock(&damaged, None).await.unwrap();
+        assert_ne!(out.bytes, damaged);
+        assert_unlocked(&out, 2);
+    }
+
+    #[tokio::test]
+    async fn a_file_too_damaged_for_its_encryption_to_be_read_is_refused() {
+        // Its trailer (and /Encrypt) unreachable: qpdf reads the objects as if plain.
+        let bytes = corpus_bytes("20-pages.pdf");
+        let trailer = bytes.windows(7).rposition(|w| w == b"trailer").unwrap();
+        let mut damaged = bytes.clone();
+        damaged[trailer..trailer + 7].copy_from_slice(b"garbage");
+        let damaged = broken_xref(&damaged);
+        match unlock(&damaged, None).await {
+            Err(e) => assert!(
+                ["damaged_pdf", "password_required"].contains(&e.code.as_ref()) && e.field.as_deref().is_some(),
+                "{e:?}"
+            ),
+            Ok(out) => {
+                panic!("a file whose encryption cannot be read was returned as unlocked ({} bytes)", out.bytes.len())
+            }
+        }
+        assert!(declares_encryption(&bytes));
+        assert!(!declares_encryption(&sample_pdf(1)));
     }
 
     #[tokio::test]

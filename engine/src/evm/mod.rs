@@ -240,6 +240,11 @@ impl Chains {
         self.chains.iter().find(|c| c.config.name == name)
     }
 
+    /// The chain serving chain id `chain_id` (the first, if several do).
+    pub fn by_chain_id(&self, chain_id: u64) -> Option<&Arc<EvmChain>> {
+        self.chains.iter().find(|c| c.config.chain_id == chain_id)
+    }
+
     /// The configured names, in order.
     pub fn names(&self) -> Vec<&str> {
         self.chains.iter().map(|c| c.config.name.as_str()).collect()

@@ -105,7 +105,7 @@ impl Workbook {
     /// Checks the package (`package::check`) and opens it; errors name `field`.
     pub fn open(bytes: Vec<u8>, field: &str) -> Result<Workbook, EngineError> {
         package::check(&bytes, Kind::Workbook, field)?;
-        let book = Xlsx::new(Cursor::new(bytes)).map_err(|e| damaged(field, &e.to_string()))?;
+        let book = reader_guard(field, || Xlsx::new(Cursor::new(bytes)).map_err(|e| damaged(field, &e.to_string())))?;
         Ok(Workbook { book, field: field.to_string() })
     }
 
@@ -132,17 +132,21 @@ impl Workbook {
     /// Reads one worksheet; `budget` is the cells still allowed, and shrinks by what was read.
     pub fn read(&mut self, name: &str, visible: bool, budget: &mut u64) -> Result<Sheet, EngineError> {
         let field = self.field.clone();
-        let mut rows: BTreeMap<u32, BTreeMap<u32, Value>> = BTreeMap::new();
-        {
-            let mut reader = self.book.worksheet_cells_reader(name).map_err(|e| damaged(&field, &e.to_string()))?;
+        let book = &mut self.book;
+        let rows = reader_guard(&field, || {
+            let mut rows: BTreeMap<u32, BTreeMap<u32, Value>> = BTreeMap::new();
+            let mut reader = book.worksheet_cells_reader(name).map_err(|e| damaged(&field, &e.to_string()))?;
             while let Some(cell) = reader.next_cell().map_err(|e| damaged(&field, &e.to_string()))? {
                 let Some(value) = convert(cell.get_value()) else { continue };
                 take(budget, 1)?;
                 let (row, column) = cell.get_position();
                 rows.entry(row).or_default().insert(column, value);
             }
-        }
-        let merges = self.book.merge_cells_by_sheet_name(name).map_err(|e| damaged(&field, &e.to_string()))?;
+            Ok(rows)
+        })?;
+        let merges = reader_guard(&field, || {
+            self.book.merge_cells_by_sheet_name(name).map_err(|e| damaged(&field, &e.to_string()))
+        })?;
         let mut sheet = Sheet { name: name.to_string(), visible, rows };
         if let (false, Some((_, last_column))) = (merges.is_empty(), sheet.columns()) {
             let last_row = sheet.rows.keys().next_back().copied().unwrap_or(0);
@@ -232,6 +236,15 @@ fn iso_duration(days: f64) -> String {
         }
     }
     text
+}
+
+/// Runs the workbook reader's `work`, a panic of it (an arithmetic overflow on a cell
+/// reference past Excel's limits, an index out of range on malformed XML) answered as a
+/// damaged file: the reader is a dependency fed untrusted bytes, and what stops it is the
+/// file, not a defect of ours.
+fn reader_guard<T>(field: &str, work: impl FnOnce() -> Result<T, EngineError>) -> Result<T, EngineError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+        .unwrap_or_else(|_| Err(damaged(field, "the workbook reader stopped on its XML")))
 }
 
 fn damaged(field: &str, why: &str) -> EngineError {

@@ -26,6 +26,8 @@ pub struct QpdfSource {
     pub page_count: u32,
     /// Whether the file is encrypted.
     pub encrypted: bool,
+    /// Whether qpdf had to recover the file (it read it with warnings: a damaged file).
+    pub recovered: bool,
     /// The JSON pointer of the input, for error messages.
     pub field: String,
     /// Whether a file without a `%PDF-` header is still tried.
@@ -40,6 +42,7 @@ impl std::fmt::Debug for QpdfSource {
             .field("bytes", &self.bytes.len())
             .field("page_count", &self.page_count)
             .field("encrypted", &self.encrypted)
+            .field("recovered", &self.recovered)
             .finish()
     }
 }
@@ -69,12 +72,14 @@ impl QpdfSource {
             let opened =
                 open_with(&input.bytes, input.password.as_deref(), &limits, headerless).map_err(|e| e.under(&field))?;
             let encrypted = opened.pdf.is_encrypted();
+            let recovered = opened.pdf.more_warnings();
             Ok(QpdfSource {
                 bytes: input.bytes,
                 filename: input.filename,
                 password: input.password,
                 page_count: opened.page_count,
                 encrypted,
+                recovered,
                 field,
                 headerless,
             })
