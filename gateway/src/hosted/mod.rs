@@ -8,8 +8,10 @@ pub mod bazaar;
 pub mod config;
 pub mod facilitator;
 pub mod http;
+pub mod liveness;
 pub mod mpp;
 pub mod paywall;
+pub mod recovery;
 pub mod sandbox;
 pub mod store;
 

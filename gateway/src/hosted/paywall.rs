@@ -45,7 +45,9 @@ use x402_types::proto;
 use super::config::{HostedConfig, PayTo};
 use super::facilitator::{FacilitatorFailure, PaymentFacilitator, Settled};
 use super::mpp::{MppConfig, MppError, RequestBinding, now_unix};
-use super::store::{Claim, Decision, FreeTake, Outcome, PaidRequest, PaymentOutcome, PaymentState, Pruned, Store};
+use super::store::{
+    Authorization, Claim, Decision, Finish, FreeTake, Outcome, PaidRequest, PaymentOutcome, PaymentState, Pruned, Store,
+};
 use crate::files::FileStore;
 
 /// The time, injectable so tests can cross a UTC day.
@@ -205,10 +207,14 @@ pub struct Paywall {
     /// Where `output: "url"` files are kept, and the base URL of their links: stored before
     /// a payment settles ([`Paywall::keep_files_in`]).
     files: std::sync::RwLock<Option<(FileStore, String)>>,
+    /// The chains payments are looked up on after a crash (recovery.rs).
+    chains: Arc<paperchain_engine::evm::Chains>,
 }
 
 /// How often the unpaid refusals counted in memory are added to the store.
 pub const COUNT_FLUSH: Duration = Duration::from_secs(5);
+/// How often claims of runs that died are looked up on chain (recovery.rs).
+pub const RECOVERY_EVERY: Duration = Duration::from_secs(30);
 /// How long a facilitator call may take before the call is answered 503.
 pub const FACILITATOR_TIMEOUT: Duration = Duration::from_secs(20);
 /// What a 503 for an unavailable facilitator suggests.
@@ -244,6 +250,7 @@ impl Paywall {
             mpp: None,
             quotes: std::sync::Mutex::new(HashMap::new()),
             files: std::sync::RwLock::new(None),
+            chains: ctx.chains.clone(),
         }
     }
 
@@ -293,12 +300,18 @@ impl Paywall {
         let mut flush = tokio::time::interval(COUNT_FLUSH);
         flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut hourly = tokio::time::interval(Duration::from_secs(3600));
+        let mut recovery = tokio::time::interval(RECOVERY_EVERY);
+        recovery.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = flush.tick() => {
                     if let Err(e) = self.store.flush_counts().await {
                         tracing::error!(error = %e, "writing the unpaid counts failed; kept for the next try");
                     }
+                    continue;
+                }
+                _ = recovery.tick() => {
+                    self.recover().await;
                     continue;
                 }
                 _ = hourly.tick() => {}
@@ -327,6 +340,24 @@ impl Paywall {
                 Ok(n) => tracing::warn!(claims = n, "payment claims left unfinished were marked abandoned"),
                 Err(e) => tracing::warn!(error = %e, "checking for unfinished payment claims failed"),
             }
+        }
+    }
+
+    /// Claims of runs that died are abandoned (they stay refused), then looked up on chain:
+    /// a settlement a crash left out of the ledger is recorded (recovery.rs). At start and
+    /// every [`RECOVERY_EVERY`].
+    pub async fn recover(&self) {
+        match self.store.abandon_orphaned().await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(claims = n, "payment claims of a run that stopped were marked abandoned"),
+            Err(e) => tracing::warn!(error = %e, "checking for claims of stopped runs failed"),
+        }
+        match super::recovery::recover(&self.store, &self.chains).await {
+            Ok(found) if found.settled + found.never_used > 0 => {
+                tracing::warn!(?found, "abandoned payments looked up on chain")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "looking up abandoned payments failed"),
         }
     }
 
@@ -565,7 +596,14 @@ impl Paywall {
         let accepted = &payload["accepted"];
         decision.network = accepted["network"].as_str().map(str::to_string);
         let key = payment_key(&payload);
-        let paid_request = PaidRequest { payment_id: payment_id(&payload), request_sha256: body_sha256(&call.body) };
+        let paid_request = PaidRequest {
+            payment_id: payment_id(&payload),
+            request_sha256: body_sha256(&call.body),
+            operation: Some(call.route.info().operation.to_string()),
+            client: decision.client.clone(),
+            amount: Some(price.units()),
+            authorization: authorization(&payload),
+        };
         if paid_request.payment_id.is_some() {
             match self.store.redeliver(&key, call.route.info().path, &paid_request).await {
                 Ok(Some(stored)) => return self.redeliver(prepared, key, stored, ctx, decision).await,
@@ -638,7 +676,13 @@ impl Paywall {
         let request = mpp.to_x402_verify_request(&auth);
         let key: [u8; 32] = Sha256::digest(auth.replay_key().as_bytes()).into();
         // No payment id in MPP: its payments are never redelivered.
-        let paid_request = PaidRequest { payment_id: None, request_sha256: body_sha256(&call.body) };
+        let paid_request = PaidRequest {
+            request_sha256: body_sha256(&call.body),
+            operation: Some(call.route.info().operation.to_string()),
+            client: decision.client.clone(),
+            amount: Some(price.units()),
+            ..PaidRequest::default()
+        };
         let settle = self.verify_run_settle(call, price, prepared, key, &paid_request, &request, ctx, decision);
         let (reply, settled) = match settle.await {
             Ok(done) => done,
@@ -746,9 +790,8 @@ impl Paywall {
             Err(failure) => PaymentOutcome::SettleFailed { reason: failure_reason(failure) },
         };
         let payer = settled.as_ref().ok().and_then(|s| s.payer.clone()).or_else(|| decision.payer.clone());
-        if let Err(e) = self.store.finish_payment_by(&key, &end, payer.as_deref()).await {
-            tracing::error!(error = %e, "recording a settlement failed");
-        }
+        // Written with the ledger row, in one transaction (`Paywall::handle`).
+        decision.finish = Some(Finish { key, outcome: end, payer });
         match settled {
             Ok(settled) => {
                 if settled.payer.is_some() {
@@ -950,6 +993,28 @@ fn same_requirements(accepted: &Value, ours: &Value) -> bool {
 
 /// The replay key: a hash of the signed part of the payment (the network and the
 /// scheme's payload), so re-encoding the same signature differently is the same payment.
+/// The EIP-3009 authorization an x402 `exact` EVM payload signs, as the store keeps it to
+/// find the payment on chain after a crash; `None` for other payloads (Permit2, Solana) or
+/// one whose fields do not read (it is refused later by the facilitator anyway).
+fn authorization(payload: &Value) -> Option<Authorization> {
+    let signed = &payload["payload"]["authorization"];
+    fn hex_of(value: &Value, len: usize) -> Option<&str> {
+        value
+            .as_str()
+            .filter(|t| t.len() == len + 2 && t.starts_with("0x") && t[2..].bytes().all(|b| b.is_ascii_hexdigit()))
+    }
+    let valid_before = match &signed["validBefore"] {
+        Value::String(text) => text.parse::<u64>().ok()?,
+        other => other.as_u64()?,
+    };
+    Some(Authorization {
+        asset: hex_of(&payload["accepted"]["asset"], 40)?.to_ascii_lowercase(),
+        authorizer: hex_of(&signed["from"], 40)?.to_ascii_lowercase(),
+        nonce: hex_of(&signed["nonce"], 64)?.to_ascii_lowercase(),
+        valid_before,
+    })
+}
+
 fn payment_key(payload: &Value) -> [u8; 32] {
     let mut hasher = Sha256::new();
     hasher.update(payload["accepted"]["network"].as_str().unwrap_or("").as_bytes());

@@ -47,6 +47,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sqlx::Row;
+
+use super::liveness::RunLock;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use time::{Date, OffsetDateTime};
 
@@ -122,6 +124,21 @@ CREATE TABLE IF NOT EXISTS unpaid_counts (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS decisions_at ON decisions (at_ms);
 "#,
+    // 4: what a claim needs to be resolved on chain once the process holding it is gone: the
+    // run that holds it (liveness.rs), what it pays for (the ledger row it becomes), and its
+    // EIP-3009 authorization (public once used; never its signature).
+    r#"
+ALTER TABLE payments ADD COLUMN owner TEXT;           -- the run holding the claim
+ALTER TABLE payments ADD COLUMN operation TEXT;
+ALTER TABLE payments ADD COLUMN client TEXT;
+ALTER TABLE payments ADD COLUMN amount INTEGER;       -- the quote, atomic units
+ALTER TABLE payments ADD COLUMN asset TEXT;           -- the token the authorization moves
+ALTER TABLE payments ADD COLUMN authorizer TEXT;      -- its `from`
+ALTER TABLE payments ADD COLUMN auth_nonce TEXT;      -- its nonce, 0x and 64 hex digits
+ALTER TABLE payments ADD COLUMN valid_before INTEGER; -- its validBefore, unix seconds
+ALTER TABLE payments ADD COLUMN chain_checked INTEGER NOT NULL DEFAULT 0; -- 1: looked up for good
+CREATE INDEX IF NOT EXISTS payments_state_owner ON payments (state, owner);
+"#,
 ];
 
 /// Tuning of [`Store::open_with`].
@@ -187,6 +204,14 @@ pub enum StoreError {
     /// A query failed (lock timeout, disk full, I/O error…).
     #[error("store query failed: {0}")]
     Query(#[from] sqlx::Error),
+    /// The lock file that tells other processes this run is alive could not be made.
+    #[error("cannot open the store at {}: its run lock: {source}", .path.display())]
+    RunLock {
+        /// The store file.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
     /// A payment transition was asked for a key that is not in a state allowing it.
     #[error("payment {key} cannot be {action}: it is {}", .state.map_or("unknown", PaymentState::as_str))]
     BadTransition {
@@ -298,6 +323,63 @@ pub struct PaidRequest {
     pub payment_id: Option<String>,
     /// The sha256 of the request body bytes.
     pub request_sha256: Option<[u8; 32]>,
+    /// The operation paid for (the ledger row a recovered settlement becomes).
+    pub operation: Option<String>,
+    /// The client, as the paywall keys it.
+    pub client: Option<String>,
+    /// The quote, in atomic units.
+    pub amount: Option<u64>,
+    /// The EIP-3009 authorization the payment signs (x402's EVM `exact` scheme), by which
+    /// a claim left by a crash is looked up on chain.
+    pub authorization: Option<Authorization>,
+}
+
+/// An EIP-3009 `transferWithAuthorization`: what identifies it on chain. Public once used;
+/// the signature is never kept.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Authorization {
+    /// The token contract.
+    pub asset: String,
+    /// `from`: who pays.
+    pub authorizer: String,
+    /// The 32-byte nonce, 0x and 64 hex digits.
+    pub nonce: String,
+    /// `validBefore`, unix seconds: after it the authorization can never be used.
+    pub valid_before: u64,
+}
+
+/// A claim whose process is gone before its settlement was recorded, with what is needed
+/// to look it up on chain ([`Store::unresolved_claims`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnresolvedClaim {
+    /// The replay-guard key.
+    pub key: PaymentKey,
+    /// Route path.
+    pub route: String,
+    /// Operation name, when recorded.
+    pub operation: Option<String>,
+    /// Network, CAIP-2.
+    pub network: String,
+    /// The client, when recorded.
+    pub client: Option<String>,
+    /// The quote, atomic units.
+    pub amount: Option<u64>,
+    /// The authorization.
+    pub authorization: Authorization,
+    /// When it was claimed, unix milliseconds.
+    pub claimed_at_ms: i64,
+}
+
+/// How a payment a decision records ended, written with the decision in one transaction
+/// ([`Decision::finish`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finish {
+    /// The payment.
+    pub key: PaymentKey,
+    /// Settled or not.
+    pub outcome: PaymentOutcome,
+    /// The payer the settlement named.
+    pub payer: Option<String>,
 }
 
 /// The recorded settlement of a payment, as [`Store::redeliver`] gives it back.
@@ -464,6 +546,9 @@ pub struct Decision {
     pub client: Option<String>,
     /// The payment's replay-guard key, if a payment was attached.
     pub payment_key: Option<PaymentKey>,
+    /// How the claimed payment ended, recorded with this row in one transaction: the row
+    /// about money and the payment's end are never one without the other.
+    pub finish: Option<Finish>,
 }
 
 impl Decision {
@@ -481,6 +566,7 @@ impl Decision {
             error_code: None,
             client: None,
             payment_key: None,
+            finish: None,
         }
     }
 }
@@ -521,6 +607,14 @@ pub struct Pruned {
 /// An unpaid refusal's bucket: unix hour, route, outcome, error code ("" for none).
 type CountKey = (i64, String, Outcome, String);
 
+/// The payments columns a payment's end sets: state, tx hash, reason.
+fn finish_columns(outcome: &PaymentOutcome) -> (PaymentState, Option<&str>, Option<&str>) {
+    match outcome {
+        PaymentOutcome::Settled { tx_hash } => (PaymentState::Settled, Some(clip(tx_hash, MAX_TEXT)), None),
+        PaymentOutcome::SettleFailed { reason } => (PaymentState::SettleFailed, None, Some(clip(reason, MAX_TEXT))),
+    }
+}
+
 /// The hosted state: cheap to clone (one shared pool inside).
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -538,6 +632,8 @@ struct Inner {
     path: Option<PathBuf>,
     /// Unpaid refusals counted since the last flush.
     counts: Mutex<HashMap<CountKey, u64>>,
+    /// This run's lock: other processes sharing the file see it alive (liveness.rs).
+    run: RunLock,
 }
 
 impl Store {
@@ -571,7 +667,8 @@ impl Store {
             .connect_with(connect.clone())
             .await
             .map_err(open_error)?;
-        let store = Store::from_pools(pool.clone(), pool, Some(path.clone()));
+        let run = RunLock::acquire(&path).map_err(|source| StoreError::RunLock { path: path.clone(), source })?;
+        let store = Store::from_pools(pool.clone(), pool, Some(path.clone()), RunLock::in_memory());
         store.migrate(&path).await?;
         // Opened after migration, so it never races it on a new file.
         let relaxed = SqlitePoolOptions::new()
@@ -579,7 +676,7 @@ impl Store {
             .connect_with(connect.synchronous(SqliteSynchronous::Normal))
             .await
             .map_err(open_error)?;
-        let store = Store::from_pools(store.inner.pool.clone(), relaxed, Some(path.clone()));
+        let store = Store::from_pools(store.inner.pool.clone(), relaxed, Some(path.clone()), run);
         let mode = sqlx::query_scalar::<_, String>("PRAGMA journal_mode")
             .fetch_one(&store.inner.pool)
             .await
@@ -588,7 +685,7 @@ impl Store {
             // Still correct without WAL (e.g. a file system without shared memory), only less concurrent.
             tracing::warn!(path = %path.display(), mode, "store: WAL journal mode unavailable");
         }
-        let abandoned = store.abandon_stale(options.abandon_after).await?;
+        let abandoned = store.abandon_stale(options.abandon_after).await? + store.abandon_orphaned().await?;
         if abandoned > 0 {
             tracing::warn!(path = %path.display(), abandoned, "store: claims left by an earlier run marked abandoned");
         }
@@ -606,13 +703,13 @@ impl Store {
             .max_lifetime(None)
             .connect_with(connect)
             .await?;
-        let store = Store::from_pools(pool.clone(), pool, None);
+        let store = Store::from_pools(pool.clone(), pool, None, RunLock::in_memory());
         store.migrate(Path::new(":memory:")).await?;
         Ok(store)
     }
 
-    fn from_pools(pool: SqlitePool, relaxed: SqlitePool, path: Option<PathBuf>) -> Store {
-        Store { inner: Arc::new(Inner { pool, relaxed, path, counts: Mutex::new(HashMap::new()) }) }
+    fn from_pools(pool: SqlitePool, relaxed: SqlitePool, path: Option<PathBuf>, run: RunLock) -> Store {
+        Store { inner: Arc::new(Inner { pool, relaxed, path, counts: Mutex::new(HashMap::new()), run }) }
     }
 
     /// The file behind the store (`None` in memory).
@@ -698,19 +795,26 @@ impl Store {
         let key_hex = hex::encode(key);
         let payment_id = request.payment_id.as_deref().map(|id| clip(id, MAX_TEXT));
         let request_sha256 = request.request_sha256.map(hex::encode);
+        let amount = request.amount.map(|a| i64::try_from(a).unwrap_or(i64::MAX));
+        let auth = request.authorization.as_ref();
+        let valid_before = auth.map(|a| i64::try_from(a.valid_before).unwrap_or(i64::MAX));
         let now = now_ms();
         // A claim can only be lost to a concurrent release between our two statements;
         // a few rounds settle it, and giving up still refuses (the safe side).
         for _ in 0..4 {
             let won = sqlx::query(
                 "INSERT INTO payments (key, route, network, state, attempts, refused, claimed_at_ms, updated_at_ms,
-                                       payment_id, request_sha256)
-                 VALUES (?1, ?2, ?3, 'claimed', 1, 0, ?4, ?4, ?5, ?6)
+                                       payment_id, request_sha256, owner, operation, client, amount, asset,
+                                       authorizer, auth_nonce, valid_before)
+                 VALUES (?1, ?2, ?3, 'claimed', 1, 0, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
                  ON CONFLICT (key) DO UPDATE SET
                      state = 'claimed', attempts = payments.attempts + 1, route = excluded.route,
                      network = excluded.network, claimed_at_ms = excluded.claimed_at_ms,
                      updated_at_ms = excluded.updated_at_ms, payment_id = excluded.payment_id,
-                     request_sha256 = excluded.request_sha256
+                     request_sha256 = excluded.request_sha256, owner = excluded.owner,
+                     operation = excluded.operation, client = excluded.client, amount = excluded.amount,
+                     asset = excluded.asset, authorizer = excluded.authorizer, auth_nonce = excluded.auth_nonce,
+                     valid_before = excluded.valid_before
                  WHERE payments.state = 'released'
                  RETURNING attempts",
             )
@@ -720,6 +824,14 @@ impl Store {
             .bind(now)
             .bind(payment_id)
             .bind(request_sha256.as_deref())
+            .bind(self.inner.run.id())
+            .bind(request.operation.as_deref().map(|o| clip(o, MAX_TEXT)))
+            .bind(request.client.as_deref().map(|c| clip(c, MAX_TEXT)))
+            .bind(amount)
+            .bind(auth.map(|a| clip(&a.asset, MAX_TEXT)))
+            .bind(auth.map(|a| clip(&a.authorizer, MAX_TEXT)))
+            .bind(auth.map(|a| clip(&a.nonce, MAX_TEXT)))
+            .bind(valid_before)
             .fetch_optional(&self.inner.pool)
             .await?;
             if won.is_some() {
@@ -776,10 +888,7 @@ impl Store {
         payer: Option<&str>,
     ) -> Result<(), StoreError> {
         let key_hex = hex::encode(key);
-        let (state, tx_hash, reason) = match outcome {
-            PaymentOutcome::Settled { tx_hash } => (PaymentState::Settled, Some(clip(tx_hash, MAX_TEXT)), None),
-            PaymentOutcome::SettleFailed { reason } => (PaymentState::SettleFailed, None, Some(clip(reason, MAX_TEXT))),
-        };
+        let (state, tx_hash, reason) = finish_columns(outcome);
         let done = sqlx::query(
             "UPDATE payments SET state = ?2, tx_hash = ?3, reason = ?4, updated_at_ms = ?5, payer = ?6
              WHERE key = ?1 AND state IN ('claimed', 'abandoned')",
@@ -865,6 +974,81 @@ impl Store {
         Ok(done.rows_affected())
     }
 
+    /// Marks `abandoned` the claims still `claimed` by a run that is gone (a process that
+    /// died while holding them: liveness.rs), at once rather than after a timeout; returns
+    /// how many. Done on open, and by the paywall's housekeeping.
+    pub async fn abandon_orphaned(&self) -> Result<u64, StoreError> {
+        let owners: Vec<String> =
+            sqlx::query_scalar("SELECT DISTINCT owner FROM payments WHERE state = 'claimed' AND owner IS NOT NULL")
+                .fetch_all(&self.inner.pool)
+                .await?;
+        let mut abandoned = 0;
+        for owner in owners.iter().filter(|o| self.inner.run.is_gone(o)) {
+            let done = sqlx::query(
+                "UPDATE payments SET state = 'abandoned', updated_at_ms = ?1 WHERE state = 'claimed' AND owner = ?2",
+            )
+            .bind(now_ms())
+            .bind(owner)
+            .execute(&self.inner.pool)
+            .await?;
+            abandoned += done.rows_affected();
+            self.inner.run.forget(owner);
+        }
+        Ok(abandoned)
+    }
+
+    /// The abandoned claims with an EIP-3009 authorization not yet looked up on chain for
+    /// good, oldest first (at most `limit`).
+    pub async fn unresolved_claims(&self, limit: u32) -> Result<Vec<UnresolvedClaim>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT key, route, operation, network, client, amount, asset, authorizer, auth_nonce, valid_before,
+                    claimed_at_ms
+             FROM payments
+             WHERE state = 'abandoned' AND chain_checked = 0 AND authorizer IS NOT NULL AND asset IS NOT NULL
+                   AND auth_nonce IS NOT NULL
+             ORDER BY claimed_at_ms LIMIT ?1",
+        )
+        .bind(i64::from(limit))
+        .fetch_all(&self.inner.pool)
+        .await?;
+        let mut claims = Vec::with_capacity(rows.len());
+        for row in rows {
+            let key_hex: String = row.try_get("key")?;
+            let Some(key) = hex::decode(&key_hex).ok().and_then(|k| <[u8; 32]>::try_from(k).ok()) else { continue };
+            claims.push(UnresolvedClaim {
+                key,
+                route: row.try_get("route")?,
+                operation: row.try_get("operation")?,
+                network: row.try_get("network")?,
+                client: row.try_get("client")?,
+                amount: row.try_get::<Option<i64>, _>("amount")?.and_then(|a| u64::try_from(a).ok()),
+                authorization: Authorization {
+                    asset: row.try_get("asset")?,
+                    authorizer: row.try_get("authorizer")?,
+                    nonce: row.try_get("auth_nonce")?,
+                    valid_before: row.try_get::<Option<i64>, _>("valid_before")?.map_or(0, |v| v.max(0) as u64),
+                },
+                claimed_at_ms: row.try_get("claimed_at_ms")?,
+            });
+        }
+        Ok(claims)
+    }
+
+    /// Notes that an abandoned claim was looked up on chain for good: its authorization was
+    /// never used and can no longer be (past its validBefore). It stays refused.
+    pub async fn mark_chain_checked(&self, key: &PaymentKey, reason: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE payments SET chain_checked = 1, reason = ?2, updated_at_ms = ?3
+             WHERE key = ?1 AND state = 'abandoned'",
+        )
+        .bind(hex::encode(key))
+        .bind(clip(reason, MAX_TEXT))
+        .bind(now_ms())
+        .execute(&self.inner.pool)
+        .await?;
+        Ok(())
+    }
+
     // ---- free pools ----
 
     /// Takes one free call from `pool` for `client` on UTC `day`; never goes over `limit`,
@@ -932,7 +1116,7 @@ impl Store {
             .map(|q| i64::try_from(q).map_err(|_| StoreError::OutOfRange { what: "quote", value: q }))
             .transpose()?;
         let at = i64::try_from(decision.at.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX);
-        let id = sqlx::query_scalar::<_, i64>(
+        let insert = sqlx::query_scalar::<_, i64>(
             "INSERT INTO decisions
                  (at_ms, route, operation, quote, outcome, payer, network, tx_hash, error_code, client, payment_key)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
@@ -948,9 +1132,37 @@ impl Store {
         .bind(clip_opt(&decision.tx_hash))
         .bind(clip_opt(&decision.error_code))
         .bind(clip_opt(&decision.client))
-        .bind(decision.payment_key.map(hex::encode))
-        .fetch_one(if decision.outcome.moves_money() { &self.inner.pool } else { &self.inner.relaxed })
+        .bind(decision.payment_key.map(hex::encode));
+        let Some(finish) = &decision.finish else {
+            let pool = if decision.outcome.moves_money() { &self.inner.pool } else { &self.inner.relaxed };
+            return Ok(insert.fetch_one(pool).await?);
+        };
+        // The payment's end and the row about it, in one transaction (one commit, one
+        // flush): a crash leaves both or neither, and a neither is found again on chain.
+        let mut tx = self.inner.pool.begin().await?;
+        let (state, tx_hash, reason) = finish_columns(&finish.outcome);
+        let key_hex = hex::encode(finish.key);
+        let done = sqlx::query(
+            "UPDATE payments SET state = ?2, tx_hash = ?3, reason = ?4, updated_at_ms = ?5, payer = ?6
+             WHERE key = ?1 AND state IN ('claimed', 'abandoned')",
+        )
+        .bind(&key_hex)
+        .bind(state.as_str())
+        .bind(tx_hash)
+        .bind(reason)
+        .bind(now_ms())
+        .bind(finish.payer.as_deref().map(|p| clip(p, MAX_TEXT)))
+        .execute(&mut *tx)
         .await?;
+        if done.rows_affected() != 1 {
+            // Finished already (found on chain while this call was slow): that run wrote
+            // the row about the money; a second one would count it twice.
+            drop(tx);
+            let state = self.payment_state(&finish.key).await?;
+            return Err(StoreError::BadTransition { action: "finished", state, key: key_hex });
+        }
+        let id = insert.fetch_one(&mut *tx).await?;
+        tx.commit().await?;
         Ok(id)
     }
 
@@ -1113,6 +1325,7 @@ fn decision_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<Decision, StoreErr
         error_code: row.try_get("error_code")?,
         client: row.try_get("client")?,
         payment_key,
+        finish: None,
     })
 }
 
@@ -1403,9 +1616,10 @@ mod tests {
             store.claim_payment(&key(1), "/v1/a", "eip155:8453").await.unwrap(),
             Claim::AlreadyUsed { state: PaymentState::Settled }
         );
+        // The run that claimed it is gone (its lock went with it): abandoned, still refused.
         assert_eq!(
             store.claim_payment(&key(2), "/v1/a", "eip155:8453").await.unwrap(),
-            Claim::AlreadyUsed { state: PaymentState::Claimed }
+            Claim::AlreadyUsed { state: PaymentState::Abandoned }
         );
         assert_eq!(store.free_remaining("docs", "203.0.113.7", day, 10).await.unwrap(), 7);
         assert_eq!(store.take_free("docs", "203.0.113.7", day, 10).await.unwrap(), FreeTake::Taken { remaining: 6 });
@@ -1541,6 +1755,7 @@ mod tests {
             error_code: None,
             client: Some("2001:db8::/64".into()),
             payment_key: Some(key(5)),
+            finish: None,
         };
         let first = store.record(&full).await.unwrap();
         let mut mpp = Decision::new("/v1/pdf/merge", "merge_pdf", Outcome::MppPaid);
@@ -1605,7 +1820,11 @@ mod tests {
 
     fn paid_request(id: Option<&str>, body: &[u8]) -> PaidRequest {
         use sha2::Digest as _;
-        PaidRequest { payment_id: id.map(str::to_string), request_sha256: Some(sha2::Sha256::digest(body).into()) }
+        PaidRequest {
+            payment_id: id.map(str::to_string),
+            request_sha256: Some(sha2::Sha256::digest(body).into()),
+            ..PaidRequest::default()
+        }
     }
 
     #[tokio::test]
@@ -1700,7 +1919,7 @@ mod tests {
             pool.close().await;
         }
         let store = Store::open(&path).await.unwrap();
-        assert_eq!(store.schema_version().await.unwrap(), 3);
+        assert_eq!(store.schema_version().await.unwrap(), MIGRATIONS.len() as i64);
         // Version 3's counts work in the old file.
         store.count_unpaid(&Decision::new("/v1/a", "a", Outcome::PaymentRequired));
         assert_eq!(store.unpaid_counts().await.unwrap().len(), 1);
@@ -1728,5 +1947,85 @@ mod tests {
         assert_eq!(Outcome::parse("nope"), None);
         assert_eq!(day_key(date!(2026 - 01 - 05)), "2026-01-05");
         assert_eq!(clip("aé", 2), "a");
+    }
+
+    fn authorized(n: u8) -> PaidRequest {
+        PaidRequest {
+            operation: Some("get_gas_price".into()),
+            client: Some("127.0.0.1".into()),
+            amount: Some(1_000),
+            authorization: Some(Authorization {
+                asset: "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913".into(),
+                authorizer: "0x1111111111111111111111111111111111111111".into(),
+                nonce: format!("0x{}", hex::encode([n; 32])),
+                valid_before: 2_000_000_000,
+            }),
+            ..PaidRequest::default()
+        }
+    }
+
+    fn paid_decision(n: u8, tx: &str) -> Decision {
+        let mut decision = Decision::new("/v1/chain/gas", "get_gas_price", Outcome::Paid);
+        decision.quote = Some(1_000);
+        decision.payment_key = Some(key(n));
+        decision.tx_hash = Some(tx.into());
+        decision.finish =
+            Some(Finish { key: key(n), outcome: PaymentOutcome::Settled { tx_hash: tx.into() }, payer: None });
+        decision
+    }
+
+    #[tokio::test]
+    async fn a_settlement_and_its_ledger_row_are_written_together_and_only_once() {
+        let store = Store::open_in_memory().await.unwrap();
+        store.claim_payment_for(&key(1), "/v1/chain/gas", "eip155:8453", &authorized(1)).await.unwrap();
+        store.record(&paid_decision(1, "0xaa")).await.unwrap();
+        assert_eq!(store.payment_state(&key(1)).await.unwrap(), Some(PaymentState::Settled));
+        assert_eq!(store.totals().await.unwrap(), Totals { paid_calls: 1, settled_amount: 1_000 });
+        // Finished again (a slow call after the settlement was found on chain): refused, and
+        // the money is not counted twice.
+        let again = store.record(&paid_decision(1, "0xaa")).await;
+        assert!(matches!(again, Err(StoreError::BadTransition { .. })), "{again:?}");
+        assert_eq!(store.totals().await.unwrap(), Totals { paid_calls: 1, settled_amount: 1_000 });
+    }
+
+    #[tokio::test]
+    async fn claims_of_a_run_that_is_gone_are_abandoned_at_once_and_listed_for_the_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hosted.sqlite");
+        {
+            let first = Store::open(&path).await.unwrap();
+            first.claim_payment_for(&key(1), "/v1/chain/gas", "eip155:8453", &authorized(1)).await.unwrap();
+            // A second run sharing the file sees the first alive: its claim stays claimed.
+            let second = Store::open(&path).await.unwrap();
+            assert_eq!(second.abandon_orphaned().await.unwrap(), 0);
+            assert_eq!(second.payment_state(&key(1)).await.unwrap(), Some(PaymentState::Claimed));
+            second.close().await;
+            // The first run ends without finishing its claim (its lock goes with it).
+            first.close().await;
+        }
+        let store = Store::open(&path).await.unwrap();
+        assert_eq!(store.payment_state(&key(1)).await.unwrap(), Some(PaymentState::Abandoned));
+        let unresolved = store.unresolved_claims(10).await.unwrap();
+        assert_eq!(unresolved.len(), 1);
+        let claim = &unresolved[0];
+        assert_eq!((claim.key, claim.amount, claim.operation.as_deref()), (key(1), Some(1_000), Some("get_gas_price")));
+        assert_eq!(claim.authorization, authorized(1).authorization.unwrap());
+        // Found settled on chain: recorded from `abandoned`, and no longer listed.
+        store.record(&paid_decision(1, "0xbb")).await.unwrap();
+        assert!(store.unresolved_claims(10).await.unwrap().is_empty());
+        // One that was never used and expired is noted, stays refused, and is not listed again.
+        store.claim_payment_for(&key(2), "/v1/chain/gas", "eip155:8453", &authorized(2)).await.unwrap();
+        sqlx::query("UPDATE payments SET state = 'abandoned' WHERE key = ?1")
+            .bind(hex::encode(key(2)))
+            .execute(&store.inner.pool)
+            .await
+            .unwrap();
+        assert_eq!(store.unresolved_claims(10).await.unwrap().len(), 1);
+        store.mark_chain_checked(&key(2), "never used").await.unwrap();
+        assert!(store.unresolved_claims(10).await.unwrap().is_empty());
+        assert_eq!(
+            store.claim_payment(&key(2), "/v1/chain/gas", "eip155:8453").await.unwrap(),
+            Claim::AlreadyUsed { state: PaymentState::Abandoned }
+        );
     }
 }
