@@ -64,6 +64,21 @@ impl RunLock {
         }
     }
 
+    /// Deletes the lock files of every run that is gone (call after their claims were
+    /// abandoned: a run with no file left counts as gone too).
+    pub fn sweep(&self) {
+        let Some((own, _)) = &self.held else { return };
+        let Some(dir) = own.parent() else { return };
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".lock")) else { continue };
+            if self.is_gone(id) {
+                self.forget(id);
+            }
+        }
+    }
+
     /// Deletes the lock file of a run that is gone.
     pub fn forget(&self, id: &str) {
         if let Some((own, _)) = &self.held
@@ -109,6 +124,13 @@ mod tests {
         let first_id = first.id().to_owned();
         drop(first);
         assert!(second.is_gone(&first_id));
+        // A killed run leaves its file behind, unlocked, until a sweep.
+        let files = |dir: &Path| std::fs::read_dir(dir).unwrap().count();
+        std::fs::write(runs_dir(&store).join("00000000000000bb.lock"), b"").unwrap();
+        assert_eq!(files(&runs_dir(&store)), 2);
+        assert!(second.is_gone("00000000000000bb"));
+        second.sweep();
+        assert_eq!(files(&runs_dir(&store)), 1, "only the live run's file is left");
         assert!(second.is_gone("not a run id"));
         assert!(second.is_gone("0123456789abcdef"));
     }

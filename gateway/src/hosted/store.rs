@@ -992,8 +992,9 @@ impl Store {
             .execute(&self.inner.pool)
             .await?;
             abandoned += done.rows_affected();
-            self.inner.run.forget(owner);
         }
+        // Only once their claims are abandoned: the files of runs that are gone.
+        self.inner.run.sweep();
         Ok(abandoned)
     }
 
