@@ -6,9 +6,11 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::Request;
-use axum::http::{StatusCode, header};
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse as _, Response};
 use bytes::BytesMut;
 use futures::StreamExt as _;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -17,6 +19,13 @@ use crate::error::ApiError;
 
 /// The budget when the environment sets none: sixteen bodies of the largest size (64 MiB).
 pub const DEFAULT_BUDGET: usize = 1024 * 1024 * 1024;
+
+/// The budget in bytes the environment asks for (`PAPERCHAIN_BODY_BUDGET_MIB`), else
+/// [`DEFAULT_BUDGET`].
+pub fn budget_from_env() -> usize {
+    paperchain_engine::context::env_number("PAPERCHAIN_BODY_BUDGET_MIB")
+        .map_or(DEFAULT_BUDGET, |mib| (mib as usize).saturating_mul(1024 * 1024))
+}
 
 /// The bytes of request bodies held at once, across all calls.
 #[derive(Debug)]
@@ -37,12 +46,9 @@ impl BodyBudget {
         BodyBudget { bytes: Arc::new(Semaphore::new(total)), total }
     }
 
-    /// The budget the environment asks for (`PAPERCHAIN_BODY_BUDGET_MIB`), else
-    /// [`DEFAULT_BUDGET`].
+    /// The budget the environment asks for ([`budget_from_env`]).
     pub fn from_env(body_limit: usize) -> BodyBudget {
-        let total = paperchain_engine::context::env_number("PAPERCHAIN_BODY_BUDGET_MIB")
-            .map_or(DEFAULT_BUDGET, |mib| (mib as usize).saturating_mul(1024 * 1024));
-        BodyBudget::new(total, body_limit)
+        BodyBudget::new(budget_from_env(), body_limit)
     }
 
     /// The budget in bytes.
@@ -97,8 +103,37 @@ pub fn too_large(limit: usize) -> ApiError {
 /// Reads the body, refusing more than `limit` bytes (by Content-Length first) and any byte
 /// past the `budget`; the hold keeps the body's share until it is dropped.
 pub async fn read_body(request: Request, limit: usize, budget: &BodyBudget) -> Result<(Bytes, BodyHold), ApiError> {
+    let (parts, body) = request.into_parts();
+    read_parts(&parts.headers, body, limit, budget).await
+}
+
+/// Middleware for the routers served beside the API (MCP's streamable HTTP): their request
+/// bodies are read under the same limit and budget as the API's, and keep their share
+/// until the answer is made.
+pub async fn hold_body(
+    State((budget, limit)): State<(Arc<BodyBudget>, usize)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    match read_parts(&parts.headers, body, limit, &budget).await {
+        Ok((bytes, hold)) => {
+            let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+            drop(hold);
+            response
+        }
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn read_parts(
+    headers: &HeaderMap,
+    incoming: Body,
+    limit: usize,
+    budget: &BodyBudget,
+) -> Result<(Bytes, BodyHold), ApiError> {
     let declared =
-        request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+        headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large(limit));
     }
@@ -106,7 +141,7 @@ pub async fn read_body(request: Request, limit: usize, budget: &BodyBudget) -> R
     let mut hold = BodyHold::default();
     budget.grow(&mut hold, declared)?;
     let mut body = BytesMut::with_capacity(declared);
-    let mut stream = request.into_body().into_data_stream();
+    let mut stream = incoming.into_data_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| {
             ApiError::new(StatusCode::BAD_REQUEST, "invalid_input", format!("reading the request body: {e}"))

@@ -45,7 +45,7 @@ pub struct AppState {
     /// Largest request body.
     pub body_limit: usize,
     /// Most request-body bytes held at once, across all calls.
-    pub body_budget: BodyBudget,
+    pub body_budget: Arc<BodyBudget>,
     /// The paywall in hosted mode; local mode has none.
     pub paywall: Option<Arc<crate::hosted::paywall::Paywall>>,
     /// Local mode's paying client (routing, ledger); `None` runs every call here, unrecorded.

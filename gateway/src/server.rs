@@ -42,6 +42,9 @@ pub struct ServerConfig {
     pub request_timeout: Duration,
     /// Host names answered besides loopback, the public URL's host and a specific listen address.
     pub allowed_hosts: Vec<String>,
+    /// Request-body bytes held at once across all calls, MCP's included
+    /// (`PAPERCHAIN_BODY_BUDGET_MIB`; never below the body limit).
+    pub body_budget: usize,
 }
 
 impl ServerConfig {
@@ -53,6 +56,7 @@ impl ServerConfig {
             public_url: None,
             request_timeout: Duration::from_secs(120),
             allowed_hosts: Vec::new(),
+            body_budget: crate::intake::budget_from_env(),
         }
     }
 
@@ -175,6 +179,8 @@ impl HttpServer {
         }
         let docs = ServiceDocs::build(&catalog, &base_url, &ctx);
         let app_session = Arc::new(crate::app::Session::new());
+        // One budget for the bodies of the API and of what is mounted beside it (MCP).
+        let body_budget = Arc::new(crate::routes::BodyBudget::new(config.body_budget, BODY_LIMIT));
         let mut mounted = Router::new();
         for mount in mounts {
             let shared = Mount {
@@ -191,6 +197,8 @@ impl HttpServer {
             };
             mounted = mounted.merge(mount(&shared));
         }
+        let mounted =
+            mounted.layer(middleware::from_fn_with_state((body_budget.clone(), BODY_LIMIT), crate::intake::hold_body));
         let state = Arc::new(AppState {
             catalog,
             ctx,
@@ -199,7 +207,7 @@ impl HttpServer {
             docs,
             request_timeout: config.request_timeout,
             body_limit: BODY_LIMIT,
-            body_budget: crate::routes::BodyBudget::from_env(BODY_LIMIT),
+            body_budget,
             paywall: paywall.clone(),
             client,
             app_session,

@@ -134,3 +134,63 @@ async fn the_host_check_guards_the_mcp_endpoints() {
     let answered = post("localhost").await.unwrap();
     assert_eq!(answered.status(), 200);
 }
+
+/// Sends a request head announcing `length` body bytes and the first of them, nothing
+/// more; the socket, to keep the upload open, and what the server answered within `wait`
+/// (empty when it is still waiting for the body).
+async fn announce(base: &str, path: &str, length: usize, wait: std::time::Duration) -> (tokio::net::TcpStream, String) {
+    let host = base.trim_start_matches("http://").to_string();
+    let mut socket = tokio::net::TcpStream::connect(&host).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {length}\r\n\r\n{{"
+    );
+    tokio::io::AsyncWriteExt::write_all(&mut socket, head.as_bytes()).await.unwrap();
+    let mut answer = vec![0; 4096];
+    let read = tokio::time::timeout(wait, tokio::io::AsyncReadExt::read(&mut socket, &mut answer)).await;
+    let text = match read {
+        Ok(Ok(n)) => String::from_utf8_lossy(&answer[..n]).into_owned(),
+        _ => String::new(),
+    };
+    (socket, text)
+}
+
+#[tokio::test]
+async fn mcp_request_bodies_share_the_servers_body_budget() {
+    use paperchain_testkit::server::{loopback_listener, server_config, spawn_router};
+    let dir = tempfile::tempdir().unwrap();
+    let (listener, addr, base) = loopback_listener().await;
+    let mut config = server_config(dir.path(), addr, &base);
+    // The least a budget can be: one body of the largest size.
+    config.body_budget = 64 << 20;
+    let app = paperchain_gateway::HttpServer::new(config, Context::new())
+        .mount(paperchain_mcp::http::mount)
+        .router(addr)
+        .unwrap();
+    let _task = spawn_router(listener, app);
+    let wait = std::time::Duration::from_millis(500);
+
+    // An MCP upload of 60 MiB, announced and not sent: the server waits for it, holding its share.
+    let (held, answer) = announce(&base, "/mcp", 60 << 20, wait).await;
+    assert_eq!(answer, "", "the first upload is waited for");
+    // Another MCP body, and an API one, are refused at once: 503 `busy` with Retry-After.
+    for path in ["/mcp/docs", "/v1/chain/calldata"] {
+        let (_socket, answer) = announce(&base, path, 10 << 20, std::time::Duration::from_secs(10)).await;
+        assert!(answer.starts_with("HTTP/1.1 503"), "{path}: {answer}");
+        assert!(answer.to_ascii_lowercase().contains("retry-after"), "{path}: {answer}");
+        assert!(answer.contains(r#""code":"busy""#), "{path}: {answer}");
+    }
+    // The upload gone, its share comes back and MCP answers.
+    drop(held);
+    let started = std::time::Instant::now();
+    loop {
+        let (_socket, answer) = announce(&base, "/mcp/docs", 10 << 20, wait).await;
+        if answer.is_empty() {
+            break;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "the share never came back: {answer}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let client = http_client(&format!("{base}/mcp/docs")).await;
+    assert!(!client.list_all_tools().await.unwrap().is_empty());
+}
