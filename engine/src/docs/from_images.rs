@@ -321,19 +321,9 @@ fn load_raster(bytes: &[u8], kind: Kind, field: &str) -> Result<Picture, EngineE
     picture.apply_orientation(orientation);
     let density = if kind == Kind::Png { png_density(bytes) } else { None };
     let (width, height) = (picture.width(), picture.height());
-    let has_alpha = picture.color().has_alpha();
     let grey = !picture.color().has_color();
-    let alpha = if has_alpha {
-        let alpha: Vec<u8> = match &picture {
-            DynamicImage::ImageLumaA8(img) => img.pixels().map(|p| p.0[1]).collect(),
-            DynamicImage::ImageRgba8(img) => img.pixels().map(|p| p.0[3]).collect(),
-            _ => picture.to_rgba8().pixels().map(|p| p.0[3]).collect(),
-        };
-        if alpha.iter().all(|&a| a == 255) { None } else { Some(alpha) }
-    } else {
-        None
-    };
-    let samples = if grey { picture.into_luma8().into_raw() } else { picture.into_rgb8().into_raw() };
+    let (samples, alpha) = samples_and_alpha(picture);
+    let alpha = alpha.filter(|alpha| alpha.iter().any(|&a| a != 255));
     let flate = |content: Vec<u8>| -> Result<Box<Stream>, EngineError> {
         let mut stream = Stream::new(Dictionary::new(), content);
         stream.compress().map_err(|e| EngineError::internal(format!("compressing an image: {e}")))?;
@@ -352,6 +342,41 @@ fn load_raster(bytes: &[u8], kind: Kind, field: &str) -> Result<Picture, EngineE
         dpi = (dpi.1, dpi.0);
     }
     Ok(Picture { width, height, orientation: 1, dpi, pixels: Pixels::Raster { data, grey, alpha } })
+}
+
+/// An image's samples as the PDF stores them (8-bit grey or RGB) and its alpha channel, if
+/// it has one. 8-bit images are split in place: the decoded buffer becomes the samples, so
+/// an image costs its decoded size and its alpha (a quarter or a half more), not a second
+/// full copy. 16-bit and floating-point images are converted, a copy.
+fn samples_and_alpha(picture: DynamicImage) -> (Vec<u8>, Option<Vec<u8>>) {
+    match picture {
+        DynamicImage::ImageRgba8(img) => split_alpha(img.into_raw(), 4),
+        DynamicImage::ImageLumaA8(img) => split_alpha(img.into_raw(), 2),
+        DynamicImage::ImageRgb8(img) => (img.into_raw(), None),
+        DynamicImage::ImageLuma8(img) => (img.into_raw(), None),
+        other => {
+            let alpha = other.color().has_alpha().then(|| other.to_rgba8().pixels().map(|p| p.0[3]).collect());
+            let samples =
+                if other.color().has_color() { other.into_rgb8().into_raw() } else { other.into_luma8().into_raw() };
+            (samples, alpha)
+        }
+    }
+}
+
+/// Moves the colour samples of `raw` (pixels of `channels` bytes, alpha last) to its front
+/// and the alpha bytes to a buffer of their own.
+fn split_alpha(mut raw: Vec<u8>, channels: usize) -> (Vec<u8>, Option<Vec<u8>>) {
+    let colour = channels - 1;
+    let pixels = raw.len() / channels;
+    let mut alpha = Vec::with_capacity(pixels);
+    for pixel in 0..pixels {
+        let from = pixel * channels;
+        alpha.push(raw[from + colour]);
+        // Writing at `pixel * colour` never passes the reading point `from`.
+        raw.copy_within(from..from + colour, pixel * colour);
+    }
+    raw.truncate(pixels * colour);
+    (raw, Some(alpha))
 }
 
 /// What the JPEG header says.
@@ -939,6 +964,29 @@ mod tests {
         let (_, content) = page_image(&doc, 1);
         // 792 wide limits: 792 × 396, centred vertically.
         assert_eq!(content.trim(), "q 792 0 0 396 0 108 cm /Im0 Do Q");
+    }
+
+    #[test]
+    fn samples_split_in_place_equal_the_converted_ones() {
+        use image::{GrayAlphaImage, Rgba, RgbaImage};
+        let rgba = RgbaImage::from_fn(37, 11, |x, y| Rgba([x as u8, y as u8, (x * y) as u8, (x + y) as u8]));
+        let expected_rgb = DynamicImage::ImageRgba8(rgba.clone()).into_rgb8().into_raw();
+        let expected_alpha: Vec<u8> = rgba.pixels().map(|p| p.0[3]).collect();
+        let (samples, alpha) = samples_and_alpha(DynamicImage::ImageRgba8(rgba));
+        assert_eq!(samples, expected_rgb);
+        assert_eq!(alpha, Some(expected_alpha));
+
+        let grey = GrayAlphaImage::from_fn(5, 3, |x, y| image::LumaA([(x * 40) as u8, (y * 50) as u8]));
+        let expected_grey = DynamicImage::ImageLumaA8(grey.clone()).into_luma8().into_raw();
+        let (samples, alpha) = samples_and_alpha(DynamicImage::ImageLumaA8(grey.clone()));
+        assert_eq!(samples, expected_grey);
+        assert_eq!(alpha, Some(grey.pixels().map(|p| p.0[1]).collect::<Vec<u8>>()));
+
+        // 16-bit images are converted as before.
+        let wide = DynamicImage::ImageRgba16(image::ImageBuffer::from_pixel(2, 2, Rgba([65535u16, 0, 257, 32896])));
+        let (samples, alpha) = samples_and_alpha(wide);
+        assert_eq!(samples, vec![255, 0, 1].repeat(4));
+        assert_eq!(alpha, Some(vec![128; 4]));
     }
 
     #[tokio::test]
