@@ -985,7 +985,7 @@ mod tests {
         // 16-bit images are converted as before.
         let wide = DynamicImage::ImageRgba16(image::ImageBuffer::from_pixel(2, 2, Rgba([65535u16, 0, 257, 32896])));
         let (samples, alpha) = samples_and_alpha(wide);
-        assert_eq!(samples, vec![255, 0, 1].repeat(4));
+        assert_eq!(samples, [255, 0, 1].repeat(4));
         assert_eq!(alpha, Some(vec![128; 4]));
     }
 
