@@ -129,7 +129,6 @@ fn supervise(run: RunArgs) -> anyhow::Result<ExitCode> {
     println!("fuzz: {} s, seed {seed}, work folder {}", run.seconds, work.display());
 
     let mut workers = 0u64;
-    let mut deaths = Vec::new();
     while now_ms() + 1000 < until_ms {
         let stats = work.join(format!("stats-{workers}.json"));
         let log = std::fs::File::create(work.join(format!("worker-{workers}.log")))?;
@@ -207,7 +206,6 @@ fn supervise(run: RunArgs) -> anyhow::Result<ExitCode> {
         if new {
             println!("fuzz: {} in {}: {} ({})", finding.kind, case.route, finding.detail, saved.display());
         }
-        deaths.push(finding);
     }
 
     let stats = merge_stats(&work, workers)?;
@@ -268,12 +266,11 @@ struct RouteStats {
     kept: u64,
 }
 
-fn stats_json(stats: &BTreeMap<String, RouteStats>) -> Value {
+fn stats_json<'a>(stats: impl Iterator<Item = (&'a str, &'a RouteStats)>) -> Value {
     let routes: serde_json::Map<String, Value> = stats
-        .iter()
         .map(|(route, s)| {
             (
-                route.clone(),
+                route.to_owned(),
                 json!({
                     "runs": s.runs, "spent_ms": s.spent.as_millis() as u64, "answers": s.answers,
                     "findings": s.findings, "kept": s.kept,
@@ -483,21 +480,9 @@ fn work(run: RunArgs, until_ms: u64, stats_path: &Path) -> anyhow::Result<()> {
 }
 
 fn write_stats(path: &Path, targets: &[Target]) -> anyhow::Result<()> {
-    let mut all = BTreeMap::new();
-    for t in targets {
-        all.insert(
-            t.operation.clone(),
-            RouteStats {
-                runs: t.stats.runs,
-                spent: t.stats.spent,
-                answers: t.stats.answers.clone(),
-                findings: t.stats.findings,
-                kept: t.stats.kept,
-            },
-        );
-    }
+    let stats = stats_json(targets.iter().map(|t| (t.operation.as_str(), &t.stats)));
     let part = path.with_extension("part");
-    std::fs::write(&part, stats_json(&all).to_string())?;
+    std::fs::write(&part, stats.to_string())?;
     std::fs::rename(&part, path)?;
     Ok(())
 }
@@ -538,7 +523,7 @@ fn next_input(rng: &mut Rng, target: &Target, pools: &Pools) -> (Option<Value>, 
 fn file_inputs(value: &Value, at: String, out: &mut Vec<String>) {
     match value {
         Value::Object(map) => {
-            if map.get("data").is_some_and(Value::is_string) && map.contains_key("filename") {
+            if mutate::is_file_input(map) {
                 out.push(at.clone());
             }
             for (key, child) in map {

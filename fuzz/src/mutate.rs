@@ -344,6 +344,11 @@ fn odd_value(rng: &mut Rng) -> Value {
     }
 }
 
+/// Whether `map` is a file input with its bytes inline: `{"data": base64, "filename": …}`.
+pub fn is_file_input(map: &Map<String, Value>) -> bool {
+    map.get("data").is_some_and(Value::is_string) && map.contains_key("filename")
+}
+
 /// Every JSON pointer in `value`, except inside file inputs' `data` (their bytes are
 /// mutated apart).
 fn pointers(value: &Value, at: String, out: &mut Vec<String>) {
@@ -351,7 +356,7 @@ fn pointers(value: &Value, at: String, out: &mut Vec<String>) {
     match value {
         Value::Object(map) => {
             for (key, child) in map {
-                if key == "data" && child.is_string() && map.contains_key("filename") {
+                if key == "data" && is_file_input(map) {
                     continue;
                 }
                 pointers(child, format!("{at}/{}", key.replace('~', "~0").replace('/', "~1")), out);

@@ -50,8 +50,8 @@ impl RunLock {
             return false;
         }
         let Some((own, _)) = &self.held else { return false };
-        // Ids are 16 hex digits; anything else in the column is not a run of ours.
-        if id.len() != 16 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        // Anything else in the column is not a run of ours.
+        if !is_run_id(id) {
             return true;
         }
         let path = own.with_file_name(format!("{id}.lock"));
@@ -80,15 +80,19 @@ impl RunLock {
     }
 
     /// Deletes the lock file of a run that is gone.
-    pub fn forget(&self, id: &str) {
+    fn forget(&self, id: &str) {
         if let Some((own, _)) = &self.held
             && id != self.id
-            && id.len() == 16
-            && id.bytes().all(|b| b.is_ascii_hexdigit())
+            && is_run_id(id)
         {
             let _ = std::fs::remove_file(own.with_file_name(format!("{id}.lock")));
         }
     }
+}
+
+/// Run ids are 16 hex digits.
+fn is_run_id(id: &str) -> bool {
+    id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 impl Drop for RunLock {

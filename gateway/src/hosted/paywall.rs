@@ -598,11 +598,8 @@ impl Paywall {
         let key = payment_key(&payload);
         let paid_request = PaidRequest {
             payment_id: payment_id(&payload),
-            request_sha256: body_sha256(&call.body),
-            operation: Some(call.route.info().operation.to_string()),
-            client: decision.client.clone(),
-            amount: Some(price.units()),
             authorization: authorization(&payload),
+            ..paid_request(call, price, decision)
         };
         if paid_request.payment_id.is_some() {
             match self.store.redeliver(&key, call.route.info().path, &paid_request).await {
@@ -676,13 +673,7 @@ impl Paywall {
         let request = mpp.to_x402_verify_request(&auth);
         let key: [u8; 32] = Sha256::digest(auth.replay_key().as_bytes()).into();
         // No payment id in MPP: its payments are never redelivered.
-        let paid_request = PaidRequest {
-            request_sha256: body_sha256(&call.body),
-            operation: Some(call.route.info().operation.to_string()),
-            client: decision.client.clone(),
-            amount: Some(price.units()),
-            ..PaidRequest::default()
-        };
+        let paid_request = paid_request(call, price, decision);
         let settle = self.verify_run_settle(call, price, prepared, key, &paid_request, &request, ctx, decision);
         let (reply, settled) = match settle.await {
             Ok(done) => done,
@@ -991,8 +982,18 @@ fn same_requirements(accepted: &Value, ours: &Value) -> bool {
     ["scheme", "network", "amount", "asset", "payTo", "maxTimeoutSeconds", "extra"].iter().all(|k| a[k] == b[k])
 }
 
-/// The replay key: a hash of the signed part of the payment (the network and the
-/// scheme's payload), so re-encoding the same signature differently is the same payment.
+/// What a claim keeps of the call it pays for, whatever the payment: the body's hash, the
+/// operation, the client and the quote.
+fn paid_request(call: &Call<'_>, price: Price, decision: &Decision) -> PaidRequest {
+    PaidRequest {
+        request_sha256: body_sha256(&call.body),
+        operation: Some(call.route.info().operation.to_string()),
+        client: decision.client.clone(),
+        amount: Some(price.units()),
+        ..PaidRequest::default()
+    }
+}
+
 /// The EIP-3009 authorization an x402 `exact` EVM payload signs, as the store keeps it to
 /// find the payment on chain after a crash; `None` for other payloads (Permit2, Solana) or
 /// one whose fields do not read (it is refused later by the facilitator anyway).
@@ -1015,6 +1016,8 @@ fn authorization(payload: &Value) -> Option<Authorization> {
     })
 }
 
+/// The replay key: a hash of the signed part of the payment (the network and the
+/// scheme's payload), so re-encoding the same signature differently is the same payment.
 fn payment_key(payload: &Value) -> [u8; 32] {
     let mut hasher = Sha256::new();
     hasher.update(payload["accepted"]["network"].as_str().unwrap_or("").as_bytes());

@@ -607,12 +607,31 @@ pub struct Pruned {
 /// An unpaid refusal's bucket: unix hour, route, outcome, error code ("" for none).
 type CountKey = (i64, String, Outcome, String);
 
-/// The payments columns a payment's end sets: state, tx hash, reason.
-fn finish_columns(outcome: &PaymentOutcome) -> (PaymentState, Option<&str>, Option<&str>) {
-    match outcome {
+/// Ends the claim `key` as `outcome` says, from `claimed` (or `abandoned`: a slow claim
+/// another process marked so, or one found on chain); whether a claim was ended.
+async fn end_claim<'e>(
+    executor: impl sqlx::SqliteExecutor<'e>,
+    key: &PaymentKey,
+    outcome: &PaymentOutcome,
+    payer: Option<&str>,
+) -> Result<bool, StoreError> {
+    let (state, tx_hash, reason) = match outcome {
         PaymentOutcome::Settled { tx_hash } => (PaymentState::Settled, Some(clip(tx_hash, MAX_TEXT)), None),
         PaymentOutcome::SettleFailed { reason } => (PaymentState::SettleFailed, None, Some(clip(reason, MAX_TEXT))),
-    }
+    };
+    let done = sqlx::query(
+        "UPDATE payments SET state = ?2, tx_hash = ?3, reason = ?4, updated_at_ms = ?5, payer = ?6
+         WHERE key = ?1 AND state IN ('claimed', 'abandoned')",
+    )
+    .bind(hex::encode(key))
+    .bind(state.as_str())
+    .bind(tx_hash)
+    .bind(reason)
+    .bind(now_ms())
+    .bind(payer.map(|p| clip(p, MAX_TEXT)))
+    .execute(executor)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// The hosted state: cheap to clone (one shared pool inside).
@@ -887,24 +906,11 @@ impl Store {
         outcome: &PaymentOutcome,
         payer: Option<&str>,
     ) -> Result<(), StoreError> {
-        let key_hex = hex::encode(key);
-        let (state, tx_hash, reason) = finish_columns(outcome);
-        let done = sqlx::query(
-            "UPDATE payments SET state = ?2, tx_hash = ?3, reason = ?4, updated_at_ms = ?5, payer = ?6
-             WHERE key = ?1 AND state IN ('claimed', 'abandoned')",
-        )
-        .bind(&key_hex)
-        .bind(state.as_str())
-        .bind(tx_hash)
-        .bind(reason)
-        .bind(now_ms())
-        .bind(payer.map(|p| clip(p, MAX_TEXT)))
-        .execute(&self.inner.pool)
-        .await?;
-        if done.rows_affected() == 1 {
+        if end_claim(&self.inner.pool, key, outcome, payer).await? {
             return Ok(());
         }
-        Err(StoreError::BadTransition { action: "finished", state: self.payment_state(key).await?, key: key_hex })
+        let state = self.payment_state(key).await?;
+        Err(StoreError::BadTransition { action: "finished", state, key: hex::encode(key) })
     }
 
     /// The settlement of `key` when its answer may be delivered again: the payment is
@@ -1141,26 +1147,12 @@ impl Store {
         // The payment's end and the row about it, in one transaction (one commit, one
         // flush): a crash leaves both or neither, and a neither is found again on chain.
         let mut tx = self.inner.pool.begin().await?;
-        let (state, tx_hash, reason) = finish_columns(&finish.outcome);
-        let key_hex = hex::encode(finish.key);
-        let done = sqlx::query(
-            "UPDATE payments SET state = ?2, tx_hash = ?3, reason = ?4, updated_at_ms = ?5, payer = ?6
-             WHERE key = ?1 AND state IN ('claimed', 'abandoned')",
-        )
-        .bind(&key_hex)
-        .bind(state.as_str())
-        .bind(tx_hash)
-        .bind(reason)
-        .bind(now_ms())
-        .bind(finish.payer.as_deref().map(|p| clip(p, MAX_TEXT)))
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() != 1 {
+        if !end_claim(&mut *tx, &finish.key, &finish.outcome, finish.payer.as_deref()).await? {
             // Finished already (found on chain while this call was slow): that run wrote
             // the row about the money; a second one would count it twice.
             drop(tx);
             let state = self.payment_state(&finish.key).await?;
-            return Err(StoreError::BadTransition { action: "finished", state, key: key_hex });
+            return Err(StoreError::BadTransition { action: "finished", state, key: hex::encode(finish.key) });
         }
         let id = insert.fetch_one(&mut *tx).await?;
         tx.commit().await?;
