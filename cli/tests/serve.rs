@@ -16,14 +16,17 @@ fn sigterm_finishes_the_call_in_flight_then_exits_cleanly() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // A connection can be accepted by the kernel before the server takes it; one answered
+    // request shows the server is serving, so the next call is really in flight.
     let deadline = Instant::now() + Duration::from_secs(30);
-    let mut stream = loop {
-        match TcpStream::connect(("127.0.0.1", port)) {
-            Ok(stream) => break stream,
-            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => panic!("the server did not start: {e}"),
+    loop {
+        match answer_to(port, "GET /openapi.json") {
+            Some(answer) if answer.starts_with("HTTP/1.1 200") => break,
+            _ if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            answer => panic!("the server did not start: {answer:?}"),
         }
-    };
+    }
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     // Half a request: the call is in flight when the signal arrives.
     let body = br#"{"file": {"data": "JVBERi0xLjQK"}, "degrees": 90}"#;
     let head = format!(
@@ -57,6 +60,17 @@ fn sigterm_finishes_the_call_in_flight_then_exits_cleanly() {
     assert!(log.contains("shutting down"), "{log}");
     // New connections are refused once it has stopped.
     assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+}
+
+/// The whole answer to a request without a body, or `None` when the server did not answer.
+fn answer_to(port: u16, request_line: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(20))).ok()?;
+    let request = format!("{request_line} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    Some(answer)
 }
 
 #[test]
