@@ -428,11 +428,62 @@ impl Catalog {
 /// a `chain` field accepts). Every schema export (OpenAPI, listings, MCP tools) builds its
 /// generator from these settings, so that what it publishes is what `prepare` accepts.
 pub fn published_settings(base: SchemaSettings, ctx: &Context) -> SchemaSettings {
-    base.with_transform(ctx.chains.published())
+    base.with_transform(ctx.chains.published()).with_transform(IntegerBounds)
+}
+
+/// Gives the schemas of Rust's fixed-size integers (`format: uint32` and the like) the
+/// range the field holds, where they state no narrower one: a client that keeps to the
+/// schema never sends a number the field cannot take.
+#[derive(Clone, Debug)]
+struct IntegerBounds;
+
+impl schemars::transform::Transform for IntegerBounds {
+    fn transform(&mut self, schema: &mut Schema) {
+        if let Some(object) = schema.as_object_mut() {
+            let bounds: Option<(serde_json::Value, serde_json::Value)> =
+                match object.get("format").and_then(serde_json::Value::as_str) {
+                    Some("uint8") => Some((0.into(), u8::MAX.into())),
+                    Some("uint16") => Some((0.into(), u16::MAX.into())),
+                    Some("uint32") => Some((0.into(), u32::MAX.into())),
+                    Some("uint64") | Some("uint") => Some((0.into(), u64::MAX.into())),
+                    Some("int8") => Some((i8::MIN.into(), i8::MAX.into())),
+                    Some("int16") => Some((i16::MIN.into(), i16::MAX.into())),
+                    Some("int32") => Some((i32::MIN.into(), i32::MAX.into())),
+                    Some("int64") | Some("int") => Some((i64::MIN.into(), i64::MAX.into())),
+                    _ => None,
+                };
+            if let Some((min, max)) = bounds {
+                object.entry("minimum").or_insert(min);
+                object.entry("maximum").or_insert(max);
+            }
+        }
+        schemars::transform::transform_subschemas(self, schema);
+    }
+}
+
+/// Writes each number of `value` that has no fraction (`326.0`) and fits an integer as that
+/// integer: JSON Schema's `integer` takes `326.0`, so the fields that hold integers do too.
+/// Answers whether anything changed.
+fn whole_numbers(value: &mut serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::Number(number) if number.is_f64() => {
+            let x = number.as_f64().unwrap_or(f64::NAN);
+            // 2^63: every whole number below it in magnitude is an exact i64.
+            if x.fract() == 0.0 && x.abs() < 9.223_372_036_854_776e18 {
+                *value = serde_json::Value::from(x as i64);
+                true
+            } else {
+                false
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().fold(false, |changed, item| whole_numbers(item) | changed),
+        serde_json::Value::Object(map) => map.values_mut().fold(false, |changed, item| whole_numbers(item) | changed),
+        _ => false,
+    }
 }
 
 /// Parses a JSON body into `T`, naming the field at fault as a JSON pointer.
-pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, EngineError> {
+fn parse_body_exact<T: DeserializeOwned>(body: &[u8]) -> Result<T, EngineError> {
     let mut de = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|err| {
         // serde_json reports a value of the wrong kind for an enum (a number where a name
@@ -444,9 +495,22 @@ pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, EngineError> {
     Ok(value)
 }
 
+/// [`parse_body_exact`], then, when that fails on a body with whole numbers written with a
+/// fraction (`326.0`), the same body with those numbers as integers.
+pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, EngineError> {
+    parse_body_exact(body).or_else(|err| {
+        let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(body) else { return Err(err) };
+        if !whole_numbers(&mut value) {
+            return Err(err);
+        }
+        serde_path_to_error::deserialize(value).map_err(|_| err)
+    })
+}
+
 /// Parses a part of a body already read as JSON (a pipeline step's options) into `T`;
 /// errors name the field under `prefix` (`/steps/2` + `/degrees`).
-pub fn parse_value<T: DeserializeOwned>(value: serde_json::Value, prefix: &str) -> Result<T, EngineError> {
+pub fn parse_value<T: DeserializeOwned>(mut value: serde_json::Value, prefix: &str) -> Result<T, EngineError> {
+    whole_numbers(&mut value);
     serde_path_to_error::deserialize(value).map_err(|err| body_error(&err, true).under(prefix))
 }
 

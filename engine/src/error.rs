@@ -67,6 +67,21 @@ pub const CODES: &[(&str, &str)] = &[
     ("unknown_language", "an OCR language is not installed on this server (the message lists the installed ones)"),
     ("no_pages_to_read", "every page selected for OCR already has text (force reads them anyway)"),
     ("unknown_sheet", "a workbook has no worksheet of the name given"),
+    ("no_tables", "no table was found on the pages read"),
+    ("no_transactions", "no dated transactions were found in the statement"),
+    ("no_text_layer", "the pages read have no text, and OCR found none"),
+    ("no_attachments", "the PDF has no attachments to extract"),
+    ("no_pages_left", "the pages named are every page of the document, and one must remain"),
+    ("form_mismatch", "the values do not fit the document's form: a field it lacks, a choice it does not offer"),
+    ("option_not_applicable", "an option that applies to another kind of file than the one given (pages of a non-PDF)"),
+    ("not_a_token", "the address is not an ERC-20 token on that chain: no code, or it does not answer as one"),
+    ("not_a_collection", "the contract is neither an ERC-721 nor an ERC-1155 collection on that chain"),
+    ("unknown_market", "the venue has no market of that symbol"),
+    (
+        "inconsistent_fields",
+        "fields well formed one by one contradict each other: a range that ends before it starts, a token paired \
+         with itself, a row with another count of cells than the columns",
+    ),
     ("too_many_cells", "the sheets asked for hold more cells than one call reads"),
     ("too_many_pages", "a PDF, a page selection or a result has more pages than the limit"),
     ("too_many_logs", "a log query matches more logs than one call answers; narrow its block range or filters"),
@@ -138,5 +153,52 @@ impl EngineError {
             None => prefix.to_string(),
         });
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The string literal that starts `text`, if one does.
+    fn literal(text: &str) -> Option<&str> {
+        let rest = text.trim_start().strip_prefix('"')?;
+        rest.find('"').map(|end| &rest[..end])
+    }
+
+    #[test]
+    fn every_code_the_engine_answers_is_published() {
+        let mut files = vec![std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")];
+        let mut used = Vec::new();
+        while let Some(path) = files.pop() {
+            if path.is_dir() {
+                files.extend(std::fs::read_dir(&path).unwrap().map(|entry| entry.unwrap().path()));
+                continue;
+            }
+            if path.extension().is_none_or(|ext| ext != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for opener in ["invalid_with(", "too_large(", "EngineError::new(ErrorKind::"] {
+                for (at, _) in text.match_indices(opener) {
+                    let after = &text[at + opener.len()..];
+                    let after =
+                        if opener.ends_with("ErrorKind::") { &after[after.find(',').unwrap() + 1..] } else { after };
+                    // Codes are snake_case; anything else is this test's own text.
+                    if let Some(code) = literal(after)
+                        .filter(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+                    {
+                        used.push((code.to_string(), path.display().to_string()));
+                    }
+                }
+            }
+        }
+        assert!(used.len() > 50, "the scan found {} codes", used.len());
+        let missing: Vec<String> = used
+            .into_iter()
+            .filter(|(code, _)| !CODES.iter().any(|(c, _)| c == code))
+            .map(|(code, file)| format!("`{code}` ({file})"))
+            .collect();
+        assert!(missing.is_empty(), "not in CODES: {}", missing.join(", "));
     }
 }

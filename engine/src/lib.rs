@@ -31,6 +31,7 @@ pub mod ocr;
 pub mod office;
 pub mod output;
 pub mod pages;
+pub mod patterns;
 pub mod pdf;
 pub mod price;
 pub mod sanctions;

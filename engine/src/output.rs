@@ -241,22 +241,15 @@ pub struct FileLink {
 #[derive(Debug, Serialize, JsonSchema)]
 pub enum NoJson {}
 
-/// The file name a building route was given in `field`, or `<default_stem>.<ext>`: cleaned
-/// as input file names are, `.<ext>` added when missing; a blank one is a 422.
-pub fn chosen_name(given: Option<&str>, default_stem: &str, ext: &str, field: &str) -> Result<String, EngineError> {
-    match given.map(str::trim) {
-        None => Ok(format!("{default_stem}.{ext}")),
-        Some(name) => {
-            let name = crate::input::sanitize_filename(name);
-            if name.is_empty() {
-                return Err(EngineError::invalid(
-                    field,
-                    format!("{field}: no usable file name; leave it out for {default_stem}.{ext}"),
-                ));
-            }
-            let suffix = format!(".{ext}");
-            Ok(if name.to_ascii_lowercase().ends_with(&suffix) { name } else { format!("{name}{suffix}") })
-        }
+/// The file name a building route was given, or `<default_stem>.<ext>`: cleaned as input
+/// file names are, `.<ext>` added when missing. A name that leaves nothing once cleaned
+/// (blank, only dots, a folder path) gets the default: the name only labels the file.
+pub fn chosen_name(given: Option<&str>, default_stem: &str, ext: &str) -> String {
+    let name = given.map(crate::input::sanitize_filename).filter(|name| !name.is_empty());
+    match name {
+        None => format!("{default_stem}.{ext}"),
+        Some(name) if name.to_ascii_lowercase().ends_with(&format!(".{ext}")) => name,
+        Some(name) => format!("{name}.{ext}"),
     }
 }
 

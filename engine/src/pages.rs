@@ -2,6 +2,9 @@
 //!
 //! A range written backwards (`"5-3"`) runs backwards. Resolving against a document
 //! checks every page against its page count and names the first that is out of range.
+//! What the parser takes is exactly what [`PATTERN`] (the published schemas' pattern)
+//! matches: spaces and tabs around items, page numbers of 1 to 9 digits without a sign or
+//! a leading zero, `last` (or `z`) and `all` in any case.
 
 use crate::error::EngineError;
 
@@ -16,6 +19,21 @@ enum Part {
     Single(Bound),
     /// `start`..=`end`; `end` None means "to the last page".
     Range(Bound, Option<Bound>),
+}
+
+/// The grammar as a JSON Schema (ECMA 262) pattern, on every `pages` field of the request
+/// schemas: a client that matches it never gets `invalid_pages`.
+pub const PATTERN: &str = concat!(
+    r"^[ \t]*(?:[Aa][Ll][Ll]|",
+    r"(?:(?:[1-9][0-9]{0,8}|[Ll][Aa][Ss][Tt]|[Zz])(?:[ \t]*-[ \t]*(?:[1-9][0-9]{0,8}|[Ll][Aa][Ss][Tt]|[Zz])?)?|-[ \t]*(?:[1-9][0-9]{0,8}|[Ll][Aa][Ss][Tt]|[Zz]))",
+    r"(?:[ \t]*,[ \t]*",
+    r"(?:(?:[1-9][0-9]{0,8}|[Ll][Aa][Ss][Tt]|[Zz])(?:[ \t]*-[ \t]*(?:[1-9][0-9]{0,8}|[Ll][Aa][Ss][Tt]|[Zz])?)?|-[ \t]*(?:[1-9][0-9]{0,8}|[Ll][Aa][Ss][Tt]|[Zz]))",
+    r")*)[ \t]*$"
+);
+
+/// Spaces and tabs, the only blanks a selection may have around its items.
+fn blank(c: char) -> bool {
+    c == ' ' || c == '\t'
 }
 
 /// A parsed page selection, not yet tied to a document.
@@ -34,7 +52,7 @@ impl PageSelection {
     /// Parses `text`; errors name `field`.
     pub fn parse(text: &str, field: &str) -> Result<PageSelection, EngineError> {
         let bad = |why: String| EngineError::invalid_with("invalid_pages", field, format!("{field}: {why}"));
-        let trimmed = text.trim();
+        let trimmed = text.trim_matches(blank);
         if trimmed.is_empty() {
             return Err(bad("the page selection is empty".into()));
         }
@@ -43,22 +61,19 @@ impl PageSelection {
         }
         let mut parts = Vec::new();
         for piece in trimmed.split(',') {
-            let piece = piece.trim();
+            let piece = piece.trim_matches(blank);
             if piece.is_empty() {
                 return Err(bad(format!("`{trimmed}` has an empty item between commas")));
             }
             let part = match piece.split_once('-') {
                 None => Part::Single(parse_bound(piece).map_err(&bad)?),
                 Some((start, end)) => {
-                    if start.trim().is_empty() && end.trim().is_empty() {
+                    let (start, end) = (start.trim_matches(blank), end.trim_matches(blank));
+                    if start.is_empty() && end.is_empty() {
                         return Err(bad("`-` needs a page on at least one side".into()));
                     }
-                    let start = if start.trim().is_empty() {
-                        Bound::Page(1)
-                    } else {
-                        parse_bound(start.trim()).map_err(&bad)?
-                    };
-                    let end = if end.trim().is_empty() { None } else { Some(parse_bound(end.trim()).map_err(&bad)?) };
+                    let start = if start.is_empty() { Bound::Page(1) } else { parse_bound(start).map_err(&bad)? };
+                    let end = if end.is_empty() { None } else { Some(parse_bound(end).map_err(&bad)?) };
                     Part::Range(start, end)
                 }
             };
@@ -158,10 +173,13 @@ fn parse_bound(text: &str) -> Result<Bound, String> {
     if text.eq_ignore_ascii_case("last") || text.eq_ignore_ascii_case("z") {
         return Ok(Bound::Last);
     }
+    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
     match text.parse::<u32>() {
-        Ok(0) => Err("pages are numbered from 1; `0` is not a page".into()),
-        Ok(n) => Ok(Bound::Page(n)),
-        Err(_) => Err(format!("`{text}` is not a page number (use numbers, ranges like `2-5`, `8-`, or `last`)")),
+        Ok(0) if digits => Err("pages are numbered from 1; `0` is not a page".into()),
+        Ok(_) if digits && text.starts_with('0') => Err(format!("`{text}`: write page numbers without leading zeros")),
+        Ok(n) if digits && text.len() <= 9 => Ok(Bound::Page(n)),
+        _ if digits => Err(format!("`{text}`: no document has that many pages")),
+        _ => Err(format!("`{text}` is not a page number (use numbers, ranges like `2-5`, `8-`, or `last`)")),
     }
 }
 
@@ -210,12 +228,52 @@ mod tests {
 
     #[test]
     fn refuses_malformed_selections() {
-        for bad in ["", " ", "0", "a", "1,,2", "1-x", "1.5", "-", "1--2", "first"] {
+        for bad in [
+            "",
+            " ",
+            "0",
+            "a",
+            "1,,2",
+            "1-x",
+            "1.5",
+            "-",
+            "1--2",
+            "first",
+            "+2",
+            "02",
+            "1234567890",
+            "\u{2003}1",
+            "1\n",
+        ] {
             let err = PageSelection::parse(bad, "/pages").and_then(|s| s.resolve(10, 5_000, "/pages"));
             let err = err.expect_err(bad);
             assert_eq!(err.field.as_deref(), Some("/pages"), "{bad}");
             assert!(err.code == "invalid_pages", "{bad}: {}", err.code);
         }
+    }
+
+    #[test]
+    fn the_published_pattern_accepts_exactly_what_the_parser_accepts() {
+        let schema = serde_json::json!({ "type": "string", "pattern": PATTERN });
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let pieces =
+            ["1", "9", "10", "0", "01", "+1", "999999999", "1000000000", "last", "LaSt", "z", "Z", "all", "ALL"];
+        let glue = ["", "-", " - ", "\t-", ",", " , ", ",,", "--", " ", "\u{a0}", "\n", "x", "."];
+        let mut tried = 0;
+        for a in pieces {
+            for g in glue {
+                for b in pieces.iter().chain([&""]) {
+                    for text in
+                        [format!("{a}{g}{b}"), format!(" {g}{a}{g}{b} "), format!("{g}{b}"), format!("{a},{b}{g}")]
+                    {
+                        let parsed = PageSelection::parse(&text, "/pages").is_ok();
+                        assert_eq!(validator.is_valid(&serde_json::json!(text)), parsed, "{text:?}");
+                        tried += 1;
+                    }
+                }
+            }
+        }
+        assert!(tried > 2_000);
     }
 
     #[test]

@@ -1,8 +1,32 @@
 //! Text for XML documents the engine writes (XMP packets, Office Open XML parts).
 
+/// The characters [`is_xml_char`] refuses, as the inside of a JSON Schema (ECMA 262)
+/// character class.
+macro_rules! xml_forbidden {
+    () => {
+        "\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\uFFFE\\uFFFF"
+    };
+}
+
+/// The published pattern of a text XML can hold.
+pub const TEXT_PATTERN: &str = concat!("^[^", xml_forbidden!(), "]*$");
+
+/// The published pattern of a text XML can hold that is not only blanks.
+pub const LINE_PATTERN: &str = concat!(
+    "^[^",
+    xml_forbidden!(),
+    "]*[^",
+    xml_forbidden!(),
+    crate::patterns::white_space!(),
+    "][^",
+    xml_forbidden!(),
+    "]*$"
+);
+
 /// Whether XML 1.0 can carry `c` at all (tab, line feed and carriage return are the only
 /// control characters it allows).
 pub fn is_xml_char(c: char) -> bool {
+    // The same characters as `xml_forbidden!`.
     !matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}')
 }
 

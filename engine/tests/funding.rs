@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use paperchain_engine::chain::funding::{CACHE_TTL, FundingClient, FundingConfig};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
+use paperchain_testkit::hyperliquid::fixture;
 use paperchain_testkit::loopback::{closed_port, read_request, write_response};
 use schemars::generate::SchemaSettings;
 use serde_json::{Value, json};
@@ -94,11 +95,6 @@ fn context_for(base_url: &str, timeout: Duration) -> Context {
         cache_ttl: CACHE_TTL,
     }));
     ctx
-}
-
-fn fixture(name: &str) -> Option<Vec<u8>> {
-    let path = paperchain_testkit::workspace_root().join("engine/tests/fixtures/hyperliquid").join(name);
-    std::fs::read(path).ok()
 }
 
 /// Reads one HTTP/1.1 request (head and Content-Length body) and answers it.

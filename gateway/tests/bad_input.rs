@@ -328,7 +328,7 @@ async fn route_specific_limits() {
         "/v1/pdf/remove-pages",
         &json!({ "file": pdf, "pages": "1-last" }),
         422,
-        "invalid_input",
+        "no_pages_left",
         Some("/pages"),
     )
     .await;
@@ -434,7 +434,7 @@ async fn spreadsheet_routes_answer_every_bad_input_with_the_field() {
     expect(&server, build, &json!({ "sheets": [wrong] }), 422, "invalid_input", Some("/sheets/0/rows/3/0")).await;
     let mut short = sheet.clone();
     short["rows"] = json!([[1, 2]]);
-    expect(&server, build, &json!({ "sheets": [short] }), 422, "invalid_input", Some("/sheets/0/rows/0")).await;
+    expect(&server, build, &json!({ "sheets": [short] }), 422, "inconsistent_fields", Some("/sheets/0/rows/0")).await;
     let mut kind = sheet.clone();
     kind["columns"][0]["type"] = json!("money");
     expect(&server, build, &json!({ "sheets": [kind] }), 422, "invalid_input", Some("/sheets/0/columns/0/type")).await;
@@ -489,7 +489,7 @@ async fn the_markdown_route_answers_every_bad_input_with_the_field() {
     expect(&server, path, &json!({ "file": pdf, "pages": 3 }), 422, "invalid_input", Some("/pages")).await;
     expect(&server, path, &json!({ "file": pdf, "format": "rtf" }), 422, "invalid_input", Some("/format")).await;
     let csv = json!({ "data": b64(b"a,b\n1,2\n"), "filename": "t.csv" });
-    expect(&server, path, &json!({ "file": csv, "pages": "1" }), 422, "invalid_input", Some("/pages")).await;
+    expect(&server, path, &json!({ "file": csv, "pages": "1" }), 422, "option_not_applicable", Some("/pages")).await;
     let blocked = json!({ "url": format!("http://{}/a.pdf", server.addr) });
     expect(&server, path, &json!({ "file": blocked }), 422, "blocked_target", Some("/file/url")).await;
 }

@@ -209,7 +209,10 @@ fn bad_inputs() -> Vec<Bad> {
         bad(by_number, json!({"chain": "ethereum", "block": "newest"}), "/block"),
         bad(by_number, json!({"chain": "ethereum", "block": -1}), "/block"),
         bad(fees, json!({"chain": "ethereum", "blocks": 0}), "/blocks"),
-        bad(fees, json!({"chain": "ethereum", "percentiles": [90, 10]}), "/percentiles/1"),
+        Bad {
+            code: "inconsistent_fields",
+            ..bad(fees, json!({"chain": "ethereum", "percentiles": [90, 10]}), "/percentiles/1")
+        },
         bad(status, json!({"chains": ["ethereum", "solana"]}), "/chains/1"),
         unknown(status, json!({})),
         // Offline ABI routes.
@@ -252,7 +255,10 @@ fn bad_inputs() -> Vec<Bad> {
         bad("/v1/check/token", json!({"chain": "base", "address": "0x12"}), "/address"),
         unknown("/v1/check/token", json!({"chain": "base", "address": EOA})),
         bad("/v1/chain/dex-price", json!({"chain": "polygon", "base": EOA, "quote": HASH[..42].to_string()}), "/chain"),
-        bad("/v1/chain/dex-price", json!({"chain": "base", "base": EOA, "quote": EOA}), "/quote"),
+        Bad {
+            code: "inconsistent_fields",
+            ..bad("/v1/chain/dex-price", json!({"chain": "base", "base": EOA, "quote": EOA}), "/quote")
+        },
         bad(
             "/v1/chain/dex-price",
             json!({"chain": "base", "base": EOA, "quote": HASH[..42].to_string(), "fee": 1}),

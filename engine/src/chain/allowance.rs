@@ -130,7 +130,8 @@ async fn read_allowance(request: &AllowanceRequest) -> Result<AllowanceOutput, E
     let decimals = batch.view(&token.0, DECIMALS.to_vec())?;
     batch.send().await?;
     let allowance = allowance.word(chain).await?.ok_or_else(|| {
-        EngineError::invalid(
+        EngineError::invalid_with(
+            "not_a_token",
             "/token",
             format!(
                 "/token: {} does not answer allowance(address,address) on {}: it is not an ERC-20 token",

@@ -256,7 +256,8 @@ fn distinct(list: &[EvmAddress], field: &str) -> Result<Vec<Address>, EngineErro
 
 fn check_range(from: u64, to: u64) -> Result<(), EngineError> {
     if from > to {
-        return Err(EngineError::invalid(
+        return Err(EngineError::invalid_with(
+            "inconsistent_fields",
             "/from_block",
             format!("/from_block: block {from} comes after to_block {to}"),
         ));

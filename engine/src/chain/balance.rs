@@ -140,7 +140,8 @@ impl Route for BalanceRoute {
                     None
                 };
                 if let Some(why) = why {
-                    return Err(EngineError::invalid(
+                    return Err(EngineError::invalid_with(
+                        "not_a_token",
                         "/token",
                         format!("/token: {} {why} on {}", token.text(), chain.name()),
                     ));

@@ -175,7 +175,11 @@ impl Route for DexPriceRoute {
         };
         let chain = ctx.chains.resolve(&input.chain, "/chain")?;
         if input.base.0 == input.quote.0 {
-            return Err(EngineError::invalid("/quote", "/quote: the quote token is the base token; give two tokens"));
+            return Err(EngineError::invalid_with(
+                "inconsistent_fields",
+                "/quote",
+                "/quote: the quote token is the base token; give two tokens",
+            ));
         }
         if let Some(fee) = input.fee
             && !FEE_TIERS.contains(&fee)
@@ -346,7 +350,8 @@ async fn pair_token(
     let decimals = decimals.word(chain).await?.and_then(|d| u8::try_from(d).ok()).filter(|d| *d <= MAX_DECIMALS);
     let symbol = symbol.answer(chain).await?.as_deref().and_then(decode_text).filter(|s| !s.is_empty());
     let Some(decimals) = decimals else {
-        return Err(EngineError::invalid(
+        return Err(EngineError::invalid_with(
+            "not_a_token",
             field,
             format!(
                 "{field}: {} answers no decimals(): it is not an ERC-20 token on {}",

@@ -86,11 +86,11 @@ pub struct EnsRecordsInput {
     pub name: String,
     /// Text record keys to read (1 to 32, each at most 128 characters), such as `url`, `com.github`. Defaults to avatar, description, display, email, url, location, notice, keywords, header, com.twitter, com.github, com.discord, org.telegram; `avatar` is always read.
     #[serde(default)]
-    #[schemars(length(min = 1, max = 32))]
+    #[schemars(length(min = 1, max = MAX_TEXTS), inner(regex(pattern = KEY_PATTERN), length(min = 1, max = MAX_KEY)))]
     pub texts: Option<Vec<String>>,
     /// Coins whose addresses to read (1 to 16): `eth`, `btc`, `ltc`, `doge`, `sol`, `base`, `optimism`, `arbitrum`, `polygon`, or a coin type in decimal (SLIP-44, or ENSIP-11's 2147483648 + chain id for an EVM chain). Defaults to eth, btc, sol, base, optimism, arbitrum, polygon.
     #[serde(default)]
-    #[schemars(length(min = 1, max = 16))]
+    #[schemars(length(min = 1, max = MAX_COINS), inner(regex(pattern = coin_pattern())))]
     pub coins: Option<Vec<String>>,
 }
 
@@ -257,6 +257,23 @@ fn texts(asked: Option<Vec<String>>) -> Result<Vec<String>, EngineError> {
         }
     }
     Ok(keys)
+}
+
+/// A text key: no control characters (Unicode's Cc, what `char::is_control` refuses).
+const KEY_PATTERN: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$";
+
+/// What [`coin_type`] reads, as a JSON Schema pattern: a name of [`COINS`] in any case, or
+/// a decimal coin type below 2^32, with blanks around either.
+fn coin_pattern() -> String {
+    let names: Vec<String> = COINS
+        .iter()
+        .map(|(name, _)| {
+            name.chars().map(|c| format!("[{}{}]", c.to_ascii_uppercase(), c.to_ascii_lowercase())).collect()
+        })
+        .collect();
+    let below_2_32 = crate::patterns::decimal_below("4294967296");
+    let blank = crate::patterns::white_space!();
+    format!("^[{blank}]*(?:{}|{below_2_32})[{blank}]*$", names.join("|"))
 }
 
 /// The coins asked, as (name, coin type), deduplicated by coin type.
@@ -570,6 +587,25 @@ fn base64_url(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_published_patterns_take_exactly_what_the_checks_take() {
+        let coins =
+            jsonschema::validator_for(&serde_json::json!({ "type": "string", "pattern": coin_pattern() })).unwrap();
+        let numbers =
+            ["0", "60", "007", "999999999", "0123456789", "2147483785", "4294967295", "4294967296", "9999999999"];
+        let others = ["12345678901", "-1", "+1", "1.0", "", "ETH", "Base", "eth2", "bitcoin", "é", "0x3c"];
+        for text in numbers.iter().chain(&others).chain(&COINS.iter().map(|(n, _)| *n).collect::<Vec<_>>()) {
+            for padded in [text.to_string(), format!(" {text}\t"), format!("\u{3000}{text}"), format!("{text}\u{1}")] {
+                assert_eq!(coins.is_valid(&serde_json::json!(padded)), coin_type(&padded).is_some(), "{padded:?}");
+            }
+        }
+        let keys = jsonschema::validator_for(&serde_json::json!({ "type": "string", "pattern": KEY_PATTERN })).unwrap();
+        for code in 0..0x200 {
+            let key = format!("a{}", char::from_u32(code).unwrap());
+            assert_eq!(keys.is_valid(&serde_json::json!(key)), texts(Some(vec![key.clone()])).is_ok(), "{key:?}");
+        }
+    }
 
     #[test]
     fn coins_by_name_and_number() {

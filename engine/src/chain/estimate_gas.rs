@@ -43,7 +43,7 @@ pub struct EstimateGasInput {
     pub from: Option<EvmAddress>,
     /// Native value sent, in wei: a decimal string or 0x hex. Default 0.
     #[serde(default)]
-    #[schemars(regex(pattern = r"^([0-9]{1,78}|0[xX][0-9a-fA-F]{1,64})$"))]
+    #[schemars(regex(pattern = crate::patterns::uint256()))]
     pub value: Option<String>,
     /// Raw calldata, 0x hex. Use this or `signature`.
     #[serde(default)]

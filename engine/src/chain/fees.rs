@@ -157,7 +157,8 @@ impl Route for FeesRoute {
                 ));
             }
             if i > 0 && *value <= p[i - 1] {
-                return Err(EngineError::invalid(
+                return Err(EngineError::invalid_with(
+                    "inconsistent_fields",
                     format!("/percentiles/{i}"),
                     format!(
                         "/percentiles/{i}: percentiles go in ascending order without repeats; {value} follows {}",

@@ -419,7 +419,8 @@ impl Venue {
                 "/symbol",
                 format!("/symbol: the perpetual market {symbol} is delisted on {SOURCE_NAME}"),
             )),
-            None => Err(EngineError::invalid(
+            None => Err(EngineError::invalid_with(
+                "unknown_market",
                 "/symbol",
                 format!("/symbol: {SOURCE_NAME} has no perpetual market named {symbol}"),
             )),

@@ -188,7 +188,8 @@ impl Route for LogsRoute {
 /// Refuses a range that runs backwards or covers more than [`MAX_BLOCK_RANGE`] blocks.
 fn check_range(from: u64, to: u64) -> Result<(), EngineError> {
     if from > to {
-        return Err(EngineError::invalid(
+        return Err(EngineError::invalid_with(
+            "inconsistent_fields",
             "/from_block",
             format!("/from_block: block {from} comes after to_block {to}; the range runs from the first to the last"),
         ));

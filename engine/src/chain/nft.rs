@@ -38,7 +38,7 @@ pub struct NftInput {
     /// The collection's contract (ERC-721 or ERC-1155), 0x and 40 hex digits.
     pub contract: EvmAddress,
     /// The token id: a decimal number below 2^256 (`"1234"`), or 0x hex.
-    #[schemars(regex(pattern = r"^([0-9]{1,78}|0[xX][0-9a-fA-F]{1,64})$"))]
+    #[schemars(regex(pattern = crate::patterns::uint256()))]
     pub token_id: String,
     /// An account whose balance of this token (ERC-1155) or of the collection (ERC-721) is read too.
     #[serde(default)]
@@ -185,7 +185,8 @@ async fn read_nft(request: &NftRequest) -> Result<NftOutput, EngineError> {
         // Early collections (CryptoKitties-era) answer ERC-721 calls without ERC-165.
         NftStandard::Erc721
     } else {
-        return Err(EngineError::invalid(
+        return Err(EngineError::invalid_with(
+            "not_a_collection",
             "/contract",
             format!(
                 "/contract: {} on {} is neither an ERC-721 nor an ERC-1155 collection (no ERC-165 declaration, no \

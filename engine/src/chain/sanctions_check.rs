@@ -49,7 +49,7 @@ const DISCLAIMER: &str = "A lookup of one address in OFAC's SDN list of digital 
 #[serde(deny_unknown_fields)]
 pub struct SanctionsInput {
     /// The address to screen, in any format the SDN list uses: EVM (`0x` and 40 hex digits, any case or checksummed), Bitcoin (base58 or bech32), Tron, Litecoin, Bitcoin Cash (cashaddr, with or without `bitcoincash:`), Solana, Monero, XRP… At most 128 printable ASCII characters; surrounding spaces are ignored.
-    #[schemars(length(min = 1, max = 128))]
+    #[schemars(regex(pattern = address_pattern()))]
     pub address: String,
 }
 
@@ -83,6 +83,13 @@ pub struct ListInfo {
     pub age_days: i64,
     /// Addresses in the list.
     pub entries: u64,
+}
+
+/// What `prepare` takes, as a JSON Schema pattern: 1 to [`MAX_ADDRESS_CHARS`] printable
+/// ASCII characters, with blanks around them.
+fn address_pattern() -> String {
+    let blank = crate::patterns::white_space!();
+    format!("^[{blank}]*[!-~]{{1,{MAX_ADDRESS_CHARS}}}[{blank}]*$")
 }
 
 /// Answer of `/v1/check/sanctions`.

@@ -44,7 +44,7 @@ pub struct SimulateInput {
     pub from: Option<EvmAddress>,
     /// Native value sent with the call, in wei: a decimal string (`"1000000000000000000"`) or 0x hex. Default 0.
     #[serde(default)]
-    #[schemars(regex(pattern = r"^([0-9]{1,78}|0[xX][0-9a-fA-F]{1,64})$"))]
+    #[schemars(regex(pattern = crate::patterns::uint256()))]
     pub value: Option<String>,
     /// Raw calldata, 0x hex (`0x` for a plain transfer). Use this or `signature`.
     #[serde(default)]
@@ -77,7 +77,7 @@ pub struct SimulateInput {
 pub struct AccountOverride {
     /// Balance in wei: decimal string or 0x hex.
     #[serde(default)]
-    #[schemars(regex(pattern = r"^([0-9]{1,78}|0[xX][0-9a-fA-F]{1,64})$"))]
+    #[schemars(regex(pattern = crate::patterns::uint256()))]
     pub balance: Option<String>,
     /// Nonce.
     #[serde(default)]

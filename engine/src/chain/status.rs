@@ -16,13 +16,16 @@ use crate::evm::{ChainName, EvmChain};
 use crate::output::Reply;
 use crate::price::Price;
 
+/// Most chain names one call may list.
+const MAX_CHAINS: usize = 32;
+
 /// Request of `/v1/chain/status`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StatusInput {
     /// Only these chains (names of configured chains); every configured chain when omitted.
     #[serde(default)]
-    #[schemars(length(max = 32))]
+    #[schemars(length(max = MAX_CHAINS))]
     pub chains: Option<Vec<ChainName>>,
 }
 
@@ -83,6 +86,10 @@ impl Route for StatusRoute {
     async fn prepare(input: StatusInput, ctx: &Context) -> Result<Self::Prepared, EngineError> {
         match input.chains {
             None => Ok(ctx.chains.names().into_iter().filter_map(|n| ctx.chains.get(n).cloned()).collect()),
+            Some(names) if names.len() > MAX_CHAINS => Err(EngineError::invalid(
+                "/chains",
+                format!("/chains: at most {MAX_CHAINS} names, {} given", names.len()),
+            )),
             Some(names) => {
                 let mut chains: Vec<std::sync::Arc<EvmChain>> = Vec::with_capacity(names.len());
                 for (i, name) in names.iter().enumerate() {

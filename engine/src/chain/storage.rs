@@ -25,7 +25,7 @@ pub struct StorageInput {
     pub address: EvmAddress,
     /// The slot: 0x and 1 to 64 hex digits (`0x0`, an EIP-1967 slot), or a decimal number
     /// below 2^256 (`"3"`).
-    #[schemars(length(min = 1, max = 80))]
+    #[schemars(regex(pattern = crate::patterns::uint256()))]
     pub slot: String,
 }
 

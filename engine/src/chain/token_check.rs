@@ -221,7 +221,8 @@ impl Route for TokenCheckRoute {
         let is_token = inspection.token.as_ref().is_some_and(|t| t.is_erc20);
         if !is_token {
             let what = if inspection.code.is_empty() { "has no code" } else { "does not answer like an ERC-20 token" };
-            return Err(EngineError::invalid(
+            return Err(EngineError::invalid_with(
+                "not_a_token",
                 "/address",
                 format!(
                     "/address: {} {what} on {} (totalSupply() and balanceOf()); /v1/check/address checks any address",

@@ -499,7 +499,7 @@ fn select(
     max: u64,
 ) -> Result<Vec<(Found, String)>, EngineError> {
     if found.is_empty() {
-        return Err(EngineError::invalid("/file", "/file: the PDF has no attachments"));
+        return Err(EngineError::invalid_with("no_attachments", "/file", "/file: the PDF has no attachments"));
     }
     let selected: Vec<(Found, String)> = match names {
         None => found.into_iter().map(|f| (f, "/file".to_string())).collect(),

@@ -39,6 +39,7 @@ pub struct BankStatementInput {
     pub currency: Option<String>,
     /// Pages to read (`"1-3"`); every page when omitted.
     #[serde(default)]
+    #[schemars(regex(pattern = crate::pages::PATTERN))]
     pub pages: Option<String>,
     /// How files are delivered (`file`, `base64` or `url`); JSON is always answered as JSON.
     #[serde(default)]

@@ -24,12 +24,19 @@ pub struct CropOptions {
     pub unit: MarginUnit,
     /// Pages to crop (`"1-3,5"`, `"2-last"`); every page when omitted.
     #[serde(default)]
+    #[schemars(regex(pattern = crate::pages::PATTERN))]
     pub pages: Option<String>,
 }
 
 /// The four margins, as the reader sees the page; each 0 when omitted.
 #[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("anyOf" = [
+    { "required": ["top"], "properties": { "top": { "exclusiveMinimum": 0 } } },
+    { "required": ["right"], "properties": { "right": { "exclusiveMinimum": 0 } } },
+    { "required": ["bottom"], "properties": { "bottom": { "exclusiveMinimum": 0 } } },
+    { "required": ["left"], "properties": { "left": { "exclusiveMinimum": 0 } } }
+]))]
 pub struct Margins {
     /// Trimmed from the top edge.
     #[serde(default)]

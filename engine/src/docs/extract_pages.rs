@@ -18,6 +18,7 @@ use crate::price::Price;
 #[serde(deny_unknown_fields)]
 pub struct ExtractPagesOptions {
     /// Pages to keep, in the order wanted (`"5,1-3"`, `"last"`, `"3-1"` runs backwards); repeats allowed.
+    #[schemars(regex(pattern = crate::pages::PATTERN))]
     pub pages: String,
 }
 

@@ -141,7 +141,7 @@ fn check(
         None => Ok(out),
         Some((first, _)) => {
             let list: Vec<&str> = problems.iter().map(|(_, m)| m.as_str()).collect();
-            Err(EngineError::invalid(pointer(first), format!("values: {}", list.join("; "))))
+            Err(EngineError::invalid_with("form_mismatch", pointer(first), format!("values: {}", list.join("; "))))
         }
     }
 }
@@ -444,7 +444,7 @@ mod tests {
             "Nope": "x", "Check Box 1": "yes", "r1": "9", "Text Box 1": 3,
         }});
         let e = run::<FillFormRoute>(&input, "f.pdf", body).await.unwrap_err();
-        assert_eq!(e.code, "invalid_input");
+        assert_eq!(e.code, "form_mismatch");
         assert_eq!(e.field.as_deref(), Some("/values/Check Box 1"));
         for part in ["Nope", "Check Box 1", "r1", "Text Box 1"] {
             assert!(e.message.contains(part), "{part}: {}", e.message);

@@ -74,8 +74,10 @@ pub enum PaperSize {
     /// A size in millimetres.
     Custom {
         /// Width, 25 to 2,000 mm.
+        #[schemars(range(min = 25, max = 2000))]
         width_mm: f64,
         /// Height, 25 to 2,000 mm.
+        #[schemars(range(min = 25, max = 2000))]
         height_mm: f64,
     },
 }
@@ -108,20 +110,24 @@ pub enum PaperName {
 #[serde(untagged)]
 pub enum Margins {
     /// The same on every side, in mm.
-    All(f64),
+    All(#[schemars(range(min = 0, max = 100))] f64),
     /// Each side, in mm (missing: 10).
     Sides {
         /// Top, mm.
         #[serde(default)]
+        #[schemars(range(min = 0, max = 100))]
         top: Option<f64>,
         /// Right, mm.
         #[serde(default)]
+        #[schemars(range(min = 0, max = 100))]
         right: Option<f64>,
         /// Bottom, mm.
         #[serde(default)]
+        #[schemars(range(min = 0, max = 100))]
         bottom: Option<f64>,
         /// Left, mm.
         #[serde(default)]
+        #[schemars(range(min = 0, max = 100))]
         left: Option<f64>,
     },
 }
@@ -303,7 +309,11 @@ fn layout_of(input: &HtmlToPdfInput) -> Result<PrintLayout, EngineError> {
     }
     let (across, down) = if input.landscape { (height_mm, width_mm) } else { (width_mm, height_mm) };
     if margins[1] + margins[3] > across - 10.0 || margins[0] + margins[2] > down - 10.0 {
-        return Err(EngineError::invalid("/margins_mm", "/margins_mm: the margins leave less than 10 mm of the page"));
+        return Err(EngineError::invalid_with(
+            "inconsistent_fields",
+            "/margins_mm",
+            "/margins_mm: the margins leave less than 10 mm of the page",
+        ));
     }
     Ok(PrintLayout {
         paper_in: (width_mm / MM_PER_INCH, height_mm / MM_PER_INCH),

@@ -42,6 +42,7 @@ pub struct MergeFile {
     pub file: FileInput,
     /// Pages of this file to take, in order (`"1-3,5"`); all when omitted.
     #[serde(default)]
+    #[schemars(regex(pattern = crate::pages::PATTERN))]
     pub pages: Option<String>,
 }
 

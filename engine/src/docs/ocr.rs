@@ -58,6 +58,7 @@ pub struct OcrOptions {
     pub languages: Option<Vec<String>>,
     /// Pages to read (`"1-3,5"`); every page when omitted.
     #[serde(default)]
+    #[schemars(regex(pattern = crate::pages::PATTERN))]
     pub pages: Option<String>,
     /// Also read pages that already have text (an earlier OCR layer or a broken one): such a page is first turned
     /// into an image of itself (its text, links and form fields become part of the picture), then read, so its

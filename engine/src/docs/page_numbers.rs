@@ -21,6 +21,7 @@ use lopdf::Document;
 pub struct PageNumbersOptions {
     /// The label: `{n}` is the page's number, `{total}` the last number shown (start + numbered pages - 1); other text as is (Windows-1252 characters, up to 200).
     #[serde(default = "default_format")]
+    #[schemars(regex(pattern = stamp::label_pattern()), length(min = 1, max = MAX_FORMAT_CHARS))]
     pub format: String,
     /// Where the number goes on the page as the reader sees it.
     #[serde(default)]
@@ -31,6 +32,7 @@ pub struct PageNumbersOptions {
     pub start: u32,
     /// Pages that get a number (`"2-last"`), numbered in page order; every page when omitted.
     #[serde(default)]
+    #[schemars(regex(pattern = crate::pages::PATTERN))]
     pub pages: Option<String>,
     /// Font size in points (Helvetica), 4 to 400.
     #[serde(default = "default_font_size")]
@@ -38,6 +40,7 @@ pub struct PageNumbersOptions {
     pub font_size: f64,
     /// Text colour as `#rrggbb`.
     #[serde(default = "default_color")]
+    #[schemars(regex(pattern = r"^#[0-9A-Fa-f]{6}$"))]
     pub color: String,
     /// Distance of the text from the page edges in points, 0 to 1000.
     #[serde(default = "default_margin")]
@@ -378,6 +381,21 @@ mod tests {
                 assert!(y0 > 50.0 - 4.0 && y0 < 50.0 + 4.0, "{position}: {y0}");
             } else {
                 assert!(near(y1, h - 50.0), "{position}: {y1}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_published_label_pattern_accepts_exactly_what_the_parser_accepts() {
+        let schema = json!({ "type": "string", "pattern": stamp::label_pattern() });
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let parts = ["{n}", "{total}", "{", "}", "{x}", "{N}", " ", "\u{a0}", "\t", "Page ", "é", "€", "₽", "\n", "-"];
+        for a in parts {
+            for b in parts {
+                for c in parts {
+                    let text = format!("{a}{b}{c}");
+                    assert_eq!(validator.is_valid(&json!(text)), parse_format(&text).is_ok(), "{text:?}");
+                }
             }
         }
     }

@@ -360,7 +360,7 @@ mod tests {
             { "op": "fill-form", "values": { "No such field": "x" } },
         ]);
         let e = pipeline(&form, steps).await.unwrap_err();
-        assert_eq!(e.code, "invalid_input");
+        assert_eq!(e.code, "form_mismatch");
         assert_eq!(e.field.as_deref(), Some("/steps/1/values/No such field"), "{}", e.message);
         assert!(e.message.starts_with("/steps/1"), "{}", e.message);
     }

@@ -26,19 +26,23 @@ pub const MAX_NOTES_CHARS: usize = 20_000;
 /// Request of `/v1/docs/pptx-build`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend(
+    "if" = { "required": ["subtitle"], "properties": { "subtitle": { "type": "string" } } },
+    "then" = { "required": ["title"], "properties": { "title": { "type": "string" } } }
+))]
 pub struct PptxBuildInput {
     /// The deck's title: a title slide comes first when it is given.
     #[serde(default)]
-    #[schemars(length(min = 1, max = 2000))]
+    #[schemars(regex(pattern = crate::xml::LINE_PATTERN), length(min = 1, max = MAX_LINE_CHARS))]
     pub title: Option<String>,
     /// The title slide's subtitle (only with `title`).
     #[serde(default)]
-    #[schemars(length(max = 2000))]
+    #[schemars(regex(pattern = crate::xml::TEXT_PATTERN), length(max = MAX_LINE_CHARS))]
     pub subtitle: Option<String>,
     /// The content slides, in order (1 to 200).
     #[schemars(length(min = 1, max = 200))]
     pub slides: Vec<SlideInput>,
-    /// The file's name (`.pptx` is added when missing). Default `presentation.pptx`.
+    /// The file's name (`.pptx` is added when missing). Default `presentation.pptx`, also for a name with nothing usable (blank, a folder).
     #[serde(default)]
     pub filename: Option<String>,
     /// How the file is delivered.
@@ -51,7 +55,7 @@ pub struct PptxBuildInput {
 #[serde(deny_unknown_fields)]
 pub struct SlideInput {
     /// The slide's title.
-    #[schemars(length(min = 1, max = 2000))]
+    #[schemars(regex(pattern = crate::xml::LINE_PATTERN), length(min = 1, max = MAX_LINE_CHARS))]
     pub title: String,
     /// The bullets (at most 50): text, or `{"text", "level"}` for an indented one (level 0 to 4). A line break
     /// in the text stays a line break in the bullet.
@@ -60,7 +64,7 @@ pub struct SlideInput {
     pub bullets: Option<Vec<BulletInput>>,
     /// Speaker notes (at most 20,000 characters).
     #[serde(default)]
-    #[schemars(length(max = 20000))]
+    #[schemars(regex(pattern = crate::xml::TEXT_PATTERN), length(max = MAX_NOTES_CHARS))]
     pub notes: Option<String>,
 }
 
@@ -69,7 +73,7 @@ pub struct SlideInput {
 #[serde(untagged)]
 pub enum BulletInput {
     /// A bullet at the outermost level.
-    Text(String),
+    Text(#[schemars(regex(pattern = crate::xml::LINE_PATTERN), length(min = 1, max = MAX_LINE_CHARS))] String),
     /// A bullet at a level (0 outermost to 4).
     Leveled(LeveledBullet),
 }
@@ -79,6 +83,7 @@ pub enum BulletInput {
 #[serde(deny_unknown_fields)]
 pub struct LeveledBullet {
     /// The text.
+    #[schemars(regex(pattern = crate::xml::LINE_PATTERN), length(min = 1, max = MAX_LINE_CHARS))]
     pub text: String,
     /// 0 (outermost) to 4. Default 0.
     #[serde(default)]
@@ -207,7 +212,7 @@ fn check(input: PptxBuildInput, created: String) -> Result<PptxBuild, EngineErro
             slide.notes.as_deref().map(|n| text(n, &format!("{at}/notes"), MAX_NOTES_CHARS, false)).transpose()?;
         slides.push(Slide { title: text(&slide.title, &format!("{at}/title"), MAX_LINE_CHARS, true)?, bullets, notes });
     }
-    let filename = chosen_name(input.filename.as_deref(), "presentation", "pptx", "/filename")?;
+    let filename = chosen_name(input.filename.as_deref(), "presentation", "pptx");
     let document_title = title_slide.as_ref().map_or_else(|| slides[0].title.clone(), |(t, _)| t.clone());
     Ok(PptxBuild { deck: Deck { title_slide, slides, document_title, created }, filename, output: input.output })
 }
@@ -234,7 +239,6 @@ mod tests {
             (json!({"slides": [{"title": "a", "bullets": [{"text": " ", "level": 1}]}]}), "/slides/0/bullets/0/text"),
             (json!({"slides": [{"title": "a", "notes": "x".repeat(20_001)}]}), "/slides/0/notes"),
             (json!({"slides": [{"title": "a", "bullets": vec!["b"; 51]}]}), "/slides/0/bullets"),
-            (json!({"slides": [{"title": "a"}], "filename": ""}), "/filename"),
         ];
         for (body, field) in cases {
             let Err(error) = build(body.clone()) else { panic!("{body} accepted") };
@@ -242,5 +246,9 @@ mod tests {
         }
         let ok = build(json!({"slides": [{"title": "a"}], "filename": "q3/review"})).unwrap();
         assert_eq!(ok.filename, "review.pptx");
+        for blank in ["", " ", "..", "q3/"] {
+            let ok = build(json!({"slides": [{"title": "a"}], "filename": blank})).unwrap();
+            assert_eq!(ok.filename, "presentation.pptx", "{blank:?}");
+        }
     }
 }

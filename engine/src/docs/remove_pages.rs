@@ -18,6 +18,7 @@ use crate::price::Price;
 #[serde(deny_unknown_fields)]
 pub struct RemovePagesOptions {
     /// Pages to delete (`"2,4-6"`, `"last"`). At least one page must remain.
+    #[schemars(regex(pattern = crate::pages::PATTERN))]
     pub pages: String,
 }
 
@@ -65,7 +66,8 @@ fn kept(options: &RemovePagesOptions, pages: u32) -> Result<Vec<u32>, EngineErro
     let removed = PageSelection::parse(&options.pages, "/pages")?.resolve_set(pages, "/pages")?;
     let keep: Vec<u32> = (1..=pages).filter(|p| removed.binary_search(p).is_err()).collect();
     if keep.is_empty() {
-        return Err(EngineError::invalid(
+        return Err(EngineError::invalid_with(
+            "no_pages_left",
             "/pages",
             format!("/pages: this removes all {pages} pages; at least one page must remain"),
         ));

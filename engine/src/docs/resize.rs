@@ -33,6 +33,7 @@ pub struct ResizeOptions {
     pub orientation: Orientation,
     /// Pages to resize (`"1-3,5"`, `"2-last"`); every page when omitted.
     #[serde(default)]
+    #[schemars(regex(pattern = crate::pages::PATTERN))]
     pub pages: Option<String>,
 }
 

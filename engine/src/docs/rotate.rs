@@ -22,6 +22,7 @@ pub struct RotateOptions {
     pub degrees: Degrees,
     /// Pages to rotate (`"1-3,5"`, `"2-last"`); every page when omitted.
     #[serde(default)]
+    #[schemars(regex(pattern = crate::pages::PATTERN))]
     pub pages: Option<String>,
 }
 

@@ -30,7 +30,8 @@ pub struct SetOutlineOptions {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewBookmark {
-    /// The title (1 to 1000 characters).
+    /// The title (1 to 1000 characters, not only blanks).
+    #[schemars(regex(pattern = crate::patterns::NOT_BLANK), length(min = 1, max = MAX_TITLE))]
     pub title: String,
     /// The 1-based page it opens.
     #[schemars(range(min = 1))]

@@ -32,7 +32,7 @@ pub struct SplitInput {
     pub file: FileInput,
     /// One output file per entry, each a page selection (`["1-3", "4-last"]`).
     #[serde(default)]
-    #[schemars(length(min = 1, max = 5000))]
+    #[schemars(length(min = 1, max = 5000), inner(regex(pattern = crate::pages::PATTERN)))]
     pub ranges: Option<Vec<String>>,
     /// One output file per N pages (the last may be shorter).
     #[serde(default)]

@@ -24,6 +24,7 @@ pub struct TablesInput {
     pub file: FileInput,
     /// Pages to read (`"1-3,5"`, `"2-last"`); every page when omitted.
     #[serde(default)]
+    #[schemars(regex(pattern = crate::pages::PATTERN))]
     pub pages: Option<String>,
     /// `json` (default): the tables with their pages and boxes. `csv`: one CSV per table (a ZIP when several).
     /// `xlsx`: one workbook, a sheet per table.

@@ -28,6 +28,7 @@ pub struct ToDocxInput {
     pub file: FileInput,
     /// Pages to convert (`"1-3,5"`); every page when omitted.
     #[serde(default)]
+    #[schemars(regex(pattern = crate::pages::PATTERN))]
     pub pages: Option<String>,
     /// How the Word file is delivered: `file` (default), `base64` or `url`.
     #[serde(default)]

@@ -30,6 +30,7 @@ pub struct ToImagesInput {
     pub dpi: Option<i64>,
     /// Pages to render (`"1-3,5"`, `"2-last"`); every page when omitted.
     #[serde(default)]
+    #[schemars(regex(pattern = crate::pages::PATTERN))]
     pub pages: Option<String>,
     /// JPEG quality, 1 (smallest) to 100 (best); 85 when omitted. Only with `format: "jpeg"`.
     #[serde(default)]

@@ -29,6 +29,7 @@ pub struct ToMarkdownInput {
     pub file: FileInput,
     /// PDF pages to convert (`"1-3,5"`, `"2-last"`); every page when omitted. PDFs only.
     #[serde(default)]
+    #[schemars(regex(pattern = crate::pages::PATTERN))]
     pub pages: Option<String>,
     /// The file's format, when its bytes and name do not tell (a CSV without a `.csv` name); detected when
     /// omitted.
@@ -150,7 +151,8 @@ impl Route for ToMarkdownRoute {
         };
         if format != SourceFormat::Pdf {
             if selection.is_some() {
-                return Err(EngineError::invalid(
+                return Err(EngineError::invalid_with(
+                    "option_not_applicable",
                     "/pages",
                     format!("/pages: selects PDF pages, and this file is a {}", format.name()),
                 ));

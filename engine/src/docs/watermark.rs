@@ -20,6 +20,7 @@ use lopdf::Document;
 #[serde(deny_unknown_fields)]
 pub struct WatermarkOptions {
     /// The text to stamp: 1 to 500 characters on one line, Windows-1252 (Western European) characters only.
+    #[schemars(regex(pattern = stamp::text_pattern()), length(min = 1, max = MAX_TEXT_CHARS))]
     pub text: String,
     /// Font size in points (Helvetica), 4 to 400.
     #[serde(default = "default_font_size")]
@@ -27,6 +28,7 @@ pub struct WatermarkOptions {
     pub font_size: f64,
     /// Text colour as `#rrggbb`.
     #[serde(default = "default_color")]
+    #[schemars(regex(pattern = r"^#[0-9A-Fa-f]{6}$"))]
     pub color: String,
     /// Opacity from 0 (invisible) to 1 (opaque).
     #[serde(default = "default_opacity")]
@@ -41,6 +43,7 @@ pub struct WatermarkOptions {
     pub position: WatermarkPosition,
     /// Pages to stamp (`"1-3,5"`, `"2-last"`); every page when omitted.
     #[serde(default)]
+    #[schemars(regex(pattern = crate::pages::PATTERN))]
     pub pages: Option<String>,
 }
 

@@ -31,7 +31,7 @@ pub struct XlsxBuildInput {
     /// The sheets, in order (1 to 100).
     #[schemars(length(min = 1, max = 100))]
     pub sheets: Vec<SheetSpec>,
-    /// The file's name (`.xlsx` is added when missing). Default `workbook.xlsx`.
+    /// The file's name (`.xlsx` is added when missing). Default `workbook.xlsx`, also for a name with nothing usable (blank, a folder).
     #[serde(default)]
     pub filename: Option<String>,
     /// How the file is delivered.
@@ -193,7 +193,7 @@ fn check(input: XlsxBuildInput) -> Result<XlsxBuild, EngineError> {
     if input.sheets.is_empty() || input.sheets.len() > MAX_SHEETS {
         return Err(EngineError::invalid("/sheets", format!("/sheets: give 1 to {MAX_SHEETS} sheets")));
     }
-    let filename = chosen_name(input.filename.as_deref(), "workbook", "xlsx", "/filename")?;
+    let filename = chosen_name(input.filename.as_deref(), "workbook", "xlsx");
     let mut cells = 0u64;
     let mut names: Vec<String> = Vec::new();
     let mut sheets = Vec::with_capacity(input.sheets.len());
@@ -269,7 +269,8 @@ fn check(input: XlsxBuildInput) -> Result<XlsxBuild, EngineError> {
         for (r, row) in spec.rows.into_iter().enumerate() {
             let at = format!("{at}/rows/{r}");
             if row.len() != kinds.len() {
-                return Err(EngineError::invalid(
+                return Err(EngineError::invalid_with(
+                    "inconsistent_fields",
                     at.clone(),
                     format!(
                         "{at}: {} values for {} columns; give one per column (null for an empty cell)",

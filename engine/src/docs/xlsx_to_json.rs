@@ -29,7 +29,7 @@ pub struct XlsxToJsonInput {
     pub file: FileInput,
     /// Worksheets to read, by name, in the order wanted. Default: every worksheet, in workbook order.
     #[serde(default)]
-    #[schemars(length(min = 1, max = 256))]
+    #[schemars(length(min = 1, max = MAX_SHEETS), extend("uniqueItems" = true))]
     pub sheets: Option<Vec<String>>,
     /// `json` (default): records keyed by the header row. `csv`: one CSV file per sheet (a ZIP when several).
     #[serde(default)]

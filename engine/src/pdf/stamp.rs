@@ -101,6 +101,55 @@ pub fn win_ansi(text: &str, field: &str) -> Result<Vec<u8>, EngineError> {
         .collect()
 }
 
+/// The characters [`win_ansi`] encodes, less `except`, as the inside of a regex character
+/// class (`\u0020-\u007E...`): the published patterns are built from the encoder's own table.
+fn win_ansi_class(except: &[char]) -> String {
+    let mut chars: Vec<char> = (0x20u32..=0x7E)
+        .chain(0xA0..=0xFF)
+        .filter_map(char::from_u32)
+        .chain(WIN_ANSI_HIGH.iter().map(|(c, _)| *c))
+        .filter(|c| !except.contains(c))
+        .collect();
+    chars.sort_unstable();
+    let mut class = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let start = chars[i];
+        while i + 1 < chars.len() && chars[i + 1] as u32 == chars[i] as u32 + 1 {
+            i += 1;
+        }
+        class.push_str(&format!("\\u{:04X}", start as u32));
+        if chars[i] != start {
+            class.push_str(&format!("-\\u{:04X}", chars[i] as u32));
+        }
+        i += 1;
+    }
+    class
+}
+
+/// The blanks `str::trim` removes that [`win_ansi`] takes: a text of only these is empty.
+const BLANKS: [char; 2] = [' ', '\u{A0}'];
+
+/// The pattern of a stamped line of text: [`win_ansi`]'s characters, not only blanks.
+pub fn text_pattern() -> String {
+    let blanks = win_ansi_class_of(&BLANKS);
+    format!("^[{blanks}]*[{}][{}]*$", win_ansi_class(&BLANKS), win_ansi_class(&[]))
+}
+
+/// The pattern of a page-number label: [`win_ansi`]'s characters with `{n}` and `{total}`
+/// as the only uses of `{`, not only blanks.
+pub fn label_pattern() -> String {
+    let blanks = win_ansi_class_of(&BLANKS);
+    let piece = format!("[{}]|\\{{n\\}}|\\{{total\\}}", win_ansi_class(&['{']));
+    let first = format!("[{}]|\\{{n\\}}|\\{{total\\}}", win_ansi_class(&[BLANKS[0], BLANKS[1], '{']));
+    format!("^[{blanks}]*(?:{first})(?:{piece})*$")
+}
+
+/// `chars` as the inside of a regex character class.
+fn win_ansi_class_of(chars: &[char]) -> String {
+    chars.iter().map(|c| format!("\\u{:04X}", *c as u32)).collect()
+}
+
 /// Width of WinAnsi-encoded `text` in Helvetica at `font_size`, in points.
 pub fn text_width(text: &[u8], font_size: f64) -> f64 {
     let units: u32 = text
@@ -517,6 +566,19 @@ pub(crate) mod tests {
         );
         let e = win_ansi("two\nlines", "/format").unwrap_err();
         assert!(e.message.contains("U+000A"), "{}", e.message);
+    }
+
+    #[test]
+    fn the_published_text_pattern_accepts_exactly_what_the_encoder_accepts() {
+        let schema = serde_json::json!({ "type": "string", "pattern": text_pattern() });
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let takes = |text: &str| win_ansi(text, "/text").is_ok() && !text.trim().is_empty();
+        for code in (0..0x2200).chain([0x20AC, 0x2122, 0xFFFD, 0x1F600]) {
+            let Some(c) = char::from_u32(code) else { continue };
+            for text in [c.to_string(), format!(" {c}"), format!("A{c}"), format!("{c}\u{a0}")] {
+                assert_eq!(validator.is_valid(&serde_json::json!(text)), takes(&text), "{text:?} (U+{code:04X})");
+            }
+        }
     }
 
     #[test]
