@@ -11,7 +11,8 @@
 //! - [`markdown_score`]: how close a Markdown conversion is to a reference (text, headings, tables).
 //! - [`b64`] and [`b64_decode`]: standard base64; [`workspace_root`]: the checkout's root.
 //! - `suite` feature (default): [`loopback`] (stand-in HTTP servers: request reader,
-//!   closed ports, silent servers), [`fake_node`] (a scripted JSON-RPC node), [`pdf`]
+//!   closed ports, silent servers), [`hyperliquid`] (the funding upstream replaying
+//!   recorded answers), [`fake_node`] (a scripted JSON-RPC node), [`pdf`]
 //!   (page counts through qpdf), [`node`] (the interop scripts run by node).
 //! - `x402` feature: [`x402`], payments signed as an x402 client signs them.
 //! - `gateway` feature: [`server`], the gateway on a random loopback port. It depends on
@@ -35,6 +36,8 @@ pub mod tools;
 
 #[cfg(feature = "suite")]
 pub mod fake_node;
+#[cfg(feature = "suite")]
+pub mod hyperliquid;
 #[cfg(feature = "suite")]
 pub mod loopback;
 #[cfg(feature = "suite")]

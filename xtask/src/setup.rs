@@ -132,6 +132,12 @@ pub const PYTHON_TOOLS: &[PythonTool] = &[
         why: "reads back the Word files of /v1/pdf/to-docx in tests",
     },
     PythonTool {
+        requirement: "schemathesis==4.32.5",
+        // The exact version: a newer one generates other requests and checks other things.
+        probe: &["python", "-c", "import sys, schemathesis; sys.exit(schemathesis.__version__ != '4.32.5')"],
+        why: "sends generated requests to every route of the published OpenAPI document in gateway/tests/conformance.rs",
+    },
+    PythonTool {
         requirement: "ocrmypdf==16.13.0",
         probe: &["ocrmypdf", "--version"],
         why: "the reference for /v1/pdf/ocr in `cargo xtask bench ocr` (same Tesseract, Ghostscript from Debian)",

@@ -1,0 +1,153 @@
+"""Schemathesis hooks of the conformance test (gateway/tests/conformance.rs).
+
+The published schemas say what shape a request has; they cannot say that a file's bytes
+are a PDF, or that a URL serves one. Two hooks cover exactly that gap, nothing else:
+
+- `map_case`: in a schema-valid (positive) case of a route that takes files, every file's
+  `data` becomes a real document of a type the route lists in `x-accepts`, and every
+  file `url` (and the top-level `url` of the by-URL routes) a loopback address serving
+  one. The other fields stay as generated, so the case still tests what the schema says.
+- `filter_failure`: a schema-valid request refused with 422 is still a failure, unless
+  the error's code says the request is well formed but does not fit the document or the
+  chain it names (a page the document does not have, a form field it lacks, a contract
+  that reverts). Those codes are the list below, each with the reason the schema cannot
+  state it. Every other refusal of a schema-valid request fails the run.
+
+The test hands the documents over in the environment: PAPERCHAIN_CONFORMANCE_SAMPLES is
+a folder of `sample.<ext>` files, and PAPERCHAIN_CONFORMANCE_FILES the base URL where a
+loopback server serves the same files under the same names.
+"""
+
+import base64
+import json
+import os
+import pathlib
+import zlib
+
+import schemathesis
+from schemathesis.openapi.checks import RejectedPositiveData
+
+SAMPLES = {
+    path.suffix[1:]: base64.b64encode(path.read_bytes()).decode()
+    for path in pathlib.Path(os.environ["PAPERCHAIN_CONFORMANCE_SAMPLES"]).glob("sample.*")
+}
+FILES = os.environ["PAPERCHAIN_CONFORMANCE_FILES"]
+
+# The keys of a file input object (FileInput in the OpenAPI document).
+FILE_KEYS = {"data", "url", "filename", "password"}
+
+# Routes whose top-level `url` names a document to fetch, and the type it must be.
+URL_ROUTES = {"/v1/pdf": "pdf", "/v1/ocr": "png", "/v1/pdf/html-to-pdf": "html"}
+
+# Error codes of a well-formed request that the content it names does not fit.
+CONTENT_CODES = {
+    # A page selection is well formed but names pages this document does not have.
+    "page_out_of_range",
+    # The document is encrypted, or the password given does not open it.
+    "password_required",
+    "wrong_password",
+    # The template's placeholders and the data's keys are a matter of this template.
+    "missing_keys",
+    "invalid_template",
+    # A worksheet named in the request that this workbook does not have.
+    "unknown_sheet",
+    # Every page selected for OCR already has text.
+    "no_pages_to_read",
+    # The document holds no table, no transaction, no text at all.
+    "no_tables",
+    "no_transactions",
+    "no_text_layer",
+    # An OCR language this server has not installed: the set is the server's, not the schema's.
+    "unknown_language",
+    # The document has no attachments, would lose every page, or has no form field of a name.
+    "no_attachments",
+    "no_pages_left",
+    "form_mismatch",
+    # An option for another kind of file than the one sent (PDF pages of a Word file).
+    "option_not_applicable",
+    # The chain holds no token, collection or market at what the request names.
+    "not_a_token",
+    "not_a_collection",
+    "unknown_market",
+    # Fields well formed one by one that contradict each other: JSON Schema cannot compare
+    # one field with another (a range that ends before it starts, a row of another width
+    # than its columns).
+    "inconsistent_fields",
+    # The result of this document would pass a size or page limit.
+    "too_many_pages",
+    "output_too_large",
+    # The logs a block range matches are more than one call answers.
+    "too_many_logs",
+}
+
+
+def _operation(context):
+    operation = getattr(context, "operation", None)
+    if operation is None:
+        return None, None
+    raw = operation.definition.raw or {}
+    return operation.path, raw
+
+
+def _choose(accepts, body):
+    """A sample type the route accepts, chosen from the case itself (repeatable runs)."""
+    offered = [ext for ext in accepts if ext in SAMPLES]
+    if not offered:
+        return None
+    key = zlib.crc32(json.dumps(body, sort_keys=True, default=str).encode())
+    return offered[key % len(offered)]
+
+
+def _is_file(value):
+    return (
+        isinstance(value, dict)
+        and set(value) <= FILE_KEYS
+        and (isinstance(value.get("data"), str) or isinstance(value.get("url"), str))
+    )
+
+
+def _replace_files(value, ext):
+    if _is_file(value):
+        if isinstance(value.get("data"), str):
+            value["data"] = SAMPLES[ext]
+        if isinstance(value.get("url"), str):
+            value["url"] = f"{FILES}/sample.{ext}"
+        if isinstance(value.get("filename"), str):
+            value["filename"] = f"sample.{ext}"
+        return
+    if isinstance(value, dict):
+        for item in value.values():
+            _replace_files(item, ext)
+    elif isinstance(value, list):
+        for item in value:
+            _replace_files(item, ext)
+
+
+@schemathesis.hook
+def map_case(context, case):
+    meta = case.meta
+    if meta is None or not meta.generation.mode.is_positive or not isinstance(case.body, dict):
+        return case
+    path, raw = _operation(context)
+    if path is None:
+        return case
+    accepts = raw.get("x-accepts")
+    if accepts:
+        ext = _choose(accepts, case.body)
+        if ext is not None:
+            _replace_files(case.body, ext)
+    if path in URL_ROUTES and isinstance(case.body.get("url"), str):
+        case.body["url"] = f"{FILES}/sample.{URL_ROUTES[path]}"
+    return case
+
+
+@schemathesis.hook
+def filter_failure(context, failure, case, response):
+    """False drops the failure: only a content refusal of a schema-valid request."""
+    if not isinstance(failure, RejectedPositiveData) or response.status_code not in (413, 422):
+        return True
+    try:
+        code = json.loads(response.content)["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return True
+    return code not in CONTENT_CODES
