@@ -117,7 +117,8 @@ enum Expect {
     Pages(u32),
     Parts(Vec<u32>),
     Json,
-    InputError,
+    /// Refused with this error code.
+    InputError(&'static str),
 }
 
 struct Call {
@@ -153,7 +154,7 @@ fn calls(n: u32) -> Vec<Call> {
             operation: "remove_pdf_pages",
             input: json!({ "pages": "1" }),
             files: vec!["file"],
-            expect: if n > 1 { Expect::Pages(n - 1) } else { Expect::InputError },
+            expect: if n > 1 { Expect::Pages(n - 1) } else { Expect::InputError("no_pages_left") },
         },
         Call {
             operation: "reorder_pdf_pages",
@@ -286,7 +287,7 @@ fn run(pdf: &Path, password: Option<&str>, view: &QpdfView, call: &Call, work: &
     let code = result.status.code();
     let error_code = stderr.split("error [").nth(1).and_then(|s| s.split(']').next()).unwrap_or("");
     match (code, &call.expect) {
-        (Some(0), Expect::InputError) => Some("succeeded where an input error was expected".into()),
+        (Some(0), Expect::InputError(_)) => Some("succeeded where an input error was expected".into()),
         (Some(0), Expect::Json) => {
             let json: Value = match std::fs::read(&out).ok().and_then(|b| serde_json::from_slice(&b).ok()) {
                 Some(json) => json,
@@ -324,7 +325,7 @@ fn run(pdf: &Path, password: Option<&str>, view: &QpdfView, call: &Call, work: &
             }
             (expected_pages.is_some() && got != *want).then(|| format!("parts of {got:?} pages, expected {want:?}"))
         }
-        (Some(2), Expect::InputError) if error_code == "invalid_input" => None,
+        (Some(2), Expect::InputError(code)) if error_code == *code => None,
         (Some(2), _) if INPUT_ERRORS.contains(&error_code) => {
             // A file qpdf reads cleanly must not be refused.
             view.clean.then(|| format!("refused a file qpdf reads cleanly: {}", stderr.trim()))
