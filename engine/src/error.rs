@@ -73,7 +73,12 @@ pub const CODES: &[(&str, &str)] = &[
     ("no_attachments", "the PDF has no attachments to extract"),
     ("no_pages_left", "the pages named are every page of the document, and one must remain"),
     ("form_mismatch", "the values do not fit the document's form: a field it lacks, a choice it does not offer"),
-    ("option_not_applicable", "an option that applies to another kind of file than the one given (pages of a non-PDF)"),
+    (
+        "option_not_applicable",
+        "an option for another kind of file or column than the one given (pages or a password for a non-PDF, JPEG \
+         quality for PNG, a currency for a column of another type)",
+    ),
+    ("margins_too_large", "crop margins that leave less than 1 pt of a page of this document"),
     ("not_a_token", "the address is not an ERC-20 token on that chain: no code, or it does not answer as one"),
     ("not_a_collection", "the contract is neither an ERC-721 nor an ERC-1155 collection on that chain"),
     ("unknown_market", "the venue has no market of that symbol"),

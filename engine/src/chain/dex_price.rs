@@ -56,6 +56,7 @@ type U1024 = Uint<1024, 16>;
 #[serde(deny_unknown_fields)]
 pub struct DexPriceInput {
     /// Chain to read: `ethereum` or `base` (where Uniswap v3's factory is known).
+    #[schemars(schema_with = "uniswap_chains")]
     pub chain: ChainName,
     /// The token priced, 0x and 40 hex digits.
     pub base: EvmAddress,
@@ -94,6 +95,12 @@ pub struct TierPool {
     pub initialised: bool,
     /// Its in-range liquidity (raw L), decimal; null when there is no pool.
     pub liquidity: Option<String>,
+}
+
+/// The chains whose Uniswap v3 factory is known ([`FACTORIES`]): the only ones `chain` takes.
+fn uniswap_chains(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = FACTORIES.iter().map(|(name, _)| *name).collect();
+    schemars::json_schema!({ "type": "string", "enum": names })
 }
 
 /// Answer of `/v1/chain/dex-price`.

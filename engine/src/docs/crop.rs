@@ -182,7 +182,8 @@ fn cropped_box(doc: &Document, id: ObjectId, number: u32, m: &Margins, unit: Mar
 
 fn check_span(number: u32, what: &str, span: f64, a: (&str, f64), b: (&str, f64)) -> Result<(), EngineError> {
     let too_much = |field: String, taken: String| {
-        EngineError::invalid(
+        EngineError::invalid_with(
+            "margins_too_large",
             &field,
             format!(
                 "{field}: on page {number} {taken} leave{} less than {MIN_SIDE} pt of the visible {what} of {} pt",

@@ -19,6 +19,10 @@ pub const DEFAULT_QUALITY: u8 = 85;
 /// Request of `/v1/pdf/to-images`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend(
+    "if" = { "required": ["format"], "properties": { "format": { "const": "png" } } },
+    "then" = { "properties": { "quality": { "type": "null" } } }
+))]
 pub struct ToImagesInput {
     /// The PDF.
     pub file: FileInput,
@@ -110,7 +114,8 @@ impl Route for ToImagesRoute {
         let dpi = pdfium::check_dpi(input.dpi, "/dpi")?;
         let quality = match (input.format, input.quality) {
             (ImageFormat::Png, Some(_)) => {
-                return Err(EngineError::invalid(
+                return Err(EngineError::invalid_with(
+                    "option_not_applicable",
                     "/quality",
                     "/quality: applies to JPEG only; PNG is lossless (drop `quality` or use `format: \"jpeg\"`)",
                 ));
@@ -318,7 +323,7 @@ mod tests {
         let cases = [
             (json!({ "file": f, "format": "png", "dpi": 20 }), "/dpi", "invalid_input"),
             (json!({ "file": f, "format": "png", "dpi": 700 }), "/dpi", "invalid_input"),
-            (json!({ "file": f, "format": "png", "quality": 80 }), "/quality", "invalid_input"),
+            (json!({ "file": f, "format": "png", "quality": 80 }), "/quality", "option_not_applicable"),
             (json!({ "file": f, "format": "jpeg", "quality": 0 }), "/quality", "invalid_input"),
             (json!({ "file": f, "format": "jpeg", "quality": 101 }), "/quality", "invalid_input"),
             (json!({ "file": f, "format": "gif" }), "/format", "invalid_input"),

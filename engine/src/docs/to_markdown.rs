@@ -158,7 +158,8 @@ impl Route for ToMarkdownRoute {
                 ));
             }
             if file.password.is_some() {
-                return Err(EngineError::invalid(
+                return Err(EngineError::invalid_with(
+                    "option_not_applicable",
                     "/file/password",
                     format!("/file/password: only PDFs take a password, and this file is a {}", format.name()),
                 ));

@@ -236,7 +236,8 @@ fn check(input: XlsxBuildInput) -> Result<XlsxBuild, EngineError> {
                 return Err(EngineError::invalid(format!("{at}/name"), format!("{at}/name: at most 255 characters")));
             }
             if column.currency.is_some() && column.kind != ColumnType::Currency {
-                return Err(EngineError::invalid(
+                return Err(EngineError::invalid_with(
+                    "option_not_applicable",
                     format!("{at}/currency"),
                     format!("{at}/currency: only a `currency` column takes a currency"),
                 ));

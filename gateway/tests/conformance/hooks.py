@@ -59,6 +59,8 @@ CONTENT_CODES = {
     "no_text_layer",
     # An OCR language this server has not installed: the set is the server's, not the schema's.
     "unknown_language",
+    # Margins wider than this document's pages.
+    "margins_too_large",
     # The document has no attachments, would lose every page, or has no form field of a name.
     "no_attachments",
     "no_pages_left",
