@@ -44,13 +44,16 @@ pub fn uint256() -> String {
     format!("^[{blank}]*(?:0[xX][0-9a-fA-F]{{1,64}}|{below})[{blank}]*$")
 }
 
+/// A JSON Schema validator of strings with `pattern`: how the tests that hold a published
+/// pattern to its check read the pattern.
+#[cfg(test)]
+pub(crate) fn validator(pattern: &str) -> jsonschema::Validator {
+    jsonschema::validator_for(&serde_json::json!({ "type": "string", "pattern": pattern })).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn validator(pattern: &str) -> jsonschema::Validator {
-        jsonschema::validator_for(&serde_json::json!({ "type": "string", "pattern": pattern })).unwrap()
-    }
 
     #[test]
     fn not_blank_is_what_trim_leaves_something_of() {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use paperchain_engine::chain::funding::{CACHE_TTL, FundingClient, FundingConfig};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
-use paperchain_testkit::hyperliquid::fixture;
+use paperchain_testkit::hyperliquid::answer;
 use paperchain_testkit::loopback::{closed_port, read_request, write_response};
 use schemars::generate::SchemaSettings;
 use serde_json::{Value, json};
@@ -104,19 +104,18 @@ async fn handle(mut stream: TcpStream, state: Arc<State>) {
     assert!(head.starts_with("post /info "), "unexpected request: {head}");
     let request: Value = serde_json::from_slice(&request.body).unwrap();
     let kind = request["type"].as_str().unwrap_or("").to_string();
-    let (mode, replay) = {
+    let replay = answer(&request);
+    let mode = {
         let mut counts = state.counts.lock().unwrap();
         *counts.by_type.entry(kind.clone()).or_default() += 1;
         match kind.as_str() {
-            "metaAndAssetCtxs" => (*state.meta.lock().unwrap(), fixture("meta_and_asset_ctxs.json")),
+            "metaAndAssetCtxs" => *state.meta.lock().unwrap(),
             "fundingHistory" => {
-                let coin = request["coin"].as_str().unwrap_or("").to_string();
                 counts.start_times.push(request["startTime"].as_i64().unwrap_or(-1));
-                counts.coins.push(coin.clone());
-                let recorded = fixture(&format!("funding_history_{coin}.json")).unwrap_or_else(|| b"[]".to_vec());
-                (*state.history.lock().unwrap(), Some(recorded))
+                counts.coins.push(request["coin"].as_str().unwrap_or("").to_string());
+                *state.history.lock().unwrap()
             }
-            _ => (Mode::Status(400), None),
+            _ => Mode::Status(400),
         }
     };
     let (status, extra, body) = match mode {

@@ -6,7 +6,7 @@ use tokio::net::TcpListener;
 use crate::loopback::{read_request, write_response};
 
 /// A recorded answer by its file name, or None when there is none.
-pub fn fixture(name: &str) -> Option<Vec<u8>> {
+fn fixture(name: &str) -> Option<Vec<u8>> {
     std::fs::read(crate::workspace_root().join("engine/tests/fixtures/hyperliquid").join(name)).ok()
 }
 
@@ -32,7 +32,7 @@ pub async fn replay() -> String {
             tokio::spawn(async move {
                 let Some(request) = read_request(&mut socket).await else { return };
                 let body = serde_json::from_slice(&request.body).ok();
-                let recorded = (request.path() == "/info").then_some(()).and(body.as_ref()).and_then(answer);
+                let recorded = if request.path() == "/info" { body.as_ref().and_then(answer) } else { None };
                 match recorded {
                     Some(bytes) => {
                         write_response(&mut socket, 200, &[("Content-Type", "application/json".to_string())], &bytes)
