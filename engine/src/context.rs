@@ -90,6 +90,8 @@ pub struct Context {
     pub fetcher: SafeFetcher,
     /// The EVM chains and their RPC clients (`PAPERCHAIN_CHAINS`, URLs from `PAPERCHAIN_RPC_<CHAIN>` or defaults).
     pub chains: Arc<crate::evm::Chains>,
+    /// The Solana clusters (`PAPERCHAIN_RPC_SOLANA`, `PAPERCHAIN_RPC_SOLANA_DEVNET`, or defaults).
+    pub solana: Arc<crate::solana::Clusters>,
     /// Input limits.
     pub limits: Limits,
     /// Progress sink.
@@ -120,6 +122,7 @@ impl Context {
         Context {
             fetcher: SafeFetcher::new(FetchLimits::default(), policy),
             chains: Arc::new(crate::evm::Chains::from_env()),
+            solana: Arc::new(crate::solana::Clusters::from_env()),
             limits: Limits::default(),
             progress: Arc::new(NoProgress),
             state: RouteState::default(),

@@ -12,7 +12,8 @@
 //! - [`b64`] and [`b64_decode`]: standard base64; [`workspace_root`]: the checkout's root.
 //! - `suite` feature (default): [`loopback`] (stand-in HTTP servers: request reader,
 //!   closed ports, silent servers), [`hyperliquid`] (the funding upstream replaying
-//!   recorded answers), [`fake_node`] (a scripted JSON-RPC node), [`pdf`]
+//!   recorded answers), [`fake_node`] (a scripted JSON-RPC node), [`surfnet`] (a local
+//!   Solana validator with seeded fixtures), [`pdf`]
 //!   (page counts through qpdf), [`node`] (the interop scripts run by node).
 //! - `x402` feature: [`x402`], payments signed as an x402 client signs them.
 //! - `gateway` feature: [`server`], the gateway on a random loopback port. It depends on
@@ -48,6 +49,8 @@ pub mod pdf;
 pub mod sandbox;
 #[cfg(feature = "gateway")]
 pub mod server;
+#[cfg(feature = "suite")]
+pub mod surfnet;
 #[cfg(feature = "x402")]
 pub mod x402;
 

@@ -320,6 +320,7 @@ pub fn run(verbosity: Verbosity) -> anyhow::Result<Installed> {
     ensure_npm_tools(&tools, verbosity)?;
     ensure_ui(verbosity)?;
     ensure_cargo_tools(&tools, verbosity)?;
+    ensure_surfnet(&tools, verbosity)?;
     Ok(Installed { tools })
 }
 
@@ -371,6 +372,66 @@ pub fn ensure_cargo_tool(tools: &Path, tool: &CargoTool, verbosity: Verbosity) -
         .run();
     let _ = std::fs::remove_dir_all(&build);
     installed.with_context(|| format!("cargo install {} {}", tool.krate, tool.version))
+}
+
+/// The local Solana validator of the Solana tests (`testkit/surfnet`: surfpool-core 1.6.1
+/// in a runner that seeds fixtures), built into `tools/bin/paperchain-surfnet`. Its build
+/// folder stays in `tools/.build-surfnet`, so that a change of the runner's sources rebuilds
+/// the runner alone; the binary is rebuilt only when the sources' fingerprint differs from
+/// the one stamped beside it (a fresh clone's new file times do not count).
+fn ensure_surfnet(tools: &Path, verbosity: Verbosity) -> anyhow::Result<()> {
+    let source = crate::project_root().join("testkit/surfnet");
+    let fingerprint = fingerprint(&source)?;
+    let binary = tools.join("bin/paperchain-surfnet");
+    let stamp = tools.join("bin/paperchain-surfnet.fingerprint");
+    if binary.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(fingerprint.as_str()) {
+        if verbosity == Verbosity::Report {
+            println!("setup: the local Solana validator is built ({})", binary.display());
+        }
+        return Ok(());
+    }
+    println!(
+        "setup: building the local Solana validator from testkit/surfnet (surfpool-core 1.6.1; about 15 minutes \
+         on 2 cores the first time, a minute after a change of the runner)"
+    );
+    let build = build_dir(tools, "surfnet")?;
+    Cmd::new("cargo")
+        .args(["build", "--release", "--locked", "--manifest-path"])
+        .arg(source.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &build)
+        .run()
+        .context("building testkit/surfnet")?;
+    std::fs::create_dir_all(tools.join("bin")).context("creating the tools' bin folder")?;
+    // Copied under another name, then renamed: a test never starts a half-copied binary.
+    let partial = tools.join("bin/.paperchain-surfnet.partial");
+    std::fs::copy(build.join("release/paperchain-surfnet"), &partial).context("copying the validator's binary")?;
+    std::fs::rename(&partial, &binary).context("installing the validator's binary")?;
+    std::fs::write(&stamp, &fingerprint).with_context(|| format!("writing {}", stamp.display()))?;
+    Ok(())
+}
+
+/// A fingerprint of the runner's sources: FNV-1a over each file's path and bytes, in
+/// path order (stable across toolchains, unlike std's hasher).
+fn fingerprint(source: &Path) -> anyhow::Result<String> {
+    let mut files = vec![source.join("Cargo.toml"), source.join("Cargo.lock")];
+    let mut pending = vec![source.join("src")];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+            let path = entry?.path();
+            if path.is_dir() { pending.push(path) } else { files.push(path) }
+        }
+    }
+    files.sort();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for file in &files {
+        let relative = file.strip_prefix(source).unwrap_or(file).to_string_lossy().into_owned();
+        let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+        for byte in relative.as_bytes().iter().chain([0u8].iter()).chain(bytes.iter()) {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    Ok(format!("{hash:016x}"))
 }
 
 fn build_dir(tools: &Path, name: &str) -> anyhow::Result<PathBuf> {

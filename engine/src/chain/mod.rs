@@ -1,5 +1,6 @@
-//! The chain family: reads of EVM chains, the perpetual-funding venue and the risk
-//! checks, one route per file (`../shared/spec/routebook.md` §3). Their shared EVM code is in `evm/`.
+//! The chain family: reads of EVM chains and Solana, the perpetual-funding venue and the
+//! risk checks, one route per file (`../shared/spec/routebook.md` §3). Their shared code is
+//! in `evm/` and `solana/`.
 
 use crate::catalog::Catalog;
 
@@ -30,6 +31,12 @@ pub mod receipt;
 pub mod sanctions_check;
 pub mod signature;
 pub mod simulate;
+pub mod solana_account;
+pub mod solana_balance;
+pub mod solana_status;
+pub mod solana_token;
+pub mod solana_tokens;
+pub mod solana_tx;
 pub mod status;
 pub mod storage;
 pub mod token;
@@ -74,4 +81,10 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<sanctions_check::SanctionsRoute>();
     catalog.add::<url_check::UrlCheckRoute>();
     catalog.add::<token_check::TokenCheckRoute>();
+    catalog.add::<solana_balance::SolanaBalanceRoute>();
+    catalog.add::<solana_tokens::SolanaTokensRoute>();
+    catalog.add::<solana_token::SolanaTokenRoute>();
+    catalog.add::<solana_tx::SolanaTxRoute>();
+    catalog.add::<solana_account::SolanaAccountRoute>();
+    catalog.add::<solana_status::SolanaStatusRoute>();
 }

@@ -49,6 +49,11 @@ use url::Url;
 
 use crate::error::{EngineError, ErrorKind};
 use crate::http_client::LazyClient;
+use crate::rpc_http::{
+    DEFAULT_RETRY_AFTER, Endpoint, env_value, first_answer, is_rate_limit, parse_url_list, post, preview, urls_from,
+    within,
+};
+pub use crate::rpc_http::{UpstreamFailure, clean_text, rpc_env_var};
 
 /// The EVM chains Paperchain knows, with their chain ids and default public RPC URLs
 /// (`../shared/spec/routebook.md` §2; `polygon` is the spec's `chain3`).
@@ -89,10 +94,6 @@ pub const KNOWN_CHAINS: &[(&str, u64, &[&str])] = &[
 pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most one URL gets before the next is tried.
 pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(4);
-/// Largest JSON-RPC answer read; a larger one is a bad upstream answer.
-const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
-/// What a 429 or 503 without a usable Retry-After suggests.
-const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(5);
 
 /// One chain's configuration.
 #[derive(Clone, Debug)]
@@ -225,13 +226,7 @@ impl Chains {
 
     /// Exactly these chains (tests point them at a local node this way).
     pub fn new(configs: Vec<ChainConfig>, timeouts: ChainTimeouts) -> Chains {
-        let http = LazyClient::new(|| {
-            reqwest::Client::builder()
-                // An RPC URL is configuration; a redirect away from it is not followed.
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .map_err(|e| format!("cannot build the HTTP client: {e}"))
-        });
+        let http = crate::rpc_http::node_client();
         Chains { chains: configs.into_iter().map(|c| Arc::new(EvmChain::new(c, timeouts, http.clone()))).collect() }
     }
 
@@ -279,29 +274,11 @@ impl std::fmt::Debug for Chains {
     }
 }
 
-/// The variable that overrides a chain's RPC URLs: `PAPERCHAIN_RPC_ETHEREUM`.
-pub fn rpc_env_var(chain: &str) -> String {
-    format!("PAPERCHAIN_RPC_{}", chain.to_ascii_uppercase().replace('-', "_"))
-}
-
-/// An environment variable's value; one that is not Unicode is read lossily, so that it
-/// fails parsing with a message rather than counting as unset.
-fn env_value(key: &str) -> Option<String> {
-    std::env::var_os(key).map(|v| v.to_string_lossy().into_owned())
-}
-
 /// The known chains, each with its `PAPERCHAIN_RPC_<CHAIN>` URLs or its defaults.
 fn known_configs(lookup: &impl Fn(&str) -> Option<String>) -> Vec<ChainConfig> {
     KNOWN_CHAINS
         .iter()
-        .map(|(name, id, defaults)| {
-            let var = rpc_env_var(name);
-            let urls = match lookup(&var).filter(|v| !v.trim().is_empty()) {
-                Some(list) => parse_url_list(&list, &var),
-                None => defaults.iter().filter_map(|u| Url::parse(u).ok()).collect(),
-            };
-            ChainConfig::new(*name, *id, urls)
-        })
+        .map(|(name, id, defaults)| ChainConfig::new(*name, *id, urls_from(lookup, &rpc_env_var(name), defaults)))
         .collect()
 }
 
@@ -346,21 +323,6 @@ fn added_chain(entry: &str) -> Result<AddedChain, ConfigError> {
     Ok(AddedChain { name: name.to_string(), chain_id, entry: format!("{name}={chain_id}") })
 }
 
-fn parse_url_list(list: &str, var: &str) -> Vec<Url> {
-    list.split(',')
-        .map(str::trim)
-        .filter(|u| !u.is_empty())
-        .filter_map(|u| match Url::parse(u) {
-            Ok(url) if matches!(url.scheme(), "http" | "https") => Some(url),
-            _ => {
-                // The URL may hold an API key: its text stays out of the log.
-                tracing::warn!("{var}: an entry is not an http(s) URL and is skipped");
-                None
-            }
-        })
-        .collect()
-}
-
 /// One configured chain: its config and a client over its URLs.
 pub struct EvmChain {
     config: ChainConfig,
@@ -374,15 +336,7 @@ impl EvmChain {
             inner: Arc::new(TransportInner {
                 chain: config.name.clone(),
                 chain_id: config.chain_id,
-                endpoints: config
-                    .rpc_urls
-                    .iter()
-                    .map(|url| Endpoint {
-                        label: endpoint_label(url),
-                        url: url.clone(),
-                        chain_id: tokio::sync::OnceCell::new(),
-                    })
-                    .collect(),
+                endpoints: config.rpc_urls.iter().map(|url| Endpoint::new(url.clone())).collect(),
                 http,
                 attempt_timeout: timeouts.attempt,
             }),
@@ -413,14 +367,7 @@ impl EvmChain {
 
     /// Runs one call's chain reads within the total timeout.
     pub async fn deadline<T>(&self, work: impl Future<Output = Result<T, EngineError>>) -> Result<T, EngineError> {
-        match tokio::time::timeout(self.timeouts.total, work).await {
-            Ok(result) => result,
-            Err(_) => Err(EngineError::new(
-                ErrorKind::Timeout,
-                "timeout",
-                format!("the {} RPC did not answer within {}", self.config.name, seconds(self.timeouts.total)),
-            )),
-        }
+        within(&self.config.name, self.timeouts.total, work).await
     }
 
     /// One JSON-RPC request, its failure already mapped.
@@ -442,12 +389,7 @@ impl EvmChain {
             },
             RpcError::ErrorResp(payload) => {
                 let message = clean_text(&payload.message, 200);
-                let lower = message.to_ascii_lowercase();
-                if payload.code == -32005
-                    || payload.code == 429
-                    || lower.contains("rate limit")
-                    || lower.contains("too many requests")
-                {
+                if is_rate_limit(payload.code, &message) {
                     EngineError::new(
                         ErrorKind::RateLimited { retry_after: DEFAULT_RETRY_AFTER },
                         "rate_limited",
@@ -466,46 +408,6 @@ impl EvmChain {
     }
 }
 
-/// An upstream failure: what happened at the network, as the kind a front door reports.
-#[derive(Clone, Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct UpstreamFailure {
-    /// Timeout, RateLimited, BadUpstream or Unavailable.
-    pub kind: ErrorKind,
-    /// What happened, naming the RPC host (never its full URL, which may hold a key).
-    pub message: String,
-}
-
-impl UpstreamFailure {
-    fn new(kind: ErrorKind, message: impl Into<String>) -> UpstreamFailure {
-        UpstreamFailure { kind, message: message.into() }
-    }
-
-    /// The engine error with the matching stable code.
-    pub fn into_engine_error(self) -> EngineError {
-        let code = match self.kind {
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::RateLimited { .. } => "rate_limited",
-            ErrorKind::Unavailable { .. } => "unavailable",
-            ErrorKind::Internal => "internal",
-            _ => "upstream_error",
-        };
-        EngineError::new(self.kind, code, self.message)
-    }
-
-    /// Which of several failures (one per URL) speaks for them all: a rate limit says when
-    /// to come back, a timeout or a bad answer means a node was there, and "unreachable"
-    /// only holds when it held everywhere.
-    fn rank(&self) -> u8 {
-        match self.kind {
-            ErrorKind::RateLimited { .. } => 3,
-            ErrorKind::Timeout => 2,
-            ErrorKind::BadUpstream => 1,
-            _ => 0,
-        }
-    }
-}
-
 fn bad_upstream(message: String) -> EngineError {
     EngineError::new(ErrorKind::BadUpstream, "upstream_error", message)
 }
@@ -519,25 +421,9 @@ pub struct FallbackTransport {
 struct TransportInner {
     chain: String,
     chain_id: u64,
-    endpoints: Vec<Endpoint>,
+    endpoints: Vec<Endpoint<u64>>,
     http: LazyClient,
     attempt_timeout: Duration,
-}
-
-struct Endpoint {
-    url: Url,
-    /// Scheme, host and port only: the path and query of an RPC URL often hold an API key.
-    label: String,
-    /// The chain id the node reported, asked once (concurrent first requests share the asking).
-    chain_id: tokio::sync::OnceCell<u64>,
-}
-
-fn endpoint_label(url: &Url) -> String {
-    match (url.host_str(), url.port()) {
-        (Some(host), Some(port)) => format!("{host}:{port}"),
-        (Some(host), None) => host.to_string(),
-        _ => "(no host)".to_string(),
-    }
 }
 
 impl tower::Service<RequestPacket> for FallbackTransport {
@@ -557,158 +443,43 @@ impl tower::Service<RequestPacket> for FallbackTransport {
 
 impl TransportInner {
     async fn send(&self, request: RequestPacket) -> Result<ResponsePacket, UpstreamFailure> {
-        let chain = &self.chain;
         let body = serde_json::to_vec(&request)
             .map_err(|e| UpstreamFailure::new(ErrorKind::Internal, format!("encoding a JSON-RPC request: {e}")))?;
         let batch = matches!(request, RequestPacket::Batch(_));
-        let mut failures: Vec<(String, UpstreamFailure)> = Vec::new();
-        for endpoint in &self.endpoints {
-            let attempt = async {
+        let var = rpc_env_var(&self.chain);
+        first_answer(&self.chain, &var, &self.endpoints, self.attempt_timeout, |endpoint| {
+            let body = body.clone();
+            async move {
                 self.check_chain_id(endpoint).await?;
-                let answer = self.post(endpoint, body.clone()).await?;
-                parse_packet(&answer, batch)
-                    .map_err(|why| UpstreamFailure::new(ErrorKind::BadUpstream, format!("{}: {why}", endpoint.label)))
-            };
-            let outcome = match tokio::time::timeout(self.attempt_timeout, attempt).await {
-                Ok(outcome) => outcome,
-                Err(_) => Err(UpstreamFailure::new(
-                    ErrorKind::Timeout,
-                    format!("{}: no answer within {}", endpoint.label, seconds(self.attempt_timeout)),
-                )),
-            };
-            match outcome {
-                Ok(packet) => return Ok(packet),
-                Err(failure) => {
-                    tracing::debug!(chain = %chain, endpoint = %endpoint.label, error = %failure, "RPC endpoint failed");
-                    failures.push((endpoint.label.clone(), failure));
-                }
+                let answer = post(&self.http, endpoint, body).await?;
+                parse_packet(&answer, batch).map_err(|why| UpstreamFailure::bad(format!("{}: {why}", endpoint.label)))
             }
-        }
-        Err(combine(chain, failures))
+        })
+        .await
     }
 
-    async fn check_chain_id(&self, endpoint: &Endpoint) -> Result<(), UpstreamFailure> {
+    async fn check_chain_id(&self, endpoint: &Endpoint<u64>) -> Result<(), UpstreamFailure> {
         let served = *endpoint
-            .chain_id
+            .identity
             .get_or_try_init(|| async {
                 let body = br#"{"jsonrpc":"2.0","id":0,"method":"eth_chainId","params":[]}"#.to_vec();
-                let answer = self.post(endpoint, body).await?;
+                let answer = post(&self.http, endpoint, body).await?;
                 parse_chain_id(&answer).map_err(|why| {
-                    UpstreamFailure::new(
-                        ErrorKind::BadUpstream,
-                        format!("{}: its answer to eth_chainId is not usable: {why}", endpoint.label),
-                    )
+                    UpstreamFailure::bad(format!("{}: its answer to eth_chainId is not usable: {why}", endpoint.label))
                 })
             })
             .await?;
         if served != self.chain_id {
-            return Err(UpstreamFailure::new(
-                ErrorKind::BadUpstream,
-                format!(
-                    "{}: the node serves chain id {served}, not {} ({}); check its URL in {}",
-                    endpoint.label,
-                    self.chain_id,
-                    self.chain,
-                    rpc_env_var(&self.chain)
-                ),
-            ));
+            return Err(UpstreamFailure::bad(format!(
+                "{}: the node serves chain id {served}, not {} ({}); check its URL in {}",
+                endpoint.label,
+                self.chain_id,
+                self.chain,
+                rpc_env_var(&self.chain)
+            )));
         }
         Ok(())
     }
-
-    /// Posts a JSON-RPC body and reads the answer, up to [`MAX_ANSWER_BYTES`].
-    async fn post(&self, endpoint: &Endpoint, body: Vec<u8>) -> Result<Vec<u8>, UpstreamFailure> {
-        let label = &endpoint.label;
-        let http = self.http.get().map_err(|why| UpstreamFailure::new(ErrorKind::Internal, why))?;
-        let response = http
-            .post(endpoint.url.clone())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| send_failure(label, &e))?;
-        let status = response.status();
-        let retry_after = retry_after(response.headers());
-        if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
-            return Err(UpstreamFailure::new(
-                ErrorKind::RateLimited { retry_after: retry_after.unwrap_or(DEFAULT_RETRY_AFTER) },
-                format!("{label}: the node refused the request for rate (HTTP 429)"),
-            ));
-        }
-        if status == reqwest::StatusCode::SERVICE_UNAVAILABLE {
-            return Err(UpstreamFailure::new(
-                ErrorKind::Unavailable { retry_after: retry_after.unwrap_or(DEFAULT_RETRY_AFTER) },
-                format!("{label}: the node is unavailable (HTTP 503)"),
-            ));
-        }
-        let mut response = response;
-        let mut answer = Vec::new();
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    if answer.len() + chunk.len() > MAX_ANSWER_BYTES {
-                        return Err(UpstreamFailure::new(
-                            ErrorKind::BadUpstream,
-                            format!("{label}: the answer is larger than {} MiB", MAX_ANSWER_BYTES >> 20),
-                        ));
-                    }
-                    answer.extend_from_slice(&chunk);
-                }
-                Ok(None) => break,
-                Err(e) => return Err(send_failure(label, &e)),
-            }
-        }
-        // Nodes put JSON-RPC errors in 4xx/5xx answers too: a body that parses is used.
-        if !status.is_success() && serde_json::from_slice::<serde::de::IgnoredAny>(&answer).is_err() {
-            return Err(UpstreamFailure::new(ErrorKind::BadUpstream, format!("{label}: HTTP {status}")));
-        }
-        Ok(answer)
-    }
-}
-
-fn send_failure(label: &str, error: &reqwest::Error) -> UpstreamFailure {
-    if error.is_timeout() {
-        UpstreamFailure::new(ErrorKind::Timeout, format!("{label}: timed out"))
-    } else if error.is_connect() {
-        UpstreamFailure::new(
-            ErrorKind::Unavailable { retry_after: DEFAULT_RETRY_AFTER },
-            format!("{label}: cannot connect"),
-        )
-    } else {
-        UpstreamFailure::new(ErrorKind::BadUpstream, format!("{label}: the connection failed mid-answer"))
-    }
-}
-
-/// Retry-After in its delay-seconds form (nodes do not send HTTP dates in practice).
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
-    let secs: u64 = value.parse().ok()?;
-    Some(Duration::from_secs(secs.clamp(1, 3600)))
-}
-
-fn combine(chain: &str, failures: Vec<(String, UpstreamFailure)>) -> UpstreamFailure {
-    let Some(worst) = failures.iter().map(|(_, f)| f).max_by_key(|f| f.rank()) else {
-        return UpstreamFailure::new(
-            ErrorKind::Unavailable { retry_after: DEFAULT_RETRY_AFTER },
-            format!("no RPC URL is configured for {chain} (set {})", rpc_env_var(chain)),
-        );
-    };
-    let kind = match worst.kind {
-        // One rate limit among several failures: come back after the longest delay asked.
-        ErrorKind::RateLimited { .. } => ErrorKind::RateLimited {
-            retry_after: failures
-                .iter()
-                .filter_map(|(_, f)| match f.kind {
-                    ErrorKind::RateLimited { retry_after } => Some(retry_after),
-                    _ => None,
-                })
-                .max()
-                .unwrap_or(DEFAULT_RETRY_AFTER),
-        },
-        kind => kind,
-    };
-    let detail: Vec<&str> = failures.iter().map(|(_, f)| f.message.as_str()).collect();
-    UpstreamFailure::new(kind, format!("the {chain} RPC could not be read: {}", detail.join("; ")))
 }
 
 fn parse_packet(answer: &[u8], batch: bool) -> Result<ResponsePacket, String> {
@@ -735,11 +506,6 @@ fn parse_chain_id(answer: &[u8]) -> Result<u64, String> {
     parse_quantity(&text).and_then(|q| u64::try_from(q).ok()).ok_or_else(|| format!("`{}`", clean_text(&text, 40)))
 }
 
-fn preview(answer: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&answer[..answer.len().min(80)]).into_owned();
-    format!("`{}`", clean_text(&text, 80))
-}
-
 /// A JSON-RPC quantity (`0x1a`) as a number.
 pub fn parse_quantity(text: &str) -> Option<U256> {
     let digits = text.strip_prefix("0x")?;
@@ -763,16 +529,6 @@ pub fn parse_uint256(text: &str) -> Option<U256> {
         }
         None => None,
     }
-}
-
-/// Untrusted text cut to `max` characters, control characters but newline and tab dropped.
-pub fn clean_text(text: &str, max: usize) -> String {
-    text.chars().filter(|c| !c.is_control() || *c == '\n' || *c == '\t').take(max).collect()
-}
-
-fn seconds(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{:.1} s", d.as_secs_f64()) }
 }
 
 /// `raw` with `decimals` decimals as an exact decimal string: `1500000000`, 9 → `1.5`.
@@ -1125,28 +881,6 @@ mod tests {
         let one = PublishedChains(vec![("ethereum".into(), 1)]);
         let single = schema(schemars::generate::SchemaSettings::draft2020_12().with_transform(one));
         assert_eq!(single["description"], "EVM chain to read: `ethereum` (chain id 1).");
-    }
-
-    #[test]
-    fn labels_hide_paths_that_hold_keys() {
-        let url = Url::parse("https://eth-mainnet.example.com/v2/SECRETKEY").unwrap();
-        assert_eq!(endpoint_label(&url), "eth-mainnet.example.com");
-        let url = Url::parse("http://127.0.0.1:8545/?key=SECRET").unwrap();
-        assert_eq!(endpoint_label(&url), "127.0.0.1:8545");
-    }
-
-    #[test]
-    fn several_failures_report_the_most_telling() {
-        let refused =
-            || UpstreamFailure::new(ErrorKind::Unavailable { retry_after: DEFAULT_RETRY_AFTER }, "a: cannot connect");
-        let slow = UpstreamFailure::new(ErrorKind::Timeout, "b: no answer");
-        let all = combine("ethereum", vec![("a".into(), refused()), ("b".into(), slow)]);
-        assert_eq!(all.kind, ErrorKind::Timeout);
-        assert!(all.message.contains("a: cannot connect; b: no answer"), "{}", all.message);
-        let limited = UpstreamFailure::new(ErrorKind::RateLimited { retry_after: Duration::from_secs(7) }, "c: 429");
-        let all = combine("ethereum", vec![("a".into(), refused()), ("c".into(), limited)]);
-        assert_eq!(all.kind, ErrorKind::RateLimited { retry_after: Duration::from_secs(7) });
-        assert!(matches!(combine("base", vec![]).kind, ErrorKind::Unavailable { .. }));
     }
 
     #[test]
