@@ -5,8 +5,9 @@
 //! refused and every schema-valid one accepted.
 //!
 //! The upstreams are real local ones: an anvil for each EVM chain the schemas list (with
-//! an empty ENS registry on Ethereum's), the funding upstream replaying recorded answers,
-//! and file URLs served on loopback (the only place this server may fetch from here). The hooks in `conformance/hooks.py` give
+//! an empty ENS registry on Ethereum's), a Solana validator for both clusters (with the
+//! accounts, mints and transactions it seeds), the funding upstream replaying recorded
+//! answers, and file URLs served on loopback (the only place this server may fetch from here). The hooks in `conformance/hooks.py` give
 //! schema-valid cases real documents (a schema cannot say that base64 bytes are a PDF)
 //! and name the few refusals that depend on the document rather than the request.
 
@@ -26,7 +27,9 @@ use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::fetch::AddressPolicy;
 use paperchain_testkit::anvil::{Anvil, Artifact};
 use paperchain_testkit::corpus::corpus;
+use paperchain_engine::solana::{ClusterConfig, Clusters, Network};
 use paperchain_testkit::loopback::serve_files;
+use paperchain_testkit::surfnet::Surfnet;
 use paperchain_testkit::tools::tools_dir;
 use paperchain_testkit::{hyperliquid, workspace_root};
 
@@ -89,9 +92,10 @@ fn picture(format: image::ImageFormat) -> Vec<u8> {
     out.into_inner()
 }
 
-/// Every EVM chain the schemas list, each on an anvil of its own chain id; the funding
-/// upstream at `funding`; URL inputs allowed from loopback.
-fn context(anvils: &[(&str, &Anvil)], funding: &str) -> Context {
+/// Every EVM chain the schemas list, each on an anvil of its own chain id; both Solana
+/// clusters on the validator at `solana` (serving `genesis`); the funding upstream at
+/// `funding`; URL inputs allowed from loopback.
+fn context(anvils: &[(&str, &Anvil)], solana: (&str, &str), funding: &str) -> Context {
     let mut ctx = Context::with_policy(AddressPolicy::allowing(["127.0.0.1".parse::<IpAddr>().unwrap()]));
     let configs = anvils
         .iter()
@@ -99,6 +103,12 @@ fn context(anvils: &[(&str, &Anvil)], funding: &str) -> Context {
         .collect();
     let timeouts = ChainTimeouts { total: Duration::from_secs(30), attempt: Duration::from_secs(15) };
     ctx.chains = Arc::new(Chains::new(configs, timeouts));
+    let (solana, genesis) = solana;
+    let clusters = Network::ALL
+        .into_iter()
+        .map(|network| ClusterConfig::new(network, vec![solana.parse().unwrap()]).with_genesis(genesis))
+        .collect();
+    ctx.solana = Arc::new(Clusters::new(clusters, timeouts));
     ctx.state.insert(FundingClient::new(FundingConfig {
         base_url: funding.to_string(),
         timeout: Duration::from_secs(10),
@@ -112,7 +122,7 @@ fn summary(stdout: &str) -> &str {
     stdout.find("=== FAILURES").or_else(|| stdout.find("=== SUMMARY")).map_or(stdout, |at| &stdout[at..])
 }
 
-fn schemathesis(base: &str, samples: &Path, files: &str, report: &Path) -> std::process::Output {
+fn schemathesis(base: &str, samples: &Path, files: &str, solana: &str, report: &Path) -> std::process::Output {
     let st = tools_dir().join("bin/st");
     assert!(st.exists(), "schemathesis is missing at {}: run `cargo xtask setup`", st.display());
     Command::new(&st)
@@ -139,6 +149,7 @@ fn schemathesis(base: &str, samples: &Path, files: &str, report: &Path) -> std::
         .env("PYTHONPATH", workspace_root().join("gateway/tests/conformance"))
         .env("PAPERCHAIN_CONFORMANCE_SAMPLES", samples)
         .env("PAPERCHAIN_CONFORMANCE_FILES", files)
+        .env("PAPERCHAIN_CONFORMANCE_SOLANA", solana)
         // Its own telemetry and update checks would try the internet.
         .env("SCHEMATHESIS_TELEMETRY", "false")
         .env("NO_COLOR", "1")
@@ -148,7 +159,9 @@ fn schemathesis(base: &str, samples: &Path, files: &str, report: &Path) -> std::
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_route_answers_as_its_published_schema_says() {
-    let (ethereum, base, polygon) = tokio::join!(Anvil::start(1), Anvil::start(8453), Anvil::start(137));
+    let (ethereum, base, polygon, solana) =
+        tokio::join!(Anvil::start(1), Anvil::start(8453), Anvil::start(137), Surfnet::start());
+    let genesis = solana.genesis_hash().await;
     // ENS reads go to the registry's address on Ethereum: a registry with no names there,
     // so that a name is unresolved rather than the registry missing.
     ethereum.set_code(ENS_REGISTRY, &Artifact::load("EnsRegistryMock").deployed_bytecode).await;
@@ -164,12 +177,15 @@ async fn every_route_answers_as_its_published_schema_says() {
         std::fs::write(folder.join(format!("sample.{ext}")), bytes).unwrap();
     }
 
-    let ctx = context(&[("ethereum", &ethereum), ("base", &base), ("polygon", &polygon)], &funding);
+    let anvils = [("ethereum", &ethereum), ("base", &base), ("polygon", &polygon)];
+    let ctx = context(&anvils, (&solana.url, &genesis), &funding);
+    let fixtures = solana.fixtures.to_string();
     let server = start_full(dir.path(), None, ctx).await;
     let report = dir.path().join("junit.xml");
     let (base_url, report_path) = (server.base.clone(), report.clone());
-    let out =
-        tokio::task::spawn_blocking(move || schemathesis(&base_url, &folder, &files, &report_path)).await.unwrap();
+    let out = tokio::task::spawn_blocking(move || schemathesis(&base_url, &folder, &files, &fixtures, &report_path))
+        .await
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("{}", summary(&stdout));

@@ -13,9 +13,15 @@ are a PDF, or that a URL serves one. Two hooks cover exactly that gap, nothing e
   that reverts). Those codes are the list below, each with the reason the schema cannot
   state it. Every other refusal of a schema-valid request fails the run.
 
+Two string formats the schemas state and no regular expression can (a pattern gives the
+alphabet and lengths, not the decoded size) get generators: `solana-address` (base58 of
+32 bytes) and `solana-signature` (64 bytes), each drawn half the time from what the test's
+local validator holds (its accounts, mints and transactions) and otherwise at random.
+
 The test hands the documents over in the environment: PAPERCHAIN_CONFORMANCE_SAMPLES is
-a folder of `sample.<ext>` files, and PAPERCHAIN_CONFORMANCE_FILES the base URL where a
-loopback server serves the same files under the same names.
+a folder of `sample.<ext>` files, PAPERCHAIN_CONFORMANCE_FILES the base URL where a
+loopback server serves the same files under the same names, and
+PAPERCHAIN_CONFORMANCE_SOLANA the validator's fixtures (JSON: name to address or signature).
 """
 
 import base64
@@ -25,6 +31,7 @@ import pathlib
 import zlib
 
 import schemathesis
+from hypothesis import strategies as st
 from schemathesis.openapi.checks import RejectedPositiveData
 
 SAMPLES = {
@@ -38,6 +45,39 @@ FILE_KEYS = {"data", "url", "filename", "password"}
 
 # Routes whose top-level `url` names a document to fetch, and the type it must be.
 URL_ROUTES = {"/v1/pdf": "pdf", "/v1/ocr": "png", "/v1/pdf/html-to-pdf": "html"}
+
+BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+def _base58(data):
+    number = int.from_bytes(data, "big")
+    text = ""
+    while number:
+        number, digit = divmod(number, 58)
+        text = BASE58[digit] + text
+    return "1" * (len(data) - len(data.lstrip(b"\0"))) + text
+
+
+def _decoded_size(text):
+    number = 0
+    for char in text:
+        number = number * 58 + BASE58.index(char)
+    zeros = len(text) - len(text.lstrip("1"))
+    return zeros + (number.bit_length() + 7) // 8
+
+
+SOLANA = json.loads(os.environ.get("PAPERCHAIN_CONFORMANCE_SOLANA", "{}"))
+
+
+def _base58_format(size):
+    known = [v for v in SOLANA.values() if isinstance(v, str) and v and all(c in BASE58 for c in v)]
+    known = [v for v in known if _decoded_size(v) == size]
+    drawn = st.binary(min_size=size, max_size=size).map(_base58)
+    return st.one_of(st.sampled_from(known), drawn) if known else drawn
+
+
+schemathesis.openapi.format("solana-address", _base58_format(32))
+schemathesis.openapi.format("solana-signature", _base58_format(64))
 
 # Error codes of a well-formed request that the content it names does not fit.
 CONTENT_CODES = {
