@@ -266,12 +266,28 @@ async fn the_six_routes_answer_what_the_validator_reports() {
     let raw = rpc_tx(&net, &f("tx_token")).await;
     assert_eq!(tx["logs"], raw["meta"]["logMessages"]);
 
-    if let Some(failed) = net.fixtures["tx_failed"].as_str() {
-        let tx = ok(&ctx, "/v1/solana/tx", json!({ "signature": failed })).await;
-        assert_eq!(tx["status"], "failed");
-        assert!(tx["error"].as_str().is_some_and(|e| !e.is_empty()), "{tx:#}");
-        assert_eq!(tx["token_changes"], json!([]), "a failed transfer moves no tokens");
-    }
+    // Token-2022 with a 0.5% transfer fee: the recipient gets 9,950,000 of 10,000,000.
+    let tx = ok(&ctx, "/v1/solana/tx", json!({ "signature": f("tx_t22") })).await;
+    assert_eq!(change(&tx["token_changes"], &f("owner_t22_ata")).as_deref(), Some("-10000000"));
+    assert_eq!(change(&tx["token_changes"], &f("recipient_t22_ata")).as_deref(), Some("9950000"));
+    assert!(tx["token_changes"].as_array().unwrap().iter().all(|c| c["program"] == "spl-token-2022"), "{tx:#}");
+
+    // A transfer of more than the owner holds, sent without preflight: it lands, failed.
+    let tx = ok(&ctx, "/v1/solana/tx", json!({ "signature": f("tx_failed") })).await;
+    let raw = rpc_tx(&net, &f("tx_failed")).await;
+    assert_eq!(tx["status"], "failed");
+    assert_eq!(tx["error"], raw["meta"]["err"].to_string());
+    assert_eq!(tx["token_changes"], json!([]), "a failed transfer moves no tokens");
+    let fee = raw["meta"]["fee"].as_u64().unwrap();
+    assert_eq!(
+        tx["sol_changes"],
+        json!([{
+            "account": owner, "pre": raw["meta"]["preBalances"][0].as_u64().unwrap().to_string(),
+            "post": raw["meta"]["postBalances"][0].as_u64().unwrap().to_string(),
+            "change": format!("-{fee}"), "change_sol": format!("-{}", format_units(u128::from(fee), 9)),
+        }]),
+        "only the fee is charged"
+    );
     let unknown = bs58_of(&[9u8; 64]);
     let e = err(&ctx, "/v1/solana/tx", json!({ "signature": unknown })).await;
     assert_eq!((e.kind, e.code.as_ref()), (ErrorKind::NotFound, "not_found"), "{e:?}");
@@ -322,18 +338,22 @@ async fn the_six_routes_answer_what_the_validator_reports() {
     assert_eq!(status["epoch"], after["epoch"]);
     assert_eq!(status["slots_in_epoch"], after["slotsInEpoch"]);
     let height = status["block_height"].as_u64().unwrap();
-    assert!(height <= net.rpc("getBlockHeight", json!([])).await.as_u64().unwrap());
+    assert!(height <= net.rpc("getBlockHeight", json!([{ "commitment": "confirmed" }])).await.as_u64().unwrap());
+    // The four fixture transactions paid 1,000 to 4,000 micro-lamports a unit, one a slot.
     let fees = net.rpc("getRecentPrioritizationFees", json!([[owner]])).await;
-    let own = ok(&ctx, "/v1/solana/status", json!({ "accounts": [owner] })).await;
-    let reported: Vec<u64> =
+    let mut reported: Vec<u64> =
         fees.as_array().unwrap().iter().map(|f| f["prioritizationFee"].as_u64().unwrap()).collect();
-    if let Some(p) = own["priority_fees"].as_object() {
-        let (min, max) = (p["min"].as_u64().unwrap(), p["max"].as_u64().unwrap());
-        assert!(min <= p["p50"].as_u64().unwrap() && p["p95"].as_u64().unwrap() <= max, "{p:?}");
-        assert!(reported.iter().max().is_none_or(|&m| m <= max || p["slots"].as_u64() != Some(reported.len() as u64)));
-    } else {
-        assert!(reported.is_empty(), "the node reported fees the route did not: {fees}");
-    }
+    reported.sort_unstable();
+    assert_eq!(reported, [1_000, 2_000, 3_000, 4_000], "{fees}");
+    let own = ok(&ctx, "/v1/solana/status", json!({ "accounts": [owner] })).await;
+    let p = &own["priority_fees"];
+    assert_eq!((p["slots"].as_u64(), p["nonzero_slots"].as_u64()), (Some(4), Some(4)), "{own:#}");
+    let ranks: Vec<u64> =
+        ["min", "p25", "p50", "p75", "p90", "p95", "max"].iter().map(|k| p[k].as_u64().unwrap()).collect();
+    assert_eq!(ranks, [1_000, 1_000, 2_000, 3_000, 4_000, 4_000, 4_000], "nearest-rank percentiles");
+    let nobody = ok(&ctx, "/v1/solana/status", json!({ "accounts": [NOBODY] })).await;
+    let theirs = net.rpc("getRecentPrioritizationFees", json!([[NOBODY]])).await;
+    assert_eq!(nobody["priority_fees"]["slots"].as_u64().unwrap_or(0), theirs.as_array().unwrap().len() as u64);
 
     // --- a node of another cluster -----------------------------------------------------
     let wrong = context(&[&net.url], MAINNET_GENESIS, short_timeouts());

@@ -31,6 +31,7 @@ pub struct SolanaTokenInput {
 #[schemars(rename = "SolanaMetadataSource")]
 pub enum MetadataSource {
     /// The Token-2022 metadata extension (in the mint, or in the account its metadata pointer names).
+    #[serde(rename = "token-2022")]
     Token2022,
     /// The Metaplex Token Metadata account of the mint.
     Metaplex,

@@ -294,12 +294,18 @@ impl Cluster {
 /// Solana's "node is unhealthy / behind" JSON-RPC error.
 const NODE_UNHEALTHY: i64 = -32005;
 
+/// A JSON-RPC answer: `result` is `Some(Value::Null)` for `"result": null` (a transaction
+/// the node does not have) and None when the member is absent.
 #[derive(Deserialize)]
 struct RpcAnswer {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     result: Option<Value>,
     #[serde(default)]
     error: Option<RpcErrorObject>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
 }
 
 #[derive(Deserialize)]
