@@ -1,6 +1,7 @@
-//! The chain routes over HTTP: every input a caller can get wrong answers 422 naming the
-//! field, every way an upstream can fail answers its own status (never 500) with the
-//! headers it needs, and each EVM route answers a real anvil with its published shape.
+//! The chain routes over HTTP (EVM and Solana): every input a caller can get wrong answers
+//! 422 naming the field, every way an upstream can fail answers its own status (never 500)
+//! with the headers it needs, and each EVM route answers a real anvil with its published
+//! shape (the Solana routes answer a real validator in the engine's tests).
 //!
 //! Nothing here reaches the internet: every chain and the funding upstream point at
 //! loopback servers started by the tests.
@@ -14,6 +15,7 @@ use common::*;
 use paperchain_engine::Context;
 use paperchain_engine::chain::funding::{CACHE_TTL, FundingClient, FundingConfig};
 use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
+use paperchain_engine::solana::{ClusterConfig, Clusters, Network};
 use paperchain_testkit::anvil::{Anvil, Artifact};
 use paperchain_testkit::fake_node::{FakeNode, rpc_result};
 use paperchain_testkit::loopback::{closed_port_url, silent_server};
@@ -21,11 +23,14 @@ use serde_json::{Value, json};
 
 const EOA: &str = "0x00000000000000000000000000000000000b0b00";
 const HASH: &str = "0x1111111111111111111111111111111111111111111111111111111111111111";
+/// A Solana address (32 bytes of 7) and a signature (64 bytes of 9), base58.
+const SOL_ADDRESS: &str = "US517G5965aydkZ46HS38QLi7UQiSojurfbQfKCELFx";
+const SOL_SIGNATURE: &str = "BUguQsv2ZuHus54HAFzjdJHzZBkygAjKhEeYwSG19tUfUyvvz3worsdQCdAXDNjakJHioSiyxhFiDJrm8XpSXRA";
 
 // --- Contexts and the server --------------------------------------------------------
 
-/// A context whose three chains all use `urls` (each with its own chain id) and whose
-/// funding client reads `funding`.
+/// A context whose three EVM chains and both Solana clusters all use `urls` (each with its
+/// own chain id or genesis hash) and whose funding client reads `funding`.
 fn context(urls: &[&str], timeouts: ChainTimeouts, funding: &str) -> Context {
     let urls: Vec<url::Url> = urls.iter().map(|u| u.parse().unwrap()).collect();
     let configs = [("ethereum", 1), ("base", 8453), ("polygon", 137)]
@@ -34,6 +39,8 @@ fn context(urls: &[&str], timeouts: ChainTimeouts, funding: &str) -> Context {
         .collect();
     let mut ctx = Context::new();
     ctx.chains = Arc::new(Chains::new(configs, timeouts));
+    let clusters = Network::ALL.into_iter().map(|network| ClusterConfig::new(network, urls.clone())).collect();
+    ctx.solana = Arc::new(Clusters::new(clusters, timeouts));
     ctx.state.insert(FundingClient::new(FundingConfig {
         base_url: funding.trim_end_matches('/').to_string(),
         timeout: timeouts.attempt,
@@ -268,6 +275,27 @@ fn bad_inputs() -> Vec<Bad> {
         bad("/v1/check/sanctions", json!({"address": ""}), "/address"),
         bad("/v1/check/sanctions", json!({"address": "0x12 34"}), "/address"),
         unknown("/v1/check/sanctions", json!({"address": EOA})),
+        // Solana: base58 of the right size, the network by name, the fee accounts' limits.
+        bad("/v1/solana/balance", json!({}), "/address"),
+        bad("/v1/solana/balance", json!({"address": EOA}), "/address"),
+        bad("/v1/solana/balance", json!({"address": SOL_SIGNATURE}), "/address"),
+        bad("/v1/solana/balance", json!({"address": SOL_ADDRESS, "mint": "0OIl"}), "/mint"),
+        bad("/v1/solana/balance", json!({"address": SOL_ADDRESS, "network": "testnet"}), "/network"),
+        bad("/v1/solana/balance", json!({"address": SOL_ADDRESS, "network": null}), "/network"),
+        unknown("/v1/solana/balance", json!({"address": SOL_ADDRESS})),
+        bad("/v1/solana/tokens", json!({"owner": SOL_ADDRESS, "include_empty": 1}), "/include_empty"),
+        unknown("/v1/solana/tokens", json!({"owner": SOL_ADDRESS})),
+        bad("/v1/solana/token", json!({"mint": ""}), "/mint"),
+        unknown("/v1/solana/token", json!({"mint": SOL_ADDRESS})),
+        bad("/v1/solana/tx", json!({"signature": SOL_ADDRESS}), "/signature"),
+        bad("/v1/solana/tx", json!({"signature": HASH}), "/signature"),
+        unknown("/v1/solana/tx", json!({"signature": SOL_SIGNATURE})),
+        bad("/v1/solana/account", json!({"address": ["x"]}), "/address"),
+        unknown("/v1/solana/account", json!({"address": SOL_ADDRESS})),
+        bad("/v1/solana/status", json!({"accounts": [SOL_ADDRESS, SOL_ADDRESS]}), "/accounts/1"),
+        bad("/v1/solana/status", json!({"accounts": vec![SOL_ADDRESS; 129]}), "/accounts"),
+        bad("/v1/solana/status", json!({"accounts": [EOA]}), "/accounts/0"),
+        unknown("/v1/solana/status", json!({"network": "devnet"})),
         // The URL check reads no node (so it is not among `node_calls`); its input errors
         // are 422 all the same.
         bad("/v1/check/url", json!({}), "/url"),
@@ -359,6 +387,13 @@ fn node_calls() -> Vec<(&'static str, Value)> {
         ("/v1/chain/estimate-gas", json!({"chain": "base", "to": EOA})),
         ("/v1/check/approvals", json!({"chain": "ethereum", "owner": EOA})),
         ("/v1/check/approvals", json!({"chain": "ethereum", "owner": EOA, "tokens": [EOA], "spenders": [EOA]})),
+        ("/v1/solana/balance", json!({"address": SOL_ADDRESS})),
+        ("/v1/solana/balance", json!({"address": SOL_ADDRESS, "mint": SOL_ADDRESS, "network": "devnet"})),
+        ("/v1/solana/tokens", json!({"owner": SOL_ADDRESS})),
+        ("/v1/solana/token", json!({"mint": SOL_ADDRESS})),
+        ("/v1/solana/tx", json!({"signature": SOL_SIGNATURE})),
+        ("/v1/solana/account", json!({"address": SOL_ADDRESS, "network": "devnet"})),
+        ("/v1/solana/status", json!({})),
     ]
 }
 
@@ -501,6 +536,30 @@ async fn expect_funding(upstream: &str, status: u16, code: &str, retry_after: Op
             Some(want) => assert_eq!(answer.retry_after.as_deref(), Some(want)),
         }
     }
+}
+
+#[tokio::test]
+async fn solana_answers_404_for_an_unknown_transaction_and_503_for_a_node_behind() {
+    let mainnet = FakeNode::start(|r| match r["method"].as_str() {
+        Some("getGenesisHash") => rpc_result(r, json!(Network::Mainnet.genesis_hash())),
+        Some("getTransaction") => rpc_result(r, Value::Null),
+        _ => {
+            let error =
+                json!({"jsonrpc": "2.0", "id": r["id"], "error": {"code": -32005, "message": "Node is behind"}});
+            (200, vec![], error.to_string())
+        }
+    })
+    .await;
+    let (server, _dir) = serve(context(&[&mainnet.url], short_timeouts(), &mainnet.url)).await;
+    let body = json!({"signature": SOL_SIGNATURE});
+    let answer = call(&server, "/v1/solana/tx", &body).await;
+    assert_eq!(answer.status, 404, "{}", answer.body);
+    assert_eq!(error_parts("/v1/solana/tx", &body, &answer), ("not_found".to_string(), None));
+    let body = json!({"address": SOL_ADDRESS});
+    let answer = call(&server, "/v1/solana/balance", &body).await;
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    assert!(answer.retry_after.is_some(), "a node behind says when to come back");
+    assert_eq!(error_parts("/v1/solana/balance", &body, &answer).0, "unavailable");
 }
 
 #[tokio::test]
