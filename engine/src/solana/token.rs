@@ -75,7 +75,7 @@ pub fn number(value: &Value, key: &str) -> Result<u64, EngineError> {
 /// The `parsed` object of a jsonParsed account of a token program, with its type
 /// (`mint`, `account`, `multisig`); None when the account is not a token program's or the
 /// node did not parse it.
-pub fn parsed<'a>(account: &'a Value) -> Option<(TokenProgram, &'a str, &'a Value)> {
+pub fn parsed(account: &Value) -> Option<(TokenProgram, &str, &Value)> {
     let program = TokenProgram::of_owner(account.get("owner")?.as_str()?)?;
     let parsed = account.get("data")?.get("parsed")?;
     Some((program, parsed.get("type")?.as_str()?, parsed.get("info")?))
