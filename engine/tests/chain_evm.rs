@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use alloy::primitives::{Address, B256, U256};
 use alloy::sol_types::SolValue;
+use common::route::{err, ok};
 use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
 use paperchain_testkit::anvil::{Anvil, AnvilOptions, Artifact};
@@ -30,22 +31,6 @@ fn context(urls: &[&str], timeouts: ChainTimeouts) -> Context {
 
 fn short_timeouts() -> ChainTimeouts {
     ChainTimeouts { total: Duration::from_secs(3), attempt: Duration::from_secs(1) }
-}
-
-/// Calls `path` through the catalog; a JSON answer is checked against the route's schema.
-async fn call(ctx: &Context, path: &str, body: Value) -> Result<Value, EngineError> {
-    common::route::call(ctx, path, body).await
-}
-
-async fn ok(ctx: &Context, path: &str, body: Value) -> Value {
-    call(ctx, path, body.clone()).await.unwrap_or_else(|e| panic!("{path} {body}: {e:?}"))
-}
-
-async fn err(ctx: &Context, path: &str, body: Value) -> EngineError {
-    match call(ctx, path, body.clone()).await {
-        Ok(value) => panic!("{path} {body} answered {value:#}"),
-        Err(e) => e,
-    }
 }
 
 /// anvil with chain id 1 and the fixture contracts deployed.

@@ -17,7 +17,7 @@ use std::time::Duration;
 use alloy::primitives::{Address, U256};
 use alloy::sol_types::SolValue;
 use common::chain::{cast, ethereum as context};
-use common::route::call;
+use common::route::{call, err, ok};
 use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::{Context, EngineError, ErrorKind};
 use paperchain_testkit::anvil::{Anvil, Artifact};
@@ -27,17 +27,6 @@ use serde_json::{Value, json};
 
 const EOA: &str = "0x00000000000000000000000000000000000b0b00";
 const TRANSFER: &str = "Transfer(address indexed from, address indexed to, uint256 value)";
-
-async fn ok(ctx: &Context, path: &str, body: Value) -> Value {
-    call(ctx, path, body.clone()).await.unwrap_or_else(|e| panic!("{path} {body}: {e:?}"))
-}
-
-async fn err(ctx: &Context, path: &str, body: Value) -> EngineError {
-    match call(ctx, path, body.clone()).await {
-        Ok(answer) => panic!("{path} {body} answered {answer:#}"),
-        Err(e) => e,
-    }
-}
 
 /// A JSON-RPC quantity of a cast JSON answer as a number.
 fn quantity(value: &Value) -> u64 {

@@ -11,6 +11,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::route::{err, ok};
 use paperchain_engine::evm::ChainTimeouts;
 use paperchain_engine::solana::{ClusterConfig, Clusters, Network};
 use paperchain_engine::{Context, EngineError, ErrorKind};
@@ -36,21 +37,6 @@ fn context(urls: &[&str], genesis: &str, timeouts: ChainTimeouts) -> Context {
 
 fn short_timeouts() -> ChainTimeouts {
     ChainTimeouts { total: Duration::from_secs(3), attempt: Duration::from_secs(1) }
-}
-
-async fn call(ctx: &Context, path: &str, body: Value) -> Result<Value, EngineError> {
-    common::route::call(ctx, path, body).await
-}
-
-async fn ok(ctx: &Context, path: &str, body: Value) -> Value {
-    call(ctx, path, body.clone()).await.unwrap_or_else(|e| panic!("{path} {body}: {e:?}"))
-}
-
-async fn err(ctx: &Context, path: &str, body: Value) -> EngineError {
-    match call(ctx, path, body.clone()).await {
-        Ok(value) => panic!("{path} {body} answered {value:#}"),
-        Err(e) => e,
-    }
 }
 
 /// The validator's own view of an owner's token accounts under `program`, jsonParsed.

@@ -40,6 +40,8 @@ pub mod fake_node;
 #[cfg(feature = "suite")]
 pub mod hyperliquid;
 #[cfg(feature = "suite")]
+pub mod json_rpc;
+#[cfg(feature = "suite")]
 pub mod loopback;
 #[cfg(feature = "suite")]
 pub mod node;

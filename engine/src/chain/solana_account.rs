@@ -118,9 +118,7 @@ impl Route for SolanaAccountRoute {
     }
 
     async fn run(request: SolanaAccountRequest, ctx: &Context) -> Result<Reply<SolanaAccountOutput>, EngineError> {
-        let cluster = ctx.solana.get(request.network)?;
-        let answer = cluster.deadline(read(&cluster, &request.address)).await?;
-        Ok(Reply::Json(answer))
+        crate::solana::answer(ctx, request.network, async |cluster| read(cluster, &request.address).await).await
     }
 }
 

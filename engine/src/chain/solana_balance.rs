@@ -109,9 +109,7 @@ impl Route for SolanaBalanceRoute {
     }
 
     async fn run(request: SolanaBalanceRequest, ctx: &Context) -> Result<Reply<SolanaBalanceOutput>, EngineError> {
-        let cluster = ctx.solana.get(request.network)?;
-        let answer = cluster.deadline(read(&cluster, &request)).await?;
-        Ok(Reply::Json(answer))
+        crate::solana::answer(ctx, request.network, async |cluster| read(cluster, &request).await).await
     }
 }
 

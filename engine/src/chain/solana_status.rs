@@ -137,9 +137,7 @@ impl Route for SolanaStatusRoute {
     }
 
     async fn run(request: SolanaStatusRequest, ctx: &Context) -> Result<Reply<SolanaStatusOutput>, EngineError> {
-        let cluster = ctx.solana.get(request.network)?;
-        let answer = cluster.deadline(read(&cluster, &request.accounts)).await?;
-        Ok(Reply::Json(answer))
+        crate::solana::answer(ctx, request.network, async |cluster| read(cluster, &request.accounts).await).await
     }
 }
 

@@ -143,9 +143,7 @@ impl Route for SolanaTokenRoute {
     }
 
     async fn run(request: SolanaTokenRequest, ctx: &Context) -> Result<Reply<SolanaTokenOutput>, EngineError> {
-        let cluster = ctx.solana.get(request.network)?;
-        let answer = cluster.deadline(read(&cluster, &request.mint)).await?;
-        Ok(Reply::Json(answer))
+        crate::solana::answer(ctx, request.network, async |cluster| read(cluster, &request.mint).await).await
     }
 }
 

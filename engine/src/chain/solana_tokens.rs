@@ -151,9 +151,7 @@ impl Route for SolanaTokensRoute {
     }
 
     async fn run(request: SolanaTokensRequest, ctx: &Context) -> Result<Reply<SolanaTokensOutput>, EngineError> {
-        let cluster = ctx.solana.get(request.network)?;
-        let answer = cluster.deadline(read(&cluster, &request)).await?;
-        Ok(Reply::Json(answer))
+        crate::solana::answer(ctx, request.network, async |cluster| read(cluster, &request).await).await
     }
 }
 

@@ -200,9 +200,7 @@ impl Route for SolanaTxRoute {
     }
 
     async fn run(request: SolanaTxRequest, ctx: &Context) -> Result<Reply<SolanaTxOutput>, EngineError> {
-        let cluster = ctx.solana.get(request.network)?;
-        let answer = cluster.deadline(read(&cluster, &request.signature)).await?;
-        Ok(Reply::Json(answer))
+        crate::solana::answer(ctx, request.network, async |cluster| read(cluster, &request.signature).await).await
     }
 }
 

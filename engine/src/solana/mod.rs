@@ -422,6 +422,17 @@ pub async fn read_mint(
     }
 }
 
+/// What every Solana route's `run` does: `read` on `network`'s cluster within the call's
+/// time budget, its result the JSON answer.
+pub async fn answer<T>(
+    ctx: &crate::context::Context,
+    network: Network,
+    read: impl AsyncFnOnce(&Cluster) -> Result<T, EngineError>,
+) -> Result<crate::output::Reply<T>, EngineError> {
+    let cluster = ctx.solana.get(network)?;
+    cluster.deadline(read(&cluster)).await.map(crate::output::Reply::Json)
+}
+
 /// The data of an account read with `encoding: base64`.
 pub fn b64_data(account: &Value) -> Result<Vec<u8>, EngineError> {
     use base64::Engine as _;

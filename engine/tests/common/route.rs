@@ -36,6 +36,19 @@ pub async fn call(ctx: &Context, path: &str, body: Value) -> Result<Value, Engin
     }
 }
 
+/// Runs route `path` on `body`, which must answer JSON (checked against its schema).
+pub async fn ok(ctx: &Context, path: &str, body: Value) -> Value {
+    call(ctx, path, body.clone()).await.unwrap_or_else(|e| panic!("{path} {body}: {e:?}"))
+}
+
+/// Runs route `path` on `body`, which must fail; the error.
+pub async fn err(ctx: &Context, path: &str, body: Value) -> EngineError {
+    match call(ctx, path, body.clone()).await {
+        Ok(value) => panic!("{path} {body} answered {value:#}"),
+        Err(e) => e,
+    }
+}
+
 /// Runs route `path` on `body`, which must answer files.
 pub async fn call_files(ctx: &Context, path: &str, body: Value) -> Result<FileSet, EngineError> {
     let catalog = Catalog::standard();
