@@ -1006,3 +1006,31 @@ async fn standing_approvals_are_found_read_and_flagged() {
         assert_eq!((error.kind, error.field.as_deref()), (ErrorKind::InvalidInput, Some(field)), "{body}: {error:?}");
     }
 }
+
+#[tokio::test]
+async fn a_block_past_the_head_is_not_found_naming_the_head() {
+    let anvil = Anvil::start(1).await;
+    let ctx = context(&anvil.url);
+    let far = 1_000_000u64;
+    let head = anvil.rpc("eth_blockNumber", json!([])).await;
+    let head = u64::from_str_radix(head.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    let signature = "balanceOf(address)(uint256)";
+    for (path, body) in [
+        (
+            "/v1/chain/call",
+            json!({"chain": "ethereum", "to": EOA, "signature": signature, "args": [EOA], "block": far}),
+        ),
+        ("/v1/chain/simulate", json!({"chain": "ethereum", "to": EOA, "value": "1", "block": far})),
+        ("/v1/chain/logs", json!({"chain": "ethereum", "from_block": far - 5, "to_block": far})),
+        ("/v1/check/approvals", json!({"chain": "ethereum", "owner": EOA, "from_block": far - 5, "to_block": far})),
+    ] {
+        let e = err(&ctx, path, body.clone()).await;
+        assert_eq!((e.kind, e.code.as_ref()), (ErrorKind::NotFound, "not_found"), "{path} {body}: {e:?}");
+        assert!(e.message.contains(&format!("block {far} is past the head")), "{path}: {}", e.message);
+        assert!(e.message.contains(&format!("(block {head})")), "{path}: {}", e.message);
+    }
+    // A block the chain has is read as before.
+    let answer =
+        ok(&ctx, "/v1/chain/call", json!({"chain": "ethereum", "to": EOA, "signature": "f()", "block": head})).await;
+    assert_eq!(answer["chain"], "ethereum");
+}

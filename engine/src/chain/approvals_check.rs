@@ -18,7 +18,7 @@ use crate::chain::address_check::{Reason, ScoreRule, Severity, Verdict, rank, re
 use crate::chain::typed_data_check::known_name;
 use crate::context::Context;
 use crate::error::{EngineError, ErrorKind};
-use crate::evm::block_ref::BlockRef;
+use crate::evm::block_ref::{BlockRef, explain};
 use crate::evm::call::ViewBatch;
 use crate::evm::erc20::{DECIMALS, SYMBOL, TOTAL_SUPPLY, decode_text};
 use crate::evm::node_json::small;
@@ -232,7 +232,11 @@ impl Route for ApprovalsRoute {
 
     async fn run(request: ApprovalsRequest, _: &Context) -> Result<Reply<ApprovalsOutput>, EngineError> {
         let chain = Arc::clone(&request.chain);
-        let answer = chain.deadline(check(request)).await?;
+        let blocks = match &request.pairs {
+            Pairs::Scan { from, to, .. } => [*from, Some(*to)],
+            Pairs::Given(_) => [None, None],
+        };
+        let answer = explain(&chain, &blocks, chain.deadline(check(request)).await).await?;
         Ok(Reply::Json(answer))
     }
 }

@@ -14,7 +14,7 @@ use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::Context;
 use crate::error::EngineError;
 use crate::evm::abi::{self, DecodedArg, Revert};
-use crate::evm::block_ref::BlockRef;
+use crate::evm::block_ref::{BlockRef, explain};
 use crate::evm::call::{CallOutcome, eth_call};
 use crate::evm::signatures::Signature;
 use crate::evm::{ChainName, EvmAddress, EvmChain};
@@ -135,8 +135,9 @@ impl Route for CallRoute {
         if let Some(from) = &from {
             tx["from"] = Value::String(from.text());
         }
+        let named = block;
         let block = block.param();
-        let outcome = chain.deadline(eth_call(&chain, tx, &block)).await?;
+        let outcome = explain(&chain, &[Some(named)], chain.deadline(eth_call(&chain, tx, &block)).await).await?;
         let mut answer = CallOutput {
             chain: chain.name().to_string(),
             to: to.text(),

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::Context;
 use crate::error::{EngineError, ErrorKind};
-use crate::evm::block_ref::BlockRef;
+use crate::evm::block_ref::{BlockRef, explain};
 use crate::evm::call::{View, ViewBatch};
 use crate::evm::erc20::{DECIMALS, SYMBOL, decode_text};
 use crate::evm::{ChainName, EvmAddress, EvmChain, address_text};
@@ -209,7 +209,8 @@ impl Route for DexPriceRoute {
 
     async fn run(request: DexPriceRequest, _: &Context) -> Result<Reply<DexPriceOutput>, EngineError> {
         let chain = request.chain.clone();
-        Ok(Reply::Json(chain.deadline(read(&chain, request)).await?))
+        let blocks = [Some(request.block)];
+        Ok(Reply::Json(explain(&chain, &blocks, chain.deadline(read(&chain, request)).await).await?))
     }
 }
 

@@ -18,7 +18,7 @@ use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::Context;
 use crate::error::{EngineError, ErrorKind};
 use crate::evm::abi;
-use crate::evm::block_ref::BlockRef;
+use crate::evm::block_ref::{BlockRef, explain};
 use crate::evm::events::{self, EventSignature, MAX_TOPICS};
 use crate::evm::logs::{self, LogEntry};
 use crate::evm::node_json::small;
@@ -180,7 +180,8 @@ impl Route for LogsRoute {
 
     async fn run(request: LogsRequest, _: &Context) -> Result<Reply<LogsOutput>, EngineError> {
         let chain = Arc::clone(&request.chain);
-        let answer = chain.deadline(read_logs(request)).await?;
+        let blocks = [request.from, Some(request.to)];
+        let answer = explain(&chain, &blocks, chain.deadline(read_logs(request)).await).await?;
         Ok(Reply::Json(answer))
     }
 }

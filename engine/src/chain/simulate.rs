@@ -18,7 +18,7 @@ use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::Context;
 use crate::error::EngineError;
 use crate::evm::abi::{self, DecodedArg, Revert};
-use crate::evm::block_ref::BlockRef;
+use crate::evm::block_ref::{BlockRef, explain};
 use crate::evm::call::{CallOutcome, MAX_CALLDATA_BYTES, call_spec};
 use crate::evm::signatures::Signature;
 use crate::evm::{ChainName, EvmAddress, EvmChain, address_text, parse_uint256};
@@ -204,7 +204,8 @@ impl Route for SimulateRoute {
     async fn run(request: SimulateRequest, _: &Context) -> Result<Reply<SimulateOutput>, EngineError> {
         let chain = Arc::clone(&request.chain);
         let block = request.block.param();
-        let (outcome, gas) = chain.deadline(simulate(&chain, &request.tx, &block, request.overrides.clone())).await?;
+        let read = chain.deadline(simulate(&chain, &request.tx, &block, request.overrides.clone())).await;
+        let (outcome, gas) = explain(&chain, &[Some(request.block)], read).await?;
         let mut answer = SimulateOutput {
             chain: chain.name().to_string(),
             block,

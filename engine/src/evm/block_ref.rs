@@ -62,6 +62,31 @@ impl BlockRef {
     }
 }
 
+/// A failed read at `blocks`, explained: when the node refused it and a block number among
+/// them is past the chain's head, that block does not exist yet, which is 404 `not_found`
+/// naming the head; any other error stays as it was. The head is asked only on failure.
+pub async fn explain<T>(
+    chain: &super::EvmChain,
+    blocks: &[Option<BlockRef>],
+    result: Result<T, crate::error::EngineError>,
+) -> Result<T, crate::error::EngineError> {
+    use crate::error::{EngineError, ErrorKind};
+    let error = match result {
+        Ok(value) => return Ok(value),
+        Err(error) => error,
+    };
+    let highest = blocks.iter().flatten().filter_map(BlockRef::number).max();
+    let Some(highest) = highest.filter(|_| error.kind == ErrorKind::BadUpstream) else { return Err(error) };
+    match chain.request::<_, alloy::primitives::U256>("eth_blockNumber", ()).await {
+        Ok(head) if alloy::primitives::U256::from(highest) > head => Err(EngineError::new(
+            ErrorKind::NotFound,
+            "not_found",
+            format!("block {highest} is past the head of {} (block {head}): it does not exist yet", chain.name()),
+        )),
+        _ => Err(error),
+    }
+}
+
 impl std::str::FromStr for BlockRef {
     type Err = String;
 
