@@ -23,6 +23,7 @@ use std::time::Duration;
 use common::*;
 use paperchain_engine::Context;
 use paperchain_engine::chain::funding::{CACHE_TTL, FundingClient, FundingConfig};
+use paperchain_engine::chain::price::FEEDS;
 use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::fetch::AddressPolicy;
 use paperchain_engine::solana::{ClusterConfig, Clusters, Network};
@@ -117,6 +118,23 @@ fn context(anvils: &[(&str, &Anvil)], solana: (&str, &str), funding: &str) -> Co
     ctx
 }
 
+/// MockAggregator at every feed of [`FEEDS`] on its chain's anvil, updated a minute ago.
+async fn place_feeds(anvils: &[(&str, &Anvil)]) {
+    use alloy::primitives::{I256, U256, keccak256};
+    use alloy::sol_types::SolValue;
+    let aggregator = Artifact::load("MockAggregator").deployed_bytecode;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    for feed in FEEDS {
+        let Some((_, anvil)) = anvils.iter().find(|(name, _)| *name == feed.chain.name()) else { continue };
+        let proxy = feed.proxy.to_string();
+        anvil.set_code(&proxy, &aggregator).await;
+        let args = (U256::from(7), I256::try_from(123_456_789_i64).unwrap(), U256::from(now - 60), U256::from(8))
+            .abi_encode_params();
+        let data = [&keccak256("set(uint80,int256,uint256,uint8)")[..4], &args[..]].concat();
+        anvil.send(Some(&proxy), &format!("0x{}", hex::encode(data))).await;
+    }
+}
+
 /// What schemathesis printed from its summary on: the failures, then the counts.
 fn summary(stdout: &str) -> &str {
     stdout.find("=== FAILURES").or_else(|| stdout.find("=== SUMMARY")).map_or(stdout, |at| &stdout[at..])
@@ -165,6 +183,8 @@ async fn every_route_answers_as_its_published_schema_says() {
     // ENS reads go to the registry's address on Ethereum: a registry with no names there,
     // so that a name is unresolved rather than the registry missing.
     ethereum.set_code(ENS_REGISTRY, &Artifact::load("EnsRegistryMock").deployed_bytecode).await;
+    // Every Chainlink feed the price route reads, answering a fresh price.
+    place_feeds(&[("ethereum", &ethereum), ("base", &base)]).await;
     let funding = hyperliquid::replay().await;
     let samples = samples();
     let served: HashMap<String, (&'static str, Vec<u8>)> =

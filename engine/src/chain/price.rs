@@ -187,7 +187,7 @@ const fn feed(chain: OracleChain, pair: Pair, proxy: Address, heartbeat_s: u64) 
 // cbETH/USD (1200 s; one public source says 3600 s); every address was seen in other projects'
 // source, but none was re-read from data.chain.link itself (no internet here). Decimals are not
 // stored: the route reads `decimals()` from the feed on every call.
-const FEEDS: &[Feed] = &[
+pub const FEEDS: &[Feed] = &[
     feed(OracleChain::Ethereum, Pair::EthUsd, address!("0x5f4eC3Df9cbd43714FE2740f5E3616155c5b8419"), 3600),
     feed(OracleChain::Ethereum, Pair::BtcUsd, address!("0xF4030086522a5bEEa4988F8cA5B36dbC97BeE88c"), 3600),
     feed(OracleChain::Ethereum, Pair::UsdcUsd, address!("0x8fFfFfd4AfB6115b954Bd326cbe7B4BA576818f6"), 86400),
@@ -206,6 +206,24 @@ const FEEDS: &[Feed] = &[
     feed(OracleChain::Base, Pair::CbethEth, address!("0x806b4Ac04501c29769051e42783cF04dCE41440b"), 86400),
 ];
 
+/// States in the request's schema which pairs each chain has a feed for, from [`FEEDS`]:
+/// `base` takes its pairs, and otherwise (`ethereum`, the only other chain) Ethereum's.
+fn pairs_by_chain(schema: &mut schemars::Schema) {
+    let pairs_on = |chain: OracleChain| -> Vec<&str> {
+        Pair::ALL.iter().filter(|&&pair| find_feed(chain, pair).is_some()).map(|pair| pair.name()).collect()
+    };
+    let base = OracleChain::Base.name();
+    schema.insert("if".into(), serde_json::json!({ "properties": { "chain": { "const": base } } }));
+    schema.insert(
+        "then".into(),
+        serde_json::json!({ "properties": { "pair": { "enum": pairs_on(OracleChain::Base) } } }),
+    );
+    schema.insert(
+        "else".into(),
+        serde_json::json!({ "properties": { "pair": { "enum": pairs_on(OracleChain::Ethereum) } } }),
+    );
+}
+
 /// The feed of `pair` on `chain`, if that chain has one.
 pub fn find_feed(chain: OracleChain, pair: Pair) -> Option<&'static Feed> {
     FEEDS.iter().find(|f| f.chain == chain && f.pair == pair)
@@ -214,6 +232,7 @@ pub fn find_feed(chain: OracleChain, pair: Pair) -> Option<&'static Feed> {
 /// Request of `/v1/chain/price`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = pairs_by_chain)]
 pub struct PriceInput {
     /// Chain of the feed: `ethereum` or `base`.
     pub chain: OracleChain,
@@ -400,6 +419,20 @@ mod tests {
         let selector = |sig: &str| <[u8; 4]>::try_from(&alloy::primitives::keccak256(sig)[..4]).unwrap();
         assert_eq!(LATEST_ROUND_DATA, selector("latestRoundData()"));
         assert_eq!(DECIMALS, selector("decimals()"));
+    }
+
+    #[test]
+    fn the_schema_takes_exactly_the_pairs_of_each_chain() {
+        assert_eq!(OracleChain::ALL.len(), 2, "the schema's `else` stands for the one chain besides base");
+        let schema = serde_json::to_value(schemars::schema_for!(PriceInput)).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        for chain in OracleChain::ALL {
+            for pair in Pair::ALL {
+                let body = serde_json::json!({ "chain": chain.name(), "pair": pair.name() });
+                let accepted_by_route = find_feed(chain, pair).is_some();
+                assert_eq!(validator.is_valid(&body), accepted_by_route, "{body}");
+            }
+        }
     }
 
     #[test]
