@@ -108,13 +108,14 @@ pub fn catalog(selftest: bool) -> Catalog {
     catalog
 }
 
-/// The production context with every upstream at a closed port: chain nodes, the funding
-/// venue. URL inputs keep the production fetcher, which fetches public addresses only.
+/// The production context with every upstream at a closed port: chain nodes (EVM and
+/// Solana), the funding venue. URL inputs keep the production fetcher, which fetches public addresses only.
 pub fn offline_context() -> Context {
     use paperchain_engine::chain::funding::{FundingClient, FundingConfig};
     let closed = |name: &str| name.starts_with("PAPERCHAIN_RPC_").then(|| CLOSED_UPSTREAM.to_owned());
     let chains = paperchain_engine::evm::Chains::try_from_vars(closed).expect("the built-in chains take any URL");
-    let ctx = Context { chains: Arc::new(chains), ..Context::new() };
+    let solana = paperchain_engine::solana::Clusters::from_vars(closed);
+    let ctx = Context { chains: Arc::new(chains), solana: Arc::new(solana), ..Context::new() };
     ctx.state.insert(FundingClient::new(FundingConfig::with_upstream(Some(CLOSED_UPSTREAM))));
     ctx
 }

@@ -255,6 +255,11 @@ const TX: &str = "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b2
 const TRANSFER_TOPIC: &str = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
 const TRANSFER_EVENT: &str = "Transfer(address indexed from,address indexed to,uint256 value)";
 
+/// Mainnet USDC's mint, a wallet and a transaction signature (64 bytes of 9), base58.
+const SOL_USDC: &str = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+const SOL_WALLET: &str = "US517G5965aydkZ46HS38QLi7UQiSojurfbQfKCELFx";
+const SOL_SIGNATURE: &str = "BUguQsv2ZuHus54HAFzjdJHzZBkygAjKhEeYwSG19tUfUyvvz3worsdQCdAXDNjakJHioSiyxhFiDJrm8XpSXRA";
+
 fn word(address: &str) -> String {
     format!("0x{:0>64}", address.trim_start_matches("0x"))
 }
@@ -354,6 +359,15 @@ pub fn templates(operation: &str) -> Vec<Value> {
             json!({ "url": "http://xn--uniswp-7ve.org@3232235777:8080/" }),
         ],
         "check_token_risk" => one(json!({ "chain": "base", "address": "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913" })),
+        "get_solana_balance" => vec![
+            json!({ "address": SOL_WALLET }),
+            json!({ "network": "devnet", "address": SOL_WALLET, "mint": SOL_USDC }),
+        ],
+        "get_solana_token_accounts" => one(json!({ "owner": SOL_WALLET, "include_empty": true })),
+        "get_solana_token_info" => one(json!({ "mint": SOL_USDC })),
+        "get_solana_transaction" => one(json!({ "signature": SOL_SIGNATURE })),
+        "get_solana_account" => one(json!({ "address": SOL_USDC, "network": "mainnet" })),
+        "get_solana_status" => one(json!({ "accounts": [SOL_WALLET, SOL_USDC] })),
 
         // Page edits.
         "merge_pdf_files" => vec![

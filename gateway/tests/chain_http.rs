@@ -104,6 +104,12 @@ fn bad(path: &'static str, body: Value, field: &'static str) -> Bad {
     Bad { path, body, field, code: "invalid_input" }
 }
 
+/// Fields well formed one by one that contradict each other (arguments that do not fit
+/// their signature).
+fn clash(path: &'static str, body: Value, field: &'static str) -> Bad {
+    Bad { path, body, field, code: "inconsistent_fields" }
+}
+
 fn unknown(path: &'static str, mut body: Value) -> Bad {
     body["bogus"] = json!(1);
     Bad { path, body, field: "/bogus", code: "unknown_field" }
@@ -205,7 +211,7 @@ fn bad_inputs() -> Vec<Bad> {
         bad(logs, json!({"chain": "ethereum", "topics": [null, hex(63)]}), "/topics/1"),
         bad(logs, json!({"chain": "ethereum", "event": "Transfer(address"}), "/event"),
         unknown(logs, json!({"chain": "ethereum"})),
-        bad(call, json!({"chain": "ethereum", "to": EOA, "signature": "f(uint8)", "args": [256]}), "/args/0"),
+        clash(call, json!({"chain": "ethereum", "to": EOA, "signature": "f(uint8)", "args": [256]}), "/args/0"),
         bad(call, json!({"chain": "ethereum", "to": EOA, "signature": "f(uint8", "args": []}), "/signature"),
         bad(call, json!({"chain": "ethereum", "to": "0x12", "signature": "f()"}), "/to"),
         bad(call, json!({"chain": "ethereum", "to": EOA}), "/signature"),
@@ -225,8 +231,8 @@ fn bad_inputs() -> Vec<Bad> {
         // Offline ABI routes.
         bad(signature, json!({}), "/query"),
         bad(signature, json!({"query": "0x1234"}), "/query"),
-        bad(encode, json!({"signature": "transfer(address,uint256)", "args": [EOA]}), "/args"),
-        bad(encode, json!({"signature": "transfer(address,uint256)", "args": ["0x1", 1]}), "/args/0"),
+        clash(encode, json!({"signature": "transfer(address,uint256)", "args": [EOA]}), "/args"),
+        clash(encode, json!({"signature": "transfer(address,uint256)", "args": ["0x1", 1]}), "/args/0"),
         bad(decode_log, json!({"topics": [hex(64), hex(63)]}), "/topics/1"),
         bad(decode_log, json!({"topics": [], "data": "0x1"}), "/data"),
         unknown(decode_log, json!({"topics": []})),

@@ -30,7 +30,7 @@ pub struct CallInput {
     /// The contract called, 0x and 40 hex digits.
     pub to: EvmAddress,
     /// The function, with its return types to decode the answer: `balanceOf(address) returns (uint256)`, or as cast writes it, `balanceOf(address)(uint256)`. Without return types the raw return data is given.
-    #[schemars(length(min = 1, max = 1024))]
+    #[schemars(length(min = 1, max = 1024), extend("format" = "solidity-function"))]
     pub signature: String,
     /// One value per parameter, in order: a string as `cast` writes it, a number, a bool, or a JSON array for an array or tuple parameter.
     #[serde(default)]
@@ -44,7 +44,10 @@ pub struct CallInput {
     pub from: Option<EvmAddress>,
     /// The contract's custom errors, to explain a revert: `InsufficientFunds(uint256 needed)` or `error InsufficientFunds(uint256)`. Well-known errors (OpenZeppelin, Permit2, Uniswap…) are decoded without them.
     #[serde(default)]
-    #[schemars(length(max = 64), inner(length(min = 1, max = 1024)))]
+    #[schemars(
+        length(max = 64),
+        extend("items" = { "type": "string", "minLength": 1, "maxLength": 1024, "format": "solidity-function" })
+    )]
     pub errors: Vec<String>,
 }
 

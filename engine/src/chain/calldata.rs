@@ -35,7 +35,7 @@ pub struct CalldataInput {
     pub calldata: String,
     /// A function signature to decode with, such as `transfer(address,uint256)` (parameter names, `function` and `returns (...)` are allowed and dropped). When omitted or null, the selector is looked up in the bundled table and every clean decode is returned.
     #[serde(default)]
-    #[schemars(length(max = 1024))]
+    #[schemars(length(max = 1024), extend("format" = "solidity-function"))]
     pub signature: Option<String>,
 }
 

@@ -31,7 +31,7 @@ pub struct DecodeLogInput {
     pub data: String,
     /// An event to decode with, written as Solidity declares it: `Transfer(address indexed from, address indexed to, uint256 value)` (`event` and `anonymous` allowed). `indexed` matters: it says which parameters are topics. When omitted or null, the first topic is looked up in the bundled table of well-known events.
     #[serde(default)]
-    #[schemars(length(min = 1, max = 2048))]
+    #[schemars(length(min = 1, max = 2048), extend("format" = "solidity-event"))]
     pub event: Option<String>,
 }
 

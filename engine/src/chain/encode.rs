@@ -19,7 +19,7 @@ use crate::price::Price;
 #[serde(deny_unknown_fields)]
 pub struct EncodeInput {
     /// The function: `transfer(address,uint256)`; parameter names, `function`, modifiers and `returns (...)` are allowed and dropped.
-    #[schemars(length(min = 1, max = 1024))]
+    #[schemars(length(min = 1, max = 1024), extend("format" = "solidity-function"))]
     pub signature: String,
     /// One value per parameter, in order: a string (`"0x5B38…"`, `"1000000"`, `"true"`, `"0xdeadbeef"`, `"[1,2]"` as `cast` writes them), a number, a bool, or a JSON array for an array or tuple parameter. Omitted for a function without parameters.
     #[serde(default)]

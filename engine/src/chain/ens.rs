@@ -34,7 +34,7 @@ use crate::price::Price;
 pub struct EnsInput {
     /// Name to resolve forward (`vitalik.eth`); give exactly one of name and address.
     #[serde(default)]
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1), extend("format" = "ens-name"))]
     pub name: Option<String>,
     /// Address to resolve in reverse, 0x and 40 hex digits (any case); give exactly one of name and address.
     #[serde(default)]

@@ -51,7 +51,7 @@ pub struct EstimateGasInput {
     pub data: Option<String>,
     /// The function called: `transfer(address,uint256)`. Use this or `data`.
     #[serde(default)]
-    #[schemars(length(min = 1, max = 1024))]
+    #[schemars(length(min = 1, max = 1024), extend("format" = "solidity-function"))]
     pub signature: Option<String>,
     /// One value per parameter of `signature`, in order.
     #[serde(default)]
@@ -59,7 +59,10 @@ pub struct EstimateGasInput {
     pub args: Option<Vec<Value>>,
     /// The contract's custom errors, to explain a revert.
     #[serde(default)]
-    #[schemars(length(max = 64), inner(length(min = 1, max = 1024)))]
+    #[schemars(
+        length(max = 64),
+        extend("items" = { "type": "string", "minLength": 1, "maxLength": 1024, "format": "solidity-function" })
+    )]
     pub errors: Vec<String>,
 }
 

@@ -46,7 +46,7 @@ pub struct LogsInput {
     pub address: Option<EvmAddress>,
     /// An event to filter on and decode with, written as Solidity declares it: `Transfer(address indexed from, address indexed to, uint256 value)`. Its topic is the first topic filter unless `topics` gives one.
     #[serde(default)]
-    #[schemars(length(min = 1, max = 2048))]
+    #[schemars(length(min = 1, max = 2048), extend("format" = "solidity-event"))]
     pub event: Option<String>,
     /// Topic filters by position (at most 4): null matches anything, a topic (0x and 64 hex digits) matches that topic, a list of up to 16 topics matches any of them.
     #[serde(default)]

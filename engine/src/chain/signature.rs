@@ -19,7 +19,15 @@ use crate::price::Price;
 #[serde(deny_unknown_fields)]
 pub struct SignatureInput {
     /// What to look up: a 4-byte function or error selector (`0xa9059cbb`), a 32-byte event topic (0x and 64 hex digits), or a signature to hash (`transfer(address,uint256)`, `function balanceOf(address owner) view returns (uint256)`, `event Transfer(address indexed from, address indexed to, uint256 value)`).
-    #[schemars(length(min = 1, max = 2048))]
+    #[schemars(
+        length(min = 1, max = 2048),
+        extend("anyOf" = [
+            { "pattern": "^0[xX][0-9a-fA-F]{8}$" },
+            { "pattern": "^0[xX][0-9a-fA-F]{64}$" },
+            { "format": "solidity-function" },
+            { "format": "solidity-event" }
+        ])
+    )]
     pub query: String,
 }
 

@@ -52,7 +52,7 @@ pub struct SimulateInput {
     pub data: Option<String>,
     /// The function, with return types to decode the answer: `swap(uint256,address) returns (uint256)`. Use this or `data`.
     #[serde(default)]
-    #[schemars(length(min = 1, max = 1024))]
+    #[schemars(length(min = 1, max = 1024), extend("format" = "solidity-function"))]
     pub signature: Option<String>,
     /// One value per parameter of `signature`, in order (strings as `cast` writes them, numbers, bools, arrays).
     #[serde(default)]
@@ -63,10 +63,14 @@ pub struct SimulateInput {
     pub block: Option<BlockRef>,
     /// State overrides by account address (at most 16): each may set `balance` (wei), `nonce`, `code` (0x hex) and storage, either `state` (the whole storage replaced by these slots) or `state_diff` (these slots changed).
     #[serde(default)]
+    #[schemars(extend("propertyNames" = { "pattern": "^0x[0-9a-fA-F]{40}$" }, "maxProperties" = MAX_OVERRIDDEN_ACCOUNTS))]
     pub state_overrides: Option<BTreeMap<String, AccountOverride>>,
     /// The contract's custom errors, to explain a revert: `InsufficientFunds(uint256 needed)`.
     #[serde(default)]
-    #[schemars(length(max = 64), inner(length(min = 1, max = 1024)))]
+    #[schemars(
+        length(max = 64),
+        extend("items" = { "type": "string", "minLength": 1, "maxLength": 1024, "format": "solidity-function" })
+    )]
     pub errors: Vec<String>,
 }
 
@@ -88,9 +92,19 @@ pub struct AccountOverride {
     pub code: Option<String>,
     /// The account's whole storage replaced by these slots (slot → value, each 0x and up to 64 hex digits).
     #[serde(default)]
+    #[schemars(extend(
+        "propertyNames" = { "pattern": "^0x[0-9a-fA-F]{1,64}$" },
+        "additionalProperties" = { "type": "string", "pattern": "^0x[0-9a-fA-F]{1,64}$" },
+        "maxProperties" = MAX_OVERRIDDEN_SLOTS
+    ))]
     pub state: Option<BTreeMap<String, String>>,
     /// These slots changed, the rest kept (slot → value, each 0x and up to 64 hex digits).
     #[serde(default)]
+    #[schemars(extend(
+        "propertyNames" = { "pattern": "^0x[0-9a-fA-F]{1,64}$" },
+        "additionalProperties" = { "type": "string", "pattern": "^0x[0-9a-fA-F]{1,64}$" },
+        "maxProperties" = MAX_OVERRIDDEN_SLOTS
+    ))]
     pub state_diff: Option<BTreeMap<String, String>>,
 }
 
@@ -318,8 +332,11 @@ fn overrides_json(map: &BTreeMap<String, AccountOverride>) -> Result<Value, Engi
             let mut words = Map::new();
             for (slot, value) in slots {
                 let slot_at = format!("{at}/{field}/{}", slot.replace('~', "~0").replace('/', "~1"));
+                // Exactly 0x and 1 to 64 hex digits, as the schema's pattern says.
                 let word = |text: &str, what: &str| {
-                    parse_uint256(text).filter(|_| text.trim().starts_with("0x")).map(B256::from).ok_or_else(|| {
+                    let digits = text.strip_prefix("0x").filter(|d| (1..=64).contains(&d.len()));
+                    let digits = digits.filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()));
+                    digits.and_then(|_| parse_uint256(text)).map(B256::from).ok_or_else(|| {
                         EngineError::invalid(
                             slot_at.clone(),
                             format!("{slot_at}: the {what} is not 0x and 1 to 64 hex digits"),

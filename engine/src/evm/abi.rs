@@ -372,7 +372,10 @@ pub fn signature_and_args(
 ) -> Result<(Signature, Vec<alloy::dyn_abi::DynSolValue>), EngineError> {
     let signature = signatures::parse_signature(text)
         .map_err(|why| EngineError::invalid(sig_field, format!("{sig_field}: {why}")))?;
-    let values = values_from_json(&signature, args, args_field).map_err(|(at, why)| EngineError::invalid(at, why))?;
+    // The arguments are read for the signature's types: one that does not fit contradicts
+    // the signature, which no schema of `args` alone can state.
+    let values = values_from_json(&signature, args, args_field)
+        .map_err(|(at, why)| EngineError::invalid_with("inconsistent_fields", at, why))?;
     Ok((signature, values))
 }
 

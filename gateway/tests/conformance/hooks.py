@@ -13,7 +13,16 @@ are a PDF, or that a URL serves one. Two hooks cover exactly that gap, nothing e
   that reverts). Those codes are the list below, each with the reason the schema cannot
   state it. Every other refusal of a schema-valid request fails the run.
 
-Two string formats the schemas state and no regular expression can (a pattern gives the
+Solidity signatures have a grammar no regular expression states (tuples nest): the
+formats `solidity-function` and `solidity-event` get generators that draw from the bundled
+tables of well-known signatures (engine/data/) half the time and otherwise build one from
+random names and types (elementary types, arrays, tuples, nested a few levels).
+
+ENS names are normalised by ENSIP-15 (Unicode tables no pattern holds): the format
+`ens-name` draws from names in its plainest form (lower-case letters and digits,
+dot-separated, ending in `.eth`).
+
+Two more string formats the schemas state and no regular expression can (a pattern gives the
 alphabet and lengths, not the decoded size) get generators: `solana-address` (base58 of
 32 bytes) and `solana-signature` (64 bytes), each drawn half the time from what the test's
 local validator holds (its accounts, mints and transactions) and otherwise at random.
@@ -28,6 +37,7 @@ import base64
 import json
 import os
 import pathlib
+import sys
 import zlib
 
 import schemathesis
@@ -75,6 +85,106 @@ def _base58_format(size):
     drawn = st.binary(min_size=size, max_size=size).map(_base58)
     return st.one_of(st.sampled_from(known), drawn) if known else drawn
 
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+def _table(name):
+    lines = (ROOT / "engine" / "data" / name).read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+# schemathesis's coverage phase recurses deep into nested schemas (arrays of tuples of
+# signatures); at Python's default limit of 1,000 frames Hypothesis's own source parsing
+# fails there ("AST constructor recursion depth mismatch"). 4,000 frames fit the stack.
+sys.setrecursionlimit(4000)
+
+# Named functions, not lambdas, inside the strategies: Hypothesis describes a lambda by
+# parsing its source, which fails in the deep stacks of schemathesis's coverage phase.
+RESERVED = {"function", "event", "returns", "indexed", "anonymous", "memory", "calldata", "storage"}
+
+
+def _not_reserved(name):
+    return name not in RESERVED
+
+
+def _uint(n):
+    return f"uint{n * 8}"
+
+
+def _int(n):
+    return f"int{n * 8}"
+
+
+def _fixed_bytes(n):
+    return f"bytes{n}"
+
+
+def _array_of(pair):
+    item, size = pair
+    return f"{item}[{size}]"
+
+
+def _tuple_of(items):
+    return "(" + ",".join(items) + ")"
+
+
+def _arrays_and_tuples(inner):
+    sizes = st.one_of(st.just(""), st.integers(1, 4).map(str))
+    return st.one_of(st.tuples(inner, sizes).map(_array_of), st.lists(inner, min_size=1, max_size=3).map(_tuple_of))
+
+
+def _function(parts):
+    name, inputs, outputs = parts
+    text = f"{name}({','.join(inputs)})"
+    return text if outputs is None else f"{text} returns ({','.join(outputs)})"
+
+
+def _at_most_three_indexed(params):
+    return sum(1 for _, indexed, _ in params if indexed) <= 3
+
+
+def _param_name(param):
+    return param[2]
+
+
+def _event_param(param):
+    kind, indexed, name = param
+    return f"{kind}{' indexed' if indexed else ''} {name}"
+
+
+def _event(parts):
+    name, params = parts
+    return f"{name}(" + ", ".join(_event_param(p) for p in params) + ")"
+
+
+def _ens_name(labels):
+    return ".".join(labels) + ".eth"
+
+
+IDENTIFIER = st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,15}", fullmatch=True).filter(_not_reserved)
+ELEMENTARY = st.one_of(
+    st.sampled_from(["address", "bool", "string", "bytes", "uint", "int"]),
+    st.integers(1, 32).map(_uint),
+    st.integers(1, 32).map(_int),
+    st.integers(1, 32).map(_fixed_bytes),
+)
+TYPES = st.recursive(ELEMENTARY, _arrays_and_tuples, max_leaves=6)
+PARAMS = st.lists(TYPES, max_size=4)
+FUNCTIONS = st.one_of(
+    st.sampled_from(_table("function-signatures.txt")),
+    st.tuples(IDENTIFIER, PARAMS, st.one_of(st.none(), PARAMS)).map(_function),
+)
+# At most three indexed parameters (Solidity's limit), each name once.
+EVENT_PARAMS = st.lists(st.tuples(TYPES, st.booleans(), IDENTIFIER), max_size=4, unique_by=_param_name)
+EVENTS = st.one_of(
+    st.sampled_from(_table("event-signatures.txt")),
+    st.tuples(IDENTIFIER, EVENT_PARAMS.filter(_at_most_three_indexed)).map(_event),
+)
+ENS_NAMES = st.lists(st.from_regex(r"[a-z0-9]{1,16}", fullmatch=True), min_size=1, max_size=3).map(_ens_name)
+schemathesis.openapi.format("ens-name", ENS_NAMES)
+schemathesis.openapi.format("solidity-function", FUNCTIONS)
+schemathesis.openapi.format("solidity-event", EVENTS)
 
 schemathesis.openapi.format("solana-address", _base58_format(32))
 schemathesis.openapi.format("solana-signature", _base58_format(64))
