@@ -431,7 +431,7 @@ async fn spreadsheet_routes_answer_every_bad_input_with_the_field() {
     expect(&server, build, &json!({ "sheets": [sheet], "bogus": 1 }), 422, "unknown_field", Some("/bogus")).await;
     let mut wrong = sheet.clone();
     wrong["rows"] = json!([[1], [2], [3], ["four"]]);
-    expect(&server, build, &json!({ "sheets": [wrong] }), 422, "invalid_input", Some("/sheets/0/rows/3/0")).await;
+    expect(&server, build, &json!({ "sheets": [wrong] }), 422, "inconsistent_fields", Some("/sheets/0/rows/3/0")).await;
     let mut short = sheet.clone();
     short["rows"] = json!([[1, 2]]);
     expect(&server, build, &json!({ "sheets": [short] }), 422, "inconsistent_fields", Some("/sheets/0/rows/0")).await;

@@ -241,19 +241,17 @@ impl Route for ApprovalsRoute {
     }
 }
 
+/// The addresses listed, each once, in order (at most [`MAX_LISTED`]).
 fn distinct(list: &[EvmAddress], field: &str) -> Result<Vec<Address>, EngineError> {
     if list.len() > MAX_LISTED {
         return Err(EngineError::invalid(field, format!("{field}: at most {MAX_LISTED}, {} given", list.len())));
     }
+    // An address listed twice (in any letter case) is read once: the answer is the same.
     let mut out: Vec<Address> = Vec::with_capacity(list.len());
-    for (i, address) in list.iter().enumerate() {
-        if out.contains(&address.0) {
-            return Err(EngineError::invalid(
-                format!("{field}/{i}"),
-                format!("{field}/{i}: {} is listed twice", address.text()),
-            ));
+    for address in list {
+        if !out.contains(&address.0) {
+            out.push(address.0);
         }
-        out.push(address.0);
     }
     Ok(out)
 }

@@ -81,6 +81,7 @@ pub struct ColumnSpec {
     pub kind: ColumnType,
     /// For `currency`: the ISO 4217 code (`USD`, `EUR`, `GBP`, `JPY`…). Default `USD`.
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[A-Z]{3}$"))]
     pub currency: Option<String>,
     /// An Excel number format that replaces the type's own (`0.000`, `dd/mm/yyyy`); not for `string` or
     /// `boolean`.
@@ -202,7 +203,10 @@ fn check(input: XlsxBuildInput) -> Result<XlsxBuild, EngineError> {
         check_sheet_name(&spec.name, &format!("{at}/name"))?;
         let folded = spec.name.to_lowercase();
         if names.contains(&folded) {
-            return Err(EngineError::invalid(
+            // Two sheets of one request contradict each other: a rule across items that no
+            // schema of one sheet can state.
+            return Err(EngineError::invalid_with(
+                "inconsistent_fields",
                 format!("{at}/name"),
                 format!("{at}/name: another sheet is already named {:?} (Excel ignores letter case)", spec.name),
             ));
@@ -360,7 +364,8 @@ fn currency_format(code: &str, at: &str) -> Result<String, EngineError> {
     })
 }
 
-/// A JSON value as a cell of `kind`, or a 422 naming `at`.
+/// A JSON value as a cell of `kind`, or a 422 naming `at`: `inconsistent_fields`, since a
+/// value is wrong only for its column's type (a rule across fields no schema of the row states).
 fn cell(value: Value, kind: ColumnType, at: &str) -> Result<Cell, EngineError> {
     let wrong = |want: &str| {
         let got = match &value {
@@ -371,7 +376,11 @@ fn cell(value: Value, kind: ColumnType, at: &str) -> Result<Cell, EngineError> {
             Value::Array(_) => "a list",
             Value::Object(_) => "an object",
         };
-        EngineError::invalid(at, format!("{at}: a {} column takes {want} or null, not {got}", type_name(kind)))
+        EngineError::invalid_with(
+            "inconsistent_fields",
+            at,
+            format!("{at}: a {} column takes {want} or null, not {got}", type_name(kind)),
+        )
     };
     if value.is_null() {
         return Ok(Cell::Empty);
@@ -380,7 +389,8 @@ fn cell(value: Value, kind: ColumnType, at: &str) -> Result<Cell, EngineError> {
         ColumnType::String => {
             let Value::String(text) = value else { return Err(wrong("text")) };
             if text.chars().count() > MAX_TEXT_CHARS {
-                return Err(EngineError::invalid(
+                return Err(EngineError::invalid_with(
+                    "inconsistent_fields",
                     at,
                     format!("{at}: a cell holds at most {MAX_TEXT_CHARS} characters"),
                 ));
@@ -398,7 +408,8 @@ fn cell(value: Value, kind: ColumnType, at: &str) -> Result<Cell, EngineError> {
                 _ => return Err(wrong("a whole number")),
             };
             if n.unsigned_abs() > MAX_EXACT_INTEGER as u64 {
-                return Err(EngineError::invalid(
+                return Err(EngineError::invalid_with(
+                    "inconsistent_fields",
                     at,
                     format!(
                         "{at}: {value} is beyond ±2^53, past which Excel (which stores doubles) cannot keep it exact; use a string column"
@@ -413,8 +424,13 @@ fn cell(value: Value, kind: ColumnType, at: &str) -> Result<Cell, EngineError> {
         }
         ColumnType::Date => {
             let Value::String(text) = &value else { return Err(wrong("a date as YYYY-MM-DD text")) };
-            let date = Date::parse(text, &Iso8601::DATE)
-                .map_err(|_| EngineError::invalid(at, format!("{at}: {text:?} is not a date as YYYY-MM-DD")))?;
+            let date = Date::parse(text, &Iso8601::DATE).map_err(|_| {
+                EngineError::invalid_with(
+                    "inconsistent_fields",
+                    at,
+                    format!("{at}: {text:?} is not a date as YYYY-MM-DD"),
+                )
+            })?;
             Cell::When(excel_date(date, None, at)?, 10)
         }
         ColumnType::Datetime => {
@@ -422,7 +438,8 @@ fn cell(value: Value, kind: ColumnType, at: &str) -> Result<Cell, EngineError> {
             let text = text.replacen(' ', "T", 1);
             let time_part = text.split_once('T').map_or("", |(_, t)| t);
             if time_part.ends_with(['Z', 'z']) || time_part.contains(['+', '-']) {
-                return Err(EngineError::invalid(
+                return Err(EngineError::invalid_with(
+                    "inconsistent_fields",
                     at,
                     format!(
                         "{at}: {text:?} has a UTC offset; Excel has no time zones, give the local time without one"
@@ -430,7 +447,8 @@ fn cell(value: Value, kind: ColumnType, at: &str) -> Result<Cell, EngineError> {
                 ));
             }
             let when = PrimitiveDateTime::parse(&text, &Iso8601::DEFAULT).map_err(|_| {
-                EngineError::invalid(
+                EngineError::invalid_with(
+                    "inconsistent_fields",
                     at,
                     format!("{at}: {text:?} is not a date and time as YYYY-MM-DDTHH:MM[:SS[.fff]]"),
                 )
