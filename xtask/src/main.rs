@@ -69,7 +69,9 @@ enum Task {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.task {
-        Task::Setup => setup::run(Verbosity::Report).map(|_| ExitCode::SUCCESS),
+        Task::Setup => setup::run(Verbosity::Report)
+            .and_then(|installed| setup::ensure_surfnet(&installed.tools, Verbosity::Report))
+            .map(|()| ExitCode::SUCCESS),
         Task::Run { args } => serve(args),
         Task::Test { args } => test::run(&args).map(|()| ExitCode::SUCCESS),
         Task::Bench(args) => bench::run(&args),

@@ -320,7 +320,6 @@ pub fn run(verbosity: Verbosity) -> anyhow::Result<Installed> {
     ensure_npm_tools(&tools, verbosity)?;
     ensure_ui(verbosity)?;
     ensure_cargo_tools(&tools, verbosity)?;
-    ensure_surfnet(&tools, verbosity)?;
     Ok(Installed { tools })
 }
 
@@ -379,7 +378,8 @@ pub fn ensure_cargo_tool(tools: &Path, tool: &CargoTool, verbosity: Verbosity) -
 /// folder stays in `tools/.build-surfnet`, so that a change of the runner's sources rebuilds
 /// the runner alone; the binary is rebuilt only when the sources' fingerprint differs from
 /// the one stamped beside it (a fresh clone's new file times do not count).
-fn ensure_surfnet(tools: &Path, verbosity: Verbosity) -> anyhow::Result<()> {
+/// Only `setup` and `test` build it: serving and the benches never start it.
+pub fn ensure_surfnet(tools: &Path, verbosity: Verbosity) -> anyhow::Result<()> {
     let source = crate::project_root().join("testkit/surfnet");
     let fingerprint = fingerprint(&source)?;
     let binary = tools.join("bin/paperchain-surfnet");

@@ -23,6 +23,7 @@ const DESKTOP_APP: &str = "paperchain-app";
 
 pub fn run(runner_args: &[OsString]) -> anyhow::Result<()> {
     let installed = setup::run(Verbosity::Report)?;
+    setup::ensure_surfnet(&installed.tools, Verbosity::Report)?;
 
     cargo().args(["fmt", "--all", "--", "--check"]).run().context("formatting differs: run `cargo fmt --all`")?;
     // The desktop app (src-tauri) is checked and tested apart from the rest: in one build its
