@@ -265,6 +265,11 @@ pub fn clean_text(text: &str, max: usize) -> String {
     text.chars().filter(|c| !c.is_control() || *c == '\n' || *c == '\t').take(max).collect()
 }
 
+/// A 502: a node's answer cannot be used.
+pub fn bad_upstream(message: String) -> EngineError {
+    EngineError::new(ErrorKind::BadUpstream, "upstream_error", message)
+}
+
 /// A duration as messages show it: `4 s`, `0.3 s`.
 pub fn seconds(d: Duration) -> String {
     let ms = d.as_millis();

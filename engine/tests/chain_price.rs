@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use alloy::primitives::{I256, U256, keccak256};
+use alloy::primitives::keccak256;
 use alloy::sol_types::SolValue;
 use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
@@ -35,15 +35,6 @@ async fn chain(name: &str, chain_id: u64) -> (Anvil, Context) {
     (anvil, ctx)
 }
 
-/// MockAggregator at `feed`, answering `answer` with `decimals`, updated at `updated_at`.
-async fn place_feed(anvil: &Anvil, feed: &str, round: u128, answer: i128, updated_at: u64, decimals: u8) {
-    anvil.set_code(feed, &Artifact::load("MockAggregator").deployed_bytecode).await;
-    let args = (U256::from(round), I256::try_from(answer).unwrap(), U256::from(updated_at), U256::from(decimals))
-        .abi_encode_params();
-    let data = [&keccak256("set(uint80,int256,uint256,uint8)")[..4], &args[..]].concat();
-    anvil.send(Some(feed), &format!("0x{}", hex::encode(data))).await;
-}
-
 async fn call(ctx: &Context, body: Value) -> Result<Value, EngineError> {
     common::route::call(ctx, PATH, body).await
 }
@@ -69,7 +60,7 @@ fn assert_invalid(e: &EngineError, field: &str, says: &str) {
 async fn fresh_and_stale_feeds_on_ethereum() {
     let (anvil, ctx) = chain("ethereum", 1).await;
     let updated = now() - 60;
-    place_feed(&anvil, ETH_USD_ETHEREUM, 110_680_464_442_257_320_000, 345_678_901_234, updated, 8).await;
+    anvil.place_feed(ETH_USD_ETHEREUM, 110_680_464_442_257_320_000, 345_678_901_234, updated, 8).await;
     let answer = ok(&ctx, json!({"chain": "ethereum", "pair": "ETH/USD"})).await;
     let age = answer["age_seconds"].as_u64().unwrap();
     assert!(age >= 60, "{answer}");
@@ -84,7 +75,7 @@ async fn fresh_and_stale_feeds_on_ethereum() {
 
     // Older than the one-hour heartbeat.
     let old = now() - 7200;
-    place_feed(&anvil, BTC_USD_ETHEREUM, 5, 9_876_543_210_000_000, old, 8).await;
+    anvil.place_feed(BTC_USD_ETHEREUM, 5, 9_876_543_210_000_000, old, 8).await;
     let answer = ok(&ctx, json!({"chain": "ethereum", "pair": "BTC/USD"})).await;
     assert_eq!(answer["stale"], json!(true));
     assert_eq!(answer["price"], json!("98765432.1"));
@@ -92,7 +83,7 @@ async fn fresh_and_stale_feeds_on_ethereum() {
     assert!(answer["age_seconds"].as_u64().unwrap() >= 7200);
 
     // An update stamped in the future (a clock ahead of ours) is not negative in age.
-    place_feed(&anvil, USDC_USD_ETHEREUM, 1, 99_990_000, now() + 3600, 8).await;
+    anvil.place_feed(USDC_USD_ETHEREUM, 1, 99_990_000, now() + 3600, 8).await;
     let answer = ok(&ctx, json!({"chain": "ethereum", "pair": "USDC/USD"})).await;
     assert_eq!((answer["age_seconds"].clone(), answer["stale"].clone()), (json!(0), json!(false)));
     assert_eq!(answer["price"], json!("0.9999"));
@@ -102,20 +93,20 @@ async fn fresh_and_stale_feeds_on_ethereum() {
 async fn feeds_without_a_valid_answer_are_upstream_errors() {
     let (anvil, ctx) = chain("ethereum", 1).await;
     let body = json!({"chain": "ethereum", "pair": "ETH/USD"});
-    place_feed(&anvil, ETH_USD_ETHEREUM, 3, -5, now(), 8).await;
+    anvil.place_feed(ETH_USD_ETHEREUM, 3, -5, now(), 8).await;
     let e = err(&ctx, body.clone()).await;
     assert_eq!((e.kind, e.code.as_ref()), (ErrorKind::BadUpstream, "upstream_error"), "{e:?}");
     assert!(e.message.contains("no valid answer") && e.message.contains("-5"), "{e:?}");
 
-    place_feed(&anvil, ETH_USD_ETHEREUM, 3, 0, now(), 8).await;
+    anvil.place_feed(ETH_USD_ETHEREUM, 3, 0, now(), 8).await;
     assert_eq!(err(&ctx, body.clone()).await.kind, ErrorKind::BadUpstream);
 
-    place_feed(&anvil, ETH_USD_ETHEREUM, 3, 100, 0, 8).await;
+    anvil.place_feed(ETH_USD_ETHEREUM, 3, 100, 0, 8).await;
     let e = err(&ctx, body.clone()).await;
     assert!(e.kind == ErrorKind::BadUpstream && e.message.contains("updatedAt 0"), "{e:?}");
 
     // latestRoundData() reverts, as an aggregator without rounds does.
-    place_feed(&anvil, ETH_USD_ETHEREUM, 3, 100, now(), 8).await;
+    anvil.place_feed(ETH_USD_ETHEREUM, 3, 100, now(), 8).await;
     let data = [&keccak256("setBroken(bool)")[..4], &true.abi_encode()[..]].concat();
     anvil.send(Some(ETH_USD_ETHEREUM), &format!("0x{}", hex::encode(data))).await;
     let e = err(&ctx, body).await;
@@ -135,7 +126,7 @@ async fn feeds_without_a_valid_answer_are_upstream_errors() {
 #[tokio::test]
 async fn base_serves_its_own_feeds() {
     let (anvil, ctx) = chain("base", 8453).await;
-    place_feed(&anvil, CBETH_USD_BASE, 18_446_744_073_709_551_999, 412_345_678_900, now() - 10, 8).await;
+    anvil.place_feed(CBETH_USD_BASE, 18_446_744_073_709_551_999, 412_345_678_900, now() - 10, 8).await;
     let answer = ok(&ctx, json!({"chain": "base", "pair": "cbETH/USD"})).await;
     assert_eq!(answer["price"], json!("4123.456789"));
     assert_eq!(answer["round_id"], json!("18446744073709551999"));

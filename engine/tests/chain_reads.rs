@@ -860,10 +860,8 @@ async fn gas_estimates_match_cast_and_are_priced_from_the_oracle() {
     let url = &f.anvil.url;
     // The ETH/USD feed: the mock aggregator at the ethereum feed's address, 3456.78901234 USD.
     let feed = "0x5f4ec3df9cbd43714fe2740f5e3616155c5b8419";
-    f.anvil.set_code(feed, &Artifact::load("MockAggregator").deployed_bytecode).await;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let set = calldata("set(uint80,int256,uint256,uint8)", &["42", "345678901234", &(now - 60).to_string(), "8"]);
-    f.anvil.send(Some(feed), &set).await;
+    f.anvil.place_feed(feed, 42, 345_678_901_234, now - 60, 8).await;
 
     let body = json!({"chain": "ethereum", "to": f.token, "from": f.sender,
         "signature": "transfer(address,uint256)", "args": [EOA, 5]});

@@ -721,11 +721,8 @@ async fn every_evm_route_answers_anvil() {
 
     // A price feed: the mock aggregator's code at the ETH/USD proxy's address.
     let feed = "0x5f4ec3df9cbd43714fe2740f5e3616155c5b8419";
-    anvil.set_code(feed, &Artifact::load("MockAggregator").deployed_bytecode).await;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let set = selector(&anvil, "set(uint80,int256,uint256,uint8)").await;
-    let data = format!("0x{set}{}{}{}{}", word(42), word(345_678_901_234), word(u128::from(now - 60)), word(8));
-    anvil.send(Some(feed), &data).await;
+    anvil.place_feed(feed, 42, 345_678_901_234, now - 60, 8).await;
     let price = ok(
         &server,
         "/v1/chain/price",

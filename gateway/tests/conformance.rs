@@ -120,18 +120,10 @@ fn context(anvils: &[(&str, &Anvil)], solana: (&str, &str), funding: &str) -> Co
 
 /// MockAggregator at every feed of [`FEEDS`] on its chain's anvil, updated a minute ago.
 async fn place_feeds(anvils: &[(&str, &Anvil)]) {
-    use alloy::primitives::{I256, U256, keccak256};
-    use alloy::sol_types::SolValue;
-    let aggregator = Artifact::load("MockAggregator").deployed_bytecode;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     for feed in FEEDS {
         let Some((_, anvil)) = anvils.iter().find(|(name, _)| *name == feed.chain.name()) else { continue };
-        let proxy = feed.proxy.to_string();
-        anvil.set_code(&proxy, &aggregator).await;
-        let args = (U256::from(7), I256::try_from(123_456_789_i64).unwrap(), U256::from(now - 60), U256::from(8))
-            .abi_encode_params();
-        let data = [&keccak256("set(uint80,int256,uint256,uint8)")[..4], &args[..]].concat();
-        anvil.send(Some(&proxy), &format!("0x{}", hex::encode(data))).await;
+        anvil.place_feed(&feed.proxy.to_string(), 7, 123_456_789, now - 60, 8).await;
     }
 }
 

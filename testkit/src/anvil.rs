@@ -164,6 +164,22 @@ mod client {
             serde_json::from_value(accounts).expect("eth_accounts is a list of strings")
         }
 
+        /// The fixture MockAggregator (a Chainlink feed) at `feed`, answering `answer` with
+        /// `decimals` in round `round`, updated at `updated_at` (Unix seconds).
+        pub async fn place_feed(&self, feed: &str, round: u128, answer: i128, updated_at: u64, decimals: u8) {
+            self.set_code(feed, &Artifact::load("MockAggregator").deployed_bytecode).await;
+            let signature = format!("0x{}", hex::encode("set(uint80,int256,uint256,uint8)"));
+            let hash = self.rpc("web3_sha3", json!([signature])).await;
+            let selector = &hash.as_str().expect("a hash")[2..10];
+            // int256 in two's complement: a negative answer is padded with f's.
+            let pad = if answer < 0 { "f" } else { "0" };
+            let answer = format!("{}{:032x}", pad.repeat(32), answer as u128);
+            let word = |n: u128| format!("{n:064x}");
+            let data =
+                format!("0x{selector}{}{answer}{}{}", word(round), word(updated_at.into()), word(decimals.into()));
+            self.send(Some(feed), &data).await;
+        }
+
         /// Puts `code` (0x hex runtime bytecode) at `address`.
         pub async fn set_code(&self, address: &str, code: &str) {
             self.rpc("anvil_setCode", json!([address, code])).await;

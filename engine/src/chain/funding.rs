@@ -18,6 +18,7 @@ use crate::context::Context;
 use crate::error::{EngineError, ErrorKind};
 use crate::output::Reply;
 use crate::price::Price;
+use crate::rpc_http::bad_upstream;
 
 /// Environment variable overriding the upstream's base URL.
 pub const UPSTREAM_ENV: &str = "PAPERCHAIN_FUNDING_UPSTREAM";
@@ -786,10 +787,6 @@ async fn cached<T>(
             Err(error)
         }
     }
-}
-
-fn bad_upstream(message: String) -> EngineError {
-    EngineError::new(ErrorKind::BadUpstream, "upstream_error", message)
 }
 
 fn unavailable(message: String) -> EngineError {

@@ -10,7 +10,6 @@ use crate::context::Context;
 use crate::error::EngineError;
 use crate::output::Reply;
 use crate::price::Price;
-use crate::rpc_http::clean_text;
 use crate::solana::keys::SolanaAddress;
 use crate::solana::{COMMITMENT, Cluster, Network, bad, node_u64};
 
@@ -163,7 +162,7 @@ async fn read(cluster: &Cluster, accounts: &[SolanaAddress]) -> Result<SolanaSta
     Ok(SolanaStatusOutput {
         network: cluster.network(),
         genesis_hash: cluster.genesis_hash().to_string(),
-        version: version_text(&version, "solana-core"),
+        version: crate::solana::token::text(&version, "solana-core", 60),
         slot: node_u64(&epoch["absoluteSlot"], "absoluteSlot")?,
         block_height: node_u64(&height, "block height")?,
         epoch: node_u64(&epoch["epoch"], "epoch")?,
@@ -173,10 +172,6 @@ async fn read(cluster: &Cluster, accounts: &[SolanaAddress]) -> Result<SolanaSta
         transaction_count: epoch.get("transactionCount").and_then(Value::as_u64),
         priority_fees: percentiles(&per_slot),
     })
-}
-
-fn version_text(value: &Value, key: &str) -> Option<String> {
-    value.get(key).and_then(Value::as_str).map(|s| clean_text(s, 60))
 }
 
 /// Nearest-rank percentiles of sorted fees.

@@ -37,6 +37,7 @@ use super::call::{CallOutcome, ViewBatch, eth_call};
 use super::{EvmChain, address_text, clean_text};
 use crate::error::{EngineError, ErrorKind};
 use crate::fetch::{FetchError, SafeFetcher};
+use crate::rpc_http::bad_upstream;
 
 /// The ENS registry, at the same address on every network that has ENS.
 pub const ENS_REGISTRY: Address = address!("0x00000000000C2E074eC69A0dFb2997BA6C7d2e1e");
@@ -401,10 +402,6 @@ fn gateway_host(url: &str) -> String {
         Ok(parsed) => clean_text(parsed.host_str().unwrap_or("(no host)"), 100),
         Err(_) => "(unparsable URL)".to_string(),
     }
-}
-
-fn bad_upstream(message: String) -> EngineError {
-    EngineError::new(ErrorKind::BadUpstream, "upstream_error", message)
 }
 
 /// The DNS wire form of a normalised name (ENSIP-10): each label as its length and bytes,

@@ -53,7 +53,7 @@ use crate::rpc_http::{
     DEFAULT_RETRY_AFTER, Endpoint, env_value, first_answer, is_rate_limit, parse_url_list, post, preview, urls_from,
     within,
 };
-pub use crate::rpc_http::{UpstreamFailure, clean_text, rpc_env_var};
+pub use crate::rpc_http::{UpstreamFailure, bad_upstream, clean_text, rpc_env_var};
 
 /// The EVM chains Paperchain knows, with their chain ids and default public RPC URLs
 /// (`../shared/spec/routebook.md` §2; `polygon` is the spec's `chain3`).
@@ -406,10 +406,6 @@ impl EvmChain {
             other => bad_upstream(format!("{chain} RPC: {method} failed: {other}")),
         }
     }
-}
-
-fn bad_upstream(message: String) -> EngineError {
-    EngineError::new(ErrorKind::BadUpstream, "upstream_error", message)
 }
 
 /// The alloy transport of a chain: each request goes to the URLs in order until one answers.

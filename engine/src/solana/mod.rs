@@ -316,9 +316,7 @@ struct RpcErrorObject {
 }
 
 /// A 502: the node's answer cannot be used.
-pub fn bad(message: String) -> EngineError {
-    EngineError::new(ErrorKind::BadUpstream, "upstream_error", message)
-}
+pub use crate::rpc_http::bad_upstream as bad;
 
 /// A number the node sent: a JSON number or a decimal string (token amounts are strings).
 pub fn node_u64(value: &Value, what: &str) -> Result<u64, EngineError> {
