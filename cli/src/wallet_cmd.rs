@@ -51,6 +51,27 @@ pub enum WalletCommand {
         #[arg(long)]
         yes: bool,
     },
+    /// The Solana key, which pays on Solana networks (kept in the OS keyring only).
+    #[command(subcommand)]
+    Solana(SolanaCommand),
+}
+
+/// `paperchain wallet solana …`.
+#[derive(clap::Subcommand)]
+pub enum SolanaCommand {
+    /// Create a new random Solana key and print its address.
+    New,
+    /// Import a Solana key from standard input: base58 of the 64-byte keypair (what Phantom
+    /// and Solflare export) or of its 32-byte secret, or a `solana-keygen` JSON key file.
+    Import,
+    /// Print the Solana key's address.
+    Address,
+    /// Delete the Solana key (asks first, unless --yes).
+    Remove {
+        /// Do not ask (required when standard input is not a terminal).
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 /// Runs `cmd` with the key store configured from the environment and `data_dir`. Blocking:
@@ -110,7 +131,51 @@ fn run_blocking(cmd: WalletCommand, cfg: &KeyConfig) -> anyhow::Result<ExitCode>
             Ok(ExitCode::SUCCESS)
         }
         WalletCommand::Remove { yes } => remove(cfg, yes),
+        WalletCommand::Solana(cmd) => solana(cmd, cfg),
     }
+}
+
+fn solana(cmd: SolanaCommand, cfg: &KeyConfig) -> anyhow::Result<ExitCode> {
+    let print = |what: &str, wallet: &keys::SolanaWallet| {
+        println!("{what} Solana key {}", wallet.address());
+        println!("stored in the {}", wallet.store());
+    };
+    match cmd {
+        SolanaCommand::New => print("created", &keys::create_solana(cfg)?),
+        SolanaCommand::Import => {
+            let key = read_secret("Solana key (base58, or a key file's JSON; not shown): ", "wallet solana import")?;
+            let wallet = keys::import_solana(cfg, &key)?;
+            drop(key);
+            print("imported", &wallet);
+        }
+        SolanaCommand::Address => println!("{}", keys::load_solana(cfg)?.address()),
+        SolanaCommand::Remove { yes } => {
+            if !yes {
+                let wallet = keys::load_solana(cfg)?;
+                if !confirm(&format!("Delete the Solana key of {} from the {}?", wallet.address(), wallet.store()))? {
+                    println!("nothing removed");
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+            match keys::remove_solana(cfg)? {
+                Some(store) => println!("removed the Solana key from the {store}"),
+                None => println!("no Solana key to remove"),
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Asks `question` on the terminal; `true` when the answer is `yes`.
+fn confirm(question: &str) -> anyhow::Result<bool> {
+    if !std::io::stdin().is_terminal() {
+        bail!("refusing to remove the key without --yes: standard input is not a terminal to confirm on");
+    }
+    print!("{question} Without a copy elsewhere it is lost for good. Type `yes`: ");
+    std::io::stdout().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer).context("reading the confirmation")?;
+    Ok(answer.trim() == "yes")
 }
 
 fn print_wallet(what: &str, address: alloy::primitives::Address, store: &Store) {
@@ -120,20 +185,23 @@ fn print_wallet(what: &str, address: alloy::primitives::Address, store: &Store) 
 
 /// The private key: asked without echo in a terminal, else the first line of standard input.
 fn read_private_key() -> anyhow::Result<Zeroizing<String>> {
+    read_secret("Private key (64 hex digits; not shown): ", "wallet import")
+}
+
+/// A key asked with `prompt` without echo in a terminal, else the first line of standard
+/// input (a key file's JSON array is one line too).
+fn read_secret(prompt: &str, command: &str) -> anyhow::Result<Zeroizing<String>> {
     let stdin = std::io::stdin();
     let key = if stdin.is_terminal() {
-        Zeroizing::new(
-            rpassword::prompt_password("Private key (64 hex digits; not shown): ")
-                .context("reading the private key from the terminal")?,
-        )
+        Zeroizing::new(rpassword::prompt_password(prompt).context("reading the key from the terminal")?)
     } else {
         // Room for a key and a line ending, so the line is not copied while it is read.
-        let mut line = Zeroizing::new(String::with_capacity(256));
-        stdin.lock().read_line(&mut line).context("reading the private key from standard input")?;
+        let mut line = Zeroizing::new(String::with_capacity(512));
+        stdin.lock().read_line(&mut line).context("reading the key from standard input")?;
         line
     };
     if key.trim().is_empty() {
-        bail!("no private key was given: pipe it in (`paperchain wallet import < key.txt`) or run in a terminal");
+        bail!("no key was given: pipe it in (`paperchain {command} < key.txt`) or run in a terminal");
     }
     Ok(key)
 }
@@ -177,11 +245,7 @@ fn remove(cfg: &KeyConfig, yes: bool) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         };
         let whose = status.address.map(|a| format!("the key of {a}")).unwrap_or_else(|| "the key".into());
-        print!("Delete {whose} from the {store}? Without a copy elsewhere it is lost for good. Type `yes`: ");
-        std::io::stdout().flush()?;
-        let mut answer = String::new();
-        std::io::stdin().lock().read_line(&mut answer).context("reading the confirmation")?;
-        if answer.trim() != "yes" {
+        if !confirm(&format!("Delete {whose} from the {store}?"))? {
             println!("nothing removed");
             return Ok(ExitCode::FAILURE);
         }

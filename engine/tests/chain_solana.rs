@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use common::route::{err, ok};
 use paperchain_engine::evm::ChainTimeouts;
+use paperchain_engine::solana::token::{TokenProgram, associated_token_address};
 use paperchain_engine::solana::{ClusterConfig, Clusters, Network};
 use paperchain_engine::{Context, EngineError, ErrorKind};
 use paperchain_testkit::fake_node::{FakeNode, Reply as Answer, rpc_result};
@@ -71,6 +72,17 @@ async fn the_six_routes_answer_what_the_validator_reports() {
     let ctx = context(&[&net.url], &genesis, ChainTimeouts::default());
     let f = |key: &str| net.fixture(key).to_string();
     let (owner, recipient, payer) = (f("owner"), f("recipient"), f("payer"));
+
+    // Associated token accounts are where the validator's own crates put them.
+    let bytes = |key: &str| -> [u8; 32] { bs58::decode(f(key)).into_vec().unwrap().try_into().unwrap() };
+    for (holder, mint, program, ata) in [
+        ("owner", "usdc_mint", TokenProgram::Token, "owner_usdc_ata"),
+        ("recipient", "usdc_mint", TokenProgram::Token, "recipient_usdc_ata"),
+        ("owner", "t22_mint", TokenProgram::Token2022, "owner_t22_ata"),
+    ] {
+        let derived = associated_token_address(&bytes(holder), &bytes(mint), program).unwrap();
+        assert_eq!(bs58::encode(derived).into_string(), f(ata), "{ata}");
+    }
 
     // --- balance ---------------------------------------------------------------------
     let sol = ok(&ctx, "/v1/solana/balance", json!({ "address": owner })).await;

@@ -600,7 +600,8 @@ async fn a_used_up_pool_answers_free_pool_exhausted_and_the_address_check_has_it
 async fn free_pools_start_again_at_the_utc_day_boundary() {
     let clock = TestClock::at(datetime!(2026-03-14 23:59:59 UTC));
     let options = HostedOptions { clock: clock.clone(), ..Setup::default().options };
-    let server = sandbox::start(Setup { env: vec![("PAPERCHAIN_FREE_CHAIN_READS", "1".into())], options }).await;
+    let server =
+        sandbox::start(Setup { env: vec![("PAPERCHAIN_FREE_CHAIN_READS", "1".into())], options, solana: false }).await;
     let body = balance_body(&server);
     let free = [("x-svc-free", "1")];
 
@@ -623,9 +624,12 @@ async fn free_pools_start_again_at_the_utc_day_boundary() {
 async fn free_pool_counts_survive_a_restart() {
     let clock = TestClock::at(datetime!(2026-06-01 12:00:00 UTC));
     let options = HostedOptions { clock: clock.clone(), ..Setup::default().options };
-    let mut server =
-        sandbox::start(Setup { env: vec![("PAPERCHAIN_FREE_CHAIN_READS", "3".into())], options: options.clone() })
-            .await;
+    let mut server = sandbox::start(Setup {
+        env: vec![("PAPERCHAIN_FREE_CHAIN_READS", "3".into())],
+        options: options.clone(),
+        solana: false,
+    })
+    .await;
     let body = balance_body(&server);
     let free = [("x-svc-free", "1")];
     for left in ["2", "1"] {

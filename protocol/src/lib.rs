@@ -6,6 +6,8 @@
 //!   [`x402::sign_exact_evm`] signs one `exact` EVM requirement as a paying client does.
 //! - [`eip3009`]: the EIP-3009 `TransferWithAuthorization` message and its EIP-712 signature,
 //!   which both x402's `exact` scheme on EVM chains and MPP's `evm` charge carry.
+//! - [`svm`]: x402's `exact` scheme on Solana: the payer's transfer transaction (a v0
+//!   message the facilitator co-signs as fee payer), built, signed and read from bytes.
 //! - [`mpp`]: the MPP ("Payment" HTTP authentication) names both sides share and the
 //!   client's answer to an `evm` challenge.
 //!
@@ -14,6 +16,7 @@
 
 pub mod eip3009;
 pub mod mpp;
+pub mod svm;
 pub mod x402;
 
 /// Why a payment could not be built from what a server asked for.

@@ -69,12 +69,17 @@ pub fn settlement_response(transaction: &str, network: &str, payer: Option<&str>
     json!({ "success": true, "transaction": transaction, "network": network, "payer": payer })
 }
 
-/// The amount an EVM exact payment's signature authorises: the EIP-3009 `value` or the
-/// Permit2 `permitted.amount`. `Some(u64::MAX)` for an amount that is not a whole number
-/// within range (it cannot be any quote); `None` for a scheme whose payload carries no
-/// amount here (Solana's is inside the signed transaction, which the facilitator checks).
+/// The amount an exact payment's signature authorises: the EIP-3009 `value`, the Permit2
+/// `permitted.amount`, or the amount of a Solana transaction's `TransferChecked`.
+/// `Some(u64::MAX)` for an amount that cannot be read (it cannot be any quote); `None` for
+/// a payload of none of these kinds.
 pub fn signed_amount(payload: &Value) -> Option<u64> {
     let inner = &payload["payload"];
+    if inner.get("transaction").is_some() {
+        let wire = crate::svm::payload_transaction(payload);
+        let tx = wire.as_deref().and_then(crate::svm::Transaction::parse);
+        return Some(tx.and_then(|tx| tx.transferred_amount()).unwrap_or(u64::MAX));
+    }
     let amount = inner
         .get("authorization")
         .map(|a| &a["value"])
@@ -256,6 +261,7 @@ mod tests {
         assert!(check_payment(json!({"x402Version": 1})).unwrap_err().contains("x402Version"));
         assert!(check_payment(json!({"x402Version": 2, "accepted": {}})).unwrap_err().contains("payload"));
         assert_eq!(signed_amount(&json!({"payload": {"authorization": {"value": "1e9"}}})), Some(u64::MAX));
-        assert_eq!(signed_amount(&json!({"payload": {"transaction": "..."}})), None);
+        assert_eq!(signed_amount(&json!({"payload": {"transaction": "..."}})), Some(u64::MAX));
+        assert_eq!(signed_amount(&json!({"payload": {"other": "..."}})), None);
     }
 }

@@ -16,7 +16,8 @@ use paperchain_gateway::hosted::config::{ConfigSources, HostedConfig, NETWORKS, 
 use paperchain_gateway::hosted::facilitator::{Local, PaymentFacilitator};
 use paperchain_gateway::hosted::mpp::{EvmCharge, MppConfig};
 use paperchain_gateway::hosted::paywall::{Clock, Paywall};
-use paperchain_gateway::hosted::sandbox::{SandboxChain, SandboxOptions};
+use paperchain_gateway::hosted::sandbox::{SandboxChain, SandboxOptions, SolanaSide};
+use paperchain_gateway::hosted::sandbox_solana::SolanaSandbox;
 use paperchain_gateway::hosted::store::Store;
 use paperchain_gateway::hosted::{Hosted, HostedOptions};
 use paperchain_gateway::{HttpServer, ServerConfig};
@@ -51,6 +52,8 @@ pub struct Setup {
     pub env: Vec<(&'static str, String)>,
     /// The paywall's options (clock, timeouts); a 60 s run timeout by default.
     pub options: HostedOptions,
+    /// Whether the sandbox has its Solana side (the local validator); off by default.
+    pub solana: bool,
 }
 
 impl Default for Setup {
@@ -58,6 +61,7 @@ impl Default for Setup {
         Setup {
             env: Vec::new(),
             options: HostedOptions { run_timeout: Duration::from_secs(60), ..HostedOptions::default() },
+            solana: false,
         }
     }
 }
@@ -78,6 +82,8 @@ pub struct Sandbox {
     pub paywall: Arc<Paywall>,
     /// The engine's context: `base` reads the sandbox chain.
     pub ctx: Context,
+    /// The Solana side, when [`Setup::solana`] asked for it.
+    pub solana: Option<SolanaSandbox>,
 }
 
 /// Starts the sandbox chain and its paywall as `paperchain serve --hosted --sandbox` does,
@@ -87,15 +93,17 @@ pub async fn start_sandbox(dir: &Path, public_url: &str, setup: Setup) -> Sandbo
     let env = setup.env;
     let config = sandbox_config(dir, public_url, &env);
     let catalog = Catalog::standard();
-    let hosted = Hosted::start_sandbox(config, &catalog, Context::new(), setup.options, SandboxOptions::default())
+    let solana = if setup.solana { SolanaSide::With(crate::surfnet::surfnet_binary()) } else { SolanaSide::Off };
+    let options = SandboxOptions { solana, ..SandboxOptions::default() };
+    let hosted = Hosted::start_sandbox(config, &catalog, Context::new(), setup.options, options)
         .await
         .unwrap_or_else(|e| panic!("starting the sandbox ({e}); run `cargo xtask setup`"));
-    let Hosted { paywall, sandbox, mut ctx } = hosted;
+    let Hosted { paywall, sandbox, solana_sandbox, mut ctx } = hosted;
     let chain = sandbox.expect("the sandbox chain");
     if env.iter().any(|(k, _)| k.starts_with("PAPERCHAIN_RPC_")) {
         ctx.chains = Arc::new(sandbox_chains(&chain, &env));
     }
-    Sandbox { chain, paywall, ctx }
+    Sandbox { chain, paywall, ctx, solana: solana_sandbox }
 }
 
 /// The sandbox chain alone (anvil at chain id 8453 with the test USDC, payer and payee).
@@ -114,6 +122,8 @@ pub struct HostedServer {
     pub base: String,
     /// The sandbox chain.
     pub chain: SandboxChain,
+    /// The Solana side, when [`Setup::solana`] asked for it.
+    pub solana: Option<SolanaSandbox>,
     /// The paywall (its store, configuration and ledger).
     pub paywall: Arc<Paywall>,
     /// A client that never goes through a proxy.
@@ -133,10 +143,10 @@ impl Drop for HostedServer {
 pub async fn start(setup: Setup) -> HostedServer {
     let dir = tempfile::tempdir().unwrap();
     let (listener, addr, base) = loopback_listener().await;
-    let Sandbox { chain, paywall, ctx } = start_sandbox(dir.path(), &base, setup).await;
+    let Sandbox { chain, paywall, ctx, solana } = start_sandbox(dir.path(), &base, setup).await;
     let router = hosted_router(server_config(dir.path(), addr, &base), addr, ctx, &paywall);
     let task = spawn_router(listener, router);
-    HostedServer { addr, base, chain, paywall, client: no_proxy_client(), dir, task }
+    HostedServer { addr, base, chain, solana, paywall, client: no_proxy_client(), dir, task }
 }
 
 /// The sandbox in hosted mode as [`start`] builds it (same chain, payee, store, MPP offer),
@@ -158,7 +168,7 @@ where
     let paywall = sandbox_paywall(config, &ctx, &chain, facilitator, store, setup.options);
     let router = hosted_router(server_config(dir.path(), addr, &base), addr, ctx, &paywall);
     let task = spawn_router(listener, router);
-    HostedServer { addr, base, chain, paywall, client: no_proxy_client(), dir, task }
+    HostedServer { addr, base, chain, solana: None, paywall, client: no_proxy_client(), dir, task }
 }
 
 impl HostedServer {

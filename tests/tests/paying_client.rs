@@ -106,6 +106,70 @@ async fn a_paid_call_moves_exactly_the_quote_and_the_ledger_matches_the_chain() 
     assert_eq!(checks[0].verdict, "ok", "{:?}", checks[0]);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_solana_a_paid_call_moves_exactly_the_quote_and_both_ledgers_agree() {
+    const SOLANA: &str = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
+    let hosted = sandbox::start(Setup { solana: true, ..Setup::default() }).await;
+    let solana = hosted.solana.as_ref().expect("the sandbox's Solana side");
+    let dir = tempfile::tempdir().unwrap();
+    // Only Solana has a cap: Base, offered first, is refused by the policy.
+    let text = format!("[service]\nurl = \"{}\"\n[policy]\nnetworks = {{ \"{SOLANA}\" = \"1.00\" }}\n", hosted.base);
+    let config = ClientConfig::parse(&text, None).unwrap();
+    let ledger = Ledger::open_in(dir.path()).await.unwrap();
+    let keys: KeyLoader = Arc::new(|| Err("no EVM key in this test".into()));
+    let payer_key = solana.payer_key();
+    let solana_keys: paperchain_wallet::client::SolanaKeyLoader = Arc::new(move || Ok(payer_key.clone()));
+    let clusters = Arc::new(solana.clusters());
+    let client = PayingClient::new(
+        Arc::new(config),
+        ledger,
+        keys,
+        Arc::new(NobodyToAsk),
+        Arc::new(sandbox::sandbox_chains(&hosted.chain, &[])),
+    )
+    .with_solana(solana_keys, Arc::clone(&clusters));
+
+    let response = hosted.post("/v1/solana/status", &json!({}), &[]).await;
+    let required: Value = response.json().await.unwrap();
+    let offer = required["accepts"].as_array().unwrap().iter().find(|r| r["network"] == SOLANA).unwrap().clone();
+    let price: u64 = offer["amount"].as_str().unwrap().parse().unwrap();
+    let before =
+        (solana.balance_of(&solana.payer()).await.unwrap(), solana.balance_of(&solana.pay_to()).await.unwrap());
+
+    let caller = caller();
+    let request =
+        Outgoing { operation: "get_solana_status", path: "/v1/solana/status", body: "{}".into(), caller: &caller };
+    let answer = client.call(&request).await.unwrap();
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    let paid = answer.paid.clone().expect("the call was paid");
+    assert_eq!((paid.network.as_str(), paid.amount.as_str()), (SOLANA, price.to_string().as_str()));
+    assert_eq!(paid.payer, solana.payer());
+    assert_eq!(paid.payee, solana.pay_to());
+    let after = (solana.balance_of(&solana.payer()).await.unwrap(), solana.balance_of(&solana.pay_to()).await.unwrap());
+    assert_eq!(before.0 - after.0, price, "the payer paid exactly the quote");
+    assert_eq!(after.1 - before.1, price, "the payee got exactly the quote");
+
+    // The wallet's ledger and the hosted one agree: one payment, same transaction, payer, amount.
+    let row = client.ledger().get(&answer.call_id).await.unwrap().unwrap();
+    assert_eq!((row.state.as_str(), row.ran.as_str(), row.status), ("paid", "hosted", Some(200)));
+    assert_eq!(row.tx.as_deref(), Some(paid.tx.as_str()));
+    assert_eq!(row.network.as_deref(), Some(SOLANA));
+    assert_eq!(row.amount.as_deref(), Some(price.to_string().as_str()));
+    assert_eq!(row.payer.as_deref(), Some(solana.payer().as_str()));
+    let hosted_rows = hosted.paywall.store().recent(10).await.unwrap();
+    let settled: Vec<_> = hosted_rows.iter().filter(|r| r.tx_hash.is_some()).collect();
+    assert_eq!(settled.len(), 1, "one settled payment on the hosted side: {hosted_rows:?}");
+    assert_eq!(settled[0].tx_hash.as_deref(), Some(paid.tx.as_str()));
+    assert_eq!(settled[0].payer.as_deref(), Some(solana.payer().as_str()));
+    assert_eq!(settled[0].quote, Some(price));
+    // The transaction is found on chain by the memo the ledger keeps, as a lost answer would be.
+    let memo = row.nonce.as_deref().expect("the memo");
+    let found = paperchain_wallet::chain::solana_payment(&clusters, SOLANA, &solana.payer(), memo).await.unwrap();
+    assert_eq!(found.as_deref(), Some(paid.tx.as_str()));
+    let other = paperchain_wallet::chain::solana_payment(&clusters, SOLANA, &solana.payer(), "00ff").await.unwrap();
+    assert_eq!(other, None);
+}
+
 /// Balances, and that the sandbox's facilitator saw nothing: both unchanged.
 async fn assert_nothing_paid(rig: &Rig, before: (U256, U256)) {
     assert_eq!(rig.hosted.balances().await, before, "no money moved");

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use alloy::signers::local::PrivateKeySigner;
 use paperchain_engine::evm::Chains;
 use paperchain_engine::http_client::LazyClient;
+use paperchain_engine::solana::Clusters;
 use paperchain_protocol::x402::{self, Authorization};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
@@ -249,6 +250,8 @@ pub struct PayingClient {
     signer: OnceCell<Arc<PrivateKeySigner>>,
     approver: Arc<dyn Approver>,
     chains: Arc<Chains>,
+    solana: Option<SolanaSide>,
+    solana_key: OnceCell<Arc<paperchain_protocol::svm::SigningKey>>,
     /// Resends of a paid request whose answer was lost.
     retries: u32,
 }
@@ -283,8 +286,16 @@ impl PayingClient {
             signer: OnceCell::new(),
             approver,
             chains,
+            solana: None,
+            solana_key: OnceCell::new(),
             retries: 2,
         }
+    }
+
+    /// The same client, paying on Solana with the key `keys` loads and reading `clusters`.
+    pub fn with_solana(mut self, keys: SolanaKeyLoader, clusters: Arc<Clusters>) -> PayingClient {
+        self.solana = Some(SolanaSide { keys, clusters });
+        self
     }
 
     /// The user's client: `config.toml` and the environment with `overrides` over them (read
@@ -311,10 +322,16 @@ impl PayingClient {
         let config = source()?;
         let ledger = Ledger::open_in(data_dir).await?;
         let key_config = crate::keys::KeyConfig::from_env(data_dir);
+        let solana_config = key_config.clone();
         let keys: KeyLoader = Arc::new(move || {
             crate::keys::load(&key_config).map(|wallet| wallet.signer().clone()).map_err(|e| e.to_string())
         });
-        Ok(PayingClient::new(Arc::new(config), ledger, keys, approver, chains).with_reload(source))
+        let solana_keys: SolanaKeyLoader = Arc::new(move || {
+            crate::keys::load_solana(&solana_config).map(|wallet| wallet.key().clone()).map_err(|e| e.to_string())
+        });
+        Ok(PayingClient::new(Arc::new(config), ledger, keys, approver, chains)
+            .with_solana(solana_keys, Arc::new(Clusters::from_env()))
+            .with_reload(source))
     }
 
     /// The same client, reading its configuration again from `source` on
@@ -471,25 +488,19 @@ impl PayingClient {
             per_network: policy.networks.get(&selected.network).copied(),
         };
         // The key first (a keyring may ask to be unlocked): nothing is reserved while waiting.
-        let signer = self.signer().await.map_err(CallError::Keys)?;
+        let key = self.key_for(&selected.network).await.map_err(CallError::Keys)?;
         if let Err(why) = self.ledger.reserve(call_id, &selected, &caps, request.caller.client.as_deref()).await? {
             return Err(Refusal::Cap(why).into());
         }
-        let now = crate::ledger::now_secs();
-        let signed = Authorization::fresh(&selected.requirement, now)
-            .and_then(|auth| {
-                let resource = required.get("resource").filter(|r| r.is_object());
-                x402::sign_exact_evm_with(&signer, &selected.requirement, resource, &auth)
-                    .map(|payload| (auth, payload))
-            })
-            .map_err(PayError::from);
-        let (auth, mut payload) = match signed {
+        let resource = required.get("resource").filter(|r| r.is_object());
+        let signed = match self.sign(&key, &selected, resource).await {
             Ok(signed) => signed,
             Err(e) => {
                 self.ledger.release(call_id, &e.to_string()).await?;
                 return Err(e.into());
             }
         };
+        let Signed { mut payload, payer, nonce, valid_before } = signed;
         if let Some(extension) = required["extensions"].get(PAYMENT_IDENTIFIER).filter(|e| e.is_object()) {
             // The extension echoed with the call's id in its `info` (whatever shape the
             // server gave `info`, the id goes into an object).
@@ -499,19 +510,11 @@ impl PayingClient {
             echoed["info"] = info;
             payload["extensions"] = json!({ PAYMENT_IDENTIFIER: echoed });
         }
-        let payer = signer.address().to_checksum(None);
         // On disk before the signature leaves this process: a crash from here on leaves a
         // row the reconciliation checks on chain.
-        self.ledger.signing(call_id, &payer, &auth.nonce.to_string(), auth.valid_before).await?;
+        self.ledger.signing(call_id, &payer, &nonce, valid_before).await?;
         let header = x402::encode(&payload);
-        let paying = Paying {
-            selected: &selected,
-            payer: &payer,
-            nonce: auth.nonce.to_string(),
-            valid_before: auth.valid_before,
-            call_id,
-            host,
-        };
+        let paying = Paying { selected: &selected, payer: &payer, nonce, valid_before, call_id, host };
         let mut attempt = 0;
         loop {
             match self.send(url, host, &request.body, Some(&header)).await {
@@ -523,6 +526,50 @@ impl PayingClient {
                     tokio::time::sleep(Duration::from_millis(250 * u64::from(attempt))).await;
                 }
                 Err(lost) => return Err(self.lost(&paying, lost).await?),
+            }
+        }
+    }
+
+    /// The key that pays on `network`: the Solana key on `solana:` networks, else the EVM key.
+    async fn key_for(&self, network: &str) -> Result<PayingKey, String> {
+        if network.starts_with("solana:") {
+            let loader = self.solana.as_ref().map(|s| s.keys.clone()).ok_or("this client pays on EVM networks only")?;
+            let key = self
+                .solana_key
+                .get_or_try_init(|| async move {
+                    tokio::task::spawn_blocking(move || loader())
+                        .await
+                        .map_err(|e| format!("loading the Solana key failed: {e}"))?
+                        .map(Arc::new)
+                })
+                .await
+                .cloned()?;
+            Ok(PayingKey::Solana(key))
+        } else {
+            self.signer().await.map(PayingKey::Evm)
+        }
+    }
+
+    /// The PaymentPayload of `selected`, signed with `key`.
+    async fn sign(&self, key: &PayingKey, selected: &Selected, resource: Option<&Value>) -> Result<Signed, PayError> {
+        let now = crate::ledger::now_secs();
+        match key {
+            PayingKey::Evm(signer) => {
+                let auth = Authorization::fresh(&selected.requirement, now)?;
+                let payload = x402::sign_exact_evm_with(signer, &selected.requirement, resource, &auth)?;
+                Ok(Signed {
+                    payload,
+                    payer: signer.address().to_checksum(None),
+                    nonce: auth.nonce.to_string(),
+                    valid_before: auth.valid_before,
+                })
+            }
+            PayingKey::Solana(key) => {
+                let clusters = &self.solana.as_ref().expect("a Solana key comes with the clusters").clusters;
+                let signed = crate::solana_pay::sign(clusters, key, &selected.requirement, resource).await?;
+                // The memo finds the transaction; once its blockhash is too old it can never land.
+                let valid_before = now + crate::solana_pay::BLOCKHASH_LIFETIME_SECONDS;
+                Ok(Signed { payload: signed.payload, payer: signed.payer, nonce: signed.memo, valid_before })
             }
         }
     }
@@ -611,6 +658,16 @@ impl PayingClient {
     }
 
     async fn check_chain(&self, paying: &Paying<'_>) -> ChainSays {
+        if paying.selected.network.starts_with("solana:") {
+            let Some(solana) = &self.solana else { return ChainSays::Unknown("no Solana cluster".into()) };
+            let found =
+                crate::chain::solana_payment(&solana.clusters, &paying.selected.network, paying.payer, &paying.nonce);
+            return match found.await {
+                Ok(Some(signature)) => ChainSays::Used(Some(signature)),
+                Ok(None) => ChainSays::Unused(paying.valid_before),
+                Err(e) => ChainSays::Unknown(e),
+            };
+        }
         let chain = match crate::chain::chain_of(&self.chains, &paying.selected.network) {
             Ok(chain) => chain,
             Err(e) => return ChainSays::Unknown(e),
@@ -637,6 +694,30 @@ fn kept(written: Result<(), LedgerError>) {
         tracing::error!(error = %e, "the ledger could not record a paid call; `paperchain ledger reconcile` recovers it");
     }
 }
+
+/// The key a payment is signed with.
+enum PayingKey {
+    Evm(Arc<PrivateKeySigner>),
+    Solana(Arc<paperchain_protocol::svm::SigningKey>),
+}
+
+/// A signed payment and what the ledger keeps of it.
+struct Signed {
+    payload: Value,
+    payer: String,
+    /// The EIP-3009 nonce, or the Solana transaction's memo.
+    nonce: String,
+    valid_before: u64,
+}
+
+/// What pays on Solana: the key's loader and the clusters it reads.
+struct SolanaSide {
+    keys: SolanaKeyLoader,
+    clusters: Arc<Clusters>,
+}
+
+/// Loads the wallet's Solana key (blocking: run on the blocking pool).
+pub type SolanaKeyLoader = Arc<dyn Fn() -> Result<paperchain_protocol::svm::SigningKey, String> + Send + Sync>;
 
 /// A payment in flight.
 struct Paying<'a> {

@@ -97,7 +97,7 @@ fn usdc() -> String {
     "USDC".into()
 }
 
-/// USDC where Paperchain's hosted service is paid: Base, Polygon, and their test networks.
+/// USDC where Paperchain's hosted service is paid: Base, Polygon, Solana, and their test networks.
 pub fn known_assets() -> Vec<Asset> {
     let asset = |network: &str, address: &str| Asset {
         network: network.into(),
@@ -110,12 +110,19 @@ pub fn known_assets() -> Vec<Asset> {
         asset("eip155:137", "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"),
         asset("eip155:84532", "0x036CbD53842c5426634e7929541eC2318f3dCF7e"),
         asset("eip155:80002", "0x41E94Eb019C0762f9Bfcf9Fb1E58725BfB0e7582"),
+        asset(SOLANA_MAINNET, "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"),
+        asset(SOLANA_DEVNET, "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU"),
     ]
 }
 
+/// Solana mainnet's CAIP-2 network.
+pub const SOLANA_MAINNET: &str = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
+/// Solana devnet's CAIP-2 network.
+pub const SOLANA_DEVNET: &str = "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1";
+
 /// Test networks: paid on without a network cap (the other caps still hold).
 pub const TEST_NETWORKS: &[&str] =
-    &["eip155:84532", "eip155:80002", "eip155:11155111", "eip155:421614", "eip155:11155420"];
+    &["eip155:84532", "eip155:80002", "eip155:11155111", "eip155:421614", "eip155:11155420", SOLANA_DEVNET];
 
 /// The spend policy, as configured.
 #[derive(Clone, Debug, Default)]
@@ -284,7 +291,9 @@ impl ClientConfig {
             check_network(network).map_err(|e| ConfigError(format!("{name}: policy.networks: {e}")))?;
         }
         for payee in &p.payees {
-            check_address(payee).map_err(|e| ConfigError(format!("{name}: policy.payees: {e}")))?;
+            if !is_address_of("eip155:", payee) && !is_address_of("solana:", payee) {
+                return Err(ConfigError(format!("{name}: policy.payees: `{payee}` is not an EVM or Solana address")));
+            }
         }
         let policy = PolicyConfig {
             per_call: dollars("per_call", &p.per_call)?,
@@ -366,19 +375,41 @@ pub fn check_service_url(text: &str) -> Result<String, String> {
 fn check_network(network: &str) -> Result<(), String> {
     let ok = match network.split_once(':') {
         Some(("eip155", id)) => id.parse::<u64>().is_ok(),
-        Some(("solana", reference)) => !reference.is_empty() && reference.len() <= 64,
+        Some(("solana", reference)) => {
+            reference.len() == 32 && reference.bytes().all(|b| b.is_ascii_alphanumeric() && !b"0OIl".contains(&b))
+        }
         _ => false,
     };
-    if ok { Ok(()) } else { Err(format!("`{network}` is not a CAIP-2 network (eip155:<chain id>)")) }
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{network}` is not a CAIP-2 network (eip155:<chain id>, or solana:<32 characters of genesis hash>)"
+        ))
+    }
 }
 
-fn check_address(address: &str) -> Result<(), String> {
-    address.parse::<alloy::primitives::Address>().map(|_| ()).map_err(|_| format!("`{address}` is not an address"))
+/// Whether `address` is an address of `network`'s kind: 0x and 40 hex digits on EVM
+/// chains, base58 of 32 bytes on Solana.
+pub fn is_address_of(network: &str, address: &str) -> bool {
+    if network.starts_with("solana:") {
+        paperchain_protocol::svm::address(address, "").is_ok()
+    } else {
+        address.parse::<alloy::primitives::Address>().is_ok()
+    }
+}
+
+/// Whether two addresses of `network` are the same: EVM addresses in any letter case,
+/// base58 exactly.
+pub fn same_address(network: &str, a: &str, b: &str) -> bool {
+    if network.starts_with("solana:") { a == b } else { a.eq_ignore_ascii_case(b) }
 }
 
 fn check_asset(asset: &Asset) -> Result<(), String> {
     check_network(&asset.network)?;
-    check_address(&asset.address)?;
+    if !is_address_of(&asset.network, &asset.address) {
+        return Err(format!("`{}` is not an address", asset.address));
+    }
     if asset.decimals > 30 {
         return Err(format!("{}: {} decimals is more than a token has", asset.address, asset.decimals));
     }

@@ -7,6 +7,7 @@
 //! - [`policy`]: which requirement of a 402 may be paid (before any signature).
 //! - [`ledger`]: the SQLite ledger; atomic reservations against the caps.
 //! - [`client`]: the x402 v2 exchange, paid once.
+//! - [`solana_pay`]: a Solana `exact` payment built from the chain and signed.
 //! - [`chain`], [`reconcile`]: what the chain says of each payment.
 //! - [`x402_client`]: reading a 402 and a settlement.
 //!
@@ -23,6 +24,7 @@ pub mod ledger;
 pub mod money;
 pub mod policy;
 pub mod reconcile;
+pub mod solana_pay;
 pub mod x402_client;
 
 /// `text` without control characters, at most `max` characters: what a server or caller

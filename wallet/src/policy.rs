@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::config::{Asset, ClientConfig, TEST_NETWORKS};
+use crate::config::{Asset, ClientConfig, TEST_NETWORKS, is_address_of, same_address};
 use crate::money::{Dollars, format_atomic};
 
 /// The requirement the policy allows, with what it costs.
@@ -93,8 +93,8 @@ pub fn select(config: &ClientConfig, host: &str, required: &Value) -> Result<Sel
             refuse(format!("scheme {} is not `exact`", offer["scheme"]));
             continue;
         }
-        if !network.starts_with("eip155:") {
-            refuse("this wallet pays on EVM networks only".into());
+        if !network.starts_with("eip155:") && !network.starts_with("solana:") {
+            refuse("this wallet pays on EVM and Solana networks only".into());
             continue;
         }
         if !TEST_NETWORKS.contains(&network.as_str()) && !policy.networks.contains_key(&network) {
@@ -104,14 +104,13 @@ pub fn select(config: &ClientConfig, host: &str, required: &Value) -> Result<Sel
             continue;
         }
         let asset_address = offer["asset"].as_str().unwrap_or_default();
-        let Some(asset) = assets.iter().find(|a| a.network == network && a.address.eq_ignore_ascii_case(asset_address))
+        let Some(asset) =
+            assets.iter().find(|a| a.network == network && same_address(&network, &a.address, asset_address))
         else {
             refuse(format!("asset {asset_address} is not one this wallet pays in (policy.assets)"));
             continue;
         };
-        let Some(payee) =
-            offer["payTo"].as_str().filter(|p| p.parse::<alloy::primitives::Address>().is_ok()).map(str::to_string)
-        else {
+        let Some(payee) = offer["payTo"].as_str().filter(|p| is_address_of(&network, p)).map(str::to_string) else {
             refuse(format!("payTo {} is not an address", offer["payTo"]));
             continue;
         };
@@ -126,7 +125,7 @@ pub fn select(config: &ClientConfig, host: &str, required: &Value) -> Result<Sel
                 continue;
             }
         }
-        if !policy.payees.is_empty() && !policy.payees.iter().any(|p| p.eq_ignore_ascii_case(&payee)) {
+        if !policy.payees.is_empty() && !policy.payees.iter().any(|p| same_address(&network, p, &payee)) {
             refuse(format!("payee {payee} is not in policy.payees"));
             continue;
         }
@@ -210,13 +209,15 @@ mod tests {
             json!({"scheme": "exact", "network": "eip155:8453", "asset": BASE_USDC, "amount": "1", "payTo": "nobody"}),
             long,
             offer("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "x", "1"),
+            offer("bip122:000000000019d6689c085ae165831e93", "x", "1"),
         ]});
         let error = select(&c, "api.example.test", &required).unwrap_err().to_string();
         for part in [
             "payee 0x1111",
             "asset 0x9999",
             "`exact`",
-            "EVM networks only",
+            "EVM and Solana networks only",
+            "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp: a main network",
             "payTo \"nobody\"",
             "maxTimeoutSeconds 86400",
         ] {

@@ -78,6 +78,11 @@ async fn check_row(ledger: &Ledger, chains: &Chains, row: &Row, now_secs: u64) -
     else {
         return Ok(verdict("unknown", row.tx.clone(), "the row lacks the payment's details".into()));
     };
+    if network.starts_with("solana:") {
+        let detail = "Solana payments are checked when they are made (by the transaction's memo), not by the \
+                      reconciliation yet";
+        return Ok(verdict("unknown", row.tx.clone(), detail.into()));
+    }
     let chain = match chain::chain_of(chains, network) {
         Ok(chain) => chain,
         Err(e) => return Ok(verdict("unknown", row.tx.clone(), e)),

@@ -45,9 +45,15 @@ pub fn read_settlement(header: &str) -> Result<Value, PayError> {
     let Some(transaction) = settlement["transaction"].as_str().filter(|t| !t.is_empty()) else {
         return Err(PayError::Settlement("it names no transaction".into()));
     };
-    // An EVM transaction is a 32-byte hash; anything else would reach the ledger and the screen.
-    let evm = settlement["network"].as_str().is_none_or(|n| n.starts_with("eip155:"));
-    if evm && transaction.parse::<alloy::primitives::B256>().is_err() {
+    // An EVM transaction is a 32-byte hash, a Solana one a 64-byte signature in base58;
+    // anything else would reach the ledger and the screen.
+    let solana = settlement["network"].as_str().is_some_and(|n| n.starts_with("solana:"));
+    let readable = if solana {
+        bs58::decode(transaction).into_vec().is_ok_and(|bytes| bytes.len() == 64)
+    } else {
+        transaction.parse::<alloy::primitives::B256>().is_ok()
+    };
+    if !readable {
         return Err(PayError::Settlement(format!(
             "its transaction `{}` is not a transaction hash",
             crate::clean(transaction, 80)
@@ -85,5 +91,12 @@ mod tests {
         let forged = x402::encode(&json!({"success": true, "network": "eip155:8453", "transaction": "\u{1b}[2Jpaid"}));
         let error = read_settlement(&forged).unwrap_err().to_string();
         assert!(error.contains("not a transaction hash") && !error.contains('\u{1b}'), "{error}");
+        let solana = |tx: &str| {
+            x402::encode(
+                &json!({"success": true, "network": "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "transaction": tx}),
+            )
+        };
+        assert!(read_settlement(&solana(&bs58::encode([9u8; 64]).into_string())).is_ok());
+        assert!(read_settlement(&solana(&bs58::encode([9u8; 32]).into_string())).is_err());
     }
 }

@@ -81,6 +81,17 @@ fn child_process_step_helper_runs_only_when_a_test_spawns_it() {
                 .and_then(|password| keys::import_keystore(&cfg, &file, &password));
             outcome(result)
         }
+        "solana-create" => solana_outcome(keys::create_solana(&cfg)),
+        "solana-load" => solana_outcome(keys::load_solana(&cfg)),
+        "solana-import" => {
+            let mut line = Zeroizing::new(String::new());
+            std::io::stdin().read_line(&mut line).expect("the key is on stdin");
+            solana_outcome(keys::import_solana(&cfg, &line))
+        }
+        "solana-remove" => match keys::remove_solana(&cfg) {
+            Ok(removed) => json!({"removed": removed.map(|s| s.to_string())}),
+            Err(e) => error_json(&e),
+        },
         "remove" => match keys::remove(&cfg) {
             Ok(removed) => json!({"removed": removed.map(|s| s.to_string())}),
             Err(e) => error_json(&e),
@@ -103,6 +114,15 @@ fn outcome(result: Result<keys::Wallet, KeyError>) -> Value {
     }
 }
 
+fn solana_outcome(result: Result<keys::SolanaWallet, KeyError>) -> Value {
+    match result {
+        Ok(wallet) => {
+            json!({"address": wallet.address(), "store": wallet.store().to_string(), "debug": format!("{wallet:?}")})
+        }
+        Err(e) => error_json(&e),
+    }
+}
+
 fn error_json(e: &KeyError) -> Value {
     json!({"error": e.to_string(), "error_debug": format!("{e:?}"), "kind": kind(e)})
 }
@@ -118,6 +138,7 @@ fn kind(e: &KeyError) -> &'static str {
         KeyError::BadKeystore { .. } => "BadKeystore",
         KeyError::Io { .. } => "Io",
         KeyError::Config(_) => "Config",
+        KeyError::SolanaExists { .. } => "SolanaExists",
     }
 }
 
@@ -268,6 +289,56 @@ fn a_key_stored_in_gnome_keyring_by_one_process_is_read_by_another() {
     let keyrings = service.home().join(".local/share/keyrings");
     assert!(keyrings.join("login.keyring").is_file(), "gnome-keyring kept no keyring file in the temporary home");
     assert_key_in_no_file(service.root(), &digits);
+}
+
+#[test]
+fn a_solana_key_lives_in_the_keyring_beside_the_evm_key() {
+    let service = SecretService::start();
+    let data = service.home().join(".local/share/paperchain");
+    let account = unique_account("solana");
+    let vars = [var("PAPERCHAIN_WALLET_ACCOUNT", &account)];
+    assert_eq!(step(&service, &data, "solana-load", &vars, None)["kind"], "NoWallet");
+
+    // A keypair as Phantom exports it: base58 of secret then public key.
+    let key = paperchain_protocol::svm::SigningKey::from_bytes(&rand::random::<[u8; 32]>());
+    let exported = paperchain_protocol::svm::to_base58(&key.to_keypair_bytes());
+    let address = paperchain_protocol::svm::to_base58(key.verifying_key().as_bytes());
+    let imported = step(&service, &data, "solana-import", &vars, Some(&format!("{exported}\n")));
+    assert_eq!(imported["address"], address, "{imported}");
+    assert_eq!(imported["store"], "Secret Service (keyring)");
+    assert!(!imported["debug"].as_str().unwrap().contains(&exported));
+    // Another process reads it back; the EVM entry is untouched (there is none).
+    assert_eq!(step(&service, &data, "solana-load", &vars, None)["address"], address);
+    assert_eq!(step(&service, &data, "load", &vars, None)["kind"], "NoWallet");
+    // libsecret's own reader finds it under <account>.solana.
+    let lookup = secret_tool(&service, &["lookup", "service", "paperchain", "username", &format!("{account}.solana")]);
+    assert!(lookup.stdout == exported.as_bytes(), "secret-tool reads another secret");
+    // A second one is refused naming the first; a wrong keypair is refused without repeating it.
+    let again = step(&service, &data, "solana-create", &vars, None);
+    assert_eq!(again["kind"], "SolanaExists", "{again}");
+    assert!(again["error"].as_str().unwrap().contains(&address));
+    let mut mismatched = key.to_keypair_bytes();
+    mismatched[40] ^= 1;
+    let mismatched = paperchain_protocol::svm::to_base58(&mismatched);
+    let bad = step(&service, &data, "solana-import", &vars, Some(&format!("{mismatched}\n")));
+    assert_eq!(bad["kind"], "BadKey", "{bad}");
+    assert!(!bad["error"].as_str().unwrap().contains(&mismatched));
+    // A solana-keygen file imports too, once the first is removed.
+    assert_eq!(step(&service, &data, "solana-remove", &vars, None)["removed"], "Secret Service (keyring)");
+    let file = serde_json::to_string(&key.to_keypair_bytes().to_vec()).unwrap();
+    assert_eq!(step(&service, &data, "solana-import", &vars, Some(&format!("{file}\n")))["address"], address);
+    // The keystore store keeps no Solana key, and says so.
+    let keystore = [var("PAPERCHAIN_WALLET_ACCOUNT", &account), var("PAPERCHAIN_WALLET_STORE", "keystore")];
+    let refused = step(&service, &data, "solana-load", &keystore, None);
+    assert!(refused["error"].as_str().unwrap().contains("OS keyring only"), "{refused}");
+    // No file of the session holds the secret: not its raw bytes or hex, not its base58.
+    assert_key_in_no_file(service.root(), &hex::encode(key.to_bytes()));
+    let mut files = Vec::new();
+    collect_files(service.root(), &mut files);
+    for file in files {
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(!bytes.windows(exported.len()).any(|w| w == exported.as_bytes()), "{} holds the key", file.display());
+    }
 }
 
 #[test]

@@ -13,6 +13,12 @@ use crate::rpc_http::clean_text;
 /// The base58 alphabet (Bitcoin's), as a regular-expression class.
 const ALPHABET_CLASS: &str = "[1-9A-HJ-NP-Za-km-z]";
 
+/// The bytes of an address constant (a program id written in the code); all zeros were it
+/// not valid base58 of 32 bytes, which the constants' tests rule out.
+pub fn constant_bytes(text: &str) -> [u8; 32] {
+    decode(text, 32).and_then(|bytes| bytes.try_into().ok()).unwrap_or([0; 32])
+}
+
 /// Whether `text` is base58 decoding to exactly `len` bytes.
 pub fn is_base58(text: &str, len: usize) -> bool {
     decode(text, len).is_some()

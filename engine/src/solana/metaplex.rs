@@ -37,14 +37,7 @@ pub fn metadata_address(mint: &[u8; 32]) -> [u8; 32] {
 }
 
 fn program_bytes() -> [u8; 32] {
-    let mut bytes = [0u8; 32];
-    // The constant is valid base58 of 32 bytes (checked by a test).
-    if let Ok(decoded) = bs58::decode(PROGRAM).into_vec()
-        && decoded.len() == 32
-    {
-        bytes.copy_from_slice(&decoded);
-    }
-    bytes
+    super::keys::constant_bytes(PROGRAM)
 }
 
 /// What a metadata account says.

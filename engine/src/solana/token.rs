@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::keys::constant_bytes;
 use super::{bad, keys, node_u64};
 use crate::error::EngineError;
 use crate::rpc_http::clean_text;
@@ -27,6 +28,16 @@ pub enum TokenProgram {
     #[serde(rename = "spl-token-2022")]
     Token2022,
 }
+
+/// The associated token account of `owner` for `mint` under the token `program`: the
+/// account wallets and payment facilitators expect a token to be held in.
+pub fn associated_token_address(owner: &[u8; 32], mint: &[u8; 32], program: TokenProgram) -> Option<[u8; 32]> {
+    let (program, ata_program) = (constant_bytes(program.id()), constant_bytes(ASSOCIATED_TOKEN_PROGRAM));
+    super::metaplex::find_program_address(&[owner, &program, mint], &ata_program).map(|(address, _)| address)
+}
+
+/// The Associated Token Account program.
+pub const ASSOCIATED_TOKEN_PROGRAM: &str = "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL";
 
 impl TokenProgram {
     /// Both programs.

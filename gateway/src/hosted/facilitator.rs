@@ -2,11 +2,13 @@
 //! object-safe trait, with every failure sorted into "the payment is wrong" (the client
 //! gets a 402) or "the facilitator cannot answer" (503 with Retry-After, nothing settled).
 //!
-//! Two implementations: [`Remote`] (x402-axum's HTTP facilitator client, hosted mode) and
-//! [`Local`] (x402-facilitator-local in process, the sandbox and tests).
+//! Implementations: [`Remote`] (x402-axum's HTTP facilitator client, hosted mode),
+//! [`Local`] (x402-facilitator-local in process, the sandbox and tests) and
+//! [`ByNamespace`] (several of them, each for the networks of one namespace).
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -119,6 +121,88 @@ where
 
     fn supported(&self) -> BoxFuture<'_, Result<SupportedResponse, FacilitatorFailure>> {
         Box::pin(async move { self.0.supported().await.map_err(local_failure) })
+    }
+}
+
+/// A facilitator whose refusals may hide an outage of its node: x402-chain-solana reports
+/// a node it cannot reach as a failed simulation, the payment's fault. Each refusal is
+/// checked against `node_answers` (a cheap read of the same node): when the node does not
+/// answer, nobody can judge the payment, and the refusal becomes [`FacilitatorFailure::Unavailable`].
+pub struct NodeChecked<F> {
+    /// The facilitator.
+    pub inner: F,
+    /// Whether the facilitator's node answers now.
+    pub node_answers: Box<dyn Fn() -> BoxFuture<'static, bool> + Send + Sync>,
+}
+
+impl<F: PaymentFacilitator> NodeChecked<F> {
+    async fn checked<T>(&self, result: Result<T, FacilitatorFailure>) -> Result<T, FacilitatorFailure> {
+        match result {
+            Err(FacilitatorFailure::Rejected { reason, details }) if !(self.node_answers)().await => {
+                Err(FacilitatorFailure::Unavailable(format!(
+                    "the facilitator's node does not answer ({reason}: {details})"
+                )))
+            }
+            other => other,
+        }
+    }
+}
+
+impl<F: PaymentFacilitator> PaymentFacilitator for NodeChecked<F> {
+    fn verify(&self, request: proto::VerifyRequest) -> BoxFuture<'_, Result<Verified, FacilitatorFailure>> {
+        Box::pin(async move { self.checked(self.inner.verify(request).await).await })
+    }
+
+    fn settle(&self, request: proto::SettleRequest) -> BoxFuture<'_, Result<Settled, FacilitatorFailure>> {
+        Box::pin(async move { self.checked(self.inner.settle(request).await).await })
+    }
+
+    fn supported(&self) -> BoxFuture<'_, Result<SupportedResponse, FacilitatorFailure>> {
+        self.inner.supported()
+    }
+}
+
+/// In-process facilitators by CAIP-2 namespace (`eip155`, `solana`): a payment goes to the
+/// one of its network, `supported` lists what all of them support.
+pub struct ByNamespace(pub Vec<(&'static str, Arc<dyn PaymentFacilitator>)>);
+
+impl ByNamespace {
+    fn of(&self, request: &proto::VerifyRequest) -> Result<&Arc<dyn PaymentFacilitator>, FacilitatorFailure> {
+        let network = serde_json::from_str::<Value>(request.as_str())
+            .ok()
+            .and_then(|v| v["paymentRequirements"]["network"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        let namespace = network.split_once(':').map_or("", |(namespace, _)| namespace);
+        self.0.iter().find(|(ours, _)| *ours == namespace).map(|(_, facilitator)| facilitator).ok_or_else(|| {
+            FacilitatorFailure::Rejected {
+                reason: "unsupported_network".into(),
+                details: format!("no facilitator here settles on `{}`", truncate(&network, 60)),
+            }
+        })
+    }
+}
+
+impl PaymentFacilitator for ByNamespace {
+    fn verify(&self, request: proto::VerifyRequest) -> BoxFuture<'_, Result<Verified, FacilitatorFailure>> {
+        Box::pin(async move { self.of(&request)?.verify(request).await })
+    }
+
+    fn settle(&self, request: proto::SettleRequest) -> BoxFuture<'_, Result<Settled, FacilitatorFailure>> {
+        Box::pin(async move { self.of(&request)?.settle(request).await })
+    }
+
+    fn supported(&self) -> BoxFuture<'_, Result<SupportedResponse, FacilitatorFailure>> {
+        Box::pin(async move {
+            let mut all = SupportedResponse { kinds: Vec::new(), extensions: Vec::new(), signers: Default::default() };
+            for (_, facilitator) in &self.0 {
+                let one = facilitator.supported().await?;
+                all.kinds.extend(one.kinds);
+                all.extensions
+                    .extend(one.extensions.into_iter().filter(|e| !all.extensions.contains(e)).collect::<Vec<_>>());
+                all.signers.extend(one.signers);
+            }
+            Ok(all)
+        })
     }
 }
 

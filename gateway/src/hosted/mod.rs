@@ -13,6 +13,7 @@ pub mod mpp;
 pub mod paywall;
 pub mod recovery;
 pub mod sandbox;
+pub mod sandbox_solana;
 pub mod store;
 
 use std::sync::Arc;
@@ -23,10 +24,11 @@ use paperchain_engine::{Catalog, Context};
 use serde_json::{Value, json};
 
 use config::{HostedConfig, NETWORKS, PayTo};
-use facilitator::{Local, PaymentFacilitator, Remote};
+use facilitator::{ByNamespace, Local, PaymentFacilitator, Remote};
 use mpp::{EvmCharge, MppConfig};
 use paywall::{Clock, FACILITATOR_TIMEOUT, Paywall, SystemClock};
 use sandbox::{SandboxChain, SandboxOptions};
+use sandbox_solana::SolanaSandbox;
 use store::Store;
 
 /// A hosted server's payment side, ready to serve.
@@ -35,6 +37,8 @@ pub struct Hosted {
     pub paywall: Arc<Paywall>,
     /// The sandbox chain (kept alive as long as the server runs).
     pub sandbox: Option<SandboxChain>,
+    /// The sandbox's Solana side, when its validator is installed.
+    pub solana_sandbox: Option<SolanaSandbox>,
     /// The engine context, in the sandbox with `base` read from the sandbox chain.
     pub ctx: Context,
 }
@@ -83,12 +87,15 @@ impl Hosted {
             // Only Solana needs it (its fee payer); the EVM networks are offered regardless.
             tracing::warn!(error = %e, "the facilitator's supported networks are unknown; Solana is not offered");
         }
-        Ok(Hosted { paywall: Arc::new(paywall), sandbox: None, ctx })
+        Ok(Hosted { paywall: Arc::new(paywall), sandbox: None, solana_sandbox: None, ctx })
     }
 
     /// The sandbox: anvil at chain id 8453 with the test USDC at the Base USDC address, a
-    /// funded payer, the facilitator in process, payments to a fresh address on Base only.
-    /// The `base` chain of chain routes reads the sandbox chain.
+    /// funded payer, the facilitator in process, payments to a fresh address on Base. The
+    /// `base` chain of chain routes reads the sandbox chain. With the local Solana validator
+    /// installed (`cargo xtask setup`), Solana too: the test USDC at the mainnet USDC mint, a
+    /// funded payer, payments to a fresh address on Solana mainnet's network, and the
+    /// `mainnet` cluster of the Solana routes is the sandbox validator.
     pub async fn start_sandbox(
         mut config: HostedConfig,
         catalog: &Catalog,
@@ -100,8 +107,22 @@ impl Hosted {
         // an earlier chain, and would leave a new try with its pool used up. The sandbox's
         // store is always its own file (config.rs), so nothing else is ever removed here.
         remove_store_files(&config.database)?;
+        let solana = match sandbox.solana_side() {
+            Ok(Some(binary)) => Some(
+                SolanaSandbox::start(
+                    &binary,
+                    sandbox.solana_payer_funds,
+                    sandbox.startup_timeout.max(Duration::from_secs(60)),
+                )
+                .await
+                .map_err(|e| HostedError(e.to_string()))?,
+            ),
+            Ok(None) => None,
+            Err(why) => return Err(HostedError(why)),
+        };
         let chain = SandboxChain::start(sandbox).await.map_err(|e| HostedError(e.to_string()))?;
-        let facilitator = chain.facilitator().await.map_err(|e| HostedError(e.to_string()))?;
+        let evm: Arc<dyn PaymentFacilitator> =
+            Arc::new(Local(chain.facilitator().await.map_err(|e| HostedError(e.to_string()))?));
         config.pay_to = vec![PayTo { network: NETWORKS[0].clone(), address: chain.pay_to().to_checksum(None) }];
         config.facilitator_url = None;
         let rpc = chain.rpc_url().to_string();
@@ -109,9 +130,24 @@ impl Hosted {
             if key == "PAPERCHAIN_RPC_BASE" { Some(rpc.clone()) } else { std::env::var(key).ok() }
         })
         .map_err(|e| HostedError(e.to_string()))?;
-        let ctx = Context { chains: Arc::new(chains), ..ctx };
-        let paywall = build(config, catalog, &ctx, Arc::new(Local(facilitator)), options).await?;
-        Ok(Hosted { paywall: Arc::new(paywall), sandbox: Some(chain), ctx })
+        let mut ctx = Context { chains: Arc::new(chains), ..ctx };
+        let facilitator: Arc<dyn PaymentFacilitator> = match &solana {
+            Some(solana) => {
+                let solana_network = NETWORKS.iter().find(|n| n.caip2.starts_with("solana:")).cloned();
+                let solana_network = solana_network.ok_or_else(|| HostedError("no Solana network is known".into()))?;
+                config.pay_to.push(PayTo { network: solana_network, address: solana.pay_to() });
+                ctx.solana = Arc::new(solana.clusters());
+                let facilitator = solana.paywall_facilitator().await.map_err(|e| HostedError(e.to_string()))?;
+                Arc::new(ByNamespace(vec![("eip155", evm), ("solana", facilitator)]))
+            }
+            None => evm,
+        };
+        let paywall = build(config, catalog, &ctx, facilitator, options).await?;
+        if solana.is_some() {
+            // Solana is offered once the facilitator has named its fee payer.
+            paywall.learn_supported().await.map_err(HostedError)?;
+        }
+        Ok(Hosted { paywall: Arc::new(paywall), sandbox: Some(chain), solana_sandbox: solana, ctx })
     }
 
     /// Closes the store and stops the sandbox chain, waiting until both are gone. The
@@ -122,6 +158,11 @@ impl Hosted {
             && let Err(e) = chain.stop().await
         {
             tracing::warn!(error = %e, "stopping the sandbox chain failed");
+        }
+        if let Some(solana) = self.solana_sandbox
+            && let Err(e) = solana.stop().await
+        {
+            tracing::warn!(error = %e, "stopping the sandbox's Solana validator failed");
         }
     }
 
@@ -138,6 +179,16 @@ impl Hosted {
                 "payer": chain.payer().to_checksum(None),
                 "payer_private_key": chain.payer_private_key(),
                 "pay_to": chain.pay_to().to_checksum(None),
+                "solana": self.solana_sandbox.as_ref().map(|solana| json!({
+                    "network": solana.network().to_string(),
+                    "rpc_url": solana.rpc_url().as_str().trim_end_matches('/'),
+                    "genesis": solana.genesis(),
+                    "token": sandbox_solana::USDC_MINT,
+                    "payer": solana.payer(),
+                    "payer_secret_key": solana.payer_secret_key(),
+                    "pay_to": solana.pay_to(),
+                    "fee_payer": solana.fee_payer(),
+                })),
             }
         }))
     }

@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use paperchain_engine::catalog::{Admission, PreparedCall, Produces, RouteEntry};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, Price, Reply};
+use paperchain_protocol::svm;
 use paperchain_protocol::x402::{self, check_payment, decode_payment, signed_amount};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -632,6 +633,11 @@ impl Paywall {
             let error = refuse(decision, Outcome::InvalidPayment, "requirements_mismatch", error.into());
             return self.required(call, price, Some(error)).await;
         }
+        // A Solana payment its payer did not sign can never settle: refused before any work.
+        if let Err(why) = svm::check_signed(&payload) {
+            let error = refuse(decision, Outcome::InvalidPayment, "invalid_payment", format!("invalid_payment: {why}"));
+            return self.required(call, price, Some(error)).await;
+        }
         let request = json!({ "x402Version": 2, "paymentPayload": payload, "paymentRequirements": ours });
         let settle = self.verify_run_settle(call, price, prepared, key, &paid_request, &request, ctx, decision);
         let (reply, settled) = match settle.await {
@@ -1017,12 +1023,19 @@ fn authorization(payload: &Value) -> Option<Authorization> {
 }
 
 /// The replay key: a hash of the signed part of the payment (the network and the
-/// scheme's payload), so re-encoding the same signature differently is the same payment.
+/// scheme's payload; for Solana the transaction's message, whatever fills the fee payer's
+/// signature), so re-encoding the same signature differently is the same payment.
 fn payment_key(payload: &Value) -> [u8; 32] {
     let mut hasher = Sha256::new();
     hasher.update(payload["accepted"]["network"].as_str().unwrap_or("").as_bytes());
     hasher.update([0]);
-    hasher.update(canonical(&payload["payload"]).as_bytes());
+    match svm::signed_message(payload) {
+        Some(message) => {
+            hasher.update(b"solana-message\0");
+            hasher.update(&message);
+        }
+        None => hasher.update(canonical(&payload["payload"]).as_bytes()),
+    }
     hasher.finalize().into()
 }
 

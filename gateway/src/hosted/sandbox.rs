@@ -46,8 +46,8 @@ use x402_types::chain::{ChainId, ChainIdPattern, ChainProviderOps, ChainRegistry
 use x402_types::config::LiteralOrEnv;
 use x402_types::networks::USDC;
 use x402_types::scheme::{
-    SchemeBlueprints, SchemeConfig, SchemeHandlerSlug, SchemeRegistry, X402SchemeFacilitator,
-    X402SchemeFacilitatorBuilder, X402SchemeId as _,
+    SchemeBlueprints, SchemeConfig, SchemeHandlerSlug, SchemeRegistry, X402SchemeBlueprint, X402SchemeFacilitator,
+    X402SchemeFacilitatorBuilder,
 };
 
 /// The chain id the sandbox serves: Base mainnet, so price tags name the real network.
@@ -100,7 +100,7 @@ pub enum SandboxError {
     #[error("PAPERCHAIN_ANVIL is {0}, which is not a file: point it at an anvil binary or unset it")]
     AnvilEnvNotAFile(PathBuf),
     /// The anvil process could not be started.
-    #[error("could not start anvil at {path}: {source}")]
+    #[error("could not start {path}: {source}")]
     Spawn {
         /// The binary.
         path: PathBuf,
@@ -123,6 +123,14 @@ pub enum SandboxError {
         /// The node's or the transport's answer.
         detail: String,
     },
+    /// The local Solana validator did not start.
+    #[error("the Solana validator at {path} did not start: {detail}")]
+    SurfnetStart {
+        /// The binary.
+        path: PathBuf,
+        /// What went wrong.
+        detail: String,
+    },
     /// The embedded token artifact is unreadable (a bad rebuild of SandboxUsdc.json).
     #[error("gateway/contracts/SandboxUsdc.json is unusable ({0}); rebuild it with gateway/contracts/build.js")]
     Artifact(String),
@@ -142,6 +150,46 @@ pub struct SandboxOptions {
     pub payer_funds: U256,
     /// How long anvil may take to start and answer.
     pub startup_timeout: Duration,
+    /// The Solana side: [`SolanaSide::Auto`] starts it when the validator is installed.
+    pub solana: SolanaSide,
+    /// USDC base units given to the Solana payer.
+    pub solana_payer_funds: u64,
+}
+
+/// Whether the sandbox has a Solana side.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SolanaSide {
+    /// When `paperchain-surfnet` is found ([`super::sandbox_solana::find_surfnet`]); without
+    /// it the sandbox is paid on Base only, and says so in the log.
+    Auto,
+    /// Never.
+    Off,
+    /// Always, with this validator binary.
+    With(PathBuf),
+}
+
+impl SandboxOptions {
+    /// The validator to start, if any; an error when one was asked for and is not there.
+    pub fn solana_side(&self) -> Result<Option<PathBuf>, String> {
+        match &self.solana {
+            SolanaSide::Off => Ok(None),
+            SolanaSide::With(path) if path.is_file() => Ok(Some(path.clone())),
+            SolanaSide::With(path) => Err(format!(
+                "the Solana validator {} is not there: run `cargo xtask setup`, or set PAPERCHAIN_SURFNET",
+                path.display()
+            )),
+            SolanaSide::Auto => {
+                let found = super::sandbox_solana::find_surfnet();
+                if found.is_none() {
+                    tracing::warn!(
+                        "the sandbox is paid on Base only: paperchain-surfnet (the local Solana validator) is not \
+                         installed; `cargo xtask setup` builds it"
+                    );
+                }
+                Ok(found)
+            }
+        }
+    }
 }
 
 impl Default for SandboxOptions {
@@ -151,6 +199,8 @@ impl Default for SandboxOptions {
             port: 0,
             payer_funds: U256::from(DEFAULT_PAYER_FUNDS),
             startup_timeout: Duration::from_secs(30),
+            solana: SolanaSide::Auto,
+            solana_payer_funds: DEFAULT_PAYER_FUNDS,
         }
     }
 }
@@ -366,22 +416,30 @@ pub async fn local_facilitator(
     let provider = Eip155ChainProvider::from_config(&config)
         .await
         .map_err(|e| SandboxError::Facilitator(format!("connecting to {rpc_url}: {e}")))?;
-    let provider = FacilitatorChain(Arc::new(provider));
+    one_scheme_facilitator(FacilitatorChain(Arc::new(provider)), V2Eip155Exact)
+}
+
+/// An in-process facilitator serving one scheme on the one chain of `provider`.
+pub(super) fn one_scheme_facilitator<P, S>(provider: P, scheme: S) -> Result<SandboxFacilitator, SandboxError>
+where
+    P: ChainProviderOps + 'static,
+    S: X402SchemeBlueprint<P> + 'static,
+{
     let network = provider.chain_id();
+    let (id, slug) =
+        (scheme.id(), SchemeHandlerSlug::new(network.clone(), scheme.x402_version(), scheme.scheme().to_string()));
     let chains = ChainRegistry::new(HashMap::from([(network.clone(), provider)]));
-    let blueprints = SchemeBlueprints::new().and_register(V2Eip155Exact);
+    let blueprints = SchemeBlueprints::new().and_register(scheme);
     let schemes = vec![SchemeConfig {
         enabled: true,
-        id: V2Eip155Exact.id(),
+        id: id.clone(),
         chains: ChainIdPattern::exact(network.namespace(), network.reference()),
         config: None,
     }];
     let registry = SchemeRegistry::build(chains, blueprints, &schemes);
     // `build` skips, silently, a scheme it could not build: check ours is there.
-    let slug =
-        SchemeHandlerSlug::new(network.clone(), V2Eip155Exact.x402_version(), V2Eip155Exact.scheme().to_string());
     if registry.by_slug(&slug).is_none() {
-        return Err(SandboxError::Facilitator(format!("no {} handler for {network}", V2Eip155Exact.id())));
+        return Err(SandboxError::Facilitator(format!("no {id} handler for {network}")));
     }
     Ok(FacilitatorLocal::new(registry))
 }

@@ -21,7 +21,8 @@ pub async fn start(env: &[(&'static str, &str)]) -> HostedServer {
     let config_dir = tempfile::tempdir().unwrap();
     let setup = Setup { env: env.iter().map(|(k, v)| (*k, v.to_string())).collect(), ..Setup::default() };
     // The public URL only names the server in 402s; the paywall does not call it.
-    let Sandbox { chain, paywall, ctx } = sandbox::start_sandbox(config_dir.path(), "http://127.0.0.1:1", setup).await;
+    let Sandbox { chain, paywall, ctx, .. } =
+        sandbox::start_sandbox(config_dir.path(), "http://127.0.0.1:1", setup).await;
     let server = super::serve(ctx, Some(paywall.clone())).await;
     HostedServer { server, chain, paywall, _config_dir: config_dir }
 }

@@ -4,6 +4,11 @@
 //! with keypairs, SPL Token and Token-2022 mints, a Metaplex metadata account and a few
 //! transactions, prints one line of JSON naming all of them on stdout, then serves until
 //! stdin reaches EOF or it receives SIGTERM/SIGINT.
+//!
+//! Options: `--bare` seeds nothing and prints only `{"rpc": …, "genesis": …}` (the hosted
+//! sandbox seeds what it needs itself); `--slot-time-ms N` sets the slot time (100 ms by
+//! default; a blockhash stays valid for 150 slots, so payments signed ahead of a slow call
+//! want longer slots).
 
 use std::{
     error::Error,
@@ -44,7 +49,7 @@ const SURFPOOL_CORE_VERSION: &str = "1.6.1";
 const LAMPORTS_PER_SOL: u64 = 1_000_000_000;
 
 /// Slot length of the surfnet's clock, in milliseconds.
-const SLOT_TIME_MS: u64 = 100;
+const DEFAULT_SLOT_TIME_MS: u64 = 100;
 
 /// How many times startup is tried with fresh ports before giving up.
 const START_ATTEMPTS: usize = 5;
@@ -71,8 +76,15 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
 
+    let options = match Options::parse(std::env::args().skip(1)) {
+        Ok(options) => options,
+        Err(error) => {
+            eprintln!("paperchain-surfnet: {error}");
+            return ExitCode::from(2);
+        }
+    };
     let payer = Keypair::new();
-    let surfnet = match start_surfnet(&payer.pubkey()) {
+    let surfnet = match start_surfnet(&payer.pubkey(), options.slot_time_ms) {
         Ok(surfnet) => surfnet,
         Err(error) => {
             eprintln!("paperchain-surfnet: failed to start the surfnet: {error}");
@@ -89,7 +101,8 @@ fn main() -> ExitCode {
         }
     };
 
-    let fixtures = match runtime.block_on(seed(&surfnet.rpc_url, payer)) {
+    let line = if options.bare { runtime.block_on(bare_line(&surfnet.rpc_url)) } else { runtime.block_on(seed(&surfnet.rpc_url, payer)) };
+    let fixtures = match line {
         Ok(fixtures) => fixtures,
         Err(error) => {
             eprintln!("paperchain-surfnet: seeding failed: {error}");
@@ -129,10 +142,44 @@ fn free_port() -> Result<u16> {
 
 /// Starts an offline surfnet, retrying with new ports when an attempt fails (for instance
 /// because another process took a port between picking and binding it).
-fn start_surfnet(payer: &Address) -> Result<Surfnet> {
+/// The command line.
+struct Options {
+    bare: bool,
+    slot_time_ms: u64,
+}
+
+impl Options {
+    fn parse(mut args: impl Iterator<Item = String>) -> std::result::Result<Options, String> {
+        let mut options = Options { bare: false, slot_time_ms: DEFAULT_SLOT_TIME_MS };
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--bare" => options.bare = true,
+                "--slot-time-ms" => {
+                    let value = args.next().ok_or("--slot-time-ms needs a value")?;
+                    options.slot_time_ms = value
+                        .parse()
+                        .ok()
+                        .filter(|ms| (10..=10_000).contains(ms))
+                        .ok_or_else(|| format!("--slot-time-ms {value}: give 10 to 10000 milliseconds"))?;
+                }
+                other => return Err(format!("unknown argument `{other}` (known: --bare, --slot-time-ms N, --version)")),
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// The line a bare surfnet prints: where it listens and its genesis hash.
+async fn bare_line(rpc_url: &str) -> Result<String> {
+    let rpc = RpcClient::new_with_commitment(rpc_url.to_string(), CommitmentConfig::confirmed());
+    let genesis = rpc.get_genesis_hash().await?;
+    Ok(json!({ "rpc": rpc_url, "genesis": genesis.to_string() }).to_string())
+}
+
+fn start_surfnet(payer: &Address, slot_time_ms: u64) -> Result<Surfnet> {
     let mut last_error = String::new();
     for attempt in 1..=START_ATTEMPTS {
-        match start_surfnet_once(payer) {
+        match start_surfnet_once(payer, slot_time_ms) {
             Ok(surfnet) => return Ok(surfnet),
             Err(error) => {
                 eprintln!("paperchain-surfnet: start attempt {attempt} failed: {error}");
@@ -145,7 +192,7 @@ fn start_surfnet(payer: &Address) -> Result<Surfnet> {
 
 /// One startup attempt: runs the surfnet's runloop on its own thread and waits until the
 /// runloop reports that the RPC servers are up, or that it stopped.
-fn start_surfnet_once(payer: &Address) -> Result<Surfnet> {
+fn start_surfnet_once(payer: &Address, slot_time_ms: u64) -> Result<Surfnet> {
     let bind_port = free_port()?;
     let mut ws_port = free_port()?;
     while ws_port == bind_port {
@@ -159,7 +206,7 @@ fn start_surfnet_once(payer: &Address) -> Result<Surfnet> {
             airdrop_addresses: vec![*payer],
             airdrop_token_amount: 1_000 * LAMPORTS_PER_SOL,
             block_production_mode: BlockProductionMode::Clock,
-            slot_time: SLOT_TIME_MS,
+            slot_time: slot_time_ms,
             ..SimnetConfig::default()
         }],
         rpc: RpcConfig { bind_host: "127.0.0.1".to_string(), bind_port, ws_port, ..RpcConfig::default() },
@@ -170,7 +217,7 @@ fn start_surfnet_once(payer: &Address) -> Result<Surfnet> {
     };
 
     let (svm, events, geyser_events) =
-        SurfnetSvm::new(SurfnetSvmConfig { slot_time: SLOT_TIME_MS, ..SurfnetSvmConfig::default() })?;
+        SurfnetSvm::new(SurfnetSvmConfig { slot_time: slot_time_ms, ..SurfnetSvmConfig::default() })?;
     let (commands_tx, commands_rx) = unbounded::<SimnetCommand>();
     let (stopped_tx, stopped_rx) = unbounded::<String>();
 

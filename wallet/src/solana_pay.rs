@@ -1,0 +1,138 @@
+//! Paying an x402 `exact` requirement on Solana: the payer's transfer, built from what the
+//! chain says (the mint's program and decimals, a recent blockhash) and signed with the
+//! wallet's Solana key; the facilitator named in the requirement adds the fee payer's
+//! signature and sends it. Read through the engine's Solana clusters (their configured RPC
+//! endpoints and genesis checks), so nothing here speaks to a node by itself.
+
+use paperchain_engine::solana::token::{self, associated_token_address};
+use paperchain_engine::solana::{Cluster, Clusters, Network};
+use paperchain_protocol::SignError;
+use paperchain_protocol::svm::{self, SigningKey, Transfer};
+use serde_json::{Value, json};
+
+/// Compute units the transfer may use. A `TransferChecked` of the Token program and a
+/// memo use under 10,000; Token-2022 mints with extensions more. Only what is used is
+/// charged to the fee payer at [`COMPUTE_UNIT_PRICE`].
+pub const COMPUTE_UNIT_LIMIT: u32 = 40_000;
+
+/// Micro-lamports per compute unit: the smallest priority fee there is.
+pub const COMPUTE_UNIT_PRICE: u64 = 1;
+
+/// How long a blockhash stays usable: 150 blocks, about a minute on mainnet.
+pub const BLOCKHASH_LIFETIME_SECONDS: u64 = 90;
+
+/// A signed Solana payment, with what the ledger keeps of it.
+#[derive(Clone, Debug)]
+pub struct SignedPayment {
+    /// The PaymentPayload.
+    pub payload: Value,
+    /// The payer's address.
+    pub payer: String,
+    /// The memo's nonce: finds the transaction on chain.
+    pub memo: String,
+    /// The payer's token account the amount leaves from.
+    pub source: String,
+    /// The last block height at which the transaction can land; after it, never.
+    pub last_valid_block_height: u64,
+}
+
+/// The cluster of a CAIP-2 Solana network: `solana:` and the first 32 characters of the
+/// cluster's genesis hash.
+pub fn network_of(network: &str) -> Option<Network> {
+    let reference = network.strip_prefix("solana:")?;
+    [Network::Mainnet, Network::Devnet].into_iter().find(|n| n.genesis_hash().get(..32) == Some(reference))
+}
+
+/// Signs the payment of `requirement` (one entry of a 402's `accepts`) with `key`.
+pub async fn sign(
+    clusters: &Clusters,
+    key: &SigningKey,
+    requirement: &Value,
+    resource: Option<&Value>,
+) -> Result<SignedPayment, SignError> {
+    let asked = svm::Requirement::read(requirement)?;
+    let network = network_of(&asked.network).ok_or_else(|| {
+        SignError::Unsupported(format!("network `{}` is neither Solana mainnet nor devnet", asked.network))
+    })?;
+    let cluster = clusters.get(network).map_err(|e| SignError::Unsupported(e.message))?;
+    let owner = svm::address_of(key);
+    if owner == asked.fee_payer {
+        return Err(SignError::Unsupported("the facilitator's fee payer is this wallet: it would pay itself".into()));
+    }
+    let (program, decimals) = mint(&cluster, &asked.asset).await?;
+    let ata = |holder: &svm::Address, what: &str| {
+        associated_token_address(holder, &asked.asset, program)
+            .ok_or_else(|| SignError::Malformed(format!("{what} has no associated token account address")))
+    };
+    let source = ata(&owner, "the payer")?;
+    let destination = ata(&asked.pay_to, "the requirement's `payTo`")?;
+    let (blockhash, last_valid_block_height) = latest_blockhash(&cluster).await?;
+    let memo = svm::random_memo();
+    let transfer = Transfer {
+        fee_payer: asked.fee_payer,
+        source,
+        destination,
+        mint: asked.asset,
+        token_program: svm::program(program.id()),
+        amount: asked.amount,
+        decimals,
+        recent_blockhash: blockhash,
+        compute_unit_limit: COMPUTE_UNIT_LIMIT,
+        compute_unit_price: COMPUTE_UNIT_PRICE,
+        memo: memo.clone(),
+    };
+    let wire = svm::sign_transfer(key, &transfer)?;
+    Ok(SignedPayment {
+        payload: svm::payment(requirement, resource, &wire),
+        payer: svm::to_base58(&owner),
+        memo,
+        source: svm::to_base58(&source),
+        last_valid_block_height,
+    })
+}
+
+/// The mint's program and decimals, read from the chain.
+async fn mint(cluster: &Cluster, mint: &svm::Address) -> Result<(token::TokenProgram, u8), SignError> {
+    let address = svm::to_base58(mint);
+    let chain = |e: paperchain_engine::EngineError| {
+        SignError::Unsupported(format!("reading the mint {address}: {}", e.message))
+    };
+    let (account, _) = cluster.deadline(cluster.account(&address, "jsonParsed")).await.map_err(chain)?;
+    let account =
+        account.ok_or_else(|| SignError::Unsupported(format!("the requirement's `asset` {address} does not exist")))?;
+    let mint = token::mint(&account)
+        .map_err(chain)?
+        .ok_or_else(|| SignError::Unsupported(format!("the requirement's `asset` {address} is not a token mint")))?;
+    Ok((mint.program, mint.decimals))
+}
+
+/// A recent blockhash and the last block height at which it is valid.
+async fn latest_blockhash(cluster: &Cluster) -> Result<([u8; 32], u64), SignError> {
+    let answer = cluster
+        .deadline(cluster.raw_request("getLatestBlockhash", json!([{"commitment": "confirmed"}])))
+        .await
+        .map_err(|e| SignError::Unsupported(format!("asking for a recent blockhash: {}", e.message)))?;
+    let value = &answer["value"];
+    let blockhash = value["blockhash"]
+        .as_str()
+        .and_then(|text| svm::address(text, "blockhash").ok())
+        .ok_or_else(|| SignError::Malformed(format!("the node's blockhash is not 32 bytes of base58: {value}")))?;
+    let height = value["lastValidBlockHeight"]
+        .as_u64()
+        .ok_or_else(|| SignError::Malformed(format!("the node's answer has no lastValidBlockHeight: {value}")))?;
+    Ok((blockhash, height))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn networks_are_told_by_their_genesis_prefix() {
+        assert_eq!(network_of("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"), Some(Network::Mainnet));
+        assert_eq!(network_of("solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1"), Some(Network::Devnet));
+        assert_eq!(network_of("solana:4uhcVJyU9pJkvQyS88uRDiswHXSCkY3z"), None);
+        assert_eq!(network_of("eip155:8453"), None);
+        assert_eq!(network_of("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpXXXX"), None);
+    }
+}
