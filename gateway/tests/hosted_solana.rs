@@ -215,3 +215,58 @@ async fn a_solana_payment_while_the_validator_is_down_is_an_outage_not_a_refusal
     let row = server.paywall.store().recent(1).await.unwrap().pop().unwrap();
     assert_eq!(row.outcome, Outcome::FacilitatorUnavailable);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_solana_settlement_a_crash_left_out_of_the_ledger_is_found_by_its_memo() {
+    use paperchain_gateway::hosted::facilitator::{Local, PaymentFacilitator};
+    use paperchain_gateway::hosted::recovery::{Recovered, recover};
+    use paperchain_gateway::hosted::store::{Authorization, PaidRequest, PaymentState, Store};
+
+    let server = server().await;
+    let side = solana(&server);
+    let requirement = solana_requirement(&required(&server).await);
+    let payment = sign(&server, &side.payer_key(), &requirement).await;
+    let wire = svm::payload_transaction(&payment).unwrap();
+    let (payer, mint, memo) = svm::Transaction::parse(&wire).unwrap().payment_parts().unwrap();
+    // What the paywall keeps with a Solana claim.
+    let kept = |memo: String, valid_before: u64| PaidRequest {
+        operation: Some("get_solana_status".into()),
+        amount: Some(STATUS_PRICE),
+        authorization: Some(Authorization {
+            asset: svm::to_base58(&mint),
+            authorizer: svm::to_base58(&payer),
+            nonce: memo,
+            valid_before,
+        }),
+        ..PaidRequest::default()
+    };
+
+    // A first run claims two payments and settles one on chain, then dies before recording it.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("hosted.sqlite");
+    let first = Store::open(&db).await.unwrap();
+    let (settled_key, unused_key) = ([1u8; 32], [2u8; 32]);
+    first.claim_payment_for(&settled_key, "/v1/solana/status", SOLANA, &kept(memo.unwrap(), u64::MAX)).await.unwrap();
+    first.claim_payment_for(&unused_key, "/v1/solana/status", SOLANA, &kept("00ff".into(), 1)).await.unwrap();
+    let request = json!({"x402Version": 2, "paymentPayload": payment, "paymentRequirements": requirement});
+    let raw = serde_json::value::to_raw_value(&request).unwrap();
+    let facilitator = Local(side.facilitator().await.unwrap());
+    let settled = facilitator.settle(x402_types::proto::VerifyRequest::from(raw)).await.unwrap();
+    first.close().await;
+    drop(first); // the run's lock goes with it, as with a process that died
+
+    // The next run finds the settled one by its memo, and the other as never used and too old.
+    let second = Store::open(&db).await.unwrap();
+    // Opening the store abandoned the dead run's claims: refused, not yet resolved.
+    for key in [&settled_key, &unused_key] {
+        assert_eq!(second.payment_state(key).await.unwrap(), Some(PaymentState::Abandoned));
+    }
+    let found = recover(&second, &paperchain_engine::evm::Chains::from_env(), &side.clusters()).await.unwrap();
+    assert_eq!(found, Recovered { settled: 1, never_used: 1, pending: 0 });
+    assert_eq!(second.payment_state(&settled_key).await.unwrap(), Some(PaymentState::Settled));
+    let row = second.recent(1).await.unwrap().pop().unwrap();
+    assert_eq!(row.outcome, Outcome::Paid);
+    assert_eq!(row.tx_hash.as_deref(), Some(settled.transaction.as_str()));
+    assert_eq!(row.payer.as_deref(), Some(side.payer().as_str()));
+    assert_eq!((row.network.as_deref(), row.quote), (Some(SOLANA), Some(STATUS_PRICE)));
+}

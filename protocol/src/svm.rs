@@ -321,6 +321,26 @@ impl<'a> Transaction<'a> {
         })
     }
 
+    /// The first `TransferChecked`'s authority (who pays) and mint, and the memo's text:
+    /// what finds the payment on chain later. `None` when the transaction has no transfer.
+    pub fn payment_parts(&self) -> Option<(Address, Address, Option<String>)> {
+        let tokens = [program(TOKEN_PROGRAM), program(TOKEN_2022_PROGRAM)];
+        let transfer = self.instructions.iter().find(|ix| {
+            self.key(ix.program).is_some_and(|p| tokens.contains(p))
+                && ix.data.first() == Some(&TRANSFER_CHECKED)
+                && ix.accounts.len() >= 4
+        })?;
+        let authority = *self.key(transfer.accounts[3])?;
+        let mint = *self.key(transfer.accounts[1])?;
+        let memo_program = program(MEMO_PROGRAM);
+        let memo = self
+            .instructions
+            .iter()
+            .find(|ix| self.key(ix.program) == Some(&memo_program))
+            .and_then(|ix| std::str::from_utf8(ix.data).ok().map(str::to_string));
+        Some((authority, mint, memo))
+    }
+
     /// Whether the signature at `index` is a valid signature of the message by the key at `index`.
     pub fn signed_by(&self, index: usize) -> bool {
         let (Some(signature), Some(key)) = (self.signatures.get(index), self.keys.get(index)) else { return false };
@@ -462,6 +482,9 @@ mod tests {
         assert_eq!(tx.keys[1], address_of(&owner));
         assert_eq!(tx.blockhash, [9; 32]);
         assert_eq!(tx.transferred_amount(), Some(2_000));
+        let (authority, mint, memo) = tx.payment_parts().unwrap();
+        assert_eq!((authority, mint), (address_of(&owner), transfer().mint));
+        assert_eq!(memo.as_deref(), Some("00112233445566778899aabbccddeeff"));
         let programs: Vec<String> = tx.instructions.iter().map(|ix| to_base58(tx.key(ix.program).unwrap())).collect();
         assert_eq!(programs, [COMPUTE_BUDGET_PROGRAM, COMPUTE_BUDGET_PROGRAM, TOKEN_PROGRAM, MEMO_PROGRAM]);
         assert_eq!(tx.instructions[0].data, [2, 0x20, 0x4e, 0, 0]);

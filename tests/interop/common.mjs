@@ -34,3 +34,33 @@ export function toolsRequire() {
   const tools = process.env.PAPERCHAIN_TOOLS || join(homedir(), ".cache/paperchain/tools");
   return { tools, require: createRequire(join(tools, "npm", "package.json")) };
 }
+
+/// POSTs `body` as JSON to `path` of `baseUrl` with the paying `fetch` (an x402 client's
+/// wrapper) and prints one JSON line: the status, the decoded PAYMENT-RESPONSE (or null) and
+/// the answer. `fail(code, message)` reports a client failure.
+export async function payAndPrint(pay, decodePaymentResponseHeader, baseUrl, path, body, fail) {
+  let response;
+  try {
+    response = await pay(new URL(path, baseUrl), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  } catch (error) {
+    fail(1, `the x402 client failed: ${error.message}`);
+  }
+  const header = response.headers.get("PAYMENT-RESPONSE");
+  const text = await response.text();
+  let answer;
+  try {
+    answer = JSON.parse(text);
+  } catch {
+    answer = { text };
+  }
+  const line = {
+    status: response.status,
+    paymentResponse: header ? decodePaymentResponseHeader(header) : null,
+    body: answer,
+  };
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+}

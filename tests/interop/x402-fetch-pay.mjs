@@ -12,7 +12,7 @@
 
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
-import { guardFetch, toolsRequire } from "./common.mjs";
+import { guardFetch, payAndPrint, toolsRequire } from "./common.mjs";
 
 function fail(code, message) {
   process.stderr.write(`x402-fetch-pay: ${message}\n`);
@@ -58,27 +58,4 @@ const pay = wrapFetchWithPaymentFromConfig(globalThis.fetch, {
   schemes: [{ network: "eip155:8453", client: new ExactEvmScheme(privateKeyToAccount(key)) }],
 });
 
-let response;
-try {
-  response = await pay(new URL(path, baseUrl), {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-} catch (error) {
-  fail(1, `the x402 client failed: ${error.message}`);
-}
-const header = response.headers.get("PAYMENT-RESPONSE");
-const text = await response.text();
-let answer;
-try {
-  answer = JSON.parse(text);
-} catch {
-  answer = { text };
-}
-const line = {
-  status: response.status,
-  paymentResponse: header ? decodePaymentResponseHeader(header) : null,
-  body: answer,
-};
-process.stdout.write(`${JSON.stringify(line)}\n`);
+await payAndPrint(pay, decodePaymentResponseHeader, baseUrl, path, body, fail);

@@ -116,3 +116,45 @@ async fn the_typescript_client_pays_a_chain_route_and_a_document_route() {
     assert_eq!(totals.paid_calls, 2, "the ledger has both paid calls");
     assert_eq!(U256::from(totals.settled_amount), total, "the ledger's settled sum is the sum of the quotes");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_typescript_client_pays_on_solana() {
+    const SOLANA: &str = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
+    let tools = tools_dir();
+    require_node_packages(&tools, "the x402 TypeScript Solana client", &["@x402/fetch", "@x402/svm", "@solana/kit"]);
+    let server = sandbox::start(Setup { solana: true, ..Setup::default() }).await;
+    let solana = server.solana.as_ref().expect("the sandbox's Solana side");
+    let path = "/v1/solana/status";
+    let response = server.client.post(format!("{}{path}", server.base)).json(&json!({})).send().await.unwrap();
+    let required: Value = response.json().await.unwrap();
+    let offer = required["accepts"].as_array().unwrap().iter().find(|r| r["network"] == SOLANA).cloned();
+    let price: u64 = offer.expect("a Solana offer")["amount"].as_str().unwrap().parse().unwrap();
+    let balances = async || {
+        (solana.balance_of(&solana.payer()).await.unwrap(), solana.balance_of(&solana.pay_to()).await.unwrap())
+    };
+    let before = balances().await;
+
+    let rpc = solana.rpc_url().to_string();
+    let answer = NodeRun {
+        script: interop_script("x402-svm-pay.mjs"),
+        args: vec![&server.base, path, "{}"],
+        stdin: None,
+        env: vec![("PAPERCHAIN_SOLANA_PAYER_KEY", solana.payer_secret_key()), ("PAPERCHAIN_SOLANA_RPC", rpc)],
+        timeout: NODE_TIMEOUT,
+        label: path,
+    }
+    .last_json_line(&tools)
+    .await;
+
+    assert_eq!(answer["status"], 200, "{answer}");
+    let settled = &answer["paymentResponse"];
+    assert_eq!((settled["success"].as_bool(), settled["network"].as_str()), (Some(true), Some(SOLANA)), "{settled}");
+    assert_eq!(settled["payer"], solana.payer(), "{settled}");
+    assert_eq!(answer["body"]["genesis_hash"], solana.genesis(), "the route read the sandbox validator: {answer}");
+    let after = balances().await;
+    assert_eq!(before.0 - after.0, price, "the payer paid exactly the quote");
+    assert_eq!(after.1 - before.1, price, "the payee got exactly the quote");
+    let row = server.paywall.store().recent(1).await.unwrap().pop().unwrap();
+    assert_eq!(row.tx_hash.as_deref(), settled["transaction"].as_str(), "the hosted ledger has the settlement");
+    println!("{path} on Solana: quote {price}; payer {} -> {}; tx {}", before.0, after.0, settled["transaction"]);
+}

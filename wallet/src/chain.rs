@@ -183,26 +183,18 @@ pub async fn wallet_balances(
 }
 
 /// The Solana transaction of a payment by `payer` whose memo carries `memo` (the wallet's
-/// random nonce), among `payer`'s last 1,000 transactions; `None` when there is none, or
-/// only failed ones (a failed transfer moved nothing).
+/// random nonce); `None` when there is none, or only failed ones (a failed transfer moved
+/// nothing).
 pub async fn solana_payment(
     clusters: &paperchain_engine::solana::Clusters,
     network: &str,
     payer: &str,
     memo: &str,
 ) -> Result<Option<String>, String> {
-    let network =
-        crate::solana_pay::network_of(network).ok_or_else(|| format!("{network} is not a known Solana cluster"))?;
+    let network = paperchain_engine::solana::Network::from_caip2(network)
+        .ok_or_else(|| format!("{network} is not a known Solana cluster"))?;
     let cluster = clusters.get(network).map_err(|e| e.message)?;
-    let params = serde_json::json!([payer, {"limit": 1000, "commitment": "confirmed"}]);
-    let found = cluster
-        .deadline(cluster.raw_request("getSignaturesForAddress", params))
+    paperchain_engine::solana::transaction_with_memo(&cluster, payer, memo)
         .await
-        .map_err(|e| format!("getSignaturesForAddress on Solana {}: {}", network.name(), e.message))?;
-    let entries = found.as_array().ok_or_else(|| format!("getSignaturesForAddress answered {found}"))?;
-    Ok(entries
-        .iter()
-        .filter(|entry| entry["err"].is_null())
-        .filter(|entry| entry["memo"].as_str().is_some_and(|text| text.contains(memo)))
-        .find_map(|entry| entry["signature"].as_str().map(str::to_string)))
+        .map_err(|e| format!("looking for the payment on Solana {}: {}", network.name(), e.message))
 }

@@ -534,17 +534,7 @@ impl PayingClient {
     async fn key_for(&self, network: &str) -> Result<PayingKey, String> {
         if network.starts_with("solana:") {
             let loader = self.solana.as_ref().map(|s| s.keys.clone()).ok_or("this client pays on EVM networks only")?;
-            let key = self
-                .solana_key
-                .get_or_try_init(|| async move {
-                    tokio::task::spawn_blocking(move || loader())
-                        .await
-                        .map_err(|e| format!("loading the Solana key failed: {e}"))?
-                        .map(Arc::new)
-                })
-                .await
-                .cloned()?;
-            Ok(PayingKey::Solana(key))
+            loaded(&self.solana_key, loader, "the Solana key").await.map(PayingKey::Solana)
         } else {
             self.signer().await.map(PayingKey::Evm)
         }
@@ -575,16 +565,7 @@ impl PayingClient {
     }
 
     async fn signer(&self) -> Result<Arc<PrivateKeySigner>, String> {
-        let keys = self.keys.clone();
-        self.signer
-            .get_or_try_init(|| async move {
-                tokio::task::spawn_blocking(move || keys())
-                    .await
-                    .map_err(|e| format!("loading the key failed: {e}"))?
-                    .map(Arc::new)
-            })
-            .await
-            .cloned()
+        loaded(&self.signer, self.keys.clone(), "the key").await
     }
 
     /// A paid request answered (2xx, or an error the service gave after reading the payment).
@@ -684,6 +665,23 @@ impl PayingClient {
             Err(e) => ChainSays::Unknown(e),
         }
     }
+}
+
+/// The key in `cell`, loaded by `loader` on the blocking pool the first time (a keyring may
+/// ask to be unlocked; a keystore is scrypt-derived).
+async fn loaded<K: Send + Sync + 'static>(
+    cell: &OnceCell<Arc<K>>,
+    loader: Arc<dyn Fn() -> Result<K, String> + Send + Sync>,
+    what: &str,
+) -> Result<Arc<K>, String> {
+    cell.get_or_try_init(|| async move {
+        tokio::task::spawn_blocking(move || loader())
+            .await
+            .map_err(|e| format!("loading {what} failed: {e}"))?
+            .map(Arc::new)
+    })
+    .await
+    .cloned()
 }
 
 /// A ledger write after the money moved: its failure is logged, and the answer (paid

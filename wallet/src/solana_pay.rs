@@ -10,10 +10,10 @@ use paperchain_protocol::SignError;
 use paperchain_protocol::svm::{self, SigningKey, Transfer};
 use serde_json::{Value, json};
 
-/// Compute units the transfer may use. A `TransferChecked` of the Token program and a
-/// memo use under 10,000; Token-2022 mints with extensions more. Only what is used is
-/// charged to the fee payer at [`COMPUTE_UNIT_PRICE`].
-pub const COMPUTE_UNIT_LIMIT: u32 = 40_000;
+/// Compute units the transfer may use: a `TransferChecked` and a memo use under 10,000.
+/// The same limit and unit price as the reference x402 client (`@x402/svm`), so facilitators
+/// see what they expect.
+pub const COMPUTE_UNIT_LIMIT: u32 = 20_000;
 
 /// Micro-lamports per compute unit: the smallest priority fee there is.
 pub const COMPUTE_UNIT_PRICE: u64 = 1;
@@ -36,13 +36,6 @@ pub struct SignedPayment {
     pub last_valid_block_height: u64,
 }
 
-/// The cluster of a CAIP-2 Solana network: `solana:` and the first 32 characters of the
-/// cluster's genesis hash.
-pub fn network_of(network: &str) -> Option<Network> {
-    let reference = network.strip_prefix("solana:")?;
-    [Network::Mainnet, Network::Devnet].into_iter().find(|n| n.genesis_hash().get(..32) == Some(reference))
-}
-
 /// Signs the payment of `requirement` (one entry of a 402's `accepts`) with `key`.
 pub async fn sign(
     clusters: &Clusters,
@@ -51,7 +44,7 @@ pub async fn sign(
     resource: Option<&Value>,
 ) -> Result<SignedPayment, SignError> {
     let asked = svm::Requirement::read(requirement)?;
-    let network = network_of(&asked.network).ok_or_else(|| {
+    let network = Network::from_caip2(&asked.network).ok_or_else(|| {
         SignError::Unsupported(format!("network `{}` is neither Solana mainnet nor devnet", asked.network))
     })?;
     let cluster = clusters.get(network).map_err(|e| SignError::Unsupported(e.message))?;
@@ -121,18 +114,4 @@ async fn latest_blockhash(cluster: &Cluster) -> Result<([u8; 32], u64), SignErro
         .as_u64()
         .ok_or_else(|| SignError::Malformed(format!("the node's answer has no lastValidBlockHeight: {value}")))?;
     Ok((blockhash, height))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn networks_are_told_by_their_genesis_prefix() {
-        assert_eq!(network_of("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"), Some(Network::Mainnet));
-        assert_eq!(network_of("solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1"), Some(Network::Devnet));
-        assert_eq!(network_of("solana:4uhcVJyU9pJkvQyS88uRDiswHXSCkY3z"), None);
-        assert_eq!(network_of("eip155:8453"), None);
-        assert_eq!(network_of("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpXXXX"), None);
-    }
 }

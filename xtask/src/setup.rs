@@ -194,6 +194,20 @@ pub const NPM_TOOLS: &[NpmTool] = &[
         why: "the EVM exact scheme (EIP-3009 signing) of the x402 TypeScript client",
     },
     NpmTool {
+        // Same release as @x402/fetch (@x402/core ~2.27.0).
+        package: "@x402/svm",
+        version: "2.27.0",
+        program: None,
+        why: "the Solana exact scheme of the x402 TypeScript client, which pays the sandbox's Solana side",
+    },
+    NpmTool {
+        // @x402/svm's peer (>=5.1.0), pinned so every setup builds the same transactions.
+        package: "@solana/kit",
+        version: "5.5.1",
+        program: None,
+        why: "the payer's key and the RPC client of the x402 TypeScript Solana client",
+    },
+    NpmTool {
         // @x402/evm asks for viem ^2.48.11; pinned so every setup signs with the same code,
         // and at a version whose dependencies the registry mirrors we use carry.
         package: "viem",

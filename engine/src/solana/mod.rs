@@ -68,6 +68,13 @@ impl Network {
         }
     }
 
+    /// The cluster of a CAIP-2 network id: `solana:` and the first 32 characters of the
+    /// genesis hash (how payments name Solana networks).
+    pub fn from_caip2(network: &str) -> Option<Network> {
+        let reference = network.strip_prefix("solana:")?;
+        Network::ALL.into_iter().find(|n| n.genesis_hash().get(..32) == Some(reference))
+    }
+
     /// Public RPC endpoints used when the variable is not set.
     pub fn default_urls(self) -> &'static [&'static str] {
         match self {
@@ -384,6 +391,26 @@ impl Cluster {
     }
 }
 
+/// The signature of a successful transaction of `address` (among its last 1,000) whose memo
+/// carries `memo`; `None` when there is none. How a payment signed with a random memo is
+/// found on chain when its answer was lost.
+pub async fn transaction_with_memo(
+    cluster: &Cluster,
+    address: &str,
+    memo: &str,
+) -> Result<Option<String>, EngineError> {
+    let params = json!([address, {"limit": 1000, "commitment": "confirmed"}]);
+    let found = cluster.deadline(cluster.raw_request("getSignaturesForAddress", params)).await?;
+    let entries = found.as_array().ok_or_else(|| {
+        bad(format!("the Solana {} RPC's answer to getSignaturesForAddress is not a list", cluster.network().name()))
+    })?;
+    Ok(entries
+        .iter()
+        .filter(|entry| entry["err"].is_null())
+        .filter(|entry| entry["memo"].as_str().is_some_and(|text| text.contains(memo)))
+        .find_map(|entry| entry["signature"].as_str().map(str::to_string)))
+}
+
 /// The mint at `address` (with its account and the slot read at) (the input field `field`), read from the node; an address that
 /// does not exist or is not a token mint is an input error (`not_a_token`).
 pub async fn read_mint(
@@ -443,4 +470,18 @@ pub fn b64_data(account: &Value) -> Result<Vec<u8>, EngineError> {
     base64::engine::general_purpose::STANDARD
         .decode(encoded)
         .map_err(|_| bad("the node's account data is not valid base64".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caip2_networks_are_told_by_their_genesis_prefix() {
+        assert_eq!(Network::from_caip2("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"), Some(Network::Mainnet));
+        assert_eq!(Network::from_caip2("solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1"), Some(Network::Devnet));
+        assert_eq!(Network::from_caip2("solana:4uhcVJyU9pJkvQyS88uRDiswHXSCkY3z"), None);
+        assert_eq!(Network::from_caip2("eip155:8453"), None);
+        assert_eq!(Network::from_caip2("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpXXXX"), None);
+    }
 }

@@ -210,6 +210,7 @@ pub struct Paywall {
     files: std::sync::RwLock<Option<(FileStore, String)>>,
     /// The chains payments are looked up on after a crash (recovery.rs).
     chains: Arc<paperchain_engine::evm::Chains>,
+    solana: Arc<paperchain_engine::solana::Clusters>,
 }
 
 /// How often the unpaid refusals counted in memory are added to the store.
@@ -252,6 +253,7 @@ impl Paywall {
             quotes: std::sync::Mutex::new(HashMap::new()),
             files: std::sync::RwLock::new(None),
             chains: ctx.chains.clone(),
+            solana: ctx.solana.clone(),
         }
     }
 
@@ -353,7 +355,7 @@ impl Paywall {
             Ok(n) => tracing::warn!(claims = n, "payment claims of a run that stopped were marked abandoned"),
             Err(e) => tracing::warn!(error = %e, "checking for claims of stopped runs failed"),
         }
-        match super::recovery::recover(&self.store, &self.chains).await {
+        match super::recovery::recover(&self.store, &self.chains, &self.solana).await {
             Ok(found) if found.settled + found.never_used > 0 => {
                 tracing::warn!(?found, "abandoned payments looked up on chain")
             }
@@ -1000,10 +1002,21 @@ fn paid_request(call: &Call<'_>, price: Price, decision: &Decision) -> PaidReque
     }
 }
 
-/// The EIP-3009 authorization an x402 `exact` EVM payload signs, as the store keeps it to
-/// find the payment on chain after a crash; `None` for other payloads (Permit2, Solana) or
-/// one whose fields do not read (it is refused later by the facilitator anyway).
+/// What the store keeps of a payment to find it on chain after a crash: the EIP-3009
+/// authorization of an x402 `exact` EVM payload; for a Solana payload, the payer, the mint
+/// and the memo of its transfer, usable until its blockhash is too old. `None` for other
+/// payloads (Permit2) or one whose fields do not read (it is refused later anyway).
 fn authorization(payload: &Value) -> Option<Authorization> {
+    if let Some(wire) = svm::payload_transaction(payload) {
+        let (payer, mint, memo) = svm::Transaction::parse(&wire)?.payment_parts()?;
+        let now = time::OffsetDateTime::now_utc().unix_timestamp().max(0) as u64;
+        return Some(Authorization {
+            asset: svm::to_base58(&mint),
+            authorizer: svm::to_base58(&payer),
+            nonce: memo?,
+            valid_before: now + SOLANA_BLOCKHASH_SECONDS,
+        });
+    }
     let signed = &payload["payload"]["authorization"];
     fn hex_of(value: &Value, len: usize) -> Option<&str> {
         value
@@ -1021,6 +1034,10 @@ fn authorization(payload: &Value) -> Option<Authorization> {
         valid_before,
     })
 }
+
+/// How long a Solana transaction can land after it was signed: its blockhash lasts 150
+/// slots (about a minute); twice that, for slow slots.
+const SOLANA_BLOCKHASH_SECONDS: u64 = 120;
 
 /// The replay key: a hash of the signed part of the payment (the network and the
 /// scheme's payload; for Solana the transaction's message, whatever fills the fee payer's
@@ -1272,7 +1289,7 @@ mod tests {
     }
 
     #[test]
-    fn the_signed_amount_is_read_from_either_evm_payload() {
+    fn the_signed_amount_is_read_from_every_payload() {
         let eip3009 = json!({"payload": {"authorization": {"value": "2000"}}});
         assert_eq!(signed_amount(&eip3009), Some(2000));
         let permit2 = json!({"payload": {"permit2Authorization": {"permitted": {"amount": "2001"}}}});
@@ -1281,7 +1298,9 @@ mod tests {
         assert_eq!(signed_amount(&odd), Some(u64::MAX));
         let huge = json!({"payload": {"authorization": {"value": "99999999999999999999999"}}});
         assert_eq!(signed_amount(&huge), Some(u64::MAX));
-        assert_eq!(signed_amount(&json!({"payload": {"transaction": "AQID"}})), None);
+        // A Solana transaction that does not read signs no amount that can be any quote.
+        assert_eq!(signed_amount(&json!({"payload": {"transaction": "AQID"}})), Some(u64::MAX));
+        assert_eq!(signed_amount(&json!({"payload": {"other": "AQID"}})), None);
     }
 
     #[test]

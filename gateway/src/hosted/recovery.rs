@@ -10,8 +10,12 @@
 //! the call had recorded it; one never used and past its `validBefore` can never move money
 //! and is noted as checked; one still valid is looked at again on the next pass.
 //!
+//! A Solana claim keeps the payer, the mint and its transfer's memo (a random nonce): the
+//! payer's recent transactions are searched for a successful one with that memo. None
+//! found once the transaction's blockhash is too old: it can never land.
+//!
 //! The chain is read through the engine's configured chains (`PAPERCHAIN_RPC_BASE`…), found
-//! by the network's chain id.
+//! by the network's chain id, and Solana through its clusters.
 
 use std::time::Duration;
 
@@ -19,6 +23,7 @@ use alloy::primitives::{Address, B256};
 use alloy::sol;
 use alloy::sol_types::{SolCall, SolEvent};
 use paperchain_engine::evm::{Chains, EvmChain};
+use paperchain_engine::solana::{Clusters, Network, transaction_with_memo};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
@@ -48,22 +53,27 @@ pub struct Recovered {
 }
 
 /// Looks up the abandoned claims on chain and records what happened to them.
-pub async fn recover(store: &Store, chains: &Chains) -> Result<Recovered, String> {
+pub async fn recover(store: &Store, chains: &Chains, clusters: &Clusters) -> Result<Recovered, String> {
     let claims = store.unresolved_claims(PER_PASS).await.map_err(|e| e.to_string())?;
     let mut found = Recovered::default();
     let now = OffsetDateTime::now_utc().unix_timestamp().max(0) as u64;
     for claim in claims {
-        let chain = claim
-            .network
-            .strip_prefix("eip155:")
-            .and_then(|id| id.parse::<u64>().ok())
-            .and_then(|id| chains.by_chain_id(id));
-        let Some(chain) = chain else {
-            tracing::warn!(network = claim.network, "no chain configured to look up an abandoned payment on");
-            found.pending += 1;
-            continue;
+        let looked_up = if claim.network.starts_with("solana:") {
+            look_up_solana(clusters, &claim).await
+        } else {
+            let chain = claim
+                .network
+                .strip_prefix("eip155:")
+                .and_then(|id| id.parse::<u64>().ok())
+                .and_then(|id| chains.by_chain_id(id));
+            let Some(chain) = chain else {
+                tracing::warn!(network = claim.network, "no chain configured to look up an abandoned payment on");
+                found.pending += 1;
+                continue;
+            };
+            look_up(chain, &claim).await
         };
-        match look_up(chain, &claim).await {
+        match looked_up {
             Ok(Some(tx_hash)) => {
                 let mut decision =
                     Decision::new(claim.route.clone(), claim.operation.clone().unwrap_or_default(), Outcome::Paid);
@@ -110,6 +120,16 @@ pub async fn recover(store: &Store, chains: &Chains) -> Result<Recovered, String
         }
     }
     Ok(found)
+}
+
+/// The Solana transaction of the claim: the payer's successful transaction whose memo is the
+/// claim's; `None` while there is none.
+async fn look_up_solana(clusters: &Clusters, claim: &UnresolvedClaim) -> Result<Option<String>, String> {
+    let network = Network::from_caip2(&claim.network)
+        .ok_or_else(|| format!("{} is not a Solana cluster this server reads", claim.network))?;
+    let cluster = clusters.get(network).map_err(|e| e.message)?;
+    let auth = &claim.authorization;
+    transaction_with_memo(&cluster, &auth.authorizer, &auth.nonce).await.map_err(|e| e.message)
 }
 
 /// The transaction that used the claim's authorization; `None` while it is unused. A used

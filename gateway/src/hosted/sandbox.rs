@@ -444,12 +444,13 @@ where
     Ok(FacilitatorLocal::new(registry))
 }
 
-/// The chain provider of [`local_facilitator`]'s registry. A type of ours, because x402's
-/// blueprints build from a reference to the registry's provider type, and x402-chain-eip155
-/// implements its builder only for owned providers (its facilitator binary does the same).
-struct FacilitatorChain(Arc<Eip155ChainProvider>);
+/// The chain provider of a one-scheme facilitator's registry. A type of ours, because
+/// x402's blueprints build from a reference to the registry's provider type, and the x402
+/// chain crates implement their builders only for owned providers (their facilitator binary
+/// does the same).
+pub(super) struct FacilitatorChain<P>(pub(super) Arc<P>);
 
-impl ChainProviderOps for FacilitatorChain {
+impl<P: ChainProviderOps> ChainProviderOps for FacilitatorChain<P> {
     fn signer_addresses(&self) -> Vec<String> {
         self.0.signer_addresses()
     }
@@ -459,10 +460,10 @@ impl ChainProviderOps for FacilitatorChain {
     }
 }
 
-impl X402SchemeFacilitatorBuilder<&FacilitatorChain> for V2Eip155Exact {
+impl X402SchemeFacilitatorBuilder<&FacilitatorChain<Eip155ChainProvider>> for V2Eip155Exact {
     fn build(
         &self,
-        provider: &FacilitatorChain,
+        provider: &FacilitatorChain<Eip155ChainProvider>,
         config: Option<serde_json::Value>,
     ) -> Result<Box<dyn X402SchemeFacilitator>, Box<dyn std::error::Error>> {
         self.build(Arc::clone(&provider.0), config)

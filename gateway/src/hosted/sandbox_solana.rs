@@ -28,11 +28,11 @@ use url::Url;
 use x402_chain_solana::KnownNetworkSolana as _;
 use x402_chain_solana::V2SolanaExact;
 use x402_chain_solana::chain::{SolanaChainProvider, SolanaChainReference};
-use x402_types::chain::{ChainId, ChainProviderOps};
+use x402_types::chain::ChainId;
 use x402_types::scheme::{X402SchemeFacilitator, X402SchemeFacilitatorBuilder};
 
 use super::facilitator::{Local, NodeChecked, PaymentFacilitator};
-use super::sandbox::{SandboxError, SandboxFacilitator, one_scheme_facilitator};
+use super::sandbox::{FacilitatorChain, SandboxError, SandboxFacilitator, one_scheme_facilitator};
 
 /// The mainnet USDC mint, where the sandbox puts its test USDC so price tags name the real asset.
 pub const USDC_MINT: &str = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
@@ -245,7 +245,7 @@ impl SolanaSandbox {
         )
         .await
         .map_err(|e| SandboxError::Facilitator(format!("the Solana provider at {}: {e}", self.rpc_url)))?;
-        one_scheme_facilitator(SolanaFacilitatorChain(Arc::new(provider)), V2SolanaExact)
+        one_scheme_facilitator(FacilitatorChain(Arc::new(provider)), V2SolanaExact)
     }
 
     /// Stops the validator and waits for it to exit.
@@ -304,24 +304,10 @@ pub fn find_surfnet() -> Option<PathBuf> {
     Some(tools.join("bin/paperchain-surfnet")).filter(|path| path.is_file())
 }
 
-/// The chain provider of the Solana facilitator's registry: x402's blueprints build from a
-/// reference to the registry's provider type (see `sandbox::FacilitatorChain`).
-struct SolanaFacilitatorChain(Arc<SolanaChainProvider>);
-
-impl ChainProviderOps for SolanaFacilitatorChain {
-    fn signer_addresses(&self) -> Vec<String> {
-        self.0.signer_addresses()
-    }
-
-    fn chain_id(&self) -> ChainId {
-        ChainProviderOps::chain_id(&*self.0)
-    }
-}
-
-impl X402SchemeFacilitatorBuilder<&SolanaFacilitatorChain> for V2SolanaExact {
+impl X402SchemeFacilitatorBuilder<&FacilitatorChain<SolanaChainProvider>> for V2SolanaExact {
     fn build(
         &self,
-        provider: &SolanaFacilitatorChain,
+        provider: &FacilitatorChain<SolanaChainProvider>,
         config: Option<serde_json::Value>,
     ) -> Result<Box<dyn X402SchemeFacilitator>, Box<dyn std::error::Error>> {
         self.build(Arc::clone(&provider.0), config)

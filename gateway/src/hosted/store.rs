@@ -329,13 +329,15 @@ pub struct PaidRequest {
     pub client: Option<String>,
     /// The quote, in atomic units.
     pub amount: Option<u64>,
-    /// The EIP-3009 authorization the payment signs (x402's EVM `exact` scheme), by which
-    /// a claim left by a crash is looked up on chain.
+    /// The EIP-3009 authorization the payment signs (x402's EVM `exact` scheme), or the
+    /// payer, mint and memo of a Solana transfer, by which a claim left by a crash is looked
+    /// up on chain.
     pub authorization: Option<Authorization>,
 }
 
 /// An EIP-3009 `transferWithAuthorization`: what identifies it on chain. Public once used;
-/// the signature is never kept.
+/// the signature is never kept. A Solana payment keeps the same four things: the mint, the
+/// payer, its transfer's memo (a random nonce) and when its blockhash is too old to land.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Authorization {
     /// The token contract.
