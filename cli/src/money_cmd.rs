@@ -112,7 +112,7 @@ pub async fn run_ledger(args: LedgerArgs, data_dir: &Path) -> anyhow::Result<Exi
     if let Some(LedgerCommand::Reconcile { json }) = args.command {
         let ctx = Context::try_new()?;
         let now = paperchain_wallet::ledger::now_secs();
-        let checks = paperchain_wallet::reconcile::reconcile(&ledger, &ctx.chains, now).await?;
+        let checks = paperchain_wallet::reconcile::reconcile(&ledger, &ctx.chains, &ctx.solana, now).await?;
         let bad = checks.iter().filter(|c| matches!(c.verdict.as_str(), "mismatch" | "unknown")).count();
         if json {
             println!("{}", serde_json::to_string_pretty(&checks)?);

@@ -44,10 +44,10 @@ pub async fn server_client(
     approver: Arc<dyn Approver>,
 ) -> anyhow::Result<Arc<PayingClient>> {
     let client = client(data_dir, ctx, approver, routing).await?;
-    let (ledger, chains) = (client.ledger().clone(), ctx.chains.clone());
+    let (ledger, chains, clusters) = (client.ledger().clone(), ctx.chains.clone(), ctx.solana.clone());
     tokio::spawn(async move {
         let now = paperchain_wallet::ledger::now_secs();
-        match paperchain_wallet::reconcile::settle_open(&ledger, &chains, now).await {
+        match paperchain_wallet::reconcile::settle_open(&ledger, &chains, &clusters, now).await {
             Ok(checks) => {
                 for check in checks {
                     tracing::info!(call = %check.call_id, was = %check.was, verdict = %check.verdict, tx = ?check.tx,

@@ -10,6 +10,7 @@ use alloy::primitives::U256;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
+use paperchain_engine::solana::Clusters;
 use paperchain_testkit::sandbox::{self, HostedServer, Setup};
 use paperchain_testkit::server::{loopback_listener, spawn_router};
 use paperchain_wallet::client::{
@@ -101,33 +102,63 @@ async fn a_paid_call_moves_exactly_the_quote_and_the_ledger_matches_the_chain() 
     assert_eq!(row.client.as_deref(), Some("test-agent"));
     // The reconciliation agrees with the chain.
     let chains = sandbox::sandbox_chains(&rig.hosted.chain, &[]);
-    let checks = paperchain_wallet::reconcile::reconcile(rig.client.ledger(), &chains, 0).await.unwrap();
+    let checks =
+        paperchain_wallet::reconcile::reconcile(rig.client.ledger(), &chains, &Clusters::from_env(), 0).await.unwrap();
     assert_eq!(checks.len(), 1);
     assert_eq!(checks[0].verdict, "ok", "{:?}", checks[0]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_solana_a_paid_call_moves_exactly_the_quote_and_both_ledgers_agree() {
-    const SOLANA: &str = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
-    let hosted = sandbox::start(Setup { solana: true, ..Setup::default() }).await;
+const SOLANA: &str = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
+
+/// A paying client of `service` that pays on Solana only (Base, offered first, has no cap)
+/// with the sandbox's Solana payer, its ledger in `dir`.
+async fn solana_client(hosted: &HostedServer, service: &str, dir: &std::path::Path) -> PayingClient {
     let solana = hosted.solana.as_ref().expect("the sandbox's Solana side");
-    let dir = tempfile::tempdir().unwrap();
-    // Only Solana has a cap: Base, offered first, is refused by the policy.
-    let text = format!("[service]\nurl = \"{}\"\n[policy]\nnetworks = {{ \"{SOLANA}\" = \"1.00\" }}\n", hosted.base);
+    let text = format!("[service]\nurl = \"{service}\"\n[policy]\nnetworks = {{ \"{SOLANA}\" = \"1.00\" }}\n");
     let config = ClientConfig::parse(&text, None).unwrap();
-    let ledger = Ledger::open_in(dir.path()).await.unwrap();
+    let ledger = Ledger::open_in(dir).await.unwrap();
     let keys: KeyLoader = Arc::new(|| Err("no EVM key in this test".into()));
     let payer_key = solana.payer_key();
     let solana_keys: paperchain_wallet::client::SolanaKeyLoader = Arc::new(move || Ok(payer_key.clone()));
+    let chains = Arc::new(sandbox::sandbox_chains(&hosted.chain, &[]));
+    PayingClient::new(Arc::new(config), ledger, keys, Arc::new(NobodyToAsk), chains)
+        .with_solana(solana_keys, Arc::new(solana.clusters()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_solana_a_lost_paid_answer_is_found_by_its_memo_and_not_paid_twice() {
+    let hosted = sandbox::start(Setup { solana: true, ..Setup::default() }).await;
+    let solana = hosted.solana.as_ref().expect("the sandbox's Solana side");
+    let (proxy, sent) = dropping_proxy(&hosted, true).await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = solana_client(&hosted, &proxy, dir.path()).await;
+    let before = solana.balance_of(&solana.payer()).await.unwrap();
+    let caller = caller();
+    let request =
+        Outgoing { operation: "get_solana_status", path: "/v1/solana/status", body: "{}".into(), caller: &caller };
+    let error = client.call(&request).await.unwrap_err();
+    let CallError::PaidAnswerLost { tx, call_id, .. } = &error else { panic!("{error}") };
+    let sent = sent.lock().await.clone();
+    assert!(sent.len() >= 2, "the payment was sent again: {}", sent.len());
+    assert!(sent.iter().all(|t| *t == sent[0]), "one transaction, sent again, never a second");
+    let after = solana.balance_of(&solana.payer()).await.unwrap();
+    let price: u64 = client.ledger().get(call_id).await.unwrap().unwrap().amount.unwrap().parse().unwrap();
+    assert_eq!(before - after, price, "paid exactly once");
+    let rows = client.ledger().rows(0).await.unwrap();
+    let paid: Vec<_> = rows.iter().filter(|r| r.state == "paid").collect();
+    assert_eq!(paid.len(), 1, "{rows:?}");
+    assert_eq!((&paid[0].call_id, paid[0].tx.as_deref()), (call_id, Some(tx.as_str())));
+    let hosted_tx = hosted.paywall.store().recent(10).await.unwrap().into_iter().find_map(|r| r.tx_hash);
+    assert_eq!(hosted_tx.as_deref(), Some(tx.as_str()), "the hosted ledger has the same transaction");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_solana_a_paid_call_moves_exactly_the_quote_and_both_ledgers_agree() {
+    let hosted = sandbox::start(Setup { solana: true, ..Setup::default() }).await;
+    let solana = hosted.solana.as_ref().expect("the sandbox's Solana side");
+    let dir = tempfile::tempdir().unwrap();
     let clusters = Arc::new(solana.clusters());
-    let client = PayingClient::new(
-        Arc::new(config),
-        ledger,
-        keys,
-        Arc::new(NobodyToAsk),
-        Arc::new(sandbox::sandbox_chains(&hosted.chain, &[])),
-    )
-    .with_solana(solana_keys, Arc::clone(&clusters));
+    let client = solana_client(&hosted, &hosted.base, dir.path()).await;
 
     let response = hosted.post("/v1/solana/status", &json!({}), &[]).await;
     let required: Value = response.json().await.unwrap();
@@ -168,6 +199,11 @@ async fn on_solana_a_paid_call_moves_exactly_the_quote_and_both_ledgers_agree() 
     assert_eq!(found.as_deref(), Some(paid.tx.as_str()));
     let other = paperchain_wallet::chain::solana_payment(&clusters, SOLANA, &solana.payer(), "00ff").await.unwrap();
     assert_eq!(other, None);
+    // The reconciliation finds the transfer on chain as the ledger has it.
+    let chains = sandbox::sandbox_chains(&hosted.chain, &[]);
+    let checks = paperchain_wallet::reconcile::reconcile(client.ledger(), &chains, &clusters, 0).await.unwrap();
+    assert_eq!(checks.len(), 1);
+    assert_eq!(checks[0].verdict, "ok", "{:?}", checks[0]);
 }
 
 /// Balances, and that the sandbox's facilitator saw nothing: both unchanged.
@@ -341,7 +377,7 @@ async fn a_refused_payment_or_a_second_402_gets_no_second_signature() {
 }
 
 /// A proxy in front of the sandbox that drops the first paid answer after the sandbox
-/// settled it; records the nonce of every payment it forwards. With `hide_identifier` it
+/// settled it; records the nonce (the transaction on Solana) of every payment it forwards. With `hide_identifier` it
 /// takes the `payment-identifier` extension out of the 402s: a service without it.
 async fn dropping_proxy(hosted: &HostedServer, hide_identifier: bool) -> (String, Arc<Mutex<Vec<String>>>) {
     let nonces = Arc::new(Mutex::new(Vec::new()));
@@ -361,7 +397,10 @@ async fn dropping_proxy(hosted: &HostedServer, hide_identifier: bool) -> (String
                 let payload = paperchain_protocol::x402::decode_payment(payment).unwrap();
                 let mut seen = seen.lock().await;
                 first_paid = seen.is_empty();
-                seen.push(payload["payload"]["authorization"]["nonce"].as_str().unwrap().to_string());
+                // What identifies the signed payment: the EIP-3009 nonce, or the whole Solana transaction.
+                let signed = &payload["payload"];
+                let id = signed["authorization"]["nonce"].as_str().or(signed["transaction"].as_str());
+                seen.push(id.expect("a nonce or a transaction").to_string());
                 forward = forward.header("payment-signature", payment);
             }
             let answer = forward.send().await.unwrap();

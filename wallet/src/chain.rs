@@ -198,3 +198,48 @@ pub async fn solana_payment(
         .await
         .map_err(|e| format!("looking for the payment on Solana {}: {}", network.name(), e.message))
 }
+
+/// Checks that Solana transaction `signature` succeeded and moved exactly `amount` of the
+/// token `mint` from `payer`'s holdings to `payee`'s (its token balances before and after,
+/// by owner).
+pub async fn check_solana_transfer(
+    clusters: &paperchain_engine::solana::Clusters,
+    network: &str,
+    signature: &str,
+    mint: &str,
+    payer: &str,
+    payee: &str,
+    amount: &str,
+) -> Result<(), String> {
+    let network = paperchain_engine::solana::Network::from_caip2(network)
+        .ok_or_else(|| format!("{network} is not a known Solana cluster"))?;
+    let cluster = clusters.get(network).map_err(|e| e.message)?;
+    let params = serde_json::json!([signature, {"encoding": "jsonParsed", "commitment": "confirmed", "maxSupportedTransactionVersion": 0}]);
+    let tx = cluster
+        .deadline(cluster.raw_request("getTransaction", params))
+        .await
+        .map_err(|e| format!("getTransaction on Solana {}: {}", network.name(), e.message))?;
+    if tx.is_null() {
+        return Err(format!("transaction {signature} is not on Solana {}", network.name()));
+    }
+    if !tx["meta"]["err"].is_null() {
+        return Err(format!("transaction {signature} failed: {}", tx["meta"]["err"]));
+    }
+    let amount: i128 = amount.parse().map_err(|_| format!("the ledger's amount `{amount}` cannot be read"))?;
+    let held = |key: &str, owner: &str| -> i128 {
+        tx["meta"][key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|b| b["mint"] == mint && b["owner"] == owner)
+            .filter_map(|b| b["uiTokenAmount"]["amount"].as_str().and_then(|a| a.parse::<i128>().ok()))
+            .sum()
+    };
+    let paid = held("preTokenBalances", payer) - held("postTokenBalances", payer);
+    let got = held("postTokenBalances", payee) - held("preTokenBalances", payee);
+    if paid == amount && got == amount {
+        Ok(())
+    } else {
+        Err(format!("transaction {signature} moved {paid} from {payer} and {got} to {payee} of {mint}, not {amount}"))
+    }
+}

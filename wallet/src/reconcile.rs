@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::chain;
 use crate::ledger::{Ledger, LedgerError, Row};
 use paperchain_engine::evm::Chains;
+use paperchain_engine::solana::Clusters;
 
 /// A reservation this old that never signed belongs to a call that stopped.
 const STALE_RESERVATION_SECONDS: u64 = 600;
@@ -36,19 +37,35 @@ pub struct Check {
 }
 
 /// Checks every paying row of `ledger` on `chains`, updating rows the chain settles.
-pub async fn reconcile(ledger: &Ledger, chains: &Chains, now_secs: u64) -> Result<Vec<Check>, LedgerError> {
-    check_rows(ledger, chains, now_secs, false).await
+pub async fn reconcile(
+    ledger: &Ledger,
+    chains: &Chains,
+    clusters: &Clusters,
+    now_secs: u64,
+) -> Result<Vec<Check>, LedgerError> {
+    check_rows(ledger, &Reads { chains, clusters }, now_secs, false).await
 }
 
 /// Checks only the rows whose payment is not known yet (signed or unsettled: a crash, a
 /// lost answer, a refused payment), as a server does when it starts.
-pub async fn settle_open(ledger: &Ledger, chains: &Chains, now_secs: u64) -> Result<Vec<Check>, LedgerError> {
-    check_rows(ledger, chains, now_secs, true).await
+pub async fn settle_open(
+    ledger: &Ledger,
+    chains: &Chains,
+    clusters: &Clusters,
+    now_secs: u64,
+) -> Result<Vec<Check>, LedgerError> {
+    check_rows(ledger, &Reads { chains, clusters }, now_secs, true).await
+}
+
+/// Where the chains are read: the EVM chains and the Solana clusters.
+struct Reads<'a> {
+    chains: &'a Chains,
+    clusters: &'a Clusters,
 }
 
 async fn check_rows(
     ledger: &Ledger,
-    chains: &Chains,
+    reads: &Reads<'_>,
     now_secs: u64,
     open_only: bool,
 ) -> Result<Vec<Check>, LedgerError> {
@@ -59,13 +76,13 @@ async fn check_rows(
     }
     let mut checks = Vec::new();
     for row in ledger.payments().await?.into_iter().filter(|r| !open_only || r.state != "paid") {
-        let check = check_row(ledger, chains, &row, now_secs).await?;
+        let check = check_row(ledger, reads, &row, now_secs).await?;
         checks.push(check);
     }
     Ok(checks)
 }
 
-async fn check_row(ledger: &Ledger, chains: &Chains, row: &Row, now_secs: u64) -> Result<Check, LedgerError> {
+async fn check_row(ledger: &Ledger, reads: &Reads<'_>, row: &Row, now_secs: u64) -> Result<Check, LedgerError> {
     let verdict = |verdict: &str, tx: Option<String>, detail: String| Check {
         call_id: row.call_id.clone(),
         was: row.state.clone(),
@@ -79,11 +96,10 @@ async fn check_row(ledger: &Ledger, chains: &Chains, row: &Row, now_secs: u64) -
         return Ok(verdict("unknown", row.tx.clone(), "the row lacks the payment's details".into()));
     };
     if network.starts_with("solana:") {
-        let detail = "Solana payments are checked when they are made (by the transaction's memo), not by the \
-                      reconciliation yet";
-        return Ok(verdict("unknown", row.tx.clone(), detail.into()));
+        let payment = SolanaPayment { network, asset, payer, payee, amount };
+        return check_solana_row(ledger, reads.clusters, row, &payment, now_secs, verdict).await;
     }
-    let chain = match chain::chain_of(chains, network) {
+    let chain = match chain::chain_of(reads.chains, network) {
         Ok(chain) => chain,
         Err(e) => return Ok(verdict("unknown", row.tx.clone(), e)),
     };
@@ -117,6 +133,61 @@ async fn check_row(ledger: &Ledger, chains: &Chains, row: &Row, now_secs: u64) -
             Ok(verdict("expired", None, "never used and past its expiry: it can no longer move money".into()))
         }
         Ok(false) => Ok(verdict("open", None, "not used yet; it can be until its expiry".into())),
+        Err(e) => Ok(verdict("unknown", None, e)),
+    }
+}
+
+/// What a Solana row says was paid.
+#[derive(Clone, Copy)]
+struct SolanaPayment<'a> {
+    network: &'a str,
+    asset: &'a str,
+    payer: &'a str,
+    payee: &'a str,
+    amount: &'a str,
+}
+
+/// [`check_row`] for a Solana payment: a `paid` row's transaction must have moved exactly
+/// its amount; a `signed` or `unsettled` one is looked for by its memo (the ledger's nonce),
+/// and past its expiry (its blockhash too old to land) it is `expired`.
+async fn check_solana_row(
+    ledger: &Ledger,
+    clusters: &Clusters,
+    row: &Row,
+    payment: &SolanaPayment<'_>,
+    now_secs: u64,
+    verdict: impl Fn(&str, Option<String>, String) -> Check,
+) -> Result<Check, LedgerError> {
+    let SolanaPayment { network, asset, payer, payee, amount } = *payment;
+    if row.state == "paid"
+        && let Some(tx) = row.tx.as_deref().filter(|tx| !tx.is_empty())
+    {
+        return Ok(match chain::check_solana_transfer(clusters, network, tx, asset, payer, payee, amount).await {
+            Ok(()) => verdict("ok", Some(tx.into()), format!("{amount} moved from {payer} to {payee}")),
+            Err(e) => verdict("mismatch", Some(tx.into()), e),
+        });
+    }
+    let Some(memo) = row.nonce.as_deref() else {
+        return Ok(verdict("unknown", None, "the row has no memo".into()));
+    };
+    match chain::solana_payment(clusters, network, payer, memo).await {
+        Ok(Some(tx)) => {
+            ledger.paid(&row.call_id, Some(&tx), &serde_json::json!({"found_on_chain": true})).await?;
+            Ok(verdict("now_paid", Some(tx), "the transaction landed: recorded as paid".into()))
+        }
+        Ok(None)
+            if row.valid_before.is_some_and(|before| {
+                u64::try_from(before).unwrap_or(0).saturating_add(EXPIRY_SLACK_SECONDS) <= now_secs
+            }) =>
+        {
+            ledger.expired(&row.call_id).await?;
+            Ok(verdict(
+                "expired",
+                None,
+                "never landed and its blockhash is too old: it can no longer move money".into(),
+            ))
+        }
+        Ok(None) => Ok(verdict("open", None, "not landed yet; it can until its blockhash is too old".into())),
         Err(e) => Ok(verdict("unknown", None, e)),
     }
 }

@@ -107,6 +107,7 @@ async fn the_paying_client_without_the_server_crate_pays_the_sandbox_process() {
             vec![ChainConfig::new("base", 8453, vec![line["rpc_url"].as_str().unwrap().parse().unwrap()])],
             ChainTimeouts::default(),
         ),
+        &paperchain_engine::solana::Clusters::from_env(),
         0,
     )
     .await
