@@ -322,6 +322,23 @@ fn print_sandbox(line: &serde_json::Value, base_url: &str) {
          \x20 const res = await pay(\"{base_url}/v1/chain/gas\", {{ method: \"POST\",\n\
          \x20   headers: {{ \"content-type\": \"application/json\" }}, body: JSON.stringify({{ chain: \"base\" }}) }});\n"
     );
+    let solana = &line["sandbox"]["solana"];
+    if let (Some(secret), Some(rpc)) = (solana["payer_secret_key"].as_str(), solana["rpc_url"].as_str()) {
+        let network = solana["network"].as_str().unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "On Solana (npm @x402/svm @solana/kit; the validator at {rpc} stands in for mainnet):\n\
+             \n  import {{ ExactSvmScheme }} from \"@x402/svm\";\n\
+             \x20 import {{ createKeyPairSignerFromBytes, getBase58Encoder }} from \"@solana/kit\";\n\
+             \x20 const signer = await createKeyPairSignerFromBytes(getBase58Encoder().encode(\"{secret}\"));\n\
+             \x20 const pay = wrapFetchWithPaymentFromConfig(fetch, {{\n\
+             \x20   schemes: [{{ network: \"{network}\", client: new ExactSvmScheme(signer, {{ rpcUrl: \"{rpc}\" }}) }}],\n\
+             \x20 }});\n\
+             \nOr the paying client: paperchain wallet solana import (the payer_secret_key above), with\n\
+             PAPERCHAIN_RPC_SOLANA={rpc} and PAPERCHAIN_GENESIS_SOLANA={genesis}.\n",
+            genesis = solana["genesis"].as_str().unwrap_or_default(),
+        );
+    }
     let _ = out.flush();
 }
 
