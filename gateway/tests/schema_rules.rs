@@ -102,6 +102,8 @@ fn cases() -> Vec<Case> {
         bad("/v1/docs/xlsx-build", sheet("'quoted'")),
         bad("/v1/docs/xlsx-build", sheet("history")),
         bad("/v1/docs/xlsx-build", sheet(&"x".repeat(32))),
+        bad("/v1/docs/xlsx-build", sheet("a\u{9e}b")),
+        bad("/v1/docs/xlsx-build", sheet("a\u{7f}")),
         ok("/v1/docs/xlsx-build", sheet("Data 'a' x")),
         // OCR languages are Tesseract codes.
         bad("/v1/docs/to-markdown", json!({ "file": pdf, "languages": ["ENG"] })),

@@ -135,7 +135,15 @@ fn typed_data_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
                     "message": {"type": "object"}
                 }
             },
-            {"type": "string", "minLength": 2, "maxLength": MAX_TYPED_DATA_BYTES}
+            {
+                "type": "string",
+                "minLength": 2,
+                "maxLength": MAX_TYPED_DATA_BYTES,
+                "format": "eip712-json",
+                "contentMediaType": "application/json",
+                "description": "The same object written as JSON text.",
+                "pattern": "^\\s*\\{[\\s\\S]*\\}\\s*$"
+            }
         ]
     })
 }

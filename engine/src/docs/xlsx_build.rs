@@ -47,7 +47,7 @@ pub struct SheetSpec {
     /// the workbook (letter case aside).
     #[schemars(
         length(min = 1, max = 31),
-        regex(pattern = r"^[^\[\]:*?/\\'\x00-\x1f]([^\[\]:*?/\\\x00-\x1f]*[^\[\]:*?/\\'\x00-\x1f])?$"),
+        regex(pattern = r"^[^\[\]:*?/\\'\x00-\x1f\x7f-\x9f]([^\[\]:*?/\\\x00-\x1f\x7f-\x9f]*[^\[\]:*?/\\'\x00-\x1f\x7f-\x9f])?$"),
         extend("not" = { "pattern": "^[Hh][Ii][Ss][Tt][Oo][Rr][Yy]$" })
     )]
     pub name: String,
@@ -585,9 +585,16 @@ mod tests {
 
     #[test]
     fn sheet_names_follow_excels_rules() {
-        for (name, words) in
-            [("", "1 to 31"), ("a/b", "not allowed"), ("'q", "start or end"), (&"x".repeat(32), "1 to 31")]
-        {
+        // Control characters: C0, DEL and C1 (what the published pattern leaves out too).
+        for (name, words) in [
+            ("", "1 to 31"),
+            ("a/b", "not allowed"),
+            ("'q", "start or end"),
+            (&"x".repeat(32), "1 to 31"),
+            ("a\u{1}", "not allowed"),
+            ("a\u{7f}", "not allowed"),
+            ("a\u{9e}", "not allowed"),
+        ] {
             let body = json!({"sheets": [{"name": name, "columns": [{"name": "a", "type": "string"}]}]});
             let Err(error) = build(body) else { panic!("{name:?} accepted") };
             assert_eq!(error.field.as_deref(), Some("/sheets/0/name"));

@@ -27,6 +27,9 @@ alphabet and lengths, not the decoded size) get generators: `solana-address` (ba
 32 bytes) and `solana-signature` (64 bytes), each drawn half the time from what the test's
 local validator holds (its accounts, mints and transactions) and otherwise at random.
 
+EIP-712 requests written as JSON text (`eip712-json`: the message must fit its types,
+which no schema states) are drawn as a mail-like request with random domain and values.
+
 The test hands the documents over in the environment: PAPERCHAIN_CONFORMANCE_SAMPLES is
 a folder of `sample.<ext>` files, PAPERCHAIN_CONFORMANCE_FILES the base URL where a
 loopback server serves the same files under the same names, and
@@ -193,6 +196,25 @@ EVENTS = st.one_of(
 )
 ENS_NAMES = st.lists(st.from_regex(r"[a-z0-9]{1,16}", fullmatch=True), min_size=1, max_size=3).map(_ens_name)
 schemathesis.openapi.format("ens-name", ENS_NAMES)
+
+
+def _eip712_text(parts):
+    name, chain_id, contents, amount = parts
+    return json.dumps({
+        "types": {
+            "EIP712Domain": [{"name": "name", "type": "string"}, {"name": "chainId", "type": "uint256"}],
+            "Mail": [{"name": "contents", "type": "string"}, {"name": "amount", "type": "uint256"}],
+        },
+        "primaryType": "Mail",
+        "domain": {"name": name, "chainId": chain_id},
+        "message": {"contents": contents, "amount": str(amount)},
+    })
+
+
+EIP712_TEXTS = st.tuples(
+    st.text(max_size=20), st.integers(0, 2**32), st.text(max_size=40), st.integers(0, 2**64)
+).map(_eip712_text)
+schemathesis.openapi.format("eip712-json", EIP712_TEXTS)
 schemathesis.openapi.format("solidity-function", FUNCTIONS)
 schemathesis.openapi.format("solidity-event", EVENTS)
 
