@@ -199,13 +199,10 @@ impl Requirement {
         if !network.starts_with("solana:") {
             return Err(SignError::Unsupported(format!("network `{network}` is not a Solana network")));
         }
-        let amount = text("amount")?;
-        let amount = (amount.bytes().all(|b| b.is_ascii_digit()) && !amount.is_empty())
-            .then(|| amount.parse::<u64>().ok())
-            .flatten()
-            .ok_or_else(|| {
-                SignError::Malformed("the requirement's `amount` is not a whole number of at most 64 bits".into())
-            })?;
+        let amount =
+            crate::x402::parse_amount(text("amount")?).and_then(|amount| u64::try_from(amount).ok()).ok_or_else(
+                || SignError::Malformed("the requirement's `amount` is not a whole number of at most 64 bits".into()),
+            )?;
         let fee_payer = requirement["extra"]["feePayer"].as_str().ok_or_else(|| {
             SignError::Unsupported("the requirement's `extra` names no `feePayer`: the facilitator pays no fees".into())
         })?;

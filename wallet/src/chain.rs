@@ -191,12 +191,10 @@ pub async fn solana_payment(
     payer: &str,
     memo: &str,
 ) -> Result<Option<String>, String> {
-    let network = paperchain_engine::solana::Network::from_caip2(network)
-        .ok_or_else(|| format!("{network} is not a known Solana cluster"))?;
-    let cluster = clusters.get(network).map_err(|e| e.message)?;
+    let cluster = clusters.of_caip2(network)?;
     paperchain_engine::solana::transaction_with_memo(&cluster, payer, memo)
         .await
-        .map_err(|e| format!("looking for the payment on Solana {}: {}", network.name(), e.message))
+        .map_err(|e| format!("looking for the payment on Solana {}: {}", cluster.network().name(), e.message))
 }
 
 /// Checks that Solana transaction `signature` succeeded and moved exactly `amount` of the
@@ -211,9 +209,8 @@ pub async fn check_solana_transfer(
     payee: &str,
     amount: &str,
 ) -> Result<(), String> {
-    let network = paperchain_engine::solana::Network::from_caip2(network)
-        .ok_or_else(|| format!("{network} is not a known Solana cluster"))?;
-    let cluster = clusters.get(network).map_err(|e| e.message)?;
+    let cluster = clusters.of_caip2(network)?;
+    let network = cluster.network();
     let params = serde_json::json!([signature, {"encoding": "jsonParsed", "commitment": "confirmed", "maxSupportedTransactionVersion": 0}]);
     let tx = cluster
         .deadline(cluster.raw_request("getTransaction", params))

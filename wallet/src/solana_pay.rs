@@ -5,7 +5,7 @@
 //! endpoints and genesis checks), so nothing here speaks to a node by itself.
 
 use paperchain_engine::solana::token::{self, associated_token_address};
-use paperchain_engine::solana::{Cluster, Clusters, Network};
+use paperchain_engine::solana::{Cluster, Clusters};
 use paperchain_protocol::SignError;
 use paperchain_protocol::svm::{self, SigningKey, Transfer};
 use serde_json::{Value, json};
@@ -44,10 +44,7 @@ pub async fn sign(
     resource: Option<&Value>,
 ) -> Result<SignedPayment, SignError> {
     let asked = svm::Requirement::read(requirement)?;
-    let network = Network::from_caip2(&asked.network).ok_or_else(|| {
-        SignError::Unsupported(format!("network `{}` is neither Solana mainnet nor devnet", asked.network))
-    })?;
-    let cluster = clusters.get(network).map_err(|e| SignError::Unsupported(e.message))?;
+    let cluster = clusters.of_caip2(&asked.network).map_err(SignError::Unsupported)?;
     let owner = svm::address_of(key);
     if owner == asked.fee_payer {
         return Err(SignError::Unsupported("the facilitator's fee payer is this wallet: it would pay itself".into()));

@@ -162,6 +162,13 @@ impl Clusters {
         Clusters { clusters: configs.into_iter().map(|c| Arc::new(Cluster::new(c, timeouts, http.clone()))).collect() }
     }
 
+    /// The cluster a payment's CAIP-2 network (`solana:<genesis prefix>`) names; why not,
+    /// in words, when it names none or this deployment has it unconfigured.
+    pub fn of_caip2(&self, network: &str) -> Result<Arc<Cluster>, String> {
+        let known = Network::from_caip2(network).ok_or_else(|| format!("{network} is not a known Solana cluster"))?;
+        self.get(known).map_err(|e| e.message)
+    }
+
     /// The cluster of `network`, or a 503 when this deployment has none configured.
     pub fn get(&self, network: Network) -> Result<Arc<Cluster>, EngineError> {
         self.clusters.iter().find(|c| c.config.network == network).cloned().ok_or_else(|| {

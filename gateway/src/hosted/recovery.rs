@@ -23,7 +23,7 @@ use alloy::primitives::{Address, B256};
 use alloy::sol;
 use alloy::sol_types::{SolCall, SolEvent};
 use paperchain_engine::evm::{Chains, EvmChain};
-use paperchain_engine::solana::{Clusters, Network, transaction_with_memo};
+use paperchain_engine::solana::{Clusters, transaction_with_memo};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
@@ -125,9 +125,7 @@ pub async fn recover(store: &Store, chains: &Chains, clusters: &Clusters) -> Res
 /// The Solana transaction of the claim: the payer's successful transaction whose memo is the
 /// claim's; `None` while there is none.
 async fn look_up_solana(clusters: &Clusters, claim: &UnresolvedClaim) -> Result<Option<String>, String> {
-    let network = Network::from_caip2(&claim.network)
-        .ok_or_else(|| format!("{} is not a Solana cluster this server reads", claim.network))?;
-    let cluster = clusters.get(network).map_err(|e| e.message)?;
+    let cluster = clusters.of_caip2(&claim.network)?;
     let auth = &claim.authorization;
     transaction_with_memo(&cluster, &auth.authorizer, &auth.nonce).await.map_err(|e| e.message)
 }
