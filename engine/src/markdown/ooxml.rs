@@ -700,7 +700,7 @@ fn points(source: El) -> Vec<(usize, String)> {
     out
 }
 
-/// A chart part as blocks: its title, a picture named by the chart type, and its
+/// A chart part as blocks: its title, a picture, the chart type as its caption, and its
 /// data as a table (categories down, one column a series).
 pub fn chart(pkg: &mut Package, part: &str) -> Result<Vec<Block>, EngineError> {
     let Some(dom) = pkg.xml(part)? else { return Ok(vec![Block::Image { alt: "Chart".to_string() }]) };
@@ -726,8 +726,11 @@ pub fn chart(pkg: &mut Package, part: &str) -> Result<Vec<Block>, EngineError> {
         .child("c:plotArea")
         .map(|p| p.children().filter(|c| c.name().starts_with("c:") && c.name().ends_with("Chart")).collect())
         .unwrap_or_default();
+    // The picture, then its kind as a visible caption ("Bar chart"): a reader of the
+    // Markdown sees what the table under it is the data of.
     let kind = groups.first().map_or("Chart", |g| chart_kind(g.name()));
-    blocks.push(Block::Image { alt: kind.to_string() });
+    blocks.push(Block::Image { alt: String::new() });
+    blocks.push(Block::Paragraph(cell(kind)));
     let mut categories: HashMap<usize, String> = HashMap::new();
     let mut series: Vec<(String, HashMap<usize, String>)> = Vec::new();
     for group in &groups {

@@ -63,7 +63,14 @@ pub fn from_layouts(layouts: &[PageLayout]) -> PdfMarkdown {
             continue;
         }
         let rtl = layout::reads_right_to_left(&segments);
-        let ordered = layout::reading_order(segments, layout.width, rtl);
+        let mut ordered = layout::reading_order(segments, layout.width, rtl);
+        if rtl {
+            // Markdown is text in reading order: a right-to-left table's first column is
+            // its rightmost, as an HTML table with `dir="rtl"` places it.
+            for table in ordered.iter_mut().filter_map(|s| s.table.as_mut()) {
+                table.rows.iter_mut().for_each(|row| row.reverse());
+            }
+        }
         lines.extend(lines_of(ordered));
     }
     let document = blocks_of(lines, body_size);
@@ -813,6 +820,52 @@ mod tests {
              | OTSL  | 0.965       | 2.73   |\n| HTML  | 0.969 large | 5.39 s |\n\n\
              The text after the table goes on in a paragraph of its own.\n"
         );
+    }
+
+    /// A line of cells on a right-to-left page: Hebrew cells drawn from their right edge
+    /// leftwards (`x` is where each cell ends), numbers left to right from `x` less their width.
+    fn rtl_cells(row: &[(&str, f32)], y: f32) -> Vec<Glyph> {
+        let mut line = Vec::new();
+        for (text, right) in row {
+            let width = 5.0;
+            let n = text.chars().count() as f32;
+            let mut cell = glyphs(text, right - n * width, y, 10.0, false);
+            if text.chars().any(|c| ('\u{0590}'..='\u{05FF}').contains(&c)) {
+                let xs: Vec<(f32, f32)> = cell.iter().filter(|g| !g.generated).map(|g| (g.x0, g.x1)).rev().collect();
+                for (g, (x0, x1)) in cell.iter_mut().filter(|g| !g.generated).zip(xs) {
+                    (g.x0, g.x1) = (x0, x1);
+                }
+            }
+            cell.retain(|g| !g.generated);
+            line.extend(cell);
+        }
+        line.extend(glyphs("", 0.0, y, 10.0, false));
+        line
+    }
+
+    #[test]
+    fn a_right_to_left_table_is_written_from_its_rightmost_column() {
+        let p = page(
+            1,
+            vec![
+                rtl_cells(&[("1403/09/19", 150.0), ("תאריך הגשה", 500.0)], 100.0),
+                rtl_cells(&[("436", 150.0), ("מספר ישיבה", 500.0)], 112.0),
+                rtl_cells(&[("20300", 150.0), ("מספר תקן", 500.0)], 124.0),
+                rtl_cells(&[("47500", 150.0), ("כמות מינימלית", 500.0)], 136.0),
+            ],
+        );
+        let markdown = markdown(&[p]);
+        let rows: Vec<&str> = markdown.lines().filter(|l| !l.starts_with("|-")).collect();
+        assert_eq!(rows.len(), 4, "{markdown}");
+        for (row, (label, value)) in rows.iter().zip([
+            ("תאריך הגשה", "1403/09/19"),
+            ("מספר ישיבה", "436"),
+            ("מספר תקן", "20300"),
+            ("כמות מינימלית", "47500"),
+        ]) {
+            let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+            assert_eq!(cells, [label, value], "{markdown}");
+        }
     }
 
     #[test]
