@@ -10,7 +10,7 @@ use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
 use crate::pages::PageSelection;
-use crate::pdf::assemble::{Assembler, Carry};
+use crate::pdf::assemble::{Assembler, Carry, SharedCopies};
 use crate::pdf::outline_tree::OutlineItem;
 use crate::pdf::{self, SourcePdf};
 use crate::price::Price;
@@ -59,11 +59,24 @@ pub enum MergeBookmarks {
     None,
 }
 
-/// A checked merge: each source with the pages taken from it.
+/// A checked merge: the distinct documents, and the inputs in order.
 pub struct Merge {
-    sources: Vec<(SourcePdf, Vec<u32>)>,
+    /// Each distinct input opened once: a file given several times (same bytes, same
+    /// password) is one document.
+    documents: Vec<SourcePdf>,
+    parts: Vec<Part>,
     bookmarks: MergeBookmarks,
     output: OutputMode,
+}
+
+/// One input of the merge.
+struct Part {
+    /// Index into `documents`.
+    document: usize,
+    /// The name given to this input.
+    filename: String,
+    /// The pages taken, 1-based, in order.
+    pages: Vec<u32>,
 }
 
 /// The route.
@@ -104,18 +117,38 @@ impl Route for MergeRoute {
             .enumerate()
             .map(|(i, f)| PageSelection::parse_or_all(f.pages.as_deref(), &format!("/files/{i}/pages")))
             .collect::<Result<Vec<_>, _>>()?;
-        let loads = input
+        let fetches = input
             .files
             .iter()
             .enumerate()
-            .map(|(i, f)| async move { SourcePdf::load(&f.file, &format!("/files/{i}/file"), ctx).await });
-        let loaded = futures::future::try_join_all(loads).await?;
-        let mut sources = Vec::with_capacity(loaded.len());
-        for (i, (source, selection)) in loaded.into_iter().zip(selections).enumerate() {
-            let pages = selection.resolve(source.page_count, ctx.limits.max_pages, &format!("/files/{i}/pages"))?;
-            sources.push((source, pages));
+            .map(|(i, f)| async move { f.file.resolve(ctx, &format!("/files/{i}/file"), "document.pdf").await });
+        let fetched = futures::future::try_join_all(fetches).await?;
+        // A file given again (the same bytes and password) is opened once.
+        let mut first_of: Vec<usize> = Vec::with_capacity(fetched.len());
+        for (i, file) in fetched.iter().enumerate() {
+            let same = fetched[..i].iter().position(|e| e.bytes == file.bytes && e.password == file.password);
+            first_of.push(same.unwrap_or(i));
         }
-        let total: usize = sources.iter().map(|(_, p)| p.len()).sum();
+        let mut filenames = Vec::with_capacity(fetched.len());
+        let mut opens = Vec::new();
+        for (i, file) in fetched.into_iter().enumerate() {
+            filenames.push(file.filename.clone());
+            if first_of[i] == i {
+                let field = format!("/files/{i}/file");
+                opens.push(async move { SourcePdf::from_bytes(file, &field, ctx).await });
+            }
+        }
+        let documents = futures::future::try_join_all(opens).await?;
+        // Input index → index of its document among the distinct ones.
+        let distinct: Vec<usize> = (0..first_of.len()).filter(|&i| first_of[i] == i).collect();
+        let mut parts = Vec::with_capacity(first_of.len());
+        for (i, ((first, filename), selection)) in first_of.into_iter().zip(filenames).zip(selections).enumerate() {
+            let document = distinct.iter().position(|&d| d == first).expect("a distinct input");
+            let page_count = documents[document].page_count;
+            let pages = selection.resolve(page_count, ctx.limits.max_pages, &format!("/files/{i}/pages"))?;
+            parts.push(Part { document, filename, pages });
+        }
+        let total: usize = parts.iter().map(|p| p.pages.len()).sum();
         if total > ctx.limits.max_pages as usize {
             return Err(EngineError::too_large(
                 "too_many_pages",
@@ -123,11 +156,11 @@ impl Route for MergeRoute {
                 format!("/files: the merged PDF would have {total} pages; the limit is {}", ctx.limits.max_pages),
             ));
         }
-        Ok(Merge { sources, bookmarks: input.bookmarks, output: input.output })
+        Ok(Merge { documents, parts, bookmarks: input.bookmarks, output: input.output })
     }
 
     fn quote(call: &Merge) -> Price {
-        page_edit_price(call.sources.iter().map(|(_, p)| p.len() as u32).sum())
+        page_edit_price(call.parts.iter().map(|p| p.pages.len() as u32).sum())
     }
 
     async fn run(call: Merge, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
@@ -135,16 +168,25 @@ impl Route for MergeRoute {
         blocking(move || {
             let mut asm = Assembler::new();
             let mut grouped = Vec::new();
-            let total = call.sources.len() as u64;
-            for (i, (source, pages)) in call.sources.iter().enumerate() {
+            let total = call.parts.len() as u64;
+            // For documents given more than once, what their copies may share.
+            let mut shared: Vec<Option<SharedCopies>> = (0..call.documents.len())
+                .map(|d| {
+                    let repeated = call.parts.iter().filter(|p| p.document == d).count() > 1;
+                    repeated.then(|| SharedCopies::new(&call.documents[d].doc))
+                })
+                .collect();
+            for (i, part) in call.parts.iter().enumerate() {
                 let start = asm.page_count();
                 let keep = call.bookmarks == MergeBookmarks::Keep;
+                let source = &call.documents[part.document].doc;
+                let carry = Carry { outline: keep, info: i == 0 };
                 let items = asm
-                    .append(&source.doc, pages, Carry { outline: keep, info: i == 0 })
+                    .append_shared(source, &part.pages, carry, shared[part.document].as_mut())
                     .map_err(|e| e.under(&format!("/files/{i}/file")))?;
                 if call.bookmarks == MergeBookmarks::PerFile {
                     let first_page = asm.page_ids().get(start).copied();
-                    grouped.push(OutlineItem { title: source.filename.clone(), page: first_page, children: items });
+                    grouped.push(OutlineItem { title: part.filename.clone(), page: first_page, children: items });
                 }
                 progress.advance("files", i as u64 + 1, total);
             }
@@ -156,8 +198,7 @@ impl Route for MergeRoute {
             // of them once.
             pdf::dedupe::share_identical(&mut doc);
             let bytes = pdf::save(&mut doc)?;
-            let name =
-                derived_name(call.sources.first().map_or("merged.pdf", |(s, _)| s.filename.as_str()), "merged", "pdf");
+            let name = derived_name(call.parts.first().map_or("merged.pdf", |p| p.filename.as_str()), "merged", "pdf");
             Ok(Reply::Files(FileSet::single(OutFile::pdf(name, bytes), call.output)))
         })
         .await

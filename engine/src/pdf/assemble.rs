@@ -73,8 +73,25 @@ impl Assembler {
         numbers: &[u32],
         carry: Carry,
     ) -> Result<Vec<OutlineItem>, EngineError> {
+        self.append_shared(source, numbers, carry, None)
+    }
+
+    /// [`Assembler::append`] of a source that is appended more than once: what an earlier
+    /// append of it copied and no page reaches (content, fonts, images…) is shared, not
+    /// copied again. Pages, annotations, fields and what leads to them are copied each time,
+    /// so every copy keeps its own links, bookmarks and form fields.
+    pub fn append_shared(
+        &mut self,
+        source: &Document,
+        numbers: &[u32],
+        carry: Carry,
+        mut shared: Option<&mut SharedCopies>,
+    ) -> Result<Vec<OutlineItem>, EngineError> {
         let src_pages: Vec<ObjectId> = source.page_iter().collect();
         let mut copier = Copier::new(source, &src_pages);
+        if let Some(shared) = shared.as_deref_mut() {
+            copier.earlier = std::mem::take(&mut shared.copies);
+        }
         for &n in numbers {
             let id = page_at(&src_pages, n)?;
             if let std::collections::hash_map::Entry::Vacant(e) = copier.page_map.entry(id) {
@@ -107,6 +124,10 @@ impl Assembler {
             }
         }
         self.carry_catalog(&mut copier, source);
+        if let Some(shared) = shared {
+            shared.copies = std::mem::take(&mut copier.earlier);
+            shared.copies.extend(copier.map.iter().filter(|(id, _)| !shared.bound.contains(id)));
+        }
         self.sources += 1;
         if self.doc.version.as_str() < source.version.as_str() && source.version.len() <= 4 {
             self.doc.version = source.version.clone();
@@ -338,6 +359,86 @@ fn map_outline(items: &[OutlineItem], page_map: &HashMap<ObjectId, ObjectId>) ->
     kept
 }
 
+/// What the appends of one source share. An object is *bound* when it is a page, an
+/// annotation, a form field, a page-tree node, the catalog or the outline root, or refers
+/// (directly or not) to one of them: such an object means something else in every copy
+/// (a link to this copy's page, a field of its own), so it is copied each time. Every
+/// other object copied once is shared by later appends.
+pub struct SharedCopies {
+    bound: HashSet<ObjectId>,
+    copies: HashMap<ObjectId, ObjectId>,
+}
+
+impl SharedCopies {
+    /// Finds the bound objects of `source`.
+    pub fn new(source: &Document) -> SharedCopies {
+        let mut seeds: Vec<ObjectId> = Vec::new();
+        if let Ok(root) = source.trailer.get(b"Root").and_then(Object::as_reference) {
+            seeds.push(root);
+        }
+        for page in source.page_iter() {
+            seeds.push(page);
+            let Ok(dict) = source.get_dictionary(page) else { continue };
+            if let Ok(parent) = dict.get(b"Parent").and_then(Object::as_reference) {
+                seeds.push(parent);
+            }
+            if let Ok(annots) = dict.get(b"Annots") {
+                if let Ok(id) = annots.as_reference() {
+                    seeds.push(id);
+                }
+                if let Ok((_, Object::Array(list))) = source.dereference(annots) {
+                    seeds.extend(list.iter().filter_map(|a| a.as_reference().ok()));
+                }
+            }
+        }
+        if let Ok(catalog) = source.catalog() {
+            for key in [&b"Outlines"[..], b"AcroForm", b"Pages"] {
+                if let Ok(id) = catalog.get(key).and_then(Object::as_reference) {
+                    seeds.push(id);
+                }
+            }
+            let acro = catalog.get(b"AcroForm").and_then(|o| source.dereference(o)).and_then(|(_, o)| o.as_dict());
+            let fields = acro.and_then(|a| a.get(b"Fields")).and_then(|o| source.dereference(o));
+            if let Ok((_, Object::Array(list))) = fields {
+                seeds.extend(list.iter().filter_map(|f| f.as_reference().ok()));
+            }
+        }
+        // Who refers to whom, backwards; then everything that reaches a seed.
+        let mut referrers: HashMap<ObjectId, Vec<ObjectId>> = HashMap::new();
+        for (&id, object) in &source.objects {
+            each_reference(object, 0, &mut |to| referrers.entry(to).or_default().push(id));
+        }
+        let mut bound: HashSet<ObjectId> = HashSet::new();
+        while let Some(id) = seeds.pop() {
+            if bound.insert(id) {
+                seeds.extend(referrers.get(&id).into_iter().flatten().copied());
+                // A field's kids are fields or widgets too.
+                if let Ok(dict) = source.get_dictionary(id)
+                    && !dict.has_type(b"Pages")
+                    && let Ok(kids) = dict.get(b"Kids").and_then(Object::as_array)
+                {
+                    seeds.extend(kids.iter().filter_map(|k| k.as_reference().ok()));
+                }
+            }
+        }
+        SharedCopies { bound, copies: HashMap::new() }
+    }
+}
+
+/// Calls `each` with every reference inside `object` (not following them).
+fn each_reference(object: &Object, depth: usize, each: &mut impl FnMut(ObjectId)) {
+    if depth > MAX_NESTING {
+        return;
+    }
+    match object {
+        Object::Reference(id) => each(*id),
+        Object::Array(items) => items.iter().for_each(|o| each_reference(o, depth + 1, each)),
+        Object::Dictionary(dict) => dict.iter().for_each(|(_, o)| each_reference(o, depth + 1, each)),
+        Object::Stream(stream) => stream.dict.iter().for_each(|(_, o)| each_reference(o, depth + 1, each)),
+        _ => {}
+    }
+}
+
 /// Copies objects of one source into the target, each once.
 struct Copier<'a> {
     src: &'a Document,
@@ -345,6 +446,9 @@ struct Copier<'a> {
     names: outline_tree::Names<'a>,
     /// Source object → target object, for everything but pages.
     map: HashMap<ObjectId, ObjectId>,
+    /// Copies an earlier append of the same source made that may be shared (see
+    /// [`SharedCopies`]).
+    earlier: HashMap<ObjectId, ObjectId>,
     /// Source page → its (first) copy in the target.
     page_map: HashMap<ObjectId, ObjectId>,
     pages: HashSet<ObjectId>,
@@ -383,6 +487,7 @@ impl<'a> Copier<'a> {
             src,
             names: outline_tree::Names::new(src),
             map: HashMap::new(),
+            earlier: HashMap::new(),
             page_map: HashMap::new(),
             pages: pages.iter().copied().collect(),
             cut,
@@ -398,6 +503,10 @@ impl<'a> Copier<'a> {
             return Object::Null;
         }
         if let Some(&t) = self.map.get(&id) {
+            return Object::Reference(t);
+        }
+        if let Some(&t) = self.earlier.get(&id) {
+            self.map.insert(id, t);
             return Object::Reference(t);
         }
         let t = target.new_object_id();
@@ -706,5 +815,66 @@ mod tests {
         assert_eq!(names, vec!["name", "name_2", "other"]);
         let fonts = acro.get(b"DR").unwrap().as_dict().unwrap().get(b"Font").unwrap().as_dict().unwrap();
         assert!(fonts.has(b"name") && fonts.has(b"other"), "default resources of every file are kept");
+    }
+
+    #[test]
+    fn a_source_appended_again_shares_content_and_keeps_its_own_pages_links_bookmarks_and_fields() {
+        let mut src = numbered(2);
+        let pages: Vec<ObjectId> = src.page_iter().collect();
+        let items = vec![OutlineItem { title: "Two".into(), page: Some(pages[1]), children: vec![] }];
+        outline_tree::write(&mut src, &items).unwrap();
+        let rect = || -> Object { vec![0.into(), 0.into(), 10.into(), 10.into()].into() };
+        let link = src.add_object(
+            dictionary! { "Type" => "Annot", "Subtype" => "Link", "Rect" => rect(), "Dest" => vec![pages[1].into(), "Fit".into()] },
+        );
+        let field = src.add_object(dictionary! { "FT" => "Tx", "T" => Object::string_literal("name"), "Subtype" => "Widget", "Type" => "Annot", "Rect" => rect(), "P" => pages[0] });
+        src.get_dictionary_mut(pages[0]).unwrap().set("Annots", vec![link.into(), field.into()]);
+        let catalog = src.trailer.get(b"Root").unwrap().as_reference().unwrap();
+        src.get_dictionary_mut(catalog).unwrap().set("AcroForm", dictionary! { "Fields" => vec![field.into()] });
+
+        let mut shared = SharedCopies::new(&src);
+        let mut asm = Assembler::new();
+        let mut outline = Vec::new();
+        for _ in 0..3 {
+            outline.extend(asm.append_shared(&src, &[1, 2], ALL, Some(&mut shared)).unwrap());
+        }
+        asm.set_outline(outline);
+        let mut out = asm.finish().unwrap();
+        let out = roundtrip(&mut out);
+        assert_eq!(page_texts(&out), ["page 1", "page 2"].repeat(3));
+        let out_pages: Vec<ObjectId> = out.page_iter().collect();
+        // Content streams and the font are there once, shared by the three copies.
+        let contents: HashSet<ObjectId> = out_pages
+            .iter()
+            .map(|&p| out.get_dictionary(p).unwrap().get(b"Contents").unwrap().as_reference().unwrap())
+            .collect();
+        assert_eq!(contents.len(), 2);
+        let fonts = out.objects.values().filter(|o| o.as_dict().is_ok_and(|d| d.has_type(b"Font"))).count();
+        assert_eq!(fonts, 1);
+        for copy in 0..3 {
+            let (first, second) = (out_pages[2 * copy], out_pages[2 * copy + 1]);
+            let annots = out.get_page_annotations(first).unwrap();
+            assert_eq!(annots.len(), 2, "copy {copy}");
+            // The link goes to this copy's second page, and the widget sits on this copy's first.
+            let dest = annots[0].get(b"Dest").unwrap().as_array().unwrap();
+            assert_eq!(dest[0].as_reference().unwrap(), second, "copy {copy}");
+            assert_eq!(annots[1].get(b"P").unwrap().as_reference().unwrap(), first, "copy {copy}");
+        }
+        let bookmarks: Vec<Option<ObjectId>> = outline_tree::read(&out).into_iter().map(|i| i.page).collect();
+        assert_eq!(bookmarks, [1, 3, 5].map(|i| Some(out_pages[i])));
+        let acro = out.catalog().unwrap().get(b"AcroForm").unwrap().as_dict().unwrap();
+        let names: Vec<String> = acro
+            .get(b"Fields")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                decode_text_string(
+                    out.get_dictionary(f.as_reference().unwrap()).unwrap().get(b"T").unwrap().as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(names, ["name", "name_2", "name_3"]);
     }
 }

@@ -27,7 +27,7 @@ use lopdf::{Dictionary, Document, LoadOptions, Object, ObjectId, Stream};
 
 use crate::context::{Context, Limits, blocking};
 use crate::error::{EngineError, ErrorKind};
-use crate::input::FileInput;
+use crate::input::{FileBytes, FileInput};
 use crate::output::{FileSet, OutFile, OutputMode, Reply, derived_name};
 use crate::pages::PageSelection;
 
@@ -53,6 +53,11 @@ impl SourcePdf {
     /// Fetches or decodes `file` and opens it; errors name `field` (e.g. `/file`).
     pub async fn load(file: &FileInput, field: &str, ctx: &Context) -> Result<SourcePdf, EngineError> {
         let input = file.resolve(ctx, field, "document.pdf").await?;
+        SourcePdf::from_bytes(input, field, ctx).await
+    }
+
+    /// Opens a file already fetched or decoded; errors name `field`.
+    pub async fn from_bytes(input: FileBytes, field: &str, ctx: &Context) -> Result<SourcePdf, EngineError> {
         let limits = ctx.limits;
         let field = field.to_string();
         blocking(move || {
