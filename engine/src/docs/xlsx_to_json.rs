@@ -60,7 +60,7 @@ pub enum SheetFormat {
 }
 
 /// The answer for `format: json`.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct WorkbookJson {
     /// Always `json`.
     pub format: SheetFormat,
@@ -71,7 +71,7 @@ pub struct WorkbookJson {
 }
 
 /// One worksheet as records.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct SheetJson {
     /// The sheet's name (text from the file).
     pub name: String,
@@ -84,11 +84,40 @@ pub struct SheetJson {
     /// Numbers are JSON numbers (the double Excel stored), dates and times ISO 8601 text, durations ISO 8601
     /// durations, booleans true/false, error values their text (`#DIV/0!`). A merged area repeats its value in
     /// every cell it covers. Formulas give the value Excel saved with them.
-    pub rows: Vec<Map<String, serde_json::Value>>,
+    #[schemars(with = "Vec<Map<String, serde_json::Value>>")]
+    pub rows: Records,
     /// Number of records.
     pub row_count: u64,
     /// The area read, in A1 notation (`A1:D20`), header row included; null for an empty sheet.
     pub range: Option<String>,
+}
+
+/// Records written as JSON objects keyed by `keys`, without a map built for each row.
+#[derive(Debug)]
+pub struct Records {
+    keys: Vec<String>,
+    rows: Vec<Vec<serde_json::Value>>,
+}
+
+impl Serialize for Records {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        struct Record<'a>(&'a [String], &'a [serde_json::Value]);
+        impl Serialize for Record<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut map = serializer.serialize_map(Some(self.0.len()))?;
+                for (key, value) in self.0.iter().zip(self.1) {
+                    map.serialize_entry(key, value)?;
+                }
+                map.end()
+            }
+        }
+        let mut seq = serializer.serialize_seq(Some(self.rows.len()))?;
+        for row in &self.rows {
+            seq.serialize_element(&Record(&self.keys, row))?;
+        }
+        seq.end()
+    }
 }
 
 /// A sheet that was not read, and why.
@@ -261,7 +290,7 @@ fn sheet_json(sheet: &Sheet, header_row: u32) -> SheetJson {
             name: sheet.name.clone(),
             visible: sheet.visible,
             columns: Vec::new(),
-            rows: Vec::new(),
+            rows: Records { keys: Vec::new(), rows: Vec::new() },
             row_count: 0,
             range: None,
         };
@@ -282,22 +311,18 @@ fn sheet_json(sheet: &Sheet, header_row: u32) -> SheetJson {
         }
         columns.push(unique);
     }
-    let rows: Vec<Map<String, serde_json::Value>> = kept_rows(sheet, header_row)
+    let rows: Vec<Vec<serde_json::Value>> = kept_rows(sheet, header_row)
         .filter(|(row, _)| header_row == 0 || **row != header_row - 1)
         .map(|(_, cells)| {
-            columns
-                .iter()
-                .zip(left..=right)
-                .map(|(key, column)| (key.clone(), cells.get(&column).map_or(serde_json::Value::Null, json_value)))
-                .collect()
+            (left..=right).map(|column| cells.get(&column).map_or(serde_json::Value::Null, json_value)).collect()
         })
         .collect();
     SheetJson {
         name: sheet.name.clone(),
         visible: sheet.visible,
-        columns,
         row_count: rows.len() as u64,
-        rows,
+        rows: Records { keys: columns.clone(), rows },
+        columns,
         range: Some(format!("{}:{}", a1(top, left), a1(bottom, right))),
     }
 }
@@ -368,13 +393,12 @@ mod tests {
         assert_eq!(json.row_count, 2);
         assert_eq!(json.range.as_deref(), Some("B3:D8"));
         assert_eq!(
-            serde_json::Value::Object(json.rows[0].clone()),
-            serde_json::json!({"Name": "ann", "Name_2": null, "D": 2.5})
+            serde_json::to_value(&json.rows).unwrap(),
+            serde_json::json!([{"Name": "ann", "Name_2": null, "D": 2.5}, {"Name": null, "Name_2": true, "D": null}])
         );
-        assert_eq!(
-            serde_json::Value::Object(json.rows[1].clone()),
-            serde_json::json!({"Name": null, "Name_2": true, "D": null})
-        );
+        // Keys in column order, as the columns list says.
+        let text = serde_json::to_string(&json.rows).unwrap();
+        assert!(text.starts_with(r#"[{"Name":"ann","Name_2":null,"D":2.5}"#), "{text}");
         let letters = sheet_json(&s, 0);
         assert_eq!(letters.columns, vec!["A", "B", "C", "D"]);
         assert_eq!(letters.row_count, 4);

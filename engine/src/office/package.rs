@@ -63,6 +63,20 @@ pub struct Checked {
     pub inflated_bytes: u64,
     /// The members' names, in archive order.
     pub members: Vec<String>,
+    /// Whether an XML part mentions merged cells (`mergeCell`): a workbook without it has
+    /// none, and its reader need not look for them.
+    pub merged_cells: bool,
+}
+
+/// What [`inflate_all`] learned.
+#[derive(Debug)]
+pub struct Inflated {
+    /// The members' names, in archive order.
+    pub members: Vec<String>,
+    /// Their sizes, inflated, together.
+    pub total: u64,
+    /// Whether a scanned XML member mentions merged cells (`mergeCell`).
+    pub merged_cells: bool,
 }
 
 /// Whether `bytes` are an OLE2 compound file: a legacy binary Office file (.doc, .xls,
@@ -100,9 +114,9 @@ pub fn check(bytes: &[u8], want: Kind, field: &str) -> Result<Checked, EngineErr
     if !bytes.starts_with(b"PK") {
         return Err(not_ooxml(field, want));
     }
-    let (members, total) = inflate_all(bytes, field, is_xml_part)?;
+    let Inflated { members, total, merged_cells } = inflate_all(bytes, field, is_xml_part)?;
     match kind_of(&members) {
-        Some(kind) if kind == want => Ok(Checked { kind, inflated_bytes: total, members }),
+        Some(kind) if kind == want => Ok(Checked { kind, inflated_bytes: total, members, merged_cells }),
         Some(other) => Err(EngineError::invalid_with(
             "not_an_office_file",
             field,
@@ -121,15 +135,17 @@ pub fn kind_of(members: &[String]) -> Option<Kind> {
 
 /// Inflates every member of the ZIP `bytes` once, counting, and refuses the file as soon as
 /// a member or the whole expands past the fixed sizes or ratios; members for which
-/// `no_doctype` holds must not declare a document type. The members' names, in archive
-/// order, and their inflated size together.
-pub fn inflate_all(bytes: &[u8], field: &str, no_doctype: fn(&str) -> bool) -> Result<(Vec<String>, u64), EngineError> {
+/// `no_doctype` holds must not declare a document type.
+pub fn inflate_all(bytes: &[u8], field: &str, no_doctype: fn(&str) -> bool) -> Result<Inflated, EngineError> {
     let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| damaged(field, &e.to_string()))?;
     if archive.len() > MAX_MEMBERS {
         return Err(bomb(field, format!("it has {} members, more than the {MAX_MEMBERS} allowed", archive.len())));
     }
     let mut members = Vec::with_capacity(archive.len());
     let mut total = 0u64;
+    let mut merged_cells = false;
+    let doctype = memchr::memmem::Finder::new(DOCTYPE);
+    let merge = memchr::memmem::Finder::new(MERGE_CELL);
     let mut buffer = vec![0u8; 64 * 1024];
     for index in 0..archive.len() {
         let mut member = archive.by_index(index).map_err(|e| damaged(field, &e.to_string()))?;
@@ -140,8 +156,9 @@ pub fn inflate_all(bytes: &[u8], field: &str, no_doctype: fn(&str) -> bool) -> R
         }
         let compressed = member.compressed_size().max(1);
         let scan_xml = no_doctype(&name);
-        // The last bytes of the previous chunk, so a declaration split across chunks is seen.
-        let mut tail: Vec<u8> = Vec::new();
+        // The last bytes of the previous chunk and the first of this one, so a word split
+        // across chunks is seen.
+        let mut seam: Vec<u8> = Vec::with_capacity(2 * SEAM);
         let mut inflated = 0u64;
         loop {
             let read = match member.read(&mut buffer) {
@@ -164,8 +181,12 @@ pub fn inflate_all(bytes: &[u8], field: &str, no_doctype: fn(&str) -> bool) -> R
                 ));
             }
             if scan_xml {
-                tail.extend_from_slice(&buffer[..read]);
-                if has_doctype(&tail) {
+                let chunk = &buffer[..read];
+                seam.extend_from_slice(&chunk[..read.min(SEAM)]);
+                let found =
+                    |finder: &memchr::memmem::Finder| finder.find(&seam).or_else(|| finder.find(chunk)).is_some();
+                merged_cells = merged_cells || found(&merge);
+                if found(&doctype) {
                     return Err(EngineError::invalid_with(
                         "xml_doctype",
                         field,
@@ -175,13 +196,13 @@ pub fn inflate_all(bytes: &[u8], field: &str, no_doctype: fn(&str) -> bool) -> R
                         ),
                     ));
                 }
-                let keep = tail.len().min(DOCTYPE.len() - 1);
-                tail.drain(..tail.len() - keep);
+                seam.clear();
+                seam.extend_from_slice(&chunk[read.saturating_sub(SEAM)..]);
             }
         }
         members.push(name);
     }
-    Ok((members, total))
+    Ok(Inflated { members, total, merged_cells })
 }
 
 /// Reads one member of a ZIP that passed [`inflate_all`], at most `limit` bytes of it.
@@ -194,10 +215,12 @@ pub fn read_member(bytes: &[u8], name: &str, limit: u64) -> Option<Vec<u8>> {
 }
 
 const DOCTYPE: &[u8] = b"<!DOCTYPE";
-
-fn has_doctype(text: &[u8]) -> bool {
-    text.windows(DOCTYPE.len()).any(|w| w == DOCTYPE)
-}
+/// How a worksheet lists its merged areas (`<mergeCells><mergeCell ref=…/>`), with or
+/// without a namespace prefix.
+const MERGE_CELL: &[u8] = b"mergeCell";
+/// Bytes kept from either side of a chunk boundary: one less than the longest word looked for.
+const SEAM: usize = 8;
+const _: () = assert!(DOCTYPE.len() - 1 <= SEAM && MERGE_CELL.len() - 1 <= SEAM);
 
 /// Whether an OOXML member is XML (every one of them must be free of document types).
 pub fn is_xml_part(name: &str) -> bool {
@@ -247,12 +270,27 @@ mod tests {
 
     #[test]
     fn a_doctype_split_across_chunks_is_found() {
-        let mut body = vec![b' '; 64 * 1024 - 4];
-        body.extend_from_slice(b"<!DOCTYPE lolz [<!ENTITY lol \"lol\">]>");
-        let book = package(&[("xl/workbook.xml", b"<workbook/>"), ("xl/sharedStrings.xml", &body)]);
-        let error = check(&book, Kind::Workbook, "/file").unwrap_err();
-        assert_eq!(error.code, "xml_doctype");
-        assert!(error.message.contains("xl/sharedStrings.xml"), "{}", error.message);
+        // Every way the word can straddle the first 64 KiB chunk's end.
+        for before in 64 * 1024 - DOCTYPE.len()..=64 * 1024 {
+            let mut body = vec![b' '; before];
+            body.extend_from_slice(b"<!DOCTYPE lolz [<!ENTITY lol \"lol\">]>");
+            let book = package(&[("xl/workbook.xml", b"<workbook/>"), ("xl/sharedStrings.xml", &body)]);
+            let error = check(&book, Kind::Workbook, "/file").unwrap_err();
+            assert_eq!(error.code, "xml_doctype", "{before}");
+            assert!(error.message.contains("xl/sharedStrings.xml"), "{}", error.message);
+        }
+    }
+
+    #[test]
+    fn merged_cells_are_noticed_wherever_they_stand() {
+        let plain = package(&[("xl/workbook.xml", b"<workbook/>"), ("xl/worksheets/sheet1.xml", b"<worksheet/>")]);
+        assert!(!check(&plain, Kind::Workbook, "/file").unwrap().merged_cells);
+        for before in [0, 64 * 1024 - MERGE_CELL.len(), 64 * 1024 - 4, 64 * 1024] {
+            let mut sheet = vec![b' '; before];
+            sheet.extend_from_slice(b"<x:mergeCells count=\"1\"><x:mergeCell ref=\"A1:B2\"/></x:mergeCells>");
+            let book = package(&[("xl/workbook.xml", b"<workbook/>"), ("xl/worksheets/sheet1.xml", &sheet)]);
+            assert!(check(&book, Kind::Workbook, "/file").unwrap().merged_cells, "{before}");
+        }
     }
 
     #[test]

@@ -99,14 +99,17 @@ pub struct Skipped {
 pub struct Workbook {
     book: Xlsx<Cursor<Vec<u8>>>,
     field: String,
+    /// Whether any part mentions merged cells; when none does, sheets are not read a
+    /// second time for them.
+    merged_cells: bool,
 }
 
 impl Workbook {
     /// Checks the package (`package::check`) and opens it; errors name `field`.
     pub fn open(bytes: Vec<u8>, field: &str) -> Result<Workbook, EngineError> {
-        package::check(&bytes, Kind::Workbook, field)?;
+        let checked = package::check(&bytes, Kind::Workbook, field)?;
         let book = reader_guard(field, || Xlsx::new(Cursor::new(bytes)).map_err(|e| damaged(field, &e.to_string())))?;
-        Ok(Workbook { book, field: field.to_string() })
+        Ok(Workbook { book, field: field.to_string(), merged_cells: checked.merged_cells })
     }
 
     /// The worksheets in workbook order, and the sheets that are not worksheets.
@@ -144,9 +147,12 @@ impl Workbook {
             }
             Ok(rows)
         })?;
-        let merges = reader_guard(&field, || {
-            self.book.merge_cells_by_sheet_name(name).map_err(|e| damaged(&field, &e.to_string()))
-        })?;
+        let merges = match self.merged_cells {
+            true => reader_guard(&field, || {
+                self.book.merge_cells_by_sheet_name(name).map_err(|e| damaged(&field, &e.to_string()))
+            })?,
+            false => Vec::new(),
+        };
         let mut sheet = Sheet { name: name.to_string(), visible, rows };
         if let (false, Some((_, last_column))) = (merges.is_empty(), sheet.columns()) {
             let last_row = sheet.rows.keys().next_back().copied().unwrap_or(0);

@@ -103,7 +103,7 @@ fn unsupported(field: &str, why: &str) -> EngineError {
 
 /// OOXML or OpenDocument, by the package's own declarations.
 fn package_format(bytes: &[u8], field: &str) -> Result<Format, EngineError> {
-    let (members, _) = package::inflate_all(bytes, field, no_doctype)?;
+    let members = package::inflate_all(bytes, field, no_doctype)?.members;
     if members.iter().any(|m| m == "mimetype") {
         // A password-protected OpenDocument file lists how each part is encrypted.
         let manifest = package::read_member(bytes, "META-INF/manifest.xml", 4 << 20).unwrap_or_default();
