@@ -313,6 +313,10 @@ pub fn read_scanned_pages(
     let mut read = Vec::with_capacity(scanned.len());
     pdfium::render_pages(bytes, password, &scanned, SCAN_DPI, field, field, |page| {
         let grey = grey_of_rgb(&page.rgb);
+        // Nothing drawn at all: a blank page, not a scan; there is nothing to read.
+        if grey.iter().all(|&level| level >= BLANK_LEVEL) {
+            return Ok(());
+        }
         let image = Image { pixels: &grey, width: page.width, height: page.height, channels: 1, dpi: SCAN_DPI };
         let what = format!("page {}", page.number);
         let (reading, turned) = read_upright(&mut lent, &image, true, &what)?;
@@ -346,6 +350,9 @@ pub fn layouts_with_ocr(
 
 /// The resolution scanned pages are read at for layout analysis.
 pub const SCAN_DPI: u32 = 300;
+
+/// A rendered page with no pixel darker than this grey level has nothing on it to read.
+const BLANK_LEVEL: u8 = 250;
 
 /// A page layout from the words read on an image of `width × height` pixels at `dpi`:
 /// each word's letters spread over its box, on its line's band (so the words of a line
