@@ -305,7 +305,19 @@ pub fn read_scanned_pages(
     languages: &str,
     field: &str,
 ) -> Result<Vec<u32>, EngineError> {
-    let scanned: Vec<u32> = layouts.iter().filter(|l| !l.has_text()).map(|l| l.number).collect();
+    let textless: Vec<u32> = layouts.iter().filter(|l| !l.has_text()).map(|l| l.number).collect();
+    if textless.is_empty() {
+        return Ok(textless);
+    }
+    // A page with nothing drawn on it is blank, not a scan: a small rendering finds it, and
+    // it is neither rendered at full size nor read.
+    let mut scanned = Vec::with_capacity(textless.len());
+    pdfium::render_pages(bytes, password, &textless, BLANK_PROBE_DPI, field, field, |page| {
+        if page.rgb.iter().any(|&level| level < BLANK_LEVEL) {
+            scanned.push(page.number);
+        }
+        Ok(())
+    })?;
     if scanned.is_empty() {
         return Ok(scanned);
     }
@@ -313,10 +325,6 @@ pub fn read_scanned_pages(
     let mut read = Vec::with_capacity(scanned.len());
     pdfium::render_pages(bytes, password, &scanned, SCAN_DPI, field, field, |page| {
         let grey = grey_of_rgb(&page.rgb);
-        // Nothing drawn at all: a blank page, not a scan; there is nothing to read.
-        if grey.iter().all(|&level| level >= BLANK_LEVEL) {
-            return Ok(());
-        }
         let image = Image { pixels: &grey, width: page.width, height: page.height, channels: 1, dpi: SCAN_DPI };
         let what = format!("page {}", page.number);
         let (reading, turned) = read_upright(&mut lent, &image, true, &what)?;
@@ -351,8 +359,11 @@ pub fn layouts_with_ocr(
 /// The resolution scanned pages are read at for layout analysis.
 pub const SCAN_DPI: u32 = 300;
 
-/// A rendered page with no pixel darker than this grey level has nothing on it to read.
+/// A rendered page with no channel of a pixel darker than this has nothing on it to read.
 const BLANK_LEVEL: u8 = 250;
+/// The resolution a page without text is first rendered at, to tell a blank page from a
+/// scan: a line a tenth of a point wide still darkens a pixel past [`BLANK_LEVEL`].
+const BLANK_PROBE_DPI: u32 = 50;
 
 /// A page layout from the words read on an image of `width × height` pixels at `dpi`:
 /// each word's letters spread over its box, on its line's band (so the words of a line
