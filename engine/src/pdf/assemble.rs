@@ -685,6 +685,19 @@ mod tests {
 
     const ALL: Carry = Carry { outline: true, info: true };
 
+    /// The names of the document's form fields, in the AcroForm's order.
+    fn field_names(doc: &Document) -> Vec<String> {
+        let acro = doc.catalog().unwrap().get(b"AcroForm").unwrap().as_dict().unwrap();
+        let fields = acro.get(b"Fields").unwrap().as_array().unwrap();
+        fields
+            .iter()
+            .map(|f| {
+                let field = doc.get_dictionary(f.as_reference().unwrap()).unwrap();
+                decode_text_string(field.get(b"T").unwrap().as_str().unwrap())
+            })
+            .collect()
+    }
+
     #[test]
     fn copies_pages_in_order_with_repeats_and_inherited_attributes() {
         let src = numbered(5);
@@ -800,19 +813,8 @@ mod tests {
         asm.append(&with_field("other"), &[1], ALL).unwrap();
         let mut out = asm.finish().unwrap();
         let out = roundtrip(&mut out);
+        assert_eq!(field_names(&out), ["name", "name_2", "other"]);
         let acro = out.catalog().unwrap().get(b"AcroForm").unwrap().as_dict().unwrap();
-        let names: Vec<String> = acro
-            .get(b"Fields")
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| {
-                let d = out.get_dictionary(f.as_reference().unwrap()).unwrap();
-                decode_text_string(d.get(b"T").unwrap().as_str().unwrap())
-            })
-            .collect();
-        assert_eq!(names, vec!["name", "name_2", "other"]);
         let fonts = acro.get(b"DR").unwrap().as_dict().unwrap().get(b"Font").unwrap().as_dict().unwrap();
         assert!(fonts.has(b"name") && fonts.has(b"other"), "default resources of every file are kept");
     }
@@ -862,19 +864,6 @@ mod tests {
         }
         let bookmarks: Vec<Option<ObjectId>> = outline_tree::read(&out).into_iter().map(|i| i.page).collect();
         assert_eq!(bookmarks, [1, 3, 5].map(|i| Some(out_pages[i])));
-        let acro = out.catalog().unwrap().get(b"AcroForm").unwrap().as_dict().unwrap();
-        let names: Vec<String> = acro
-            .get(b"Fields")
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| {
-                decode_text_string(
-                    out.get_dictionary(f.as_reference().unwrap()).unwrap().get(b"T").unwrap().as_str().unwrap(),
-                )
-            })
-            .collect();
-        assert_eq!(names, ["name", "name_2", "name_3"]);
+        assert_eq!(field_names(&out), ["name", "name_2", "name_3"]);
     }
 }
