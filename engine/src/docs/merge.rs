@@ -123,27 +123,29 @@ impl Route for MergeRoute {
             .enumerate()
             .map(|(i, f)| async move { f.file.resolve(ctx, &format!("/files/{i}/file"), "document.pdf").await });
         let fetched = futures::future::try_join_all(fetches).await?;
-        // A file given again (the same bytes and password) is opened once.
-        let mut first_of: Vec<usize> = Vec::with_capacity(fetched.len());
-        for (i, file) in fetched.iter().enumerate() {
-            let same = fetched[..i].iter().position(|e| e.bytes == file.bytes && e.password == file.password);
-            first_of.push(same.unwrap_or(i));
-        }
-        let mut filenames = Vec::with_capacity(fetched.len());
+        // A file given again (the same bytes and password) is opened once: `document_of[i]`
+        // is input i's index among the distinct documents.
+        let mut document_of: Vec<usize> = Vec::with_capacity(fetched.len());
         let mut opens = Vec::new();
-        for (i, file) in fetched.into_iter().enumerate() {
-            filenames.push(file.filename.clone());
-            if first_of[i] == i {
-                let field = format!("/files/{i}/file");
-                opens.push(async move { SourcePdf::from_bytes(file, &field, ctx).await });
+        let mut filenames = Vec::with_capacity(fetched.len());
+        for i in 0..fetched.len() {
+            let same =
+                fetched[..i].iter().position(|e| e.bytes == fetched[i].bytes && e.password == fetched[i].password);
+            document_of.push(same.map_or(opens.len(), |j| document_of[j]));
+            filenames.push(fetched[i].filename.clone());
+            if same.is_none() {
+                opens.push(i);
             }
         }
-        let documents = futures::future::try_join_all(opens).await?;
-        // Input index → index of its document among the distinct ones.
-        let distinct: Vec<usize> = (0..first_of.len()).filter(|&i| first_of[i] == i).collect();
-        let mut parts = Vec::with_capacity(first_of.len());
-        for (i, ((first, filename), selection)) in first_of.into_iter().zip(filenames).zip(selections).enumerate() {
-            let document = distinct.iter().position(|&d| d == first).expect("a distinct input");
+        let mut fetched: Vec<Option<_>> = fetched.into_iter().map(Some).collect();
+        let documents = futures::future::try_join_all(opens.into_iter().map(|i| {
+            let file = fetched[i].take().expect("each distinct input is opened once");
+            async move { SourcePdf::from_bytes(file, &format!("/files/{i}/file"), ctx).await }
+        }))
+        .await?;
+        let mut parts = Vec::with_capacity(document_of.len());
+        for (i, ((document, filename), selection)) in document_of.into_iter().zip(filenames).zip(selections).enumerate()
+        {
             let page_count = documents[document].page_count;
             let pages = selection.resolve(page_count, ctx.limits.max_pages, &format!("/files/{i}/pages"))?;
             parts.push(Part { document, filename, pages });

@@ -147,11 +147,12 @@ impl Workbook {
             }
             Ok(rows)
         })?;
-        let merges = match self.merged_cells {
-            true => reader_guard(&field, || {
+        let merges = if self.merged_cells {
+            reader_guard(&field, || {
                 self.book.merge_cells_by_sheet_name(name).map_err(|e| damaged(&field, &e.to_string()))
-            })?,
-            false => Vec::new(),
+            })?
+        } else {
+            Vec::new()
         };
         let mut sheet = Sheet { name: name.to_string(), visible, rows };
         if let (false, Some((_, last_column))) = (merges.is_empty(), sheet.columns()) {
