@@ -55,8 +55,8 @@ use crate::evm::clean_text;
 use crate::output::Reply;
 use crate::price::Price;
 
-/// Longest URL read, in bytes.
-pub const MAX_URL_BYTES: usize = 8 * 1024;
+/// Longest URL read, in characters.
+pub const MAX_URL_CHARS: usize = 8 * 1024;
 /// Longest URL echoed in the answer, in characters.
 pub const MAX_URL_SHOWN: usize = 2_048;
 /// Most characters of the path and query searched for words.
@@ -120,6 +120,12 @@ pub const SCORING: &[ScoreRule] = &[
         Severity::High,
         50,
         "an IP address written as an integer, in hex or in octal: a form only used to hide where a link goes",
+    ),
+    rule(
+        "not_a_link",
+        Severity::Medium,
+        30,
+        "text a browser would not open as a link (no host, a host with spaces or characters no domain has): a mangled or disguised link",
     ),
     rule("ip_address_host", Severity::Medium, 30, "the host is a bare IP address, not a name"),
     rule(
@@ -356,8 +362,8 @@ const DANGEROUS_SCHEMES: &[&str] = &["javascript", "vbscript", "data"];
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UrlCheckInput {
-    /// The URL to judge, as received (a link in a message, a site asking to connect a wallet). At most 8,192 bytes. Without a scheme it is read as `https://`. Nothing is fetched.
-    #[schemars(length(min = 1, max = 8192))]
+    /// The URL to judge, as received (a link in a message, a site asking to connect a wallet). At most 8,192 characters. Without a scheme it is read as `https://`. Text a browser would not open as a link is judged too (`not_a_link`). Nothing is fetched.
+    #[schemars(length(min = 1, max = MAX_URL_CHARS), regex(pattern = r"\S"))]
     pub url: String,
 }
 
@@ -413,8 +419,16 @@ pub struct UrlCheckOutput {
     pub disclaimer: String,
 }
 
-/// A parsed request.
-pub struct UrlCheckRequest {
+/// A checked request: a link, or text no browser opens as one.
+pub enum UrlCheckRequest {
+    /// Parsed as a browser parses it.
+    Link(Link),
+    /// Why a browser would not open the text, and the text.
+    NotALink { text: String, scheme: String, scheme_assumed: bool, why: String },
+}
+
+/// A URL as a browser reads it.
+pub struct Link {
     url: Url,
     scheme_assumed: bool,
     /// The host as written in the input (before the URL standard rewrote it).
@@ -472,32 +486,65 @@ fn invalid(why: impl std::fmt::Display) -> EngineError {
 }
 
 /// Checks and parses the input as a browser would, `https://` first when it has no scheme.
+/// Only an input that is too long or blank is refused: text a browser would not open as a
+/// link is judged as such.
 pub fn parse_input(input: &str) -> Result<UrlCheckRequest, EngineError> {
-    if input.len() > MAX_URL_BYTES {
-        return Err(invalid(format!("{} bytes, more than the limit of {MAX_URL_BYTES}", input.len())));
+    let chars = input.chars().count();
+    if chars > MAX_URL_CHARS {
+        return Err(invalid(format!("{chars} characters, more than the limit of {MAX_URL_CHARS}")));
+    }
+    if input.chars().all(char::is_whitespace) {
+        return Err(invalid("blank; give a URL such as https://example.com/"));
     }
     // The URL standard drops leading and trailing spaces and control characters too.
     let text = input.trim_matches(|c: char| c.is_whitespace() || c.is_control());
-    if text.is_empty() {
-        return Err(invalid("empty; give a URL such as https://example.com/"));
-    }
     let scheme_assumed = !has_scheme(text);
+    let not_a_link = |why: &str| {
+        let scheme =
+            if scheme_assumed { "https".to_string() } else { text[..text.find(':').unwrap_or(0)].to_ascii_lowercase() };
+        Ok(UrlCheckRequest::NotALink { text: text.to_string(), scheme, scheme_assumed, why: why.to_string() })
+    };
+    if text.is_empty() {
+        return not_a_link("it is nothing but control characters");
+    }
     let full = if !scheme_assumed {
         text.to_string()
     } else if let Some(rest) = text.strip_prefix("//") {
         format!("https://{rest}")
     } else if text.starts_with('/') || text.starts_with('\\') {
-        return Err(invalid("a path without a host; give the whole URL, such as https://example.com/path"));
+        return not_a_link("it is a path without a host");
     } else {
         format!("https://{text}")
     };
-    let url = Url::parse(&full).map_err(|e| invalid(format!("not a URL ({e})")))?;
+    let url = match Url::parse(&full) {
+        Ok(url) => url,
+        Err(e) => return not_a_link(unparsed(e)),
+    };
     if scheme_assumed && url.host().is_none() {
-        return Err(invalid("not a URL: no host found"));
+        return not_a_link("no host was found in it");
     }
     let raw_host = url.host().map(|_| raw_host_text(&full));
     let behind_backslash = if url.host().is_some() { backslash_decoy(&full) } else { None };
-    Ok(UrlCheckRequest { url, scheme_assumed, raw_host, behind_backslash })
+    Ok(UrlCheckRequest::Link(Link { url, scheme_assumed, raw_host, behind_backslash }))
+}
+
+/// Why a browser refuses a URL, in plain words.
+fn unparsed(error: url::ParseError) -> &'static str {
+    use url::ParseError::*;
+    match error {
+        EmptyHost => "its host is empty",
+        IdnaError | InvalidDomainCharacter => {
+            "its host has characters no domain name has (a space, a symbol, a control or unassigned character)"
+        }
+        InvalidPort => "its port is not a number from 0 to 65535",
+        InvalidIpv4Address => "its host is a malformed IPv4 address",
+        InvalidIpv6Address => "its host is a malformed IPv6 address",
+        RelativeUrlWithoutBase | RelativeUrlWithCannotBeABaseBase | SetHostOnCannotBeABaseUrl => {
+            "it has no scheme and host"
+        }
+        Overflow => "it is too long",
+        _ => "it is not a URL",
+    }
 }
 
 /// The decoy of `https://evil.example\@trusted.site/`: browsers end the host at the
@@ -1066,8 +1113,23 @@ fn brand_named_in(text: &str, general: bool) -> Option<(&'static Brand, String)>
     None
 }
 
-/// The answer for a parsed request.
+/// The answer for a checked request.
 pub fn judge(request: &UrlCheckRequest) -> UrlCheckOutput {
+    match request {
+        UrlCheckRequest::Link(link) => judge_link(link),
+        UrlCheckRequest::NotALink { text, scheme, scheme_assumed, why } => {
+            let mut findings = Findings::default();
+            findings.add("not_a_link", format!("A browser would not open this as a link: {why}."));
+            if *scheme_assumed {
+                findings.add("scheme_assumed", "The input had no scheme; it was read as https://.".into());
+            }
+            answer(shown(text, MAX_URL_SHOWN), scheme.clone(), *scheme_assumed, findings)
+        }
+    }
+}
+
+/// The answer for a parsed link.
+fn judge_link(request: &Link) -> UrlCheckOutput {
     let url = &request.url;
     let mut findings = Findings::default();
     let scheme = url.scheme().to_string();
@@ -1202,6 +1264,18 @@ pub fn judge(request: &UrlCheckRequest) -> UrlCheckOutput {
         }
     }
 
+    UrlCheckOutput {
+        host,
+        host_unicode,
+        host_kind,
+        registrable_domain,
+        ..answer(shown_url(url), scheme, request.scheme_assumed, findings)
+    }
+}
+
+/// The answer from its findings, without a host.
+fn answer(url: String, scheme: String, scheme_assumed: bool, findings: Findings) -> UrlCheckOutput {
+    let official = findings.has("official_domain");
     let brand = findings.brand;
     let official_domains = match brand {
         Some(b) if !official => b.official.iter().map(|d| (*d).to_string()).collect(),
@@ -1210,13 +1284,13 @@ pub fn judge(request: &UrlCheckRequest) -> UrlCheckOutput {
     let mut reasons = findings.reasons;
     let score = rank(&mut reasons);
     UrlCheckOutput {
-        url: shown_url(url),
+        url,
         scheme,
-        scheme_assumed: request.scheme_assumed,
-        host,
-        host_unicode,
-        host_kind,
-        registrable_domain,
+        scheme_assumed,
+        host: None,
+        host_unicode: None,
+        host_kind: HostKind::None,
+        registrable_domain: None,
         brand: brand.map(|b| b.name.to_string()),
         official,
         official_domains,

@@ -294,8 +294,10 @@ fn zip_format(bytes: &[u8]) -> Result<SourceFormat, EngineError> {
     }
 }
 
-/// Whether text looks like delimited rows: valid text, and its first lines split into the
-/// same number (two or more) of fields by one of the usual separators.
+/// Whether text looks like delimited rows: valid text, and its first records split into
+/// the same number (two or more) of fields by one of the usual separators. Separators
+/// inside double quotes are part of a field (`"Lozano, Dr"`), and a quoted field may run
+/// over several lines, as RFC 4180 has it.
 fn looks_delimited(bytes: &[u8]) -> bool {
     let head = &bytes[..bytes.len().min(8192)];
     let text = match std::str::from_utf8(head) {
@@ -307,14 +309,44 @@ fn looks_delimited(bytes: &[u8]) -> bool {
     if text.chars().any(|c| c.is_control() && !matches!(c, '\t' | '\r' | '\n')) {
         return false;
     }
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(10).collect();
-    if lines.len() < 2 {
-        return false;
-    }
-    [',', ';', '\t', '|'].iter().any(|sep| {
-        let first = lines[0].matches(*sep).count();
-        first > 0 && lines.iter().all(|l| l.matches(*sep).count() == first)
+    [',', ';', '\t', '|'].into_iter().any(|separator| {
+        let counts = field_counts(text, separator);
+        // The head may end inside its last record: that one is not compared.
+        let whole = &counts[..counts.len().saturating_sub(usize::from(head.len() < bytes.len()))];
+        let first = whole.first().copied().unwrap_or(0);
+        whole.len() >= 2 && first >= 2 && whole.iter().take(10).all(|&n| n == first)
     })
+}
+
+/// The number of fields in each non-blank record of `text` split by `separator`, quotes
+/// respected.
+fn field_counts(text: &str, separator: char) -> Vec<usize> {
+    let mut counts = Vec::new();
+    let (mut fields, mut quoted, mut blank) = (1, false, true);
+    for c in text.chars() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                blank = false;
+            }
+            '\n' if !quoted => {
+                if !blank {
+                    counts.push(fields);
+                }
+                (fields, blank) = (1, true);
+            }
+            c if c == separator && !quoted => {
+                fields += 1;
+                blank = false;
+            }
+            c if !c.is_whitespace() => blank = false,
+            _ => {}
+        }
+    }
+    if !blank {
+        counts.push(fields);
+    }
+    counts
 }
 
 fn unsupported(why: &str) -> EngineError {
@@ -332,10 +364,29 @@ mod tests {
         assert_eq!(detect(b"anything", "page.htm").unwrap(), SourceFormat::Html);
         assert_eq!(detect(b"a;b\n1;2\n", "data").unwrap(), SourceFormat::Csv);
         assert_eq!(detect(b"one line", "notes.csv").unwrap(), SourceFormat::Csv);
+        assert!(detect(b"one line, no rows", "notes").is_err());
         let legacy = [0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1, 0, 0];
         assert_eq!(detect(&legacy, "a.doc").unwrap_err().code, "unsupported_format");
         let binary = detect(&[0u8, 159, 146, 150, 1, 2], "blob").unwrap_err();
         assert_eq!((binary.code.as_ref(), binary.field.as_deref()), ("unsupported_format", Some("/file")));
+    }
+
+    #[test]
+    fn delimited_text_is_told_with_its_quoted_fields() {
+        // A quoted field holding the separator, or running over two lines, is one field.
+        let quoted = b"id,name,city\n1,\"Lozano, Dr\",Lima\n2,Berry,\"East\nLeonard\"\n3,Olsen,Oslo\n";
+        assert_eq!(detect(quoted, "").unwrap(), SourceFormat::Csv);
+        assert_eq!(detect(b"a\tb\n\n1\t2\n", "").unwrap(), SourceFormat::Csv);
+        // Prose with commas is not a table: the counts differ from line to line.
+        assert!(detect(b"Dear all, thanks.\nSee you, then, on Monday.\n", "").is_err());
+        // Quotes do not hide a ragged row.
+        assert!(detect(b"a,b,c\n1,\"2,3\"\n", "").is_err());
+        // A head cut inside its last record still reads as the table it is.
+        let mut long = b"x,y\n".to_vec();
+        while long.len() < 9000 {
+            long.extend_from_slice(b"12345,\"a, b\"\n");
+        }
+        assert_eq!(detect(&long, "").unwrap(), SourceFormat::Csv);
     }
 
     #[test]
