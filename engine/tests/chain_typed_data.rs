@@ -349,7 +349,12 @@ async fn fifteen_requests_are_explained_with_their_flags_and_hashed_as_wallets_s
 async fn the_answer_says_what_a_person_needs_to_decide() {
     let ctx = Context::new();
     // EIP-712's example digest, as the EIP states it.
+    // A chain id with a zero fraction is the whole number (JSON Schema's integers include it).
+    let mut fractional = mail();
+    fractional["domain"]["chainId"] = json!(1.0);
     let mail = call(&ctx, "/v1/check/typed-data", json!({"typed_data": mail()})).await.unwrap();
+    let as_float = call(&ctx, "/v1/check/typed-data", json!({ "typed_data": fractional })).await.unwrap();
+    assert_eq!((&as_float["signing_hash"], &as_float["domain"]["chain_id"]), (&mail["signing_hash"], &json!("1")));
     assert_eq!(mail["signing_hash"], "0xbe609aee343fb3c4b28e1df9e632fca64fcfaede20f02e86244efddf30957bd2");
     let paths: Vec<&str> = mail["fields"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
     assert_eq!(paths, ["/from/name", "/from/wallet", "/to/name", "/to/wallet", "/contents"]);
@@ -406,20 +411,54 @@ async fn with_a_chain_the_domain_and_its_contract_are_checked() {
     let down = context(&closed_port_url().await);
     let mut wrong = erc2612(PERMIT2, "1", 5);
     wrong["message"]["value"] = json!("not a number");
+    let mut listed_domain = mail();
+    listed_domain["domain"] = json!([]);
     let huge = json!({"types": {}, "primaryType": "X", "message": {"a": "x".repeat(300 * 1024)}});
-    for (body, field) in [
-        (json!({"typed_data": {"primaryType": "Permit", "message": {}}}), "/typed_data"),
-        (json!({"typed_data": wrong}), "/typed_data"),
-        (json!({"typed_data": "{not json"}), "/typed_data"),
-        (json!({"typed_data": huge}), "/typed_data"),
-        (json!({"typed_data": mail(), "chain": "solana"}), "/chain"),
-        (json!({}), "/typed_data"),
+    for (body, field, code) in [
+        (json!({"typed_data": {"primaryType": "Permit", "message": {}}}), "/typed_data/types", "invalid_input"),
+        (json!({"typed_data": {"types": [], "primaryType": "Permit", "message": {}}}), "/typed_data/types", "invalid_input"),
+        (json!({"typed_data": " {}"}), "/typed_data/types", "invalid_input"),
+        (json!({"typed_data": listed_domain}), "/typed_data/domain", "invalid_input"),
+        (json!({"typed_data": wrong}), "/typed_data", "inconsistent_fields"),
+        (json!({"typed_data": {"types": {}, "primaryType": "Mail", "message": {}}}), "/typed_data", "inconsistent_fields"),
+        (json!({"typed_data": "{not json"}), "/typed_data", "invalid_input"),
+        (json!({"typed_data": huge}), "/typed_data", "invalid_input"),
+        (json!({"typed_data": "x".repeat(300 * 1024)}), "/typed_data", "invalid_input"),
+        (json!({"typed_data": mail(), "chain": "solana"}), "/chain", "invalid_input"),
+        (json!({}), "/typed_data", "invalid_input"),
     ] {
         let error = call(&down, "/v1/check/typed-data", body.clone()).await.unwrap_err();
         assert_eq!(
-            (error.kind, error.field.as_deref()),
-            (ErrorKind::InvalidInput, Some(field)),
+            (error.kind, error.field.as_deref(), error.code.as_ref()),
+            (ErrorKind::InvalidInput, Some(field), code),
             "{body:.200}: {error:?}"
         );
     }
+}
+
+/// The published schema takes both forms of a request and states its shape: what it refuses
+/// the route refuses too.
+#[test]
+fn the_schema_states_the_request_shape() {
+    let schema = jsonschema::validator_for(&common::route::input_schema("/v1/check/typed-data")).unwrap();
+    let fits = |typed: Value| schema.is_valid(&json!({ "typed_data": typed }));
+    assert!(fits(mail()) && fits(json!(mail().to_string())));
+    assert!(fits(erc2612(PERMIT2, "1", 5)) && fits(seaport(false)));
+    let mut with = |key: &str, value: Value| {
+        let mut typed = mail();
+        typed[key] = value;
+        fits(typed)
+    };
+    assert!(!with("types", json!({"Mail": [{"name": "a", "type": "uint256[0]"}]})));
+    assert!(!with("types", json!({"1Mail": []})));
+    assert!(!with("types", json!({"a.b.c": []})));
+    assert!(with("types", json!({"Lib.Mail": [{"name": "a", "type": "Lib.Part[2][]"}]})));
+    assert!(!with("types", json!({"Mail": [{"name": "a"}]})));
+    assert!(!with("domain", json!([])));
+    assert!(!with("domain", json!({"chainId": -1})));
+    assert!(!with("domain", json!({"verifyingContract": "0x12"})));
+    assert!(!with("primaryType", json!(5)));
+    assert!(!with("message", json!("text")));
+    assert!(with("domain", json!({"chainId": "0x2105", "salt": null})));
+    assert!(!fits(json!("x".repeat(256 * 1024 + 1))));
 }

@@ -256,7 +256,7 @@ fn bad_inputs() -> Vec<Bad> {
         unknown("/v1/chain/nft", json!({"chain": "ethereum", "contract": EOA, "token_id": "1"})),
         bad("/v1/chain/estimate-gas", json!({"chain": "ethereum", "to": EOA, "value": "-1"}), "/value"),
         unknown("/v1/chain/estimate-gas", json!({"chain": "ethereum", "to": EOA})),
-        bad("/v1/check/typed-data", json!({"typed_data": {"primaryType": "X"}}), "/typed_data"),
+        bad("/v1/check/typed-data", json!({"typed_data": {"primaryType": "X"}}), "/typed_data/types"),
         unknown("/v1/check/typed-data", json!({"typed_data": "{}"})),
         bad("/v1/check/approvals", json!({"chain": "ethereum", "owner": EOA, "spenders": [EOA]}), "/tokens"),
         unknown("/v1/check/approvals", json!({"chain": "ethereum", "owner": EOA})),
@@ -308,7 +308,7 @@ fn bad_inputs() -> Vec<Bad> {
         bad("/v1/check/url", json!({"url": ""}), "/url"),
         bad("/v1/check/url", json!({"url": format!("https://example.com/{}", "a".repeat(8_200))}), "/url"),
         bad("/v1/check/url", json!({"url": 5}), "/url"),
-        bad("/v1/check/url", json!({"url": "https://exa mple.com/"}), "/url"),
+        bad("/v1/check/url", json!({"url": " \t "}), "/url"),
         unknown("/v1/check/url", json!({"url": "https://example.com/"})),
     ]
 }

@@ -115,6 +115,39 @@ fn cases() -> Vec<Case> {
         bad("/v1/chain/ens", json!({ "name": "" })),
         Case { path: "/v1/chain/ens", body: json!({ "name": null, "address": address }), valid: true, posted: false },
         bad("/v1/chain/ens/records", json!({ "name": " " })),
+        // A call: `data` or `signature`, and `args` only with a signature (a null counts as absent).
+        bad("/v1/chain/simulate", json!({ "chain": "base", "to": address, "args": [] })),
+        bad("/v1/chain/simulate", json!({ "chain": "base", "to": address, "args": [], "signature": null })),
+        bad("/v1/chain/estimate-gas", json!({ "chain": "base", "to": address, "data": "0x", "signature": "f()" })),
+        Case {
+            path: "/v1/chain/simulate",
+            body: json!({ "chain": "base", "to": address, "data": "0x", "signature": null, "args": null }),
+            valid: true,
+            posted: false,
+        },
+        // Other rules a pattern or a range states.
+        bad("/v1/pdf/from-images", json!({ "images": [png], "margin_pt": 1e171 })),
+        bad("/v1/pdf/protect", json!({ "file": pdf, "user_password": "a\u{0}b" })),
+        bad("/v1/pdf/protect", json!({ "file": pdf, "user_password": "x".repeat(128) })),
+        bad("/v1/pdf/bank-statement", json!({ "file": pdf, "date_format": "DD/MM/YYYY\u{ef}" })),
+        bad("/v1/pdf/bank-statement", json!({ "file": pdf, "date_format": "DD/DD/YYYY" })),
+        // ENS names: what a pattern holds of ENSIP-15 (no spaces or punctuation, no empty label).
+        bad("/v1/chain/ens", json!({ "name": "OFAC SDN" })),
+        bad("/v1/chain/ens/records", json!({ "name": "alice..eth" })),
+        bad("/v1/chain/ens/records", json!({ "name": "a_b.eth" })),
+        bad("/v1/chain/ens/records", json!({ "name": format!("{}.eth", "a".repeat(252)) })),
+        // URLs: any text up to 8,192 characters is judged; blank text is refused.
+        bad("/v1/check/url", json!({ "url": " \t" })),
+        bad("/v1/check/url", json!({ "url": format!("https://a.example/{}", "é".repeat(8_200)) })),
+        ok("/v1/check/url", json!({ "url": format!("https://a.example/{}", "é".repeat(8_000)) })),
+        ok("/v1/check/url", json!({ "url": "https://exa mple.com/" })),
+        // EIP-712 requests: their shape is stated (struct names, member types, the domain).
+        bad("/v1/check/typed-data", json!({ "typed_data": { "types": {}, "primaryType": "X", "message": {}, "domain": [] } })),
+        bad("/v1/check/typed-data", json!({ "typed_data": { "types": { "X": [{ "name": "a", "type": "uint8[0]" }] }, "primaryType": "X", "message": {} } })),
+        bad("/v1/check/typed-data", json!({ "typed_data": { "types": { "X": [] }, "primaryType": "X" } })),
+        bad("/v1/check/typed-data", json!({ "typed_data": "x".repeat(256 * 1024 + 1) })),
+        ok("/v1/check/typed-data", json!({ "typed_data": { "types": { "X": [] }, "primaryType": "X", "message": {} } })),
+        ok("/v1/check/typed-data", json!({ "typed_data": r#"{"types": {"X": []}, "primaryType": "X", "message": {}}"# })),
         // Signatures: at most 2048 characters (an event's limit; a function's is 1024).
         bad("/v1/chain/signature", json!({ "query": format!("f({})", "uint256,".repeat(255) + "uint256") })),
         ok("/v1/chain/signature", json!({ "query": format!("f({})", "uint256,".repeat(250) + "uint256") })),

@@ -32,9 +32,9 @@ use crate::price::Price;
     "else" = { "required": ["address"], "properties": { "address": { "type": "string" } } }
 ))]
 pub struct EnsInput {
-    /// Name to resolve forward (`vitalik.eth`); give exactly one of name and address.
+    /// Name to resolve forward (`vitalik.eth`, at most 255 characters), normalised by ENSIP-15; give exactly one of name and address.
     #[serde(default)]
-    #[schemars(length(min = 1), extend("format" = "ens-name"))]
+    #[schemars(length(min = 1, max = ens::MAX_NAME), regex(pattern = ens::NAME_PATTERN), extend("format" = "ens-name"))]
     pub name: Option<String>,
     /// Address to resolve in reverse, 0x and 40 hex digits (any case); give exactly one of name and address.
     #[serde(default)]

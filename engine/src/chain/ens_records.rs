@@ -81,8 +81,8 @@ const DEFAULT_COINS: &[&str] = &["eth", "btc", "sol", "base", "optimism", "arbit
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnsRecordsInput {
-    /// ENS name (`vitalik.eth`), normalised by ENSIP-15 before it is read.
-    #[schemars(regex(pattern = r"\S"), extend("format" = "ens-name"))]
+    /// ENS name (`vitalik.eth`, at most 255 characters), normalised by ENSIP-15 before it is read.
+    #[schemars(length(min = 1, max = ens::MAX_NAME), regex(pattern = ens::NAME_PATTERN), extend("format" = "ens-name"))]
     pub name: String,
     /// Text record keys to read (1 to 32, each at most 128 characters), such as `url`, `com.github`. Defaults to avatar, description, display, email, url, location, notice, keywords, header, com.twitter, com.github, com.discord, org.telegram; `avatar` is always read.
     #[serde(default)]

@@ -32,7 +32,12 @@ const USD_DECIMALS: u8 = 4;
 /// Request of `/v1/chain/estimate-gas`: give the call as `data` or as `signature` with `args`, not both; neither for a plain transfer.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(extend("not" = {"required": ["data", "signature"]}, "dependentRequired" = {"args": ["signature"]}))]
+// Not both `data` and `signature`; `args` only with a `signature` (a null counts as absent).
+#[schemars(extend(
+    "not" = { "required": ["data", "signature"], "properties": { "data": { "type": "string" }, "signature": { "type": "string" } } },
+    "if" = { "required": ["args"], "not": { "properties": { "args": { "type": "null" } } } },
+    "then" = { "required": ["signature"], "not": { "properties": { "signature": { "type": "null" } } } }
+))]
 pub struct EstimateGasInput {
     /// Chain to read: `ethereum`, `base` or `polygon`.
     pub chain: ChainName,

@@ -33,7 +33,12 @@ pub const MAX_OVERRIDDEN_SLOTS: usize = 256;
 /// Request of `/v1/chain/simulate`: give the call as `data` (raw calldata) or as `signature` with `args`, not both.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(extend("not" = {"required": ["data", "signature"]}, "dependentRequired" = {"args": ["signature"]}))]
+// Not both `data` and `signature`; `args` only with a `signature` (a null counts as absent).
+#[schemars(extend(
+    "not" = { "required": ["data", "signature"], "properties": { "data": { "type": "string" }, "signature": { "type": "string" } } },
+    "if" = { "required": ["args"], "not": { "properties": { "args": { "type": "null" } } } },
+    "then" = { "required": ["signature"], "not": { "properties": { "signature": { "type": "null" } } } }
+))]
 pub struct SimulateInput {
     /// Chain to read: `ethereum`, `base` or `polygon`.
     pub chain: ChainName,

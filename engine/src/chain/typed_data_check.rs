@@ -29,8 +29,14 @@ use crate::evm::{ChainName, EvmChain, address_text, clean_text, parse_uint256};
 use crate::output::Reply;
 use crate::price::Price;
 
-/// Largest typed-data request read, in bytes of JSON.
-pub const MAX_TYPED_DATA_BYTES: usize = 256 * 1024;
+/// Largest typed-data request read: characters of JSON text (the string form), or bytes of
+/// the object written as JSON.
+pub const MAX_TYPED_DATA: usize = 256 * 1024;
+/// A struct's name, as EIP-712 and Solidity write them (`Permit`, `Lib.Order`: one dot at most).
+const STRUCT_NAME: &str = r"^[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)?$";
+/// A member's type: a struct's name or an elementary type (`uint256`, `bytes32`), arrays of
+/// it fixed or dynamic (`address[]`, `uint8[2][]`).
+const MEMBER_TYPE: &str = r"^[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)?(\[([1-9][0-9]*)?\])*$";
 /// A deadline further than this from now is `far_expiry` (30 days).
 pub const FAR_EXPIRY_SECONDS: u64 = 30 * 24 * 3600;
 /// Most message fields listed in `fields`.
@@ -122,30 +128,96 @@ pub struct TypedDataInput {
 }
 
 fn typed_data_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({
-        "description": "An EIP-712 request: {types, primaryType, domain, message}, as an object or a JSON string.",
-        "anyOf": [
-            {
+    let request = serde_json::json!({
+        "type": "object",
+        "required": ["types", "primaryType", "message"],
+        "properties": {
+            "types": {
                 "type": "object",
-                "required": ["types", "primaryType", "message"],
-                "properties": {
-                    "types": {"type": "object"},
-                    "primaryType": {"type": "string", "minLength": 1},
-                    "domain": {"type": "object"},
-                    "message": {"type": "object"}
+                "description": "Each struct's members in order, by the struct's name.",
+                "propertyNames": {"pattern": STRUCT_NAME},
+                "additionalProperties": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "type"],
+                        "properties": {
+                            "name": {"type": "string"},
+                            "type": {"type": "string", "pattern": MEMBER_TYPE}
+                        }
+                    }
                 }
             },
+            "primaryType": {"type": "string", "pattern": STRUCT_NAME},
+            "domain": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": ["string", "null"]},
+                    "version": {"type": ["string", "null"]},
+                    "chainId": {"anyOf": [
+                        {"type": "integer", "minimum": 0, "maximum": u64::MAX},
+                        {"type": "string", "pattern": "^(0x[0-9a-fA-F]{1,64}|[0-9]{1,77})$"},
+                        {"type": "null"}
+                    ]},
+                    "verifyingContract": {"type": ["string", "null"], "pattern": "^0x[0-9a-fA-F]{40}$"},
+                    "salt": {"type": ["string", "null"], "pattern": "^0x[0-9a-fA-F]{64}$"}
+                }
+            },
+            "message": {"type": "object"}
+        }
+    });
+    schemars::json_schema!({
+        "description": "An EIP-712 request: {types, primaryType, domain, message}, as an object or a JSON string. \
+            The primary type and every member's type must be among `types` (or elementary), and the message must fit \
+            them: a request whose parts do not fit together is refused with `inconsistent_fields`.",
+        "anyOf": [
+            request.clone(),
             {
                 "type": "string",
-                "minLength": 2,
-                "maxLength": MAX_TYPED_DATA_BYTES,
+                "maxLength": MAX_TYPED_DATA,
                 "format": "eip712-json",
                 "contentMediaType": "application/json",
-                "description": "The same object written as JSON text.",
-                "pattern": "^\\s*\\{[\\s\\S]*\\}\\s*$"
+                "contentSchema": request,
+                "description": "The same object written as JSON text."
             }
         ]
     })
+}
+
+/// The parts of an EIP-712 request that must be objects and strings, checked before it is
+/// parsed (the parser lets some through, such as a domain given as a list). A chain id
+/// written as a whole number with a fraction (`8453.0`) is that number, as JSON Schema
+/// counts it; the parser only takes integers.
+fn check_shape(mut request: Value) -> Result<Value, EngineError> {
+    let wrong = |at: &str, what: &str| {
+        Err(EngineError::invalid(format!("/typed_data{at}"), format!("/typed_data{at}: {what}")))
+    };
+    let Some(object) = request.as_object() else {
+        return wrong("", "an EIP-712 request is an object with types, primaryType, domain and message");
+    };
+    for (key, kind, is_kind) in [
+        ("types", "an object", Value::is_object as fn(&Value) -> bool),
+        ("primaryType", "a string", Value::is_string),
+        ("message", "an object", Value::is_object),
+    ] {
+        match object.get(key) {
+            None => return wrong(&format!("/{key}"), &format!("missing; give {kind}")),
+            Some(value) if !is_kind(value) => return wrong(&format!("/{key}"), &format!("must be {kind}")),
+            Some(_) => {}
+        }
+    }
+    match object.get("domain") {
+        Some(domain) if !domain.is_object() => return wrong("/domain", "must be an object"),
+        _ => {}
+    }
+    if let Some(id) = request.pointer_mut("/domain/chainId")
+        && let Some(number) = id.as_f64().filter(|_| id.is_f64())
+        && number.fract() == 0.0
+        && (0.0..18_446_744_073_709_551_616.0).contains(&number)
+    {
+        *id = Value::from(number as u64);
+    }
+    Ok(request)
 }
 
 /// What the request is.
@@ -281,17 +353,40 @@ impl Route for TypedDataRoute {
 
     async fn prepare(input: TypedDataInput, ctx: &Context) -> Result<TypedDataRequest, EngineError> {
         let invalid = |why: String| EngineError::invalid("/typed_data", format!("/typed_data: {why}"));
-        let size = match &input.typed_data {
-            Value::String(text) => text.len(),
-            other => other.to_string().len(),
+        let request = match input.typed_data {
+            Value::String(text) => {
+                let chars = text.chars().count();
+                if chars > MAX_TYPED_DATA {
+                    return Err(invalid(format!("{chars} characters, more than the limit of {MAX_TYPED_DATA}")));
+                }
+                serde_json::from_str(&text)
+                    .map_err(|e| invalid(format!("not JSON ({})", clean_text(&e.to_string(), 200))))?
+            }
+            other => {
+                let size = other.to_string().len();
+                if size > MAX_TYPED_DATA {
+                    return Err(invalid(format!("{size} bytes as JSON, more than the limit of {MAX_TYPED_DATA}")));
+                }
+                other
+            }
         };
-        if size > MAX_TYPED_DATA_BYTES {
-            return Err(invalid(format!("{size} bytes, more than the limit of {MAX_TYPED_DATA_BYTES}")));
-        }
-        let typed: TypedData = serde_json::from_value(input.typed_data)
-            .map_err(|e| invalid(format!("not an EIP-712 request ({})", clean_text(&e.to_string(), 200))))?;
+        let request = check_shape(request)?;
+        let typed: TypedData = serde_json::from_value(request).map_err(|e| {
+            let why = e.to_string();
+            // serde's word for a type name or domain value that does not parse.
+            let why = if why.contains("untagged enum") {
+                "a struct name, a member's type or a domain value is malformed".to_string()
+            } else {
+                clean_text(&why, 200)
+            };
+            invalid(format!("not an EIP-712 request ({why})"))
+        })?;
         let hash = typed.eip712_signing_hash().map_err(|e| {
-            invalid(format!("the message does not fit its types ({})", clean_text(&e.to_string(), 200)))
+            EngineError::invalid_with(
+                "inconsistent_fields",
+                "/typed_data",
+                format!("/typed_data: the message does not fit its types ({})", clean_text(&e.to_string(), 200)),
+            )
         })?;
         let chain = match &input.chain {
             Some(name) => Some(ctx.chains.resolve(name, "/chain")?),

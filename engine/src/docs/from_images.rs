@@ -45,6 +45,7 @@ pub struct FromImagesInput {
     pub page_size: PageSize,
     /// White margin around each image, in points (0 to 200); 0 for `image` pages and 36 (half an inch) for A4 and Letter when omitted.
     #[serde(default)]
+    #[schemars(range(min = 0.0, max = MAX_MARGIN_PT))]
     pub margin_pt: Option<f64>,
     /// How to deliver the result.
     #[serde(default)]

@@ -127,7 +127,9 @@ impl Route for PipelineRoute {
             let field = format!("/steps/{i}");
             let (kind, options) = split_op(value, &field, &kinds)?;
             if kind.last() && i + 1 < count {
-                return Err(EngineError::invalid(
+                // A rule between steps, which no schema of one step can state.
+                return Err(EngineError::invalid_with(
+                    "inconsistent_fields",
                     format!("{field}/op"),
                     format!("{field}/op: `{}` must be the last step: its result is encrypted", kind.op()),
                 ));
@@ -342,7 +344,7 @@ mod tests {
             ),
             (
                 json!([{ "op": "protect", "user_password": "a" }, { "op": "rotate", "degrees": 90 }]),
-                "invalid_input",
+                "inconsistent_fields",
                 "/steps/0/op",
             ),
         ];

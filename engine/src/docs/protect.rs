@@ -15,14 +15,15 @@ use crate::pdf::qpdf::{self as qp, QpdfSource, WriteOptions};
 use crate::pdf::transform::{Pdf, PdfJob, Transform};
 use crate::price::Price;
 
-/// Longest password AES-256 encryption uses: 127 bytes of UTF-8 (readers cut longer ones).
+/// Longest password AES-256 encryption uses: 127 bytes of UTF-8. PDF 2.0 readers cut a
+/// longer one there, but qpdf's writer hashes it whole, so it would open nowhere.
 const MAX_PASSWORD_BYTES: usize = 127;
 
 /// Fields of `/v1/pdf/protect` besides `file` and `output`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProtectOptions {
-    /// Password that opens the document: 1 to 127 characters (at most 127 bytes of UTF-8).
+    /// Password that opens the document: 1 to 127 characters and at most 127 bytes of UTF-8 (127 ASCII characters, fewer of other scripts), no NUL.
     pub user_password: Password,
     /// Password that grants full rights (changing the permissions); 1 to 127 characters,
     /// different from `user_password`. When omitted a random one is used and never returned,
@@ -37,7 +38,15 @@ pub struct ProtectOptions {
 /// A password; its `Debug` form never shows it.
 #[derive(Clone, Deserialize, JsonSchema)]
 #[serde(transparent)]
-pub struct Password(#[schemars(length(min = 1))] pub String);
+// The byte limit is a rule no pattern holds: the format `pdf-password` names it.
+pub struct Password(
+    #[schemars(
+        length(min = 1, max = MAX_PASSWORD_BYTES),
+        regex(pattern = r"^[^\x00]*$"),
+        extend("format" = "pdf-password")
+    )]
+    pub String,
+);
 
 impl std::fmt::Debug for Password {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -228,7 +237,10 @@ fn check_password<'a>(password: &'a str, field: &str) -> Result<&'a str, EngineE
     if password.len() > MAX_PASSWORD_BYTES {
         return Err(EngineError::invalid(
             field,
-            format!("{field}: at most 127 characters (127 bytes of UTF-8) are allowed"),
+            format!(
+                "{field}: {} bytes of UTF-8; at most 127 are allowed (127 ASCII characters, fewer of other scripts)",
+                password.len()
+            ),
         ));
     }
     if password.contains('\0') {
@@ -395,9 +407,13 @@ mod tests {
         }
         let e = protect(json!({ "file": file, "user_password": "a", "owner_password": "a" })).await.unwrap_err();
         assert!(!e.message.contains("\"a\""));
-        // 127 characters are allowed.
-        let ok = json!({ "file": file, "user_password": "x".repeat(127) });
-        assert!(protect(ok).await.is_ok());
+        // 127 bytes are allowed, of whatever script.
+        for password in ["x".repeat(127), format!("{}x", "é".repeat(63))] {
+            let out = protect(json!({ "file": file, "user_password": password })).await.unwrap();
+            assert_qpdf_check(&out.bytes, Some(&password));
+        }
+        let e = protect(json!({ "file": file, "user_password": "é".repeat(64) })).await.unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("/user_password"));
     }
 
     #[tokio::test]

@@ -45,6 +45,15 @@ pub const ENS_REGISTRY: Address = address!("0x00000000000C2E074eC69A0dFb2997BA6C
 pub const CHAIN: &str = "ethereum";
 /// Longest name accepted or returned, in characters; a longer name read from a chain is cut.
 pub const MAX_NAME: usize = 255;
+/// What the published schemas say of a name, the part of ENSIP-15 a pattern can hold:
+/// dot-separated labels, none empty; of ASCII only letters (any case), digits, `-`, `$`,
+/// `_` at a label's start, `'` between other characters, and `#` and `*` (keycap emoji);
+/// control characters, spaces and other punctuation never pass. Which other characters pass, and together with which,
+/// are Unicode tables no pattern holds: the route answers those with a 422 on `/name`.
+pub const NAME_PATTERN: &str = concat!(
+    r"^(?:_+|_*[^\x00-\x22\x25-\x29\x2b\x2c\x2e\x2f\x3a-\x40\x5b-\x60\x7b-\x9f]+(?:'[^\x00-\x22\x25-\x29\x2b\x2c\x2e\x2f\x3a-\x40\x5b-\x60\x7b-\x9f]+)*)",
+    r"(?:\.(?:_+|_*[^\x00-\x22\x25-\x29\x2b\x2c\x2e\x2f\x3a-\x40\x5b-\x60\x7b-\x9f]+(?:'[^\x00-\x22\x25-\x29\x2b\x2c\x2e\x2f\x3a-\x40\x5b-\x60\x7b-\x9f]+)*))*$",
+);
 /// Most offchain lookups (EIP-3668) one answer may take: its own and those its callbacks ask for.
 pub const MAX_LOOKUPS: usize = 4;
 /// Most gateway URLs of one lookup that are tried.

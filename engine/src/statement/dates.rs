@@ -2,8 +2,9 @@
 //! `YYYY-MM-DD`, `DD.MM.YYYY`, `DD MMM YYYY`, `MMM D, YYYY`, `DD/MM` (the year taken from
 //! the statement)… `DD` and `D` read a day of one or two digits, `MM` and `M` a month
 //! number, `MMM` and `MMMM` a month name (English, German, French, Spanish, Italian or
-//! Dutch, abbreviated or not), `YYYY` and `YY` the year; any other character stands for
-//! itself, and a space for any run of spaces.
+//! Dutch, abbreviated or not), `YYYY` and `YY` the year; an ASCII punctuation mark
+//! stands for itself, and a space or tab for any run of spaces. [`PATTERN`] says the same
+//! as a regular expression, for the published schema.
 
 use time::{Date, Month};
 
@@ -19,6 +20,43 @@ enum Token {
     Space,
     Literal(char),
 }
+
+/// What a space or tab, and an ASCII punctuation mark, may be between a date's parts.
+macro_rules! between {
+    () => {
+        r"[ \t!-/:-@\[-`{-~]*"
+    };
+}
+/// The day, month and year tokens.
+macro_rules! day {
+    () => {
+        r"(?:D{1,2}|d{1,2})"
+    };
+}
+macro_rules! month {
+    () => {
+        r"M{1,4}"
+    };
+}
+macro_rules! year {
+    () => {
+        r"(?:Y{4}|Y{2}|y{4}|y{2})"
+    };
+}
+/// A date pattern as a regular expression: one day, one month and at most one year, in any
+/// order, with spaces and ASCII punctuation around them. What [`DatePattern::parse`] takes.
+pub const PATTERN: &str = concat!(
+    "^",
+    between!(),
+    "(?:",
+    day!(), between!(), month!(), between!(), "(?:", year!(), between!(), ")?",
+    "|", month!(), between!(), day!(), between!(), "(?:", year!(), between!(), ")?",
+    "|", year!(), between!(), month!(), between!(), day!(), between!(),
+    "|", year!(), between!(), day!(), between!(), month!(), between!(),
+    "|", day!(), between!(), year!(), between!(), month!(), between!(),
+    "|", month!(), between!(), year!(), between!(), day!(), between!(),
+    ")$"
+);
 
 /// A date pattern.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,7 +121,8 @@ impl DatePattern {
             )
         };
         let mut tokens = Vec::new();
-        let chars: Vec<char> = text.trim().chars().collect();
+        let text = text.trim_matches([' ', '\t']);
+        let chars: Vec<char> = text.chars().collect();
         let mut i = 0;
         while i < chars.len() {
             let run = chars[i..].iter().take_while(|&&c| c == chars[i]).count();
@@ -96,9 +135,9 @@ impl DatePattern {
                 ('D' | 'd' | 'M' | 'Y' | 'y', _) => {
                     return Err(bad(&format!("`{}` is not a part of a date", chars[i].to_string().repeat(run))));
                 }
-                (c, _) if c.is_whitespace() => Token::Space,
-                (c, _) if c.is_alphanumeric() => return Err(bad(&format!("`{c}` is not a part of a date"))),
-                (c, _) => Token::Literal(c),
+                (' ' | '\t', _) => Token::Space,
+                (c, _) if c.is_ascii_punctuation() => Token::Literal(c),
+                (c, _) => return Err(bad(&format!("`{}` is not a part of a date", c.escape_debug()))),
             };
             let width = if matches!(token, Token::Space | Token::Literal(_)) { 1 } else { run };
             if !(token == Token::Space && tokens.last() == Some(&Token::Space)) {
@@ -113,7 +152,7 @@ impl DatePattern {
         {
             return Err(bad("a date pattern has one day, one month and at most one year"));
         }
-        Ok(DatePattern { tokens, text: text.trim().to_string() })
+        Ok(DatePattern { tokens, text: text.to_string() })
     }
 
     /// Whether the pattern carries a year.
@@ -241,5 +280,40 @@ mod tests {
         for pattern in CANDIDATES {
             DatePattern::parse(pattern, "/date_format").unwrap();
         }
+    }
+
+    /// The schema's pattern and the parser agree: on the candidates, on patterns people write
+    /// and on every pattern of up to four characters drawn from the letters and marks that
+    /// matter.
+    #[test]
+    fn the_schema_pattern_takes_what_the_parser_takes() {
+        let schema = jsonschema::validator_for(&serde_json::json!({ "type": "string", "pattern": PATTERN })).unwrap();
+        let agree = |pattern: &str| {
+            let parsed = DatePattern::parse(pattern, "/date_format").is_ok();
+            assert_eq!(schema.is_valid(&serde_json::json!(pattern)), parsed, "{pattern:?}: the parser says {parsed}");
+        };
+        for pattern in CANDIDATES {
+            agree(pattern);
+        }
+        for pattern in [
+            "MMM D, YYYY", " DD/MM/YYYY\t", "D.M.YY", "YYYY年MM月DD日", "DD\u{2013}MM", "DD\u{a0}MM", "dd/mm/yyyy",
+            "DD/MM/YYYYY", "MMMMM DD", "DDMMYYYY", "Dd/MM", "yY/MM/DD", "DD//MM", "DD\nMM",
+        ] {
+            agree(pattern);
+        }
+        let alphabet = ['D', 'd', 'M', 'Y', 'y', '/', ' ', 'x', '\u{e9}'];
+        let mut count = 0;
+        for length in 1..=4u32 {
+            for mut n in 0..alphabet.len().pow(length) {
+                let mut pattern = String::new();
+                for _ in 0..length {
+                    pattern.push(alphabet[n % alphabet.len()]);
+                    n /= alphabet.len();
+                }
+                agree(&pattern);
+                count += 1;
+            }
+        }
+        assert_eq!(count, 9 + 81 + 729 + 6561);
     }
 }

@@ -6,10 +6,21 @@ use serde_json::Value;
 
 /// The output schema `path` publishes, its definitions inlined (draft 2020-12).
 pub fn output_schema(path: &str) -> Value {
+    published_schema(path, false)
+}
+
+/// The input schema `path` publishes, its definitions inlined (draft 2020-12).
+#[allow(dead_code)] // not every test binary that shares this module reads inputs
+pub fn input_schema(path: &str) -> Value {
+    published_schema(path, true)
+}
+
+fn published_schema(path: &str, input: bool) -> Value {
     let catalog = Catalog::standard();
     let entry = catalog.by_path(path).unwrap_or_else(|| panic!("{path} is not registered"));
     let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
-    let mut schema = entry.output_schema(&mut generator).to_value();
+    let schema = if input { entry.input_schema(&mut generator) } else { entry.output_schema(&mut generator) };
+    let mut schema = schema.to_value();
     let defs = generator.take_definitions(true);
     schema.as_object_mut().expect("an object schema").insert("$defs".into(), Value::Object(defs));
     schema

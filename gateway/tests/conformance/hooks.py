@@ -7,6 +7,13 @@ are a PDF, or that a URL serves one. Two hooks cover exactly that gap, nothing e
   `data` becomes a real document of a type the route lists in `x-accepts`, and every
   file `url` (and the top-level `url` of the by-URL routes) a loopback address serving
   one. The other fields stay as generated, so the case still tests what the schema says.
+- `map_case` also gives a schema-valid case a real value where a string's format is a rule
+  no pattern holds (below): an `ens-name` outside the plainest names becomes a plain name
+  of the same length, an `eip712-json` text that is not JSON fitting its `contentSchema`
+  becomes a real EIP-712 request padded to the same length, a `pdf-password` past 127
+  bytes of UTF-8 is cut to fit. The schemas state what a
+  pattern can of these (the ASCII rules of ENS names, the request's shape); generated
+  strings that only match the pattern are not names or JSON.
 - `filter_failure`: a schema-valid request refused with 422 is still a failure, unless
   the error's code says the request is well formed but does not fit the document or the
   chain it names (a page the document does not have, a form field it lacks, a contract
@@ -40,8 +47,10 @@ import base64
 import json
 import os
 import pathlib
+import re
 import zlib
 
+import jsonschema
 import schemathesis
 from hypothesis import strategies as st
 from hypothesis.internal import lambda_sources
@@ -215,6 +224,20 @@ EIP712_TEXTS = st.tuples(
     st.text(max_size=20), st.integers(0, 2**32), st.text(max_size=40), st.integers(0, 2**64)
 ).map(_eip712_text)
 schemathesis.openapi.format("eip712-json", EIP712_TEXTS)
+def _pdf_password(value, schema=None):
+    """`value` cut to 127 bytes of UTF-8 (PDF 2.0's limit, which qpdf's writer needs)."""
+    while len(value.encode("utf-8", "surrogatepass")) > 127:
+        value = value[:-1]
+    return value
+
+
+# Passwords of any script, no NUL, at most 127 bytes of UTF-8.
+PASSWORDS = (
+    st.text(alphabet=st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), min_size=1, max_size=127)
+    .map(_pdf_password)
+    .filter(bool)
+)
+schemathesis.openapi.format("pdf-password", PASSWORDS)
 schemathesis.openapi.format("solidity-function", FUNCTIONS)
 schemathesis.openapi.format("solidity-event", EVENTS)
 
@@ -307,6 +330,79 @@ def _replace_files(value, ext):
             _replace_files(item, ext)
 
 
+# ENS names ENSIP-15 takes as they are: lower-case letters and digits in dot-separated labels.
+PLAIN_NAME = re.compile(r"[a-z0-9]+(\.[a-z0-9]+)*")
+
+
+def _plain_name(value):
+    """A plain name of the same length: `aaaa.eth`, or only letters when shorter than that."""
+    if PLAIN_NAME.fullmatch(value):
+        return value
+    length = max(len(value), 1)
+    return "a" * (length - 4) + ".eth" if length > 4 else "a" * length
+
+
+def _eip712_fits(value, schema):
+    try:
+        content = json.loads(value)
+    except ValueError:
+        return False
+    return jsonschema.Draft202012Validator(schema.get("contentSchema", {})).is_valid(content)
+
+
+def _eip712(value, schema):
+    """`value` when it is JSON fitting the request's shape, else a request padded to its length."""
+    if _eip712_fits(value, schema):
+        return value
+    text = _eip712_text(("Paperchain", 8453, "hello", 1))
+    return text + " " * max(0, len(value) - len(text))
+
+
+FORMAT_VALUES = {
+    "ens-name": lambda value, schema: _plain_name(value),
+    "eip712-json": _eip712,
+    "pdf-password": _pdf_password,
+}
+
+
+def _resolve(schema, spec):
+    while isinstance(schema, dict) and "$ref" in schema:
+        node = spec
+        for part in schema["$ref"].lstrip("#/").split("/"):
+            node = node[part]
+        schema = node
+    return schema
+
+
+def _string_schema(schema, spec):
+    """The schema a string value of this property meets: itself, or its string branch."""
+    schema = _resolve(schema, spec)
+    if not isinstance(schema, dict):
+        return None
+    types = schema.get("type")
+    if types == "string" or (isinstance(types, list) and "string" in types):
+        return schema
+    for branch in schema.get("anyOf", []) + schema.get("oneOf", []):
+        found = _string_schema(branch, spec)
+        if found is not None:
+            return found
+    return None
+
+
+def _give_formats_real_values(context, body):
+    spec = context.operation.schema.raw_schema
+    raw = context.operation.definition.raw or {}
+    media = raw.get("requestBody", {}).get("content", {}).get("application/json", {})
+    properties = _resolve(media.get("schema", {}), spec).get("properties", {})
+    for key, value in body.items():
+        if not isinstance(value, str) or key not in properties:
+            continue
+        schema = _string_schema(properties[key], spec)
+        make = FORMAT_VALUES.get((schema or {}).get("format"))
+        if make is not None:
+            body[key] = make(value, schema)
+
+
 @schemathesis.hook
 def map_case(context, case):
     meta = case.meta
@@ -315,6 +411,7 @@ def map_case(context, case):
     path, raw = _operation(context)
     if path is None:
         return case
+    _give_formats_real_values(context, case.body)
     accepts = raw.get("x-accepts")
     if accepts:
         # A request that names its document's type (to-markdown's `format`) gets that type.
