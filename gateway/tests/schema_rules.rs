@@ -125,6 +125,9 @@ fn cases() -> Vec<Case> {
             valid: true,
             posted: false,
         },
+        // A pipeline step leaves a PDF: metadata's `read` is not a step.
+        bad("/v1/pdf/pipeline", json!({ "file": pdf, "steps": [{ "op": "metadata", "action": "read" }] })),
+        ok("/v1/pdf/pipeline", json!({ "file": pdf, "steps": [{ "op": "metadata", "action": "strip" }] })),
         // Other rules a pattern or a range states.
         bad("/v1/pdf/from-images", json!({ "images": [png], "margin_pt": 1e171 })),
         bad("/v1/pdf/protect", json!({ "file": pdf, "user_password": "a\u{0}b" })),

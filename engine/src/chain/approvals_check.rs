@@ -267,7 +267,9 @@ fn check_range(from: u64, to: u64) -> Result<(), EngineError> {
     // In u128: from 0 to u64::MAX is one block more than u64 counts.
     let blocks = u128::from(to - from) + 1;
     if blocks > u128::from(MAX_SCAN_BLOCKS) {
-        return Err(EngineError::invalid(
+        // A rule between two fields, which no schema states.
+        return Err(EngineError::invalid_with(
+            "inconsistent_fields",
             "/from_block",
             format!(
                 "/from_block: blocks {from} to {to} are {blocks} blocks; at most {MAX_SCAN_BLOCKS} are scanned in one call \

@@ -36,7 +36,7 @@ pub const MAX_TYPED_DATA: usize = 256 * 1024;
 const STRUCT_NAME: &str = r"^[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)?$";
 /// A member's type: a struct's name or an elementary type (`uint256`, `bytes32`), arrays of
 /// it fixed or dynamic (`address[]`, `uint8[2][]`).
-const MEMBER_TYPE: &str = r"^[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)?(\[([1-9][0-9]*)?\])*$";
+const MEMBER_TYPE: &str = r"^[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)?(\[([1-9][0-9]{0,18})?\])*$";
 /// A deadline further than this from now is `far_expiry` (30 days).
 pub const FAR_EXPIRY_SECONDS: u64 = 30 * 24 * 3600;
 /// Most message fields listed in `fields`.

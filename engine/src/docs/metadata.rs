@@ -231,6 +231,17 @@ impl Transform for Metadata {
     const INFO: RouteInfo = INFO;
     const SUFFIX: &'static str = "metadata";
 
+    fn step_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut schema = MetadataOptions::json_schema(generator);
+        if let Some(action) = schema.get_mut("properties").and_then(|p| p.get_mut("action")) {
+            *action = serde_json::json!({
+                "enum": ["edit", "strip"],
+                "description": "`edit` changes entries given in `set`; `strip` removes all document metadata (a step leaves a PDF: `read` is not one).",
+            });
+        }
+        schema
+    }
+
     fn check(options: &MetadataOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
         if options.action == MetadataAction::Read {
             return Err(EngineError::invalid(

@@ -68,6 +68,12 @@ pub trait Transform: Send + Sync + 'static {
     /// Whether nothing may follow this step in a pipeline (its output is encrypted).
     const LAST: bool = false;
 
+    /// JSON Schema of the options as a pipeline step: the route's own, unless a step takes
+    /// less than the route.
+    fn step_schema(generator: &mut SchemaGenerator) -> Schema {
+        Self::Options::json_schema(generator)
+    }
+
     /// Checks what needs only the options and the number of pages the step receives;
     /// answers the number of pages it leaves. By default nothing to check, pages kept.
     fn check(options: &Self::Options, pages: u32, limits: &Limits) -> Result<u32, EngineError> {
@@ -332,7 +338,7 @@ impl<T: Transform> ErasedStep for StepKind<T> {
     }
 
     fn options_schema(&self, generator: &mut SchemaGenerator) -> Schema {
-        T::Options::json_schema(generator)
+        T::step_schema(generator)
     }
 
     fn check(

@@ -276,9 +276,10 @@ CONTENT_CODES = {
     "not_a_token",
     "not_a_collection",
     "unknown_market",
-    # Fields well formed one by one that contradict each other: JSON Schema cannot compare
-    # one field with another (a range that ends before it starts, a row of another width
-    # than its columns).
+    # Fields well formed one by one that together break a rule: JSON Schema cannot compare
+    # one field with another (a range that ends before it starts or spans more blocks than
+    # a call reads, a row of another width than its columns, a step after `protect`, an
+    # EIP-712 message that does not fit its types).
     "inconsistent_fields",
     # The result of this document would pass a size or page limit.
     "too_many_pages",
