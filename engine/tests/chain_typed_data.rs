@@ -416,11 +416,19 @@ async fn with_a_chain_the_domain_and_its_contract_are_checked() {
     let huge = json!({"types": {}, "primaryType": "X", "message": {"a": "x".repeat(300 * 1024)}});
     for (body, field, code) in [
         (json!({"typed_data": {"primaryType": "Permit", "message": {}}}), "/typed_data/types", "invalid_input"),
-        (json!({"typed_data": {"types": [], "primaryType": "Permit", "message": {}}}), "/typed_data/types", "invalid_input"),
+        (
+            json!({"typed_data": {"types": [], "primaryType": "Permit", "message": {}}}),
+            "/typed_data/types",
+            "invalid_input",
+        ),
         (json!({"typed_data": " {}"}), "/typed_data/types", "invalid_input"),
         (json!({"typed_data": listed_domain}), "/typed_data/domain", "invalid_input"),
         (json!({"typed_data": wrong}), "/typed_data", "inconsistent_fields"),
-        (json!({"typed_data": {"types": {}, "primaryType": "Mail", "message": {}}}), "/typed_data", "inconsistent_fields"),
+        (
+            json!({"typed_data": {"types": {}, "primaryType": "Mail", "message": {}}}),
+            "/typed_data",
+            "inconsistent_fields",
+        ),
         (json!({"typed_data": "{not json"}), "/typed_data", "invalid_input"),
         (json!({"typed_data": huge}), "/typed_data", "invalid_input"),
         (json!({"typed_data": "x".repeat(300 * 1024)}), "/typed_data", "invalid_input"),
@@ -444,7 +452,7 @@ fn the_schema_states_the_request_shape() {
     let fits = |typed: Value| schema.is_valid(&json!({ "typed_data": typed }));
     assert!(fits(mail()) && fits(json!(mail().to_string())));
     assert!(fits(erc2612(PERMIT2, "1", 5)) && fits(seaport(false)));
-    let mut with = |key: &str, value: Value| {
+    let with = |key: &str, value: Value| {
         let mut typed = mail();
         typed[key] = value;
         fits(typed)

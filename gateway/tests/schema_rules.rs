@@ -145,12 +145,24 @@ fn cases() -> Vec<Case> {
         ok("/v1/check/url", json!({ "url": format!("https://a.example/{}", "é".repeat(8_000)) })),
         ok("/v1/check/url", json!({ "url": "https://exa mple.com/" })),
         // EIP-712 requests: their shape is stated (struct names, member types, the domain).
-        bad("/v1/check/typed-data", json!({ "typed_data": { "types": {}, "primaryType": "X", "message": {}, "domain": [] } })),
-        bad("/v1/check/typed-data", json!({ "typed_data": { "types": { "X": [{ "name": "a", "type": "uint8[0]" }] }, "primaryType": "X", "message": {} } })),
+        bad(
+            "/v1/check/typed-data",
+            json!({ "typed_data": { "types": {}, "primaryType": "X", "message": {}, "domain": [] } }),
+        ),
+        bad(
+            "/v1/check/typed-data",
+            json!({ "typed_data": { "types": { "X": [{ "name": "a", "type": "uint8[0]" }] }, "primaryType": "X", "message": {} } }),
+        ),
         bad("/v1/check/typed-data", json!({ "typed_data": { "types": { "X": [] }, "primaryType": "X" } })),
         bad("/v1/check/typed-data", json!({ "typed_data": "x".repeat(256 * 1024 + 1) })),
-        ok("/v1/check/typed-data", json!({ "typed_data": { "types": { "X": [] }, "primaryType": "X", "message": {} } })),
-        ok("/v1/check/typed-data", json!({ "typed_data": r#"{"types": {"X": []}, "primaryType": "X", "message": {}}"# })),
+        ok(
+            "/v1/check/typed-data",
+            json!({ "typed_data": { "types": { "X": [] }, "primaryType": "X", "message": {} } }),
+        ),
+        ok(
+            "/v1/check/typed-data",
+            json!({ "typed_data": r#"{"types": {"X": []}, "primaryType": "X", "message": {}}"# }),
+        ),
         // Signatures: at most 2048 characters (an event's limit; a function's is 1024).
         bad("/v1/chain/signature", json!({ "query": format!("f({})", "uint256,".repeat(255) + "uint256") })),
         ok("/v1/chain/signature", json!({ "query": format!("f({})", "uint256,".repeat(250) + "uint256") })),
