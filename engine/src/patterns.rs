@@ -44,6 +44,26 @@ pub fn uint256() -> String {
     format!("^[{blank}]*(?:0[xX][0-9a-fA-F]{{1,64}}|{below})[{blank}]*$")
 }
 
+/// What [`crate::statement::dates::DatePattern::parse`] takes: one day (`D`, `DD`, `d`,
+/// `dd`), one month (`M` to `MMMM`) and at most one year (`YY`, `YYYY`, either case), in any
+/// order, with spaces, tabs and ASCII punctuation around them.
+pub fn date_format() -> String {
+    let between = r"[ \t!-/:-@\[-`{-~]*";
+    let (day, month, year) = (r"(?:D{1,2}|d{1,2})", "M{1,4}", "(?:Y{4}|Y{2}|y{4}|y{2})");
+    let optional_year = format!("(?:{year})?");
+    let orders = [
+        [day, month, &optional_year],
+        [month, day, &optional_year],
+        [year, month, day],
+        [year, day, month],
+        [day, year, month],
+        [month, year, day],
+    ];
+    let branches: Vec<String> =
+        orders.iter().map(|parts| parts.iter().map(|part| format!("{part}{between}")).collect::<String>()).collect();
+    format!("^{between}(?:{})$", branches.join("|"))
+}
+
 /// A JSON Schema validator of strings with `pattern`: how the tests that hold a published
 /// pattern to its check read the pattern.
 #[cfg(test)]

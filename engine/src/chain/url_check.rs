@@ -363,7 +363,7 @@ const DANGEROUS_SCHEMES: &[&str] = &["javascript", "vbscript", "data"];
 #[serde(deny_unknown_fields)]
 pub struct UrlCheckInput {
     /// The URL to judge, as received (a link in a message, a site asking to connect a wallet). At most 8,192 characters. Without a scheme it is read as `https://`. Text a browser would not open as a link is judged too (`not_a_link`). Nothing is fetched.
-    #[schemars(length(min = 1, max = MAX_URL_CHARS), regex(pattern = r"\S"))]
+    #[schemars(length(min = 1, max = MAX_URL_CHARS), regex(pattern = crate::patterns::NOT_BLANK))]
     pub url: String,
 }
 

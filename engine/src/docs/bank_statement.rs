@@ -30,7 +30,7 @@ pub struct BankStatementInput {
     /// month name, `YYYY` or `YY` year, spaces and ASCII punctuation as printed (`DD/MM/YYYY`, `MM/DD/YY`, `DD.MM.YYYY`,
     /// `DD MMM YYYY`, `MMM D, YYYY`; without a year, the statement's year is used).
     #[serde(default)]
-    #[schemars(length(min = 2, max = 32), regex(pattern = crate::statement::dates::PATTERN))]
+    #[schemars(length(min = 2, max = 32), regex(pattern = crate::patterns::date_format()))]
     pub date_format: Option<String>,
     /// The account's currency as an ISO 4217 code (`EUR`), when the statement does not show it or shows
     /// several.

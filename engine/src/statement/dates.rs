@@ -3,8 +3,9 @@
 //! the statement)… `DD` and `D` read a day of one or two digits, `MM` and `M` a month
 //! number, `MMM` and `MMMM` a month name (English, German, French, Spanish, Italian or
 //! Dutch, abbreviated or not), `YYYY` and `YY` the year; an ASCII punctuation mark
-//! stands for itself, and a space or tab for any run of spaces. [`PATTERN`] says the same
-//! as a regular expression, for the published schema.
+//! stands for itself, and a space or tab for any run of spaces.
+//! [`crate::patterns::date_format`] says the same as a regular expression, for the
+//! published schema.
 
 use time::{Date, Month};
 
@@ -20,82 +21,6 @@ enum Token {
     Space,
     Literal(char),
 }
-
-/// What a space or tab, and an ASCII punctuation mark, may be between a date's parts.
-macro_rules! between {
-    () => {
-        r"[ \t!-/:-@\[-`{-~]*"
-    };
-}
-/// The day, month and year tokens.
-macro_rules! day {
-    () => {
-        r"(?:D{1,2}|d{1,2})"
-    };
-}
-macro_rules! month {
-    () => {
-        r"M{1,4}"
-    };
-}
-macro_rules! year {
-    () => {
-        r"(?:Y{4}|Y{2}|y{4}|y{2})"
-    };
-}
-/// A date pattern as a regular expression: one day, one month and at most one year, in any
-/// order, with spaces and ASCII punctuation around them. What [`DatePattern::parse`] takes.
-pub const PATTERN: &str = concat!(
-    "^",
-    between!(),
-    "(?:",
-    day!(),
-    between!(),
-    month!(),
-    between!(),
-    "(?:",
-    year!(),
-    between!(),
-    ")?",
-    "|",
-    month!(),
-    between!(),
-    day!(),
-    between!(),
-    "(?:",
-    year!(),
-    between!(),
-    ")?",
-    "|",
-    year!(),
-    between!(),
-    month!(),
-    between!(),
-    day!(),
-    between!(),
-    "|",
-    year!(),
-    between!(),
-    day!(),
-    between!(),
-    month!(),
-    between!(),
-    "|",
-    day!(),
-    between!(),
-    year!(),
-    between!(),
-    month!(),
-    between!(),
-    "|",
-    month!(),
-    between!(),
-    year!(),
-    between!(),
-    day!(),
-    between!(),
-    ")$"
-);
 
 /// A date pattern.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -326,7 +251,7 @@ mod tests {
     /// matter.
     #[test]
     fn the_schema_pattern_takes_what_the_parser_takes() {
-        let schema = jsonschema::validator_for(&serde_json::json!({ "type": "string", "pattern": PATTERN })).unwrap();
+        let schema = crate::patterns::validator(&crate::patterns::date_format());
         let agree = |pattern: &str| {
             let parsed = DatePattern::parse(pattern, "/date_format").is_ok();
             assert_eq!(schema.is_valid(&serde_json::json!(pattern)), parsed, "{pattern:?}: the parser says {parsed}");
