@@ -126,10 +126,18 @@ fn where_it_ran(headers: &HeaderMap) -> Option<String> {
     let Some(paid) = text(routed::PAID_HEADER) else {
         return Some("ran on the hosted service: nothing paid".into());
     };
-    let payment: Value = text(routed::PAYMENT_HEADER).and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null);
-    let network = payment["network"].as_str().unwrap_or("?");
-    let tx = payment["tx"].as_str().unwrap_or("?");
-    Some(format!("ran on the hosted service: paid {paid} on {network}, transaction {tx}"))
+    let note = text(routed::PAYMENT_HEADER).and_then(|t| serde_json::from_str::<routed::PaymentNote>(t).ok());
+    Some(match note {
+        Some(note) if !note.transaction.is_empty() => {
+            format!("ran on the hosted service: paid {paid} on {}, transaction {}", note.network, note.transaction)
+        }
+        Some(note) => format!(
+            "ran on the hosted service: paid {paid} on {}, transaction not shown yet (`paperchain ledger reconcile` \
+             finds it)",
+            note.network
+        ),
+        None => format!("ran on the hosted service: paid {paid}"),
+    })
 }
 
 /// The files of a base64 answer (one object, or a list), each checked against the SHA-256
@@ -196,11 +204,31 @@ mod tests {
         assert_eq!(where_it_ran(&headers), None);
         headers.insert(routed::RAN_HEADER, "hosted".parse().unwrap());
         assert_eq!(where_it_ran(&headers).as_deref(), Some("ran on the hosted service: nothing paid"));
-        headers.insert(routed::PAID_HEADER, "0.002 USDC".parse().unwrap());
-        headers.insert(routed::PAYMENT_HEADER, r#"{"network":"eip155:8453","tx":"0xab"}"#.parse().unwrap());
+        // The headers as the server writes them for a paid answer.
+        let paid = paperchain_wallet::client::Paid {
+            amount: "2000".into(),
+            dollars: "0.002".parse().unwrap(),
+            symbol: "USDC".into(),
+            decimals: 6,
+            network: "eip155:8453".into(),
+            payer: "0x1".into(),
+            payee: "0x2".into(),
+            tx: "0xab".into(),
+        };
+        let answer = Answer {
+            status: 200,
+            headers: vec![],
+            body: Default::default(),
+            paid: Some(paid.clone()),
+            call_id: "c1".into(),
+        };
+        let served = routed::hosted_response(answer.clone());
         assert_eq!(
-            where_it_ran(&headers).as_deref(),
+            where_it_ran(served.headers()).as_deref(),
             Some("ran on the hosted service: paid 0.002 USDC on eip155:8453, transaction 0xab")
         );
+        let unseen = Answer { paid: Some(paperchain_wallet::client::Paid { tx: String::new(), ..paid }), ..answer };
+        let line = where_it_ran(routed::hosted_response(unseen).headers()).unwrap();
+        assert!(line.contains("transaction not shown yet"), "{line}");
     }
 }

@@ -59,6 +59,7 @@ Keys are dotted paths into config.toml; quote a part with dots or colons in it:
   paperchain config set 'policy.networks.\"eip155:8453\"' 2.00
   paperchain config set routing.routes.rotate_pdf_pages hosted
   paperchain config add policy.hosts mirror.example.com
+  paperchain config add --asset eip155:8453,0x60a3E35Cc302bFA44Cb288Bc5a4F316Fdb1adb42,EURC,6
   paperchain config unset policy.approve_above
 Every change is checked as a whole before the file is replaced.")]
 pub struct ConfigArgs {
@@ -72,8 +73,15 @@ enum ConfigCommand {
     Show,
     /// Sets a value (dollar amounts and modes are written as strings).
     Set { key: String, value: String },
-    /// Adds a value to a list (policy.hosts, policy.payees).
-    Add { key: String, value: String },
+    /// Adds a value to a list (policy.hosts, policy.payees), or an asset to policy.assets.
+    Add {
+        #[arg(required_unless_present = "asset", requires = "value")]
+        key: Option<String>,
+        value: Option<String>,
+        /// An asset paid in: network,address,symbol,decimals.
+        #[arg(long, value_name = "NETWORK,ADDRESS,SYMBOL,DECIMALS", conflicts_with = "key")]
+        asset: Option<String>,
+    },
     /// Removes a key.
     Unset { key: String },
 }
@@ -302,9 +310,13 @@ pub fn run_config(args: ConfigArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let (key, change) = match &args.command {
-        ConfigCommand::Set { key, value } => (key, Change::Set(value.clone())),
-        ConfigCommand::Add { key, value } => (key, Change::Add(value.clone())),
-        ConfigCommand::Unset { key } => (key, Change::Unset),
+        ConfigCommand::Set { key, value } => (key.as_str(), Change::Set(value.clone())),
+        ConfigCommand::Add { key: Some(key), value: Some(value), .. } => (key.as_str(), Change::Add(value.clone())),
+        ConfigCommand::Add { asset: Some(asset), .. } => {
+            ("policy.assets", Change::AddAsset(config_edit::parse_asset(asset)?))
+        }
+        ConfigCommand::Add { .. } => unreachable!("clap asks for a key and value, or --asset"),
+        ConfigCommand::Unset { key } => (key.as_str(), Change::Unset),
         ConfigCommand::Show => unreachable!("answered above"),
     };
     let new_text = config_edit::edited(&text, &file, key, &change)?;

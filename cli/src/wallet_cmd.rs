@@ -123,10 +123,17 @@ fn run_blocking(cmd: WalletCommand, cfg: &KeyConfig) -> anyhow::Result<ExitCode>
         }
         WalletCommand::Status { json } => {
             let status = keys::status(cfg);
+            let config = config_status();
             if json {
-                println!("{}", serde_json::to_string_pretty(&status)?);
+                let mut value = serde_json::to_value(&status)?;
+                value["config"] = serde_json::json!({ "file": config.file, "problem": config.problem });
+                println!("{}", serde_json::to_string_pretty(&value)?);
             } else {
                 print_status(&status);
+                match &config.problem {
+                    None => println!("policy:   {} (followed)", config.file.display()),
+                    Some(problem) => println!("policy:   NOT FOLLOWED: {problem}"),
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -213,6 +220,24 @@ fn no_wallet(status: &Status) -> KeyError {
         None => format!("nothing in the keyring, no keystore file at {path}"),
     };
     KeyError::NoWallet { looked }
+}
+
+/// Whether `config.toml` is a configuration Paperchain follows.
+struct ConfigStatus {
+    file: PathBuf,
+    /// Why it is not followed: running servers keep their last valid configuration.
+    problem: Option<String>,
+}
+
+fn config_status() -> ConfigStatus {
+    let file = paperchain_wallet::config::config_file();
+    let problem = paperchain_wallet::config::ClientConfig::load().err().map(|e| {
+        format!(
+            "{e}. Running Paperchain servers keep following the last valid configuration they read; new \
+             processes refuse to start until the file is fixed (`paperchain config show`)"
+        )
+    });
+    ConfigStatus { file, problem }
 }
 
 fn print_status(status: &Status) {

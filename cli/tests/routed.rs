@@ -366,6 +366,86 @@ async fn auto_goes_to_the_service_only_when_the_engine_cannot_run_the_call_here(
     );
 }
 
+/// The app's settings as the page at `/app/` reads them, with the token it carries.
+async fn app_settings(base: &str) -> Value {
+    let page = client().get(format!("{base}/app/")).send().await.unwrap().text().await.unwrap();
+    let token = page.split("name=\"paperchain-token\" content=\"").nth(1).and_then(|t| t.split('"').next()).unwrap();
+    let settings = client().get(format!("{base}/app/api/settings")).header("x-paperchain-token", token);
+    settings.send().await.unwrap().json().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limit_lowered_while_the_server_runs_holds_from_its_next_call() {
+    let hosted = sandbox::start(Setup::default()).await;
+    let home = Home::new(&hosted);
+    home.set_up(&hosted, &hosted.base);
+    home.run(&["config", "set", "routing.routes.get_wallet_balance", "hosted"], "");
+    let server = home.serve();
+    let payer = hosted.chain.payer();
+    let price = quote(&hosted, "/v1/chain/balance", &balance_body()).await;
+    assert_eq!(price, U256::from(2000), "$0.002 a read");
+    let call = || async {
+        let response = client().post(format!("{}/v1/chain/balance", server.base)).json(&balance_body());
+        let response = response.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json::<Value>().await.unwrap())
+    };
+    let refused = |(status, body): (u16, Value), key: &str| {
+        assert_eq!(status, 402, "{body}");
+        assert_eq!(body["error"]["code"], "refused_by_policy", "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(key), "names {key}: {message}");
+    };
+    let mut paid = hosted.balance(payer).await;
+    assert_eq!(call().await.0, 200);
+    assert_eq!(hosted.balance(payer).await, paid - price);
+    paid -= price;
+
+    // Lowered with the CLI below the price: the running server refuses the next call.
+    home.run(&["config", "set", "policy.per_call", "0.0015"], "");
+    refused(call().await, "policy.per_call");
+    assert_eq!(hosted.balance(payer).await, paid, "nothing paid");
+    // Raised again, it pays; `paperchain call` through the server prints the transaction.
+    home.run(&["config", "set", "policy.per_call", "0.05"], "");
+    let input = home.dir.path().join("balance.json");
+    std::fs::write(&input, balance_body().to_string()).unwrap();
+    let called = home.run(&["call", "get_wallet_balance", "--input", input.to_str().unwrap()], "");
+    let said = String::from_utf8_lossy(&called.stderr).to_string();
+    assert_eq!(hosted.balance(payer).await, paid - price, "{said}");
+    paid -= price;
+    let rows = home.json(&["ledger", "--json"]);
+    let tx = rows.as_array().unwrap().iter().rev().find(|r| r["state"] == "paid").unwrap()["tx"].as_str().unwrap();
+    assert!(tx.starts_with("0x") && said.contains(&format!("transaction {tx}")), "{said}");
+
+    // Edited by hand, in place, as an editor does: a day cap under what was spent today.
+    let file = home.dir.path().join("config/paperchain/config.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("[policy]\n", "[policy]\nper_day = \"0.005\"\n")).unwrap();
+    refused(call().await, "policy.per_day");
+    assert_eq!(hosted.balance(payer).await, paid, "nothing paid");
+    assert_eq!(app_settings(&server.base).await["policy"]["per_day"], "0.005");
+
+    // A file that does not parse changes nothing: the lowered cap holds, and both the
+    // wallet's status and the app say the file is not followed.
+    std::fs::write(&file, format!("{}\n[policy\n", std::fs::read_to_string(&file).unwrap())).unwrap();
+    refused(call().await, "policy.per_day");
+    assert_eq!(hosted.balance(payer).await, paid, "nothing paid");
+    let status = String::from_utf8_lossy(&home.run(&["wallet", "status"], "").stdout).to_string();
+    assert!(status.contains("policy:   NOT FOLLOWED") && status.contains("last valid configuration"), "{status}");
+    let settings = app_settings(&server.base).await;
+    assert!(settings["problem"].as_str().is_some_and(|p| p.contains("config.toml")), "{settings:#}");
+    assert_eq!(settings["policy"]["per_day"], "0.005", "the last valid settings are shown");
+
+    drop(server);
+    let rows = home.json(&["ledger", "--json"]);
+    let states: Vec<&str> = rows.as_array().unwrap().iter().map(|r| r["state"].as_str().unwrap()).collect();
+    assert_eq!(states.iter().filter(|s| **s == "paid").count(), 2, "{states:?}");
+    assert!(
+        rows.as_array().unwrap().iter().all(|r| r["state"] == "paid" || r["payer"].is_null()),
+        "a refused call signed nothing: {rows:#}"
+    );
+}
+
 /// `paperchain call` on a terminal (util-linux `script` gives it one), answering `answer`
 /// to the approval question; its output, terminal and all.
 fn call_on_a_terminal(home: &Home, input: &Path, answer: &str) -> (bool, String) {

@@ -36,6 +36,34 @@ pub const PAYMENT_HEADER: &str = "paperchain-payment";
 /// Answer header: the ledger's id of the call.
 pub const CALL_ID_HEADER: &str = "paperchain-call-id";
 
+/// What the [`PAYMENT_HEADER`] says of a paid call, as JSON.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PaymentNote {
+    /// Atomic units of the asset.
+    pub amount: String,
+    /// CAIP-2 network.
+    pub network: String,
+    /// Who paid.
+    pub payer: String,
+    /// Who was paid.
+    pub payee: String,
+    /// The settlement's transaction (empty when the chain has not shown it yet).
+    pub transaction: String,
+}
+
+impl PaymentNote {
+    /// The note of `paid`.
+    pub fn of(paid: &paperchain_wallet::client::Paid) -> PaymentNote {
+        PaymentNote {
+            amount: paid.amount.clone(),
+            network: paid.network.clone(),
+            payer: paid.payer.clone(),
+            payee: paid.payee.clone(),
+            transaction: paid.tx.clone(),
+        }
+    }
+}
+
 /// One call as a front door received it.
 pub struct Call<'a> {
     /// The route.
@@ -242,10 +270,8 @@ pub fn hosted_response(answer: Answer) -> Response {
         if let Ok(value) = HeaderValue::from_str(&paid.amount_text()) {
             headers.insert(PAID_HEADER, value);
         }
-        let payment = json!({
-            "amount": paid.amount, "network": paid.network, "payer": paid.payer, "payee": paid.payee, "transaction": paid.tx,
-        });
-        if let Ok(value) = HeaderValue::from_str(&payment.to_string()) {
+        let payment = serde_json::to_string(&PaymentNote::of(paid)).unwrap_or_default();
+        if let Ok(value) = HeaderValue::from_str(&payment) {
             headers.insert(PAYMENT_HEADER, value);
         }
     }

@@ -10,6 +10,7 @@ type Balance = { network: string; chain: string; symbol: string; balance: string
 type Wallet = { address: string | null; balances: Balance[] };
 type SettingsInfo = {
   file: string;
+  problem: string | null;
   service_url: string | null;
   routing: { default: string; routes: Record<string, string> };
   policy: {
@@ -151,6 +152,12 @@ export function SettingsPanel({ catalog }: { catalog: Catalog }) {
       <p class="muted">
         Saved in <code>{info.file}</code>; the server follows them from the next call.
       </p>
+      {info.problem && (
+        <div class="problem" role="alert">
+          <strong>The settings file is not followed.</strong> {info.problem}. The settings below are the last valid ones, and
+          they hold until the file is fixed.
+        </div>
+      )}
       <form onSubmit={saveAll} aria-label="Service and limits">
         {field("service.url", "Hosted service", info.service_url, "Where calls routed to the hosted service go, and are paid.")}
         <div class="field">

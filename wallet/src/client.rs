@@ -26,6 +26,7 @@ use tokio::sync::OnceCell;
 
 use crate::config::{ClientConfig, ConfigError};
 use crate::ledger::{Caller, Caps, Finish, Ledger, LedgerError, NewCall};
+use crate::live::LiveConfig;
 use crate::money::{Dollars, format_atomic};
 use crate::policy::{self, Refusal, Selected};
 use crate::x402_client::{self, PayError};
@@ -108,9 +109,6 @@ pub enum OpenError {
     #[error("opening the ledger: {0}")]
     Ledger(#[from] LedgerError),
 }
-
-/// Where a client's configuration is read from again (the file, then the overrides).
-pub type ConfigSource = Arc<dyn Fn() -> Result<ClientConfig, ConfigError> + Send + Sync>;
 
 /// Where the signing key comes from (loaded on the first payment, then kept).
 pub type KeyLoader = Arc<dyn Fn() -> Result<PrivateKeySigner, String> + Send + Sync>;
@@ -242,9 +240,8 @@ pub enum CallError {
 /// The paying client.
 pub struct PayingClient {
     http: LazyClient,
-    // Replaced whole when the user changes the configuration; each call reads it once.
-    config: std::sync::RwLock<Arc<ClientConfig>>,
-    reload: Option<ConfigSource>,
+    // Read again before each decision: a change holds from the next call.
+    config: LiveConfig,
     ledger: Ledger,
     keys: KeyLoader,
     signer: OnceCell<Arc<PrivateKeySigner>>,
@@ -279,8 +276,7 @@ impl PayingClient {
         });
         PayingClient {
             http,
-            config: std::sync::RwLock::new(config),
-            reload: None,
+            config: LiveConfig::fixed(config),
             ledger,
             keys,
             signer: OnceCell::new(),
@@ -298,9 +294,10 @@ impl PayingClient {
         self
     }
 
-    /// The user's client: `config.toml` and the environment with `overrides` over them (read
-    /// again on [`PayingClient::reload`]), the ledger and the wallet's key of `data_dir`,
-    /// approvals asked of `approver`, payments checked on `chains`.
+    /// The user's client: `config.toml` and the environment with `overrides` over them (the
+    /// file read again before each decision, so a change holds from the next call), the
+    /// ledger and the wallet's key of `data_dir`, approvals asked of `approver`, payments
+    /// checked on `chains`.
     pub async fn for_user(
         data_dir: &std::path::Path,
         chains: Arc<Chains>,
@@ -310,16 +307,7 @@ impl PayingClient {
         if let Some(url) = &overrides.service_url {
             crate::config::check_service_url(url).map_err(|e| ConfigError(format!("--service-url: {e}")))?;
         }
-        let source: ConfigSource = Arc::new(move || {
-            let mut config = ClientConfig::load()?;
-            config.apply_env(|name| match name {
-                "PAPERCHAIN_SERVICE_URL" => overrides.service_url.clone(),
-                "PAPERCHAIN_ROUTE" => overrides.default_route.clone(),
-                _ => None,
-            })?;
-            Ok(config)
-        });
-        let config = source()?;
+        let live = LiveConfig::follow(crate::config::config_file(), user_builder(overrides))?;
         let ledger = Ledger::open_in(data_dir).await?;
         let key_config = crate::keys::KeyConfig::from_env(data_dir);
         let solana_config = key_config.clone();
@@ -329,30 +317,30 @@ impl PayingClient {
         let solana_keys: SolanaKeyLoader = Arc::new(move || {
             crate::keys::load_solana(&solana_config).map(|wallet| wallet.key().clone()).map_err(|e| e.to_string())
         });
-        Ok(PayingClient::new(Arc::new(config), ledger, keys, approver, chains)
-            .with_solana(solana_keys, Arc::new(Clusters::from_env()))
-            .with_reload(source))
+        let mut client = PayingClient::new(live.current(), ledger, keys, approver, chains)
+            .with_solana(solana_keys, Arc::new(Clusters::from_env()));
+        client.config = live;
+        Ok(client)
     }
 
-    /// The same client, reading its configuration again from `source` on
-    /// [`PayingClient::reload`].
-    pub fn with_reload(mut self, source: ConfigSource) -> PayingClient {
-        self.reload = Some(source);
-        self
-    }
-
-    /// The configuration now.
+    /// The configuration in force now (the file read again when the client follows one).
     pub fn config(&self) -> Arc<ClientConfig> {
-        self.config.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.config.current()
     }
 
-    /// Reads the configuration again (after the user changed it); calls made from now on
-    /// follow it. Without a source to read, or when it is not valid, nothing changes.
-    pub fn reload(&self) -> Result<(), ConfigError> {
-        let source = self.reload.as_ref().ok_or_else(|| ConfigError("this client's configuration is fixed".into()))?;
-        let config = Arc::new(source()?);
-        *self.config.write().unwrap_or_else(|p| p.into_inner()) = config;
-        Ok(())
+    /// Why the configuration file is not followed now (it does not parse, or cannot be
+    /// read): the last valid configuration stays in force meanwhile.
+    pub fn config_problem(&self) -> Option<String> {
+        self.config.problem()
+    }
+
+    /// The configuration as the file says now; an error when the file is not followed.
+    pub fn reload(&self) -> Result<Arc<ClientConfig>, ConfigError> {
+        let config = self.config.current();
+        match self.config.problem() {
+            Some(problem) => Err(ConfigError(problem)),
+            None => Ok(config),
+        }
     }
 
     /// The ledger.
@@ -465,8 +453,8 @@ impl PayingClient {
             return Ok(first.answer(None));
         }
         let required = x402_client::read_payment_required(first.header(x402::PAYMENT_REQUIRED), &first.body)?;
-        // One configuration for the whole call, even if the user changes it meanwhile.
-        let config = self.config();
+        // The configuration as the file says now (a limit lowered a moment ago holds).
+        let mut config = self.config();
         let selected = policy::select(&config, host, &required)?;
         self.ledger.quote(call_id, &selected.atomic.to_string()).await?;
         if selected.needs_approval {
@@ -479,6 +467,16 @@ impl PayingClient {
                 front_door: request.caller.front_door,
             };
             self.approver.approve(&approval).await.map_err(Refusal::Approval)?;
+            // An approval can wait minutes: what the policy says after it is what holds.
+            config = self.config();
+            let again = policy::select(&config, host, &required)?;
+            if again.requirement != selected.requirement {
+                return Err(Refusal::Approval(format!(
+                    "the spend policy changed while {} waited for approval; nothing was paid, call again",
+                    selected.describe()
+                ))
+                .into());
+            }
         }
         let policy = &config.policy;
         let caps = Caps {
@@ -691,6 +689,20 @@ fn kept(written: Result<(), LedgerError>) {
     if let Err(e) = written {
         tracing::error!(error = %e, "the ledger could not record a paid call; `paperchain ledger reconcile` recovers it");
     }
+}
+
+/// How the user's configuration is built from `config.toml`'s text: the file, the
+/// environment over it, then the front door's `overrides`.
+fn user_builder(overrides: Overrides) -> crate::live::Builder {
+    Box::new(move |text, file| {
+        let mut config = ClientConfig::of_file(text, file)?;
+        config.apply_env(|name| match name {
+            "PAPERCHAIN_SERVICE_URL" => overrides.service_url.clone(),
+            "PAPERCHAIN_ROUTE" => overrides.default_route.clone(),
+            _ => None,
+        })?;
+        Ok(config)
+    })
 }
 
 /// The key a payment is signed with.

@@ -254,10 +254,20 @@ impl ClientConfig {
     /// The configuration of this user: the file (when it exists), then the environment.
     pub fn load() -> Result<ClientConfig, ConfigError> {
         let file = config_file();
-        let mut config = match std::fs::read_to_string(&file) {
-            Ok(text) => ClientConfig::parse(&text, Some(&file))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ClientConfig::default(),
+        let text = match std::fs::read_to_string(&file) {
+            Ok(text) => Some(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(ConfigError(format!("reading {}: {e}", file.display()))),
+        };
+        ClientConfig::of_file(text.as_deref(), &file)
+    }
+
+    /// The configuration of `file`'s text (`None`: there is no file, the defaults), then
+    /// the environment.
+    pub fn of_file(text: Option<&str>, file: &Path) -> Result<ClientConfig, ConfigError> {
+        let mut config = match text {
+            Some(text) => ClientConfig::parse(text, Some(file))?,
+            None => ClientConfig::default(),
         };
         config.apply_env(|name| std::env::var(name).ok())?;
         Ok(config)
@@ -405,7 +415,9 @@ pub fn same_address(network: &str, a: &str, b: &str) -> bool {
     if network.starts_with("solana:") { a == b } else { a.eq_ignore_ascii_case(b) }
 }
 
-fn check_asset(asset: &Asset) -> Result<(), String> {
+/// An asset the wallet can pay in: a CAIP-2 network, an address of its kind, at most 30
+/// decimals.
+pub fn check_asset(asset: &Asset) -> Result<(), String> {
     check_network(&asset.network)?;
     if !is_address_of(&asset.network, &asset.address) {
         return Err(format!("`{}` is not an address", asset.address));

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::config::{ClientConfig, ConfigError};
+use crate::config::{Asset, ClientConfig, ConfigError, same_address};
 
 /// One change to a key.
 #[derive(Clone, Debug)]
@@ -15,6 +15,30 @@ pub enum Change {
     Add(String),
     /// Removes the key.
     Unset,
+    /// Adds an asset to `policy.assets` (a list of tables), once.
+    AddAsset(Asset),
+}
+
+/// An asset as `paperchain config add --asset` takes it: `network,address,symbol,decimals`
+/// (`eip155:8453,0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913,USDC,6`).
+pub fn parse_asset(text: &str) -> Result<Asset, ConfigError> {
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    let [network, address, symbol, decimals] = parts.as_slice() else {
+        return Err(ConfigError(format!(
+            "--asset: `{text}` is not network,address,symbol,decimals \
+             (eip155:8453,0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913,USDC,6)"
+        )));
+    };
+    if symbol.is_empty() || symbol.len() > 16 || !symbol.chars().all(|c| c.is_ascii_alphanumeric() || c == '.') {
+        return Err(ConfigError(format!("--asset: the symbol `{symbol}` is not 1 to 16 letters and digits")));
+    }
+    let decimals = decimals
+        .parse::<u8>()
+        .map_err(|_| ConfigError(format!("--asset: the decimals `{decimals}` are not a whole number from 0 to 30")))?;
+    let asset =
+        Asset { network: network.to_string(), address: address.to_string(), symbol: symbol.to_string(), decimals };
+    crate::config::check_asset(&asset).map_err(|e| ConfigError(format!("--asset: {e}")))?;
+    Ok(asset)
 }
 
 /// Splits `policy.networks."eip155:8453"` into its parts.
@@ -43,6 +67,10 @@ pub fn key_path(key: &str) -> Result<Vec<String>, ConfigError> {
 pub fn edited(text: &str, file: &Path, key: &str, change: &Change) -> Result<String, ConfigError> {
     let mut doc: toml_edit::DocumentMut =
         text.parse().map_err(|e| ConfigError(format!("{} is not TOML: {e}", file.display())))?;
+    if let Change::AddAsset(asset) = change {
+        add_asset(&mut doc, asset)?;
+        return checked(doc.to_string(), file);
+    }
     let path = key_path(key)?;
     let (last, tables) = path.split_last().ok_or_else(|| ConfigError("empty key".into()))?;
     let mut table = doc.as_table_mut();
@@ -71,11 +99,58 @@ pub fn edited(text: &str, file: &Path, key: &str, change: &Change) -> Result<Str
                 list.push(value.as_str());
             }
         }
+        Change::AddAsset(_) => unreachable!("added above"),
     }
-    let new_text = doc.to_string();
-    // The whole file must still be a configuration the client follows.
+    checked(doc.to_string(), file)
+}
+
+/// `new_text`, when the whole file is still a configuration the client follows.
+fn checked(new_text: String, file: &Path) -> Result<String, ConfigError> {
     ClientConfig::parse(&new_text, Some(file)).map_err(|e| ConfigError(format!("not changed: {e}")))?;
     Ok(new_text)
+}
+
+/// Appends `asset` to `[[policy.assets]]`; one already listed (the same network and
+/// address) is refused, naming it.
+fn add_asset(doc: &mut toml_edit::DocumentMut, asset: &Asset) -> Result<(), ConfigError> {
+    let policy = doc.entry("policy").or_insert(toml_edit::table());
+    if let Some(inline) = policy.as_inline_table().cloned() {
+        *policy = toml_edit::Item::Table(inline.into_table());
+    }
+    let policy = policy.as_table_mut().ok_or_else(|| ConfigError("`policy` is a value, not a table".into()))?;
+    let assets = policy.entry("assets").or_insert(toml_edit::Item::ArrayOfTables(toml_edit::ArrayOfTables::new()));
+    if let Some(inline) = assets.as_array().cloned() {
+        // `assets = [{…}]` written inline: kept, as a list of tables.
+        let mut tables = toml_edit::ArrayOfTables::new();
+        for value in inline.iter() {
+            let table = value
+                .as_inline_table()
+                .ok_or_else(|| ConfigError("policy.assets holds something that is not a table".into()))?;
+            tables.push(table.clone().into_table());
+        }
+        *assets = toml_edit::Item::ArrayOfTables(tables);
+    }
+    let tables =
+        assets.as_array_of_tables_mut().ok_or_else(|| ConfigError("policy.assets is not a list of tables".into()))?;
+    let listed = tables.iter().any(|t| {
+        t.get("network").and_then(|n| n.as_str()) == Some(asset.network.as_str())
+            && t.get("address")
+                .and_then(|a| a.as_str())
+                .is_some_and(|a| same_address(&asset.network, a, &asset.address))
+    });
+    if listed {
+        return Err(ConfigError(format!(
+            "not changed: {} on {} is already in policy.assets",
+            asset.address, asset.network
+        )));
+    }
+    let mut table = toml_edit::Table::new();
+    table.insert("network", toml_edit::value(asset.network.as_str()));
+    table.insert("address", toml_edit::value(asset.address.as_str()));
+    table.insert("symbol", toml_edit::value(asset.symbol.as_str()));
+    table.insert("decimals", toml_edit::value(i64::from(asset.decimals)));
+    tables.push(table);
+    Ok(())
 }
 
 /// Makes `change` to `key` in `file` (created when missing).
@@ -125,5 +200,34 @@ mod tests {
         assert!(bad.0.starts_with("not changed:"), "{bad}");
         assert!(edited(&out, file, "policy.nothing", &Change::Unset).is_err());
         assert!(key_path("policy..x").is_err());
+    }
+
+    #[test]
+    fn an_asset_is_added_as_a_table_once_and_a_wrong_one_names_its_part() {
+        let file = Path::new("config.toml");
+        let asset = parse_asset("eip155:8453, 0x1111111111111111111111111111111111111111 ,EURC,6").unwrap();
+        let out =
+            edited("[policy]\nper_day = \"1\"\n", file, "policy.assets", &Change::AddAsset(asset.clone())).unwrap();
+        let config = ClientConfig::parse(&out, None).unwrap();
+        assert_eq!(config.policy.assets, vec![asset.clone()]);
+        assert!(out.contains("[[policy.assets]]"), "{out}");
+        let upper = Asset { address: asset.address.to_uppercase().replace("0X", "0x"), ..asset };
+        let twice = edited(&out, file, "policy.assets", &Change::AddAsset(upper)).unwrap_err();
+        assert!(twice.0.contains("already in policy.assets"), "{twice}");
+        // Inline tables already there are kept.
+        let inline = "[policy]\nassets = [{ network = \"eip155:1\", address = \"0x2222222222222222222222222222222222222222\", decimals = 6 }]\n";
+        let asset = parse_asset("eip155:1,0x3333333333333333333333333333333333333333,USDT,6").unwrap();
+        let out = edited(inline, file, "policy.assets", &Change::AddAsset(asset)).unwrap();
+        assert_eq!(ClientConfig::parse(&out, None).unwrap().policy.assets.len(), 2, "{out}");
+        for (text, names) in [
+            ("eip155:8453,0x11,USDC,6", "not an address"),
+            ("base,0x1111111111111111111111111111111111111111,USDC,6", "CAIP-2"),
+            ("eip155:8453,0x1111111111111111111111111111111111111111,USDC,many", "decimals"),
+            ("eip155:8453,0x1111111111111111111111111111111111111111,,6", "symbol"),
+            ("eip155:8453,0x1111111111111111111111111111111111111111,USDC", "network,address,symbol,decimals"),
+        ] {
+            let error = parse_asset(text).unwrap_err().0;
+            assert!(error.contains(names), "{text}: {error}");
+        }
     }
 }

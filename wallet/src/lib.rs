@@ -3,6 +3,7 @@
 //! SQLite ledger of every call and every cent.
 //!
 //! - [`config`]: `config.toml` (XDG paths): the hosted service, routing, the policy.
+//! - [`live`]: the configuration a running process follows, read again before each call.
 //! - [`keys`]: the signing key in the OS keyring, or an encrypted V3 keystore file.
 //! - [`policy`]: which requirement of a 402 may be paid (before any signature).
 //! - [`ledger`]: the SQLite ledger; atomic reservations against the caps.
@@ -21,6 +22,7 @@ pub mod config;
 pub mod config_edit;
 pub mod keys;
 pub mod ledger;
+pub mod live;
 pub mod money;
 pub mod policy;
 pub mod reconcile;

@@ -92,6 +92,8 @@ async fn settings(State(app): State<AppApi>) -> Result<Json<Value>, ApiError> {
     let routes: serde_json::Map<_, _> = config.routes.iter().map(|(k, v)| (k.clone(), json!(v.as_str()))).collect();
     Ok(Json(json!({
         "file": paperchain_wallet::config::config_file(),
+        // The file as it is now does not parse: what is shown is the last valid one.
+        "problem": client.config_problem(),
         "service_url": config.service_url,
         "routing": { "default": config.default_route.as_str(), "routes": routes },
         "policy": {
