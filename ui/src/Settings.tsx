@@ -154,8 +154,7 @@ export function SettingsPanel({ catalog }: { catalog: Catalog }) {
       </p>
       {info.problem && (
         <div class="problem" role="alert">
-          <strong>The settings file is not followed.</strong> {info.problem}. The settings below are the last valid ones, and
-          they hold until the file is fixed.
+          <strong>The settings file is not followed.</strong> {info.problem}. The settings below are those last valid ones.
         </div>
       )}
       <form onSubmit={saveAll} aria-label="Service and limits">

@@ -135,7 +135,7 @@ pub const PYTHON_TOOLS: &[PythonTool] = &[
         requirement: "schemathesis==4.32.5",
         // The exact version: a newer one generates other requests and checks other things.
         probe: &["python", "-c", "import sys, schemathesis; sys.exit(schemathesis.__version__ != '4.32.5')"],
-        why: "sends generated requests to every route of the published OpenAPI document in gateway/tests/conformance.rs",
+        why: "sends generated requests to every route of the published OpenAPI document in gateway/tests/it/conformance.rs",
     },
     PythonTool {
         requirement: "ocrmypdf==16.13.0",
@@ -229,7 +229,7 @@ pub const NPM_TOOLS: &[NpmTool] = &[
         package: "@modelcontextprotocol/sdk",
         version: "1.32.2",
         program: None,
-        why: "the official MCP TypeScript SDK client, which calls the hosted sandbox in mcp-bridge/tests/mcp_ts_sdk.rs",
+        why: "the official MCP TypeScript SDK client, which calls the hosted sandbox in mcp-bridge/tests/it/mcp_ts_sdk.rs",
     },
 ];
 

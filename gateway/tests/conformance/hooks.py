@@ -1,4 +1,4 @@
-"""Schemathesis hooks of the conformance test (gateway/tests/conformance.rs).
+"""Schemathesis hooks of the conformance test (gateway/tests/it/conformance.rs).
 
 The published schemas say what shape a request has; they cannot say that a file's bytes
 are a PDF, or that a URL serves one. Two hooks cover exactly that gap, nothing else:

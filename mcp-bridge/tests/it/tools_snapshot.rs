@@ -1,0 +1,36 @@
+//! The generated tool list, snapshot-tested: a change to any route's name, description,
+//! price, schemas or annotations shows here for review (`cargo insta review`).
+
+use std::sync::Arc;
+
+use paperchain_engine::evm::Chains;
+use paperchain_engine::{Catalog, Context, Family};
+
+#[test]
+fn the_tool_list() {
+    // No chain configuration from the environment: the snapshot lists the default chains.
+    let chains = Chains::try_from_vars(|_| None).unwrap();
+    let ctx = Context { chains: Arc::new(chains), ..Context::new() };
+    let tools = paperchain_mcp::tools::tools(&Catalog::standard(), &[Family::Chain, Family::Docs], &ctx);
+    // The snapshot stays in `tests/snapshots/` under the name it had when this file was a test
+    // binary of its own; insta's default here, a module of the `it` binary, would be
+    // `tests/it/snapshots/it__tools_snapshot__tools.snap`.
+    insta::with_settings!({ snapshot_path => "../snapshots", prepend_module_to_snapshot => false }, {
+        insta::assert_json_snapshot!("tools_snapshot__tools", tools);
+    });
+}
+
+/// Some agents refuse a tool whose input schema has `oneOf`, `anyOf` or `allOf` at its top
+/// (rules between fields are said with `if`/`then`/`else` and `not`), and want an object.
+#[test]
+fn no_tool_input_schema_has_a_combinator_at_its_top() {
+    let tools = paperchain_mcp::tools::tools(&Catalog::standard(), &[Family::Chain, Family::Docs], &Context::new());
+    assert!(!tools.is_empty());
+    for tool in &tools {
+        let schema = tool.input_schema.as_ref();
+        assert_eq!(schema.get("type").and_then(|t| t.as_str()), Some("object"), "{}", tool.name);
+        for keyword in ["oneOf", "anyOf", "allOf"] {
+            assert!(!schema.contains_key(keyword), "{} has {keyword} at its top", tool.name);
+        }
+    }
+}
