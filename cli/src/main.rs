@@ -252,7 +252,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Payments above policy.approve_above wait for the user's answer in the app.
     let approvals = Arc::new(ApprovalQueue::new(Duration::from_secs(args.approval_wait.max(1))));
     let client = match hosted {
-        None => Some(paying::server_client(&data_dir, &ctx, &args.routing, approvals.clone()).await?),
+        None => Some(paying::client(&data_dir, &ctx, approvals.clone(), &args.routing).await?),
         Some(_) => None,
     };
     let runtime_dir = hosted.is_none().then(|| paperchain_server::instance::runtime_dir(&data_dir));
@@ -295,7 +295,8 @@ async fn mcp(args: McpArgs) -> anyhow::Result<()> {
     }
     let ctx = Context::try_new()?;
     // Nothing here can ask the user: a payment that needs approval is refused, saying so.
-    let client = paying::server_client(&data_dir, &ctx, &args.routing, Arc::new(NobodyToAsk)).await?;
+    let client = paying::client(&data_dir, &ctx, Arc::new(NobodyToAsk), &args.routing).await?;
+    paperchain_server::settle_open_payments(&client, &ctx);
     paperchain_mcp::stdio::serve_stdio(families, ctx, Some(client)).await.context("serving MCP on stdio")
 }
 

@@ -1,6 +1,7 @@
 //! The paying client as the CLI, `serve` and `mcp --stdio` set it up: the user's
 //! configuration, the ledger in the data folder, the key from the wallet's store, and who
-//! can approve a payment above the threshold.
+//! can approve a payment above the threshold. Payments a crash left open are settled by
+//! the process that owns the ledger (`paperchain_server::settle_open_payments`).
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::Path;
@@ -32,32 +33,6 @@ pub async fn client(
     let overrides =
         Overrides { service_url: routing.service_url.clone(), default_route: routing.default_route.clone() };
     Ok(Arc::new(PayingClient::for_user(data_dir, ctx.chains.clone(), approver, overrides).await?))
-}
-
-/// A server's client, its approvals answered by `approver` (the app's queue, or nobody).
-/// Payments an earlier run left open (killed mid-call, an answer lost) are settled from
-/// the chain in the background as it starts.
-pub async fn server_client(
-    data_dir: &Path,
-    ctx: &Context,
-    routing: &RoutingArgs,
-    approver: Arc<dyn Approver>,
-) -> anyhow::Result<Arc<PayingClient>> {
-    let client = client(data_dir, ctx, approver, routing).await?;
-    let (ledger, chains, clusters) = (client.ledger().clone(), ctx.chains.clone(), ctx.solana.clone());
-    tokio::spawn(async move {
-        let now = paperchain_wallet::ledger::now_secs();
-        match paperchain_wallet::reconcile::settle_open(&ledger, &chains, &clusters, now).await {
-            Ok(checks) => {
-                for check in checks {
-                    tracing::info!(call = %check.call_id, was = %check.was, verdict = %check.verdict, tx = ?check.tx,
-                        "an open payment checked on chain: {}", check.detail);
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "open payments could not be checked on chain"),
-        }
-    });
-    Ok(client)
 }
 
 /// Asks at the terminal; refuses when there is none. `bar`, a progress spinner on the same

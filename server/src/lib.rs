@@ -145,6 +145,11 @@ pub async fn start(options: Options) -> Result<Server, StartError> {
         }
     };
     let sandbox = hosted.as_ref().and_then(|h| h.sandbox_line(&base_url));
+    if let (None, Some(client)) = (&hosted, &client) {
+        // This server owns the data folder now (claimed above): payments a crash left open
+        // in its ledger are settled from the chain.
+        settle_open_payments(client, &ctx);
+    }
     let mut server = HttpServer::new(config.clone(), ctx).mount(paperchain_mcp::http::mount);
     if hosted.is_none() {
         // The app and its API are the local user's, never the hosted service's.
@@ -189,6 +194,62 @@ pub async fn start(options: Options) -> Result<Server, StartError> {
         }
     }
     Ok(Server { http, hosted, sandbox, claim })
+}
+
+/// Settles, in the background, the payments an earlier run left open in `client`'s ledger
+/// (killed mid-call, an answer lost), from what the chains of `ctx` say. Every process that
+/// owns a ledger does it as it starts: a local server ([`start`]) and `paperchain mcp
+/// --stdio` running its own engine.
+pub fn settle_open_payments(client: &PayingClient, ctx: &Context) {
+    let (ledger, chains, clusters) = (client.ledger().clone(), ctx.chains.clone(), ctx.solana.clone());
+    tokio::spawn(async move {
+        let now = paperchain_wallet::ledger::now_secs();
+        match paperchain_wallet::reconcile::settle_open(&ledger, &chains, &clusters, now).await {
+            Ok(checks) => {
+                for check in checks {
+                    tracing::info!(call = %check.call_id, was = %check.was, verdict = %check.verdict, tx = ?check.tx,
+                        "an open payment checked on chain: {}", check.detail);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "open payments could not be checked on chain"),
+        }
+    });
+}
+
+/// The local server's settings from the environment, as `paperchain serve` reads them
+/// without options: `PAPERCHAIN_LISTEN` (default 127.0.0.1:8402), `PAPERCHAIN_PUBLIC_URL`,
+/// `PAPERCHAIN_ALLOW_HOSTS` (comma-separated), `PAPERCHAIN_REQUEST_TIMEOUT` (seconds, default
+/// 120), for a server of `data_dir`. A value that cannot be used is an error naming it.
+pub fn local_config_from_env(data_dir: PathBuf) -> Result<ServerConfig, StartError> {
+    let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+    let mut http = ServerConfig::local(data_dir);
+    if let Some(listen) = var("PAPERCHAIN_LISTEN") {
+        http.listen = listen.parse().map_err(|_| {
+            StartError::new(format!("PAPERCHAIN_LISTEN: `{listen}` is not an address such as 127.0.0.1:8402"))
+        })?;
+    }
+    http.public_url = var("PAPERCHAIN_PUBLIC_URL");
+    if let Some(hosts) = var("PAPERCHAIN_ALLOW_HOSTS") {
+        http.allowed_hosts = hosts.split(',').map(|h| h.trim().to_string()).filter(|h| !h.is_empty()).collect();
+    }
+    if let Some(seconds) = var("PAPERCHAIN_REQUEST_TIMEOUT") {
+        let seconds: u64 = seconds.parse().map_err(|_| {
+            StartError::new(format!("PAPERCHAIN_REQUEST_TIMEOUT: `{seconds}` is not a whole number of seconds"))
+        })?;
+        http.request_timeout = std::time::Duration::from_secs(seconds.max(1));
+    }
+    Ok(http)
+}
+
+/// How long a payment above `policy.approve_above` waits for the user's answer:
+/// `PAPERCHAIN_APPROVAL_WAIT` seconds, 120 by default.
+pub fn approval_wait_from_env() -> Result<std::time::Duration, StartError> {
+    match std::env::var("PAPERCHAIN_APPROVAL_WAIT").ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty()) {
+        None => Ok(std::time::Duration::from_secs(120)),
+        Some(text) => text.parse::<u64>().map(|s| std::time::Duration::from_secs(s.max(1))).map_err(|_| {
+            StartError::new(format!("PAPERCHAIN_APPROVAL_WAIT: `{text}` is not a whole number of seconds"))
+        }),
+    }
 }
 
 async fn start_hosted(

@@ -11,13 +11,11 @@
 mod desktop;
 
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use paperchain_gateway::ServerConfig;
 use paperchain_server::instance::{self, Instance};
 use paperchain_server::{Options, Server};
 use paperchain_wallet::approvals::ApprovalQueue;
@@ -26,9 +24,6 @@ use tauri::menu::{Menu, MenuItem};
 use tauri::tray::TrayIconBuilder;
 use tauri::{AppHandle, Manager as _, RunEvent, WebviewUrl, WebviewWindowBuilder, WindowEvent};
 use tauri_plugin_notification::NotificationExt as _;
-
-/// The address the app's own server listens on when none runs (`PAPERCHAIN_LISTEN`).
-const DEFAULT_LISTEN: &str = "127.0.0.1:8402";
 
 /// The server the window shows: this process's, or the one already running.
 enum Backend {
@@ -53,18 +48,12 @@ async fn start_backend(data_dir: &Path, desktop: desktop::AppDesktop) -> anyhow:
         tracing::info!(url = %running.base_url, pid = running.pid, "using the running local server");
         return Ok(Backend::Running(running));
     }
-    let listen: SocketAddr = std::env::var("PAPERCHAIN_LISTEN")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| DEFAULT_LISTEN.to_string())
-        .parse()
-        .context("PAPERCHAIN_LISTEN is not an address such as 127.0.0.1:8402")?;
+    // The same settings `paperchain serve` reads from the environment.
+    let http = paperchain_server::local_config_from_env(data_dir.to_path_buf())?;
     let ctx = paperchain_engine::Context::try_new()?;
     // Payments above policy.approve_above wait for the user in the window.
-    let approvals = Arc::new(ApprovalQueue::new(Duration::from_secs(120)));
+    let approvals = Arc::new(ApprovalQueue::new(paperchain_server::approval_wait_from_env()?));
     let client = PayingClient::for_user(data_dir, ctx.chains.clone(), approvals.clone(), Overrides::default()).await?;
-    let mut http = ServerConfig::local(data_dir.to_path_buf());
-    http.listen = listen;
     let options = Options {
         ctx: Some(ctx),
         client: Some(Arc::new(client)),
