@@ -1,5 +1,5 @@
 // The app at /app of a running local server, in Debian's Chromium driven by puppeteer-core
-// (no browser is downloaded). Started by cli/tests/app_ui.rs, which serves the app and
+// (no browser is downloaded). Started by cli/tests/it/app_ui.rs, which serves the app and
 // passes where everything is:
 //   PAPERCHAIN_APP_URL   the server's base URL
 //   PAPERCHAIN_PDF       a corpus PDF to drop

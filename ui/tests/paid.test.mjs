@@ -1,7 +1,7 @@
 // Paid calls in the app: an agent's call routed to the hosted sandbox costs more than
 // policy.approve_above, so it waits for the user; the dialog says who asks, for what, to
 // which service and how much. One is approved (and paid), one denied (and not). The
-// ledger table and the spend plot then show the payment. Started by cli/tests/app_ui.rs:
+// ledger table and the spend plot then show the payment. Started by cli/tests/it/app_ui.rs:
 //   PAPERCHAIN_APP_URL      the local server (its wallet pays the sandbox)
 //   PAPERCHAIN_SERVICE_HOST the sandbox's host
 //   PAPERCHAIN_QUOTE        the sandbox's price of the gas route, in dollars ("0.001")

@@ -24,7 +24,7 @@ pub const DEBIAN_PACKAGES: &[DebianPackage] = &[
     DebianPackage { name: "python3-venv", why: "`python3 -m venv`, for the Python tools below" },
     DebianPackage { name: "time", why: "/usr/bin/time: peak memory in the bench" },
     DebianPackage { name: "wrk", why: "the HTTP load generator of `cargo xtask bench load`" },
-    // The wallet's keyring tests (wallet/tests/keyring.rs) run a real Secret Service:
+    // The wallet's keyring tests (wallet/tests/it/keyring.rs) run a real Secret Service:
     // testkit's `keyring::SecretService` starts a private session bus and an unlocked
     // gnome-keyring on it.
     DebianPackage { name: "dbus-daemon", why: "dbus-daemon: the private D-Bus session bus of the keyring tests" },
@@ -184,7 +184,7 @@ pub const NPM_TOOLS: &[NpmTool] = &[
         package: "@x402/fetch",
         version: "2.27.0",
         program: None,
-        why: "the official x402 TypeScript client, which pays the sandbox in tests/tests/interop_x402_fetch.rs",
+        why: "the official x402 TypeScript client, which pays the sandbox in tests/tests/it/interop_x402_fetch.rs",
     },
     NpmTool {
         // Same release as @x402/fetch: both require @x402/core ~2.27.0.
@@ -221,7 +221,7 @@ pub const NPM_TOOLS: &[NpmTool] = &[
         package: "@modelcontextprotocol/inspector",
         version: "1.0.3",
         program: None,
-        why: "the official MCP Inspector, whose CLI lists and calls the MCP tools in cli/tests/mcp.rs",
+        why: "the official MCP Inspector, whose CLI lists and calls the MCP tools in cli/tests/it/mcp.rs",
     },
     NpmTool {
         // Pinned, not left to the Inspector's ^1.25.2: the interop test depends on how 1.x's

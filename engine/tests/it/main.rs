@@ -1,4 +1,4 @@
-//! The engine's integration tests, in one test binary (`it`): the crate is linked once
+//! The engine's integration tests, in one test binary (`engine`): the crate is linked once
 //! rather than once per suite. Each module below is one suite; `common` is what they share.
 //! Their fixtures stay in `engine/tests/fixtures/`.
 

@@ -203,7 +203,7 @@ fn check_route(route: &str, operation: &str, input: Value) {
         let Ok(bytes) = std::fs::read(&path) else {
             failures.push(format!(
                 "{case}: reference {} is missing; create it with \
-                 `PAPERCHAIN_UPDATE_REFERENCES=1 cargo test -p paperchain --test visual`, then look at it before committing",
+                 `PAPERCHAIN_UPDATE_REFERENCES=1 cargo test -p paperchain --test cli visual::`, then look at it before committing",
                 path.display()
             ));
             continue;

@@ -3,7 +3,7 @@
 //! a truncated file, a full disk is a clean 503 that leaves nothing behind, the server goes
 //! on once there is room again, and every payment the chain took is in the ledger once.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -1,7 +1,7 @@
 //! `paperchain call` writing file results: several files into a folder one by one, or one
 //! ZIP to a file path; in this process and through the local server alike.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

@@ -3,7 +3,7 @@
 //! `@modelcontextprotocol/inspector`, installed by `cargo xtask setup`) listing and calling
 //! tools over stdio and over the streamable HTTP endpoint of `paperchain serve`.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::path::PathBuf;

@@ -7,9 +7,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-mod common;
-
-use common::Home;
+use crate::common::{self, Home};
 use paperchain_testkit::anvil::Anvil;
 use paperchain_testkit::corpus::corpus;
 use paperchain_testkit::sandbox::{self, Setup};

@@ -1,8 +1,6 @@
 //! A user's home for the tests that run `paperchain` as that user: a keystore wallet with
 //! the sandbox payer's key, a configuration pointing at the hosted sandbox, `paperchain serve`.
 
-#![allow(dead_code)]
-
 use std::io::Write as _;
 use std::net::TcpStream;
 use std::process::{Child, Command, Output, Stdio};

@@ -7,9 +7,7 @@
 //! server is killed with SIGKILL in the middle of a paid call (started again, it settles
 //! the open payment from the chain).
 
-mod common;
-
-use common::Home;
+use crate::common::Home;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -147,7 +147,8 @@ fn kind(e: &KeyError) -> &'static str {
 fn step(session: &Session, data_dir: &Path, step: &str, vars: &[(&str, OsString)], stdin: Option<&str>) -> Value {
     let exe = std::env::current_exe().expect("the test binary's path");
     let mut command = Command::new(exe);
-    command.args(["--exact", "child_process_step_helper_runs_only_when_a_test_spawns_it", "--nocapture"]);
+    // The test's name in this binary: its module, then the function.
+    command.args(["--exact", "keyring::child_process_step_helper_runs_only_when_a_test_spawns_it", "--nocapture"]);
     command.args(["--test-threads", "1"]);
     session.apply(&mut command);
     for (key, _) in std::env::vars_os() {

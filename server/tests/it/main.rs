@@ -1,0 +1,3 @@
+//! The server library's integration tests, as one test binary: a module per area.
+
+mod lifecycle;
