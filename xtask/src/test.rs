@@ -61,7 +61,13 @@ pub fn run(runner_args: &[OsString]) -> anyhow::Result<()> {
         // A filter that names nothing in one of the two runs (the desktop app's, often) is
         // not a failure.
         let tests = if filtered && use_nextest { tests.arg("--no-tests=pass") } else { tests };
-        let tests = if filtered { tests.arg("--").args(runner_args) } else { tests };
+        // nextest takes its filters (names, `-E` expressions) as its own arguments; `cargo
+        // test` passes a name filter to the test binaries after `--`.
+        let tests = match (filtered, use_nextest) {
+            (false, _) => tests,
+            (true, true) => tests.args(runner_args),
+            (true, false) => tests.arg("--").args(runner_args),
+        };
         // Every failing test is listed (--no-fail-fast, and the app's tests run after a
         // failure in the others); the exit code still says "failed".
         if tests.run().is_err() {
