@@ -15,6 +15,7 @@ pub struct Cmd {
     program: OsString,
     args: Vec<OsString>,
     envs: Vec<(OsString, OsString)>,
+    removed: Vec<OsString>,
     dir: Option<PathBuf>,
     stdin: Option<Vec<u8>>,
     echo: bool,
@@ -22,7 +23,15 @@ pub struct Cmd {
 
 impl Cmd {
     pub fn new(program: impl AsRef<OsStr>) -> Cmd {
-        Cmd { program: program.as_ref().into(), args: Vec::new(), envs: Vec::new(), dir: None, stdin: None, echo: true }
+        Cmd {
+            program: program.as_ref().into(),
+            args: Vec::new(),
+            envs: Vec::new(),
+            removed: Vec::new(),
+            dir: None,
+            stdin: None,
+            echo: true,
+        }
     }
 
     pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Cmd {
@@ -36,6 +45,12 @@ impl Cmd {
         S: AsRef<OsStr>,
     {
         self.args.extend(args.into_iter().map(|a| a.as_ref().into()));
+        self
+    }
+
+    /// The command without the variable `key` of this process's environment.
+    pub fn env_remove(mut self, key: impl AsRef<OsStr>) -> Cmd {
+        self.removed.push(key.as_ref().into());
         self
     }
 
@@ -111,6 +126,9 @@ impl Cmd {
             eprintln!("$ {self}");
         }
         let mut command = Command::new(&self.program);
+        for key in &self.removed {
+            command.env_remove(key);
+        }
         command.args(&self.args).envs(self.envs.iter().map(|(k, v)| (k, v))).stdout(stdout).stderr(stderr);
         command.stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() });
         if let Some(dir) = &self.dir {

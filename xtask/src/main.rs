@@ -130,5 +130,19 @@ fn corpus_dir() -> Option<PathBuf> {
 
 /// The cargo that started us (`$CARGO`), run from the workspace root.
 fn cargo() -> Cmd {
-    Cmd::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())).dir(project_root())
+    let mut cargo = Cmd::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())).dir(project_root());
+    // `cargo run` gives xtask the variables of its own package; passed on, they look like a
+    // change to build scripts that watch them (ring's watches CARGO_MANIFEST_DIR), and ring,
+    // rustls and everything above them were built again whenever `cargo xtask` followed a
+    // plain `cargo` in the same cache.
+    for (key, _) in std::env::vars_os() {
+        let name = key.to_string_lossy();
+        if name.starts_with("CARGO_PKG_")
+            || name.starts_with("CARGO_MANIFEST_")
+            || matches!(name.as_ref(), "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE")
+        {
+            cargo = cargo.env_remove(&key);
+        }
+    }
+    cargo
 }
