@@ -328,18 +328,17 @@ impl PayingClient {
         self.config.current()
     }
 
-    /// Why the configuration file is not followed now (it does not parse, or cannot be
-    /// read): the last valid configuration stays in force meanwhile.
-    pub fn config_problem(&self) -> Option<String> {
-        self.config.problem()
+    /// The configuration in force now and, when the file is not followed (it does not
+    /// parse, or cannot be read), why: the last valid configuration stays in force meanwhile.
+    pub fn config_now(&self) -> (Arc<ClientConfig>, Option<String>) {
+        self.config.now()
     }
 
     /// The configuration as the file says now; an error when the file is not followed.
     pub fn reload(&self) -> Result<Arc<ClientConfig>, ConfigError> {
-        let config = self.config.current();
-        match self.config.problem() {
-            Some(problem) => Err(ConfigError(problem)),
-            None => Ok(config),
+        match self.config.now() {
+            (_, Some(problem)) => Err(ConfigError(problem)),
+            (config, None) => Ok(config),
         }
     }
 

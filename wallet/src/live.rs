@@ -55,7 +55,21 @@ impl LiveConfig {
     /// The configuration in force now: the file's, read again; the last good one when the
     /// file cannot be read or is not valid.
     pub fn current(&self) -> Arc<ClientConfig> {
-        let Some((file, build)) = &self.source else { return self.lock().config.clone() };
+        self.now().0
+    }
+
+    /// Why the file is not followed now, if it is not (the file read again).
+    pub fn problem(&self) -> Option<String> {
+        self.now().1
+    }
+
+    /// The configuration in force now and, when the file as it is now is not followed, why:
+    /// both from one reading of the file.
+    pub fn now(&self) -> (Arc<ClientConfig>, Option<String>) {
+        let Some((file, build)) = &self.source else {
+            let state = self.lock();
+            return (state.config.clone(), state.problem.clone());
+        };
         let text = read(file);
         let mut state = self.lock();
         match text {
@@ -87,13 +101,7 @@ impl LiveConfig {
                 state.read = None;
             }
         }
-        state.config.clone()
-    }
-
-    /// Why the file is not followed now (after [`LiveConfig::current`] read it), if it is not.
-    pub fn problem(&self) -> Option<String> {
-        self.current();
-        self.lock().problem.clone()
+        (state.config.clone(), state.problem.clone())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {

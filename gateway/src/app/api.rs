@@ -81,7 +81,8 @@ async fn wallet(State(app): State<AppApi>) -> Result<Json<Value>, ApiError> {
 /// The settings the app edits, as the client follows them now.
 async fn settings(State(app): State<AppApi>) -> Result<Json<Value>, ApiError> {
     let client = app.client.as_ref().ok_or_else(no_client)?;
-    let config = client.config();
+    // One reading of the file: the settings shown and whether they are the file's.
+    let (config, problem) = client.config_now();
     let dollars =
         |d: Option<paperchain_wallet::money::Dollars>| d.map(|d| d.to_string().trim_start_matches('$').to_string());
     let map = |m: &std::collections::BTreeMap<String, paperchain_wallet::money::Dollars>| {
@@ -93,7 +94,7 @@ async fn settings(State(app): State<AppApi>) -> Result<Json<Value>, ApiError> {
     Ok(Json(json!({
         "file": paperchain_wallet::config::config_file(),
         // The file as it is now does not parse: what is shown is the last valid one.
-        "problem": client.config_problem(),
+        "problem": problem,
         "service_url": config.service_url,
         "routing": { "default": config.default_route.as_str(), "routes": routes },
         "policy": {
