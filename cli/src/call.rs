@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use paperchain_engine::catalog::RouteEntry;
 use paperchain_engine::context::Progress;
 use paperchain_engine::output::OutputMode;
-use paperchain_engine::{Catalog, Context, ErrorKind, FileSet, Reply};
+use paperchain_engine::{Context, ErrorKind, FileSet, Reply};
 use paperchain_gateway::routed;
 use paperchain_wallet::ledger::Caller;
 use serde_json::{Map, Value};
@@ -61,7 +61,7 @@ pub struct CallArgs {
 
 /// Runs the call; exit code 2 for input errors, 1 for other failures.
 pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
-    let catalog = Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     let entry =
         catalog.by_operation(&args.operation).or_else(|| catalog.by_path(&args.operation)).ok_or_else(|| {
             let close: Vec<&str> = catalog

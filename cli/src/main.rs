@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use paperchain_engine::{Catalog, Context, Family};
+use paperchain_engine::{Context, Family};
 use paperchain_gateway::ServerConfig;
 use paperchain_gateway::hosted::sandbox::SandboxOptions;
 use paperchain_server::{HostedMode, Options};
@@ -344,7 +344,7 @@ fn print_sandbox(line: &serde_json::Value, base_url: &str) {
 }
 
 fn routes(args: RoutesArgs) -> anyhow::Result<()> {
-    let catalog = Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     let wanted = |family: Family| args.family.as_deref().is_none_or(|f| f == family.as_str());
     let routes: Vec<_> = catalog.routes().map(|r| r.info()).filter(|i| wanted(i.family)).collect();
     if args.json {

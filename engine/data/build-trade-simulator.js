@@ -1,6 +1,6 @@
 // Compiles TradeSimulator.sol beside this file with solcjs and writes trade-simulator.json
 // (runtime code, the keccak-256 of the source it came from, compiler and settings). The
-// engine embeds that JSON (engine/src/evm/trade_sim.rs); a unit test there fails when
+// engine embeds that JSON (engine/core/src/evm/trade_sim.rs); a unit test there fails when
 // the source changed without a rebuild.
 //
 //   NODE_PATH="${PAPERCHAIN_TOOLS:-$HOME/.cache/paperchain/tools}/npm/node_modules" \

@@ -1,50 +1,39 @@
-//! Paperchain's engine: the route catalog, pricing and the operations themselves.
+//! Paperchain's engine as the front doors see it: every route in one catalog
+//! ([`catalog::standard`]), and the modules of the three crates it is made of under one
+//! name.
 //!
-//! Every route is defined once, in one file under `docs/` (documents) or `chain/`
-//! (chain reads): its path, operation name, schemas, price rule and the operation. Those
-//! two folders hold routes only; the code routes share lives in support modules beside
-//! them: `pdf/` (opening and saving PDFs, assembling, qpdf and pdfium, the repair pass,
-//! stamping, the transforms the pipeline chains) and `evm/` (the configured chains and
-//! the reads, scans and simulations several chain routes make). Support code uses no
-//! route. The front doors (HTTP gateway, CLI, MCP, later the desktop app) are generated
-//! from [`catalog::Catalog`]; state a route keeps between calls lives in the
-//! [`context::RouteState`] of the context it runs with.
+//! - `paperchain-engine-core` (`engine/core`): the catalog's types, the context, errors,
+//!   input and output, prices, the fetcher, the work gate, the chain clients.
+//! - `paperchain-chain` (`engine/chain`): the 40 chain reads and the sanctions list.
+//! - `paperchain-docs` (`engine/docs`): the 39 document operations and their support code.
 //!
-//! What this crate must not do: know about HTTP, MCP or payments. It takes typed
-//! input, answers typed output or an [`error::EngineError`] whose kind a front door maps
-//! to its own status codes.
+//! Every route is defined once, in one file under `chain/` or `docs/`: its path,
+//! operation name, schemas, price rule and the operation. The front doors (HTTP, MCP, the
+//! CLI, the desktop app's forms) are generated from [`catalog::Catalog`].
+//!
+//! What this crate must not do: know about HTTP, MCP or payments. It takes typed input,
+//! answers typed output or an [`error::EngineError`] whose kind a front door maps to its
+//! own status codes.
 
-pub mod catalog;
-pub mod chain;
-pub mod chromium;
-pub mod context;
-pub mod docs;
-pub mod error;
-pub mod evm;
-pub mod fetch;
-pub mod http_client;
-pub mod input;
-pub mod layout;
-pub mod markdown;
-pub mod native;
-pub mod ocr;
-pub mod office;
-pub mod output;
-pub mod pages;
-pub mod patterns;
-pub mod pdf;
-pub mod price;
-pub mod rpc_http;
-pub mod sanctions;
-pub mod sandbox;
-pub mod soffice;
-pub mod solana;
-pub mod statement;
-pub mod work_gate;
-pub mod xml;
+pub use paperchain_chain::{chain, sanctions};
+pub use paperchain_docs::{
+    chromium, docs, layout, markdown, native, ocr, office, pages, pdf, sandbox, soffice, statement, xml,
+};
+pub use paperchain_engine_core::{
+    Catalog, Context, EngineError, ErrorKind, Family, FileSet, FreePool, OutFile, OutputMode, Price, Reply, RouteInfo,
+    context, data_dir, error, evm, fetch, http_client, input, output, patterns, price, rpc_http, solana, user_data_dir,
+    work_gate,
+};
 
-pub use catalog::{Catalog, Family, FreePool, RouteInfo};
-pub use context::{Context, data_dir, user_data_dir};
-pub use error::{EngineError, ErrorKind};
-pub use output::{FileSet, OutFile, OutputMode, Reply};
-pub use price::Price;
+/// The route catalog: the core's types, and the catalog of every route Paperchain serves.
+pub mod catalog {
+    pub use paperchain_engine_core::catalog::*;
+
+    /// The catalog of every route Paperchain serves: the chain reads, then the documents.
+    pub fn standard() -> Catalog {
+        let mut catalog = Catalog::empty();
+        paperchain_chain::register(&mut catalog);
+        paperchain_docs::register(&mut catalog);
+        catalog
+    }
+}

@@ -101,7 +101,7 @@ impl Case {
 /// The catalog under test: every standard route, and with `selftest` the route that fails
 /// on request ([`selftest`]), which the fuzzer's own tests use.
 pub fn catalog(selftest: bool) -> Catalog {
-    let mut catalog = Catalog::standard();
+    let mut catalog = paperchain_engine::catalog::standard();
     if selftest {
         catalog.add::<selftest::SelfTestRoute>();
     }

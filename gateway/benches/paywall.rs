@@ -32,7 +32,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt as _;
-use paperchain_engine::{Catalog, Context};
+use paperchain_engine::Context;
 use paperchain_gateway::hosted::config::{NETWORKS, PayTo};
 use paperchain_gateway::hosted::facilitator::{FacilitatorFailure, PaymentFacilitator, Settled, Verified};
 use paperchain_gateway::hosted::paywall::{Paywall, SystemClock};
@@ -171,7 +171,7 @@ async fn paywall(dir: &Path, ctx: &Context) -> Arc<Paywall> {
     let mut config = sandbox_config(dir, "http://127.0.0.1:8402", &[]);
     config.pay_to = vec![PayTo { network: NETWORKS[0].clone(), address: PAY_TO.into() }];
     let store = Store::open(&config.database).await.expect("the SQLite store");
-    let catalog = Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     Arc::new(Paywall::new(config, &catalog, ctx, Arc::new(InstantFacilitator), store, Arc::new(SystemClock)))
 }
 

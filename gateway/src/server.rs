@@ -17,7 +17,7 @@ use axum::Router;
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use paperchain_engine::{Catalog, Context};
+use paperchain_engine::Context;
 use paperchain_wallet::approvals::ApprovalQueue;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -171,7 +171,7 @@ impl HttpServer {
 
     fn assemble(self, local_addr: SocketAddr) -> std::io::Result<(Router, FileStore, Option<Arc<Paywall>>)> {
         let HttpServer { config, ctx, paywall, client, approvals, desktop, mounts } = self;
-        let catalog = Arc::new(Catalog::standard());
+        let catalog = Arc::new(paperchain_engine::catalog::standard());
         let base_url = config.base_url(local_addr);
         let files = config.file_store()?;
         if let Some(paywall) = &paywall {

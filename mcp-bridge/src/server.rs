@@ -77,7 +77,7 @@ struct Inner {
 impl McpServer {
     /// A server with `options`; the tools are generated once, here.
     pub fn new(options: ServerOptions) -> McpServer {
-        let catalog = Arc::new(Catalog::standard());
+        let catalog = Arc::new(paperchain_engine::catalog::standard());
         let tools = match options.paywall {
             None => tools::tools(&catalog, &options.families, &options.ctx),
             Some(_) => tools::hosted_tools(&catalog, &options.families, &options.ctx),

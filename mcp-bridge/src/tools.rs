@@ -295,7 +295,7 @@ mod tests {
 
     #[test]
     fn every_route_is_a_tool_with_object_schemas() {
-        let catalog = Catalog::standard();
+        let catalog = paperchain_engine::catalog::standard();
         let ctx = Context::new();
         let all = tools(&catalog, &[Family::Chain, Family::Docs], &ctx);
         assert_eq!(all.len(), catalog.routes().count());

@@ -266,7 +266,7 @@ async fn start_hosted(
         sandbox: mode.sandbox.is_some(),
     };
     let hosted_config = HostedConfig::load(&sources).map_err(|e| StartError::new(e.to_string()))?;
-    let catalog = paperchain_engine::Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     let options = HostedOptions { run_timeout: config.request_timeout, ..HostedOptions::default() };
     let hosted = match mode.sandbox {
         Some(sandbox) => Hosted::start_sandbox(hosted_config, &catalog, ctx, options, sandbox).await,

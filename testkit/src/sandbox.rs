@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alloy::primitives::{Address, U256};
+use paperchain_engine::Context;
 use paperchain_engine::evm::Chains;
-use paperchain_engine::{Catalog, Context};
 use paperchain_gateway::hosted::config::{ConfigSources, HostedConfig, NETWORKS, PayTo};
 use paperchain_gateway::hosted::facilitator::{Local, PaymentFacilitator};
 use paperchain_gateway::hosted::mpp::{EvmCharge, MppConfig};
@@ -92,7 +92,7 @@ pub struct Sandbox {
 pub async fn start_sandbox(dir: &Path, public_url: &str, setup: Setup) -> Sandbox {
     let env = setup.env;
     let config = sandbox_config(dir, public_url, &env);
-    let catalog = Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     let solana = if setup.solana { SolanaSide::With(crate::surfnet::surfnet_binary()) } else { SolanaSide::Off };
     let options = SandboxOptions { solana, ..SandboxOptions::default() };
     let hosted = Hosted::start_sandbox(config, &catalog, Context::new(), setup.options, options)
@@ -230,7 +230,7 @@ fn sandbox_paywall(
     options: HostedOptions,
 ) -> Arc<Paywall> {
     let mpp = sandbox_mpp(chain, config.mpp_secret.unwrap_or_else(rand::random));
-    let paywall = Paywall::new(config, &Catalog::standard(), ctx, facilitator, store, options.clock)
+    let paywall = Paywall::new(config, &paperchain_engine::catalog::standard(), ctx, facilitator, store, options.clock)
         .with_run_timeout(options.run_timeout)
         .with_facilitator_timeout(options.facilitator_timeout)
         .with_mpp(mpp);

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use alloy::signers::local::PrivateKeySigner;
 use bytes::Bytes;
-use paperchain_engine::evm::{ChainTimeouts, Chains};
+use paperchain_engine_core::evm::{ChainTimeouts, Chains};
 use paperchain_protocol::x402::{self, PAYMENT_REQUIRED, PAYMENT_RESPONSE, PAYMENT_SIGNATURE};
 use paperchain_testkit::bench::BenchArgs;
 use paperchain_wallet::client::{KeyLoader, NobodyToAsk, PayingClient, Request};

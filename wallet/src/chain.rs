@@ -6,7 +6,7 @@ use alloy::primitives::{Address, B256, U256};
 use alloy::providers::Provider as _;
 use alloy::rpc::types::Filter;
 use alloy::sol_types::SolEvent as _;
-use paperchain_engine::evm::{Chains, EvmChain};
+use paperchain_engine_core::evm::{Chains, EvmChain};
 use std::sync::Arc;
 
 alloy::sol! {
@@ -173,7 +173,7 @@ pub async fn wallet_balances(
         match balances(&chain, &asset.address, holder).await {
             Ok((native, held)) => {
                 line.balance = Some(crate::money::format_atomic(held.try_into().unwrap_or(u128::MAX), asset.decimals));
-                line.gas = Some(paperchain_engine::evm::format_units(native, 18));
+                line.gas = Some(paperchain_engine_core::evm::format_units(native, 18));
             }
             Err(e) => line.error = Some(e),
         }
@@ -186,13 +186,13 @@ pub async fn wallet_balances(
 /// random nonce); `None` when there is none, or only failed ones (a failed transfer moved
 /// nothing).
 pub async fn solana_payment(
-    clusters: &paperchain_engine::solana::Clusters,
+    clusters: &paperchain_engine_core::solana::Clusters,
     network: &str,
     payer: &str,
     memo: &str,
 ) -> Result<Option<String>, String> {
     let cluster = clusters.of_caip2(network)?;
-    paperchain_engine::solana::transaction_with_memo(&cluster, payer, memo)
+    paperchain_engine_core::solana::transaction_with_memo(&cluster, payer, memo)
         .await
         .map_err(|e| format!("looking for the payment on Solana {}: {}", cluster.network().name(), e.message))
 }
@@ -201,7 +201,7 @@ pub async fn solana_payment(
 /// token `mint` from `payer`'s holdings to `payee`'s (its token balances before and after,
 /// by owner).
 pub async fn check_solana_transfer(
-    clusters: &paperchain_engine::solana::Clusters,
+    clusters: &paperchain_engine_core::solana::Clusters,
     network: &str,
     signature: &str,
     mint: &str,

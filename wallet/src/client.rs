@@ -16,9 +16,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alloy::signers::local::PrivateKeySigner;
-use paperchain_engine::evm::Chains;
-use paperchain_engine::http_client::LazyClient;
-use paperchain_engine::solana::Clusters;
+use paperchain_engine_core::evm::Chains;
+use paperchain_engine_core::http_client::LazyClient;
+use paperchain_engine_core::solana::Clusters;
 use paperchain_protocol::x402::{self, Authorization};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};

@@ -239,7 +239,7 @@ pub fn config_dir() -> PathBuf {
 
 /// The user's data folder: `$XDG_DATA_HOME/paperchain`, else `~/.local/share/paperchain`.
 pub fn data_dir() -> PathBuf {
-    paperchain_engine::user_data_dir()
+    paperchain_engine_core::user_data_dir()
 }
 
 /// The configuration file: `PAPERCHAIN_CLIENT_CONFIG`, else `config.toml` in [`config_dir`].

@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use crate::chain;
 use crate::ledger::{Ledger, LedgerError, Row};
-use paperchain_engine::evm::Chains;
-use paperchain_engine::solana::Clusters;
+use paperchain_engine_core::evm::Chains;
+use paperchain_engine_core::solana::Clusters;
 
 /// A reservation this old that never signed belongs to a call that stopped.
 const STALE_RESERVATION_SECONDS: u64 = 600;

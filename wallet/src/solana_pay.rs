@@ -4,8 +4,8 @@
 //! signature and sends it. Read through the engine's Solana clusters (their configured RPC
 //! endpoints and genesis checks), so nothing here speaks to a node by itself.
 
-use paperchain_engine::solana::token::{self, associated_token_address};
-use paperchain_engine::solana::{Cluster, Clusters};
+use paperchain_engine_core::solana::token::{self, associated_token_address};
+use paperchain_engine_core::solana::{Cluster, Clusters};
 use paperchain_protocol::SignError;
 use paperchain_protocol::svm::{self, SigningKey, Transfer};
 use serde_json::{Value, json};
@@ -84,7 +84,7 @@ pub async fn sign(
 /// The mint's program and decimals, read from the chain.
 async fn mint(cluster: &Cluster, mint: &svm::Address) -> Result<(token::TokenProgram, u8), SignError> {
     let address = svm::to_base58(mint);
-    let chain = |e: paperchain_engine::EngineError| {
+    let chain = |e: paperchain_engine_core::EngineError| {
         SignError::Unsupported(format!("reading the mint {address}: {}", e.message))
     };
     let (account, _) = cluster.deadline(cluster.account(&address, "jsonParsed")).await.map_err(chain)?;

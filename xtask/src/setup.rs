@@ -46,7 +46,7 @@ pub const DEBIAN_PACKAGES: &[DebianPackage] = &[
     },
     DebianPackage {
         name: "bubblewrap",
-        why: "bwrap: the box LibreOffice runs in (no network, no user files; engine/src/sandbox.rs)",
+        why: "bwrap: the box LibreOffice runs in (no network, no user files; engine/docs/src/sandbox.rs)",
     },
     DebianPackage {
         name: "fonts-liberation",
@@ -146,7 +146,7 @@ pub const PYTHON_TOOLS: &[PythonTool] = &[
 
 /// Native libraries taken out of PyPI wheels into `$PAPERCHAIN_TOOLS`.
 pub const WHEEL_LIBRARIES: &[WheelLibrary] = &[WheelLibrary {
-    // Pinned: pdfium-render's `pdfium_NNNN` feature (engine/Cargo.toml) must match the
+    // Pinned: pdfium-render's `pdfium_NNNN` feature (engine/docs/Cargo.toml) must match the
     // pdfium build inside (5.15.2 carries pdfium 159.0.8149.0; see pypdfium2_raw/version.json).
     requirement: "pypdfium2==5.15.2",
     folder: "pypdfium2_raw",

@@ -46,7 +46,7 @@ pub fn run(runner_args: &[OsString]) -> anyhow::Result<()> {
             cargo().arg("test").args(selection).args(["--all-targets", "--no-fail-fast"])
         };
         // Tesseract in the tests' own processes gets one thread a page, as `paperchain` gives
-        // it (engine/src/ocr/mod.rs, limit_engine_threads): its spinning OpenMP threads would
+        // it (engine/docs/src/ocr/mod.rs, limit_engine_threads): its spinning OpenMP threads would
         // otherwise slow every OCR test, and the tests run side by side.
         let tests = tests.env("PAPERCHAIN_TOOLS", &installed.tools).env("OMP_THREAD_LIMIT", "1");
         let tests = match corpus_dir() {

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use paperchain_engine::{Catalog, Family};
+use paperchain_engine::Family;
 use paperchain_testkit::anvil::Anvil;
 use paperchain_testkit::corpus::corpus_file;
 use paperchain_testkit::pdf::qpdf_pages;
@@ -57,7 +57,7 @@ async fn call(client: &Client, name: &str, arguments: Value) -> CallToolResult {
 }
 
 fn operations(families: &[Family]) -> Vec<String> {
-    Catalog::standard()
+    paperchain_engine::catalog::standard()
         .routes()
         .filter(|r| families.contains(&r.info().family))
         .map(|r| r.info().operation.to_string())

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use paperchain_engine::catalog::published_settings;
 use paperchain_engine::evm::Chains;
-use paperchain_engine::{Catalog, Context, ErrorKind};
+use paperchain_engine::{Context, ErrorKind};
 use paperchain_testkit::anvil::Anvil;
 use schemars::generate::SchemaSettings;
 use serde_json::{Value, json};
@@ -71,7 +71,7 @@ async fn an_added_chain_is_refused_when_its_node_serves_another_chain() {
 
 /// The `chain` property of `path`'s published input schema, its `$ref` followed.
 fn chain_property(generator: &mut schemars::SchemaGenerator, path: &str) -> Value {
-    let catalog = Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     let entry = catalog.by_path(path).unwrap_or_else(|| panic!("{path} is not registered"));
     let input = entry.input_schema(generator).to_value();
     let definitions = generator.definitions().clone();
@@ -101,7 +101,7 @@ fn published_schemas_list_the_added_chain_where_any_chain_is_taken() {
     // Inlined schemas (as tool listings use them) follow the configuration too.
     let mut inlined =
         published_settings(SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true), &ctx).into_generator();
-    let catalog = Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     let input = catalog.by_path("/v1/chain/balance").unwrap().input_schema(&mut inlined).to_value();
     assert_eq!(input["properties"]["chain"]["enum"], all, "{input:#}");
 }

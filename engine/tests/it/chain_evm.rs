@@ -13,7 +13,7 @@ use alloy::primitives::{Address, B256, U256};
 use alloy::sol_types::SolValue;
 use common::route::{err, ok};
 use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
-use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
+use paperchain_engine::{Context, EngineError, ErrorKind};
 use paperchain_testkit::anvil::{Anvil, AnvilOptions, Artifact};
 use paperchain_testkit::fake_node::{FakeNode, Reply as Answer, rpc_result};
 use paperchain_testkit::loopback::{closed_port_url, silent_server};
@@ -240,7 +240,7 @@ async fn bad_input_names_the_field() {
 
 #[tokio::test]
 async fn input_schemas_list_the_chains_and_the_address_pattern() {
-    let catalog = Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     for path in ["/v1/chain/token", "/v1/chain/balance", "/v1/chain/gas", "/v1/chain/block"] {
         let entry = catalog.by_path(path).unwrap();
         let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
@@ -434,7 +434,7 @@ async fn context_defaults_serve_the_three_chains() {
 
 #[test]
 fn output_schemas_follow_the_spec_tables() {
-    let catalog = Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     let definition = |path: &str, name: &str| {
         let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
         catalog.by_path(path).unwrap().output_schema(&mut generator);

@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use alloy::primitives::keccak256;
 use alloy::sol_types::SolValue;
 use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
-use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
+use paperchain_engine::{Context, EngineError, ErrorKind};
 use paperchain_testkit::anvil::{Anvil, Artifact};
 use serde_json::{Value, json};
 
@@ -165,7 +165,7 @@ async fn input_errors_name_their_field() {
 
 #[test]
 fn the_input_schema_lists_the_chains_and_pairs() {
-    let catalog = Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     let entry = catalog.by_path(PATH).unwrap();
     let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
     let schema = serde_json::to_value(entry.input_schema(&mut generator)).unwrap();

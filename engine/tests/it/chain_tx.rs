@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use alloy::primitives::U256;
 use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
-use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
+use paperchain_engine::{Context, EngineError, ErrorKind};
 use paperchain_testkit::anvil::{Anvil, AnvilOptions, Artifact};
 use paperchain_testkit::fake_node::FakeNode;
 use serde_json::{Value, json};
@@ -284,7 +284,7 @@ async fn bad_input_names_the_field() {
 
 #[test]
 fn schemas_publish_the_pattern_and_every_member() {
-    let catalog = Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     let entry = catalog.by_path(PATH).unwrap();
     assert_eq!(entry.info().operation, "get_transaction");
     assert_eq!(entry.info().free_pool, paperchain_engine::FreePool::ChainReads);

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use paperchain_engine::chain::funding::{CACHE_TTL, FundingClient, FundingConfig};
-use paperchain_engine::{Catalog, Context, EngineError, ErrorKind};
+use paperchain_engine::{Context, EngineError, ErrorKind};
 use paperchain_testkit::hyperliquid::answer;
 use paperchain_testkit::loopback::{closed_port, read_request, write_response};
 use schemars::generate::SchemaSettings;
@@ -372,7 +372,7 @@ async fn concurrent_misses_make_one_upstream_request() {
 
 #[tokio::test]
 async fn the_catalog_entry() {
-    let catalog = Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     let route = catalog.by_path(PATH).unwrap();
     let info = route.info();
     assert_eq!(info.operation, "get_perp_funding_rates_venue");

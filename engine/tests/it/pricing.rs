@@ -2,7 +2,7 @@
 //! (`../shared/spec/routebook.md` §4: page edits cost $0.002 for up to 50 pages, + $0.00002 a page
 //! beyond).
 
-use paperchain_engine::{Catalog, Context, Family, Price};
+use paperchain_engine::{Context, Family, Price};
 use paperchain_testkit::b64;
 use serde_json::{Value, json};
 
@@ -12,7 +12,7 @@ fn corpus_file(relative: &str) -> Value {
 }
 
 async fn quote(operation: &str, body: Value) -> (u64, bool) {
-    let catalog = Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     let route = catalog.by_operation(operation).unwrap();
     let (price, call) = route.quote(&serde_json::to_vec(&body).unwrap(), &Context::new()).await;
     (price.units(), call.is_ok())
@@ -67,7 +67,7 @@ const PAGE_EDITS: &[&str] = &[
 
 #[test]
 fn the_catalog_is_consistent() {
-    let catalog = Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     let mut paths = std::collections::HashSet::new();
     let mut operations = std::collections::HashSet::new();
     for route in catalog.routes() {

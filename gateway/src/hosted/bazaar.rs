@@ -59,11 +59,10 @@ pub fn extension(route: &RouteEntry, ctx: &Context) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use paperchain_engine::Catalog;
 
     #[test]
     fn every_route_has_a_self_contained_schema() {
-        let catalog = Catalog::standard();
+        let catalog = paperchain_engine::catalog::standard();
         let ctx = Context::new();
         for route in catalog.routes() {
             let ext = extension(route, &ctx);
@@ -81,7 +80,7 @@ mod tests {
 
     #[test]
     fn the_body_schema_is_the_route_request_schema() {
-        let catalog = Catalog::standard();
+        let catalog = paperchain_engine::catalog::standard();
         let route = catalog.by_path("/v1/chain/balance").unwrap();
         let ext = extension(route, &Context::new());
         let validator = jsonschema::validator_for(&ext["schema"]).unwrap();

@@ -1243,7 +1243,7 @@ mod tests {
         let store = Store::open_in_memory().await.unwrap();
         Paywall::new(
             config,
-            &Catalog::standard(),
+            &paperchain_engine::catalog::standard(),
             &Context::new(),
             Arc::new(Supports(supported)),
             store,

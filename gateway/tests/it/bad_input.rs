@@ -206,7 +206,7 @@ const NOT_PDF_INPUT: &[&str] = &[
 fn the_matrix_covers_every_document_route() {
     let mut covered: Vec<&str> = cases().iter().map(|c| c.path).collect();
     covered.extend(NOT_PDF_INPUT);
-    for entry in paperchain_engine::Catalog::standard().routes() {
+    for entry in paperchain_engine::catalog::standard().routes() {
         let info = entry.info();
         if info.family == paperchain_engine::Family::Docs {
             assert!(covered.contains(&info.path), "no bad-input case for {}", info.path);

@@ -615,7 +615,7 @@ fn abi_string(text: &str) -> String {
 
 /// Checks `value` against the published output schema of `path`.
 fn assert_schema(path: &str, value: &Value) {
-    let catalog = paperchain_engine::Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     let entry = catalog.by_path(path).unwrap_or_else(|| panic!("{path} is not registered"));
     let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
     let schema = entry.output_schema(&mut generator);

@@ -194,7 +194,7 @@ async fn every_route_answers_as_its_published_schema_says() {
 
     // Every route was tested, none skipped or errored.
     let junit = std::fs::read_to_string(&report).unwrap();
-    let routes = paperchain_engine::Catalog::standard().routes().count();
+    let routes = paperchain_engine::catalog::standard().routes().count();
     let cases = junit.matches("<testcase ").count();
     assert_eq!(cases, routes, "one test case per route in the report:\n{junit}");
     for marker in ["<failure", "<error", "<skipped"] {

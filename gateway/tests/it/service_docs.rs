@@ -1,7 +1,6 @@
 //! The service documents: OpenAPI 3.1 checked by a real validator and snapshot-tested,
 //! llms.txt and the x402 listing generated from the catalog.
 
-use paperchain_engine::Catalog;
 use serde_json::Value;
 
 use crate::common::*;
@@ -35,7 +34,7 @@ async fn openapi_lists_every_route_and_passes_the_validator() {
     let doc: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(doc["openapi"], "3.1.0");
     assert_eq!(doc["info"]["version"], "0.1.0");
-    let catalog = Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     let paths = doc["paths"].as_object().unwrap();
     assert_eq!(paths.len(), catalog.routes().count());
     for entry in catalog.routes() {
@@ -81,7 +80,7 @@ async fn llms_txt_and_x402_listing() {
     let (status, content_type, llms) = get_text(&server, "/llms.txt").await;
     assert_eq!(status, 200);
     assert!(content_type.starts_with("text/plain"));
-    for entry in Catalog::standard().routes() {
+    for entry in paperchain_engine::catalog::standard().routes() {
         assert!(llms.contains(&format!("### POST {}  ({})", entry.info().path, entry.info().operation)));
     }
     snapshot_settings().bind(|| insta::assert_snapshot!("service_docs__llms_txt", llms));

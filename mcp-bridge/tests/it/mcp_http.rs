@@ -3,7 +3,7 @@
 //! chain tool reads anvil, bad input is a tool error naming the field, and the Host check
 //! of the HTTP API guards /mcp/* too.
 
-use paperchain_engine::{Catalog, Context, Family};
+use paperchain_engine::{Context, Family};
 use paperchain_testkit::anvil::Anvil;
 use paperchain_testkit::corpus::file_input;
 use paperchain_testkit::pdf::qpdf_pages;
@@ -13,7 +13,11 @@ use serde_json::{Value, json};
 use crate::common::{call, embedded, http_client, serve, structured, tool_error};
 
 fn operations(family: Family) -> Vec<String> {
-    Catalog::standard().routes().filter(|r| r.info().family == family).map(|r| r.info().operation.to_string()).collect()
+    paperchain_engine::catalog::standard()
+        .routes()
+        .filter(|r| r.info().family == family)
+        .map(|r| r.info().operation.to_string())
+        .collect()
 }
 
 #[tokio::test]

@@ -4,14 +4,15 @@
 use std::sync::Arc;
 
 use paperchain_engine::evm::Chains;
-use paperchain_engine::{Catalog, Context, Family};
+use paperchain_engine::{Context, Family};
 
 #[test]
 fn the_tool_list() {
     // No chain configuration from the environment: the snapshot lists the default chains.
     let chains = Chains::try_from_vars(|_| None).unwrap();
     let ctx = Context { chains: Arc::new(chains), ..Context::new() };
-    let tools = paperchain_mcp::tools::tools(&Catalog::standard(), &[Family::Chain, Family::Docs], &ctx);
+    let tools =
+        paperchain_mcp::tools::tools(&paperchain_engine::catalog::standard(), &[Family::Chain, Family::Docs], &ctx);
     // The snapshot stays in `tests/snapshots/` under the name it had when this file was a test
     // binary of its own; insta's default here, a module of the `it` binary, would be
     // `tests/it/snapshots/it__tools_snapshot__tools.snap`.
@@ -24,7 +25,11 @@ fn the_tool_list() {
 /// (rules between fields are said with `if`/`then`/`else` and `not`), and want an object.
 #[test]
 fn no_tool_input_schema_has_a_combinator_at_its_top() {
-    let tools = paperchain_mcp::tools::tools(&Catalog::standard(), &[Family::Chain, Family::Docs], &Context::new());
+    let tools = paperchain_mcp::tools::tools(
+        &paperchain_engine::catalog::standard(),
+        &[Family::Chain, Family::Docs],
+        &Context::new(),
+    );
     assert!(!tools.is_empty());
     for tool in &tools {
         let schema = tool.input_schema.as_ref();

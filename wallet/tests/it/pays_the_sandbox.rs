@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
 use alloy::signers::local::PrivateKeySigner;
-use paperchain_engine::evm::{ChainConfig, ChainTimeouts, Chains};
+use paperchain_engine_core::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_protocol::x402;
 use paperchain_wallet::client::{KeyLoader, NobodyToAsk, PayingClient, Request};
 use paperchain_wallet::config::ClientConfig;
@@ -107,7 +107,7 @@ async fn the_paying_client_without_the_server_crate_pays_the_sandbox_process() {
             vec![ChainConfig::new("base", 8453, vec![line["rpc_url"].as_str().unwrap().parse().unwrap()])],
             ChainTimeouts::default(),
         ),
-        &paperchain_engine::solana::Clusters::from_env(),
+        &paperchain_engine_core::solana::Clusters::from_env(),
         0,
     )
     .await
@@ -139,10 +139,26 @@ fn the_paying_client_does_not_depend_on_the_server() {
     let text = String::from_utf8(output.stdout).unwrap();
     let names: Vec<&str> = text.lines().filter_map(|line| line.split_whitespace().next()).collect();
     assert_eq!(names.first(), Some(&"paperchain-wallet"), "{text}");
-    for needed in ["paperchain-protocol", "paperchain-engine"] {
+    for needed in ["paperchain-protocol", "paperchain-engine-core"] {
         assert!(names.contains(&needed), "{needed} missing from {names:?}");
     }
-    for server in ["paperchain-gateway", "paperchain-server", "paperchain-mcp", "axum", "rmcp"] {
+    // No server, no route and no document library: the chain clients are the core's.
+    for server in [
+        "paperchain-gateway",
+        "paperchain-server",
+        "paperchain-mcp",
+        "axum",
+        "rmcp",
+        "paperchain-engine",
+        "paperchain-chain",
+        "paperchain-docs",
+        "lopdf",
+        "qpdf",
+        "pdfium-render",
+        "html5ever",
+        "calamine",
+        "x402-facilitator-local",
+    ] {
         assert!(!names.contains(&server), "the wallet builds with {server}");
     }
 }

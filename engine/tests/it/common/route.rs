@@ -1,7 +1,7 @@
 //! Calling a route as the front doors do, with every JSON answer checked against the
 //! route's published output schema.
 
-use paperchain_engine::{Catalog, Context, EngineError, FileSet, Reply};
+use paperchain_engine::{Context, EngineError, FileSet, Reply};
 use serde_json::Value;
 
 /// The output schema `path` publishes, its definitions inlined (draft 2020-12).
@@ -15,7 +15,7 @@ pub fn input_schema(path: &str) -> Value {
 }
 
 fn published_schema(path: &str, input: bool) -> Value {
-    let catalog = Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     let entry = catalog.by_path(path).unwrap_or_else(|| panic!("{path} is not registered"));
     let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
     let schema = if input { entry.input_schema(&mut generator) } else { entry.output_schema(&mut generator) };
@@ -35,7 +35,7 @@ pub fn assert_matches_schema(path: &str, answer: &Value) {
 
 /// Runs route `path` on `body`; a JSON answer must match the route's output schema.
 pub async fn call(ctx: &Context, path: &str, body: Value) -> Result<Value, EngineError> {
-    let catalog = Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     let entry = catalog.by_path(path).unwrap_or_else(|| panic!("{path} is not registered"));
     match entry.call(body.to_string().as_bytes(), ctx).await? {
         Reply::Json(answer) => {
@@ -61,7 +61,7 @@ pub async fn err(ctx: &Context, path: &str, body: Value) -> EngineError {
 
 /// Runs route `path` on `body`, which must answer files.
 pub async fn call_files(ctx: &Context, path: &str, body: Value) -> Result<FileSet, EngineError> {
-    let catalog = Catalog::standard();
+    let catalog = paperchain_engine::catalog::standard();
     let entry = catalog.by_path(path).unwrap_or_else(|| panic!("{path} is not registered"));
     match entry.call(body.to_string().as_bytes(), ctx).await? {
         Reply::Files(files) => Ok(files),

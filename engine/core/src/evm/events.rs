@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::abi;
 
 /// The bundled table's text, one event a line.
-const TABLE_TEXT: &str = include_str!("../../data/event-signatures.txt");
+const TABLE_TEXT: &str = include_str!("../../../data/event-signatures.txt");
 
 /// Longest event signature text accepted from a user.
 pub const MAX_EVENT_CHARS: usize = 2048;

@@ -63,7 +63,7 @@ pub const MAX_URL_SHOWN: usize = 2_048;
 const MAX_PATH_SCANNED: usize = 4_096;
 
 /// The bundled phishing/drainer domain list.
-const PHISHING_LIST: &str = include_str!("../../data/phishing-domains.txt");
+const PHISHING_LIST: &str = include_str!("../../../data/phishing-domains.txt");
 /// The list's date (its `# list-date:` line says the same; a test checks).
 pub const LIST_DATE: &str = "2026-11-26";
 
@@ -1330,7 +1330,7 @@ mod tests {
     #[test]
     fn the_list_is_well_formed_and_dated() {
         assert!(PHISHING_LIST.contains(&format!("# list-date: {LIST_DATE}")), "the file's date is LIST_DATE");
-        let readme = include_str!("../../data/README.md");
+        let readme = include_str!("../../../data/README.md");
         assert!(readme.contains(LIST_DATE), "the data README gives the list's date");
         assert!(readme.contains(&format!("{} domains", list_entries())), "the data README gives the list's size");
         let mut seen = HashSet::new();

@@ -446,7 +446,7 @@ pub const ERROR_SELECTOR: Selector = [0x08, 0xc3, 0x79, 0xa0];
 pub const PANIC_SELECTOR: Selector = [0x4e, 0x48, 0x7b, 0x71];
 
 /// The bundled custom errors' text, one canonical error signature a line.
-const ERRORS_TEXT: &str = include_str!("../../data/error-signatures.txt");
+const ERRORS_TEXT: &str = include_str!("../../../data/error-signatures.txt");
 
 static ERRORS: LazyLock<signatures::SignatureTable> = LazyLock::new(|| signatures::SignatureTable::parse(ERRORS_TEXT));
 

@@ -26,7 +26,7 @@ use crate::error::{EngineError, ErrorKind};
 use crate::evm::{EvmChain, address_text};
 
 /// The simulator artifact written by `engine/data/build-trade-simulator.js`.
-const ARTIFACT: &str = include_str!("../../data/trade-simulator.json");
+const ARTIFACT: &str = include_str!("../../../data/trade-simulator.json");
 
 /// Most wei the simulated buy spends (0.01 ETH).
 pub const MAX_BUY_WEI: u128 = 10_000_000_000_000_000;
@@ -305,7 +305,7 @@ mod tests {
     #[test]
     fn the_committed_simulator_matches_its_source() {
         let artifact: serde_json::Value = serde_json::from_str(ARTIFACT).unwrap();
-        let source = include_str!("../../data/TradeSimulator.sol");
+        let source = include_str!("../../../data/TradeSimulator.sol");
         assert_eq!(
             artifact["sourceKeccak256"].as_str().unwrap(),
             keccak256(source).to_string(),

@@ -13,7 +13,7 @@ use alloy::json_abi::Function;
 use alloy::primitives::keccak256;
 
 /// The bundled table's text, one canonical signature a line.
-const TABLE_TEXT: &str = include_str!("../../data/function-signatures.txt");
+const TABLE_TEXT: &str = include_str!("../../../data/function-signatures.txt");
 
 /// Longest signature text accepted from a user.
 pub const MAX_SIGNATURE_CHARS: usize = 1024;

@@ -1,8 +1,10 @@
 //! The route catalog: every route's definition in one place, and the type-erased table
 //! the front doors are generated from.
 //!
-//! A route is a type implementing [`Route`] in its own file. [`Catalog::standard`] lists
-//! them all; nothing else anywhere names a route. A route that keeps state between calls
+//! A route is a type implementing [`Route`] in its own file. The chain crate's and the
+//! documents crate's `register` functions add theirs to a [`Catalog`], and
+//! `paperchain_engine::catalog::standard` makes the catalog of both; nothing else anywhere
+//! names a route. A route that keeps state between calls
 //! (an upstream client, a cache) keeps it in the context's
 //! [`RouteState`](crate::context::RouteState), made on its first use.
 
@@ -382,12 +384,9 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// The catalog of every route Paperchain serves.
-    pub fn standard() -> Catalog {
-        let mut catalog = Catalog { routes: Vec::new() };
-        crate::chain::register(&mut catalog);
-        crate::docs::register(&mut catalog);
-        catalog
+    /// A catalog without routes, for `register` functions to fill.
+    pub fn empty() -> Catalog {
+        Catalog { routes: Vec::new() }
     }
 
     /// Adds route `R`. Panics on a duplicate path or operation: that is a defect in the

@@ -29,7 +29,7 @@ use time::Date;
 use time::macros::format_description;
 
 /// The bundled list.
-pub const BUNDLED_TSV: &str = include_str!("../../data/ofac-sdn-addresses.tsv");
+pub const BUNDLED_TSV: &str = include_str!("../../../data/ofac-sdn-addresses.tsv");
 /// The name of the refreshed list's file in the data folder.
 pub const FILE_NAME: &str = "ofac-sdn-addresses.tsv";
 /// Where `paperchain sanctions refresh` downloads the list from by default: OFAC's Sanctions

@@ -172,8 +172,10 @@ mod tests {
     }
 
     #[test]
-    fn every_code_the_engine_answers_is_published() {
-        let mut files = vec![std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")];
+    fn every_code_the_routes_answer_is_published() {
+        // The core and the two crates of routes, which answer with the core's errors.
+        let engine = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut files: Vec<_> = ["core", "chain", "docs"].iter().map(|krate| engine.join(krate).join("src")).collect();
         let mut used = Vec::new();
         while let Some(path) = files.pop() {
             if path.is_dir() {

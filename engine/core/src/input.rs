@@ -140,7 +140,7 @@ pub fn sanitize_filename(name: &str) -> String {
     cleaned.trim().trim_start_matches('.').to_string()
 }
 
-pub(crate) fn fetch_error(err: FetchError, field: &str) -> EngineError {
+pub fn fetch_error(err: FetchError, field: &str) -> EngineError {
     let message = format!("{field}: {err}");
     match err {
         FetchError::InvalidUrl(_) => EngineError::invalid(field, message),

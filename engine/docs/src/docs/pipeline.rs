@@ -250,7 +250,8 @@ mod tests {
 
     async fn quote(pdf: &[u8], steps: Value) -> Result<Price, EngineError> {
         let body = json!({ "file": file_json(pdf, "report.pdf", None), "steps": steps });
-        let catalog = crate::Catalog::standard();
+        let mut catalog = crate::Catalog::empty();
+        crate::register(&mut catalog);
         let entry = catalog.by_path("/v1/pdf/pipeline").unwrap();
         let (price, result) = entry.quote(&serde_json::to_vec(&body).unwrap(), &Context::new()).await;
         result.map(|_| price)

@@ -275,7 +275,8 @@ mod tests {
 
     /// Calls the route through the catalog and checks the answer against its published schema.
     fn call(body: serde_json::Value) -> Result<CalldataDecode, EngineError> {
-        let catalog = Catalog::standard();
+        let mut catalog = Catalog::empty();
+        crate::register(&mut catalog);
         let entry = catalog.by_path("/v1/chain/calldata").expect("route registered");
         let ctx = Context::new();
         let reply = runtime().block_on(entry.call(body.to_string().as_bytes(), &ctx))?;
@@ -683,7 +684,7 @@ mod tests {
     fn the_description_states_the_table_size() {
         let size = signatures::table().len().to_string();
         assert!(CalldataRoute::INFO.description.contains(&format!(" {size} well-known")), "table has {size}");
-        let readme = include_str!("../../data/README.md");
+        let readme = include_str!("../../../data/README.md");
         assert!(readme.contains(&format!("{size} signatures")), "README does not state {size}");
     }
 }

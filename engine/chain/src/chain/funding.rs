@@ -821,9 +821,9 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 mod tests {
     use super::*;
 
-    const META: &str = include_str!("../../tests/fixtures/hyperliquid/meta_and_asset_ctxs.json");
-    const BTC_HISTORY: &str = include_str!("../../tests/fixtures/hyperliquid/funding_history_BTC.json");
-    const HYPE_HISTORY: &str = include_str!("../../tests/fixtures/hyperliquid/funding_history_HYPE.json");
+    const META: &str = include_str!("../../../tests/fixtures/hyperliquid/meta_and_asset_ctxs.json");
+    const BTC_HISTORY: &str = include_str!("../../../tests/fixtures/hyperliquid/funding_history_BTC.json");
+    const HYPE_HISTORY: &str = include_str!("../../../tests/fixtures/hyperliquid/funding_history_HYPE.json");
 
     fn venue() -> Venue {
         parse_venue(META.as_bytes()).unwrap()

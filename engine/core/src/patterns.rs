@@ -5,12 +5,14 @@
 
 /// The characters `str::trim` removes (Unicode White_Space), as the inside of a character
 /// class.
-macro_rules! white_space {
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __white_space {
     () => {
         "\\t\\n\\u000B\\f\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000"
     };
 }
-pub(crate) use white_space;
+pub use crate::__white_space as white_space;
 
 /// Matches (unanchored, as JSON Schema applies patterns) a text with a character other than
 /// the blanks `str::trim` removes: the published form of "not blank".
@@ -65,9 +67,10 @@ pub fn date_format() -> String {
 }
 
 /// A JSON Schema validator of strings with `pattern`: how the tests that hold a published
-/// pattern to its check read the pattern.
-#[cfg(test)]
-pub(crate) fn validator(pattern: &str) -> jsonschema::Validator {
+/// pattern to its check read the pattern (here and in the crates of routes, through the
+/// `testing` feature).
+#[cfg(any(test, feature = "testing"))]
+pub fn validator(pattern: &str) -> jsonschema::Validator {
     jsonschema::validator_for(&serde_json::json!({ "type": "string", "pattern": pattern })).unwrap()
 }
 
