@@ -10,11 +10,13 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow, bail};
 use base64::Engine as _;
 use indicatif::{ProgressBar, ProgressStyle};
+use paperchain_calls::paywall::Failure;
+use paperchain_calls::routed::{answer_reply, quote_json};
+use paperchain_calls::{Call, CallPath, Outcome as Ran};
 use paperchain_engine::catalog::RouteEntry;
 use paperchain_engine::context::Progress;
 use paperchain_engine::output::OutputMode;
 use paperchain_engine::{Context, ErrorKind, FileSet, Reply};
-use paperchain_gateway::routed;
 use paperchain_wallet::ledger::Caller;
 use serde_json::{Map, Value};
 
@@ -145,29 +147,26 @@ async fn run_here(data_dir: &Path, entry: &RouteEntry, input: Value, args: &Call
     let approver = Arc::new(crate::paying::TerminalApprover { bar: Some(bar.clone()) });
     let client = crate::paying::client(data_dir, &ctx, approver, &Default::default()).await?;
     let mode = args.route.as_deref().map(str::parse).transpose().map_err(|e: String| anyhow!("--route: {e}"))?;
-    let call = routed::Call {
-        route: entry,
-        body: body.into(),
-        caller: Caller { front_door: "cli", client: None },
-        mode,
-        quote_only: args.quote,
-        admission: Default::default(),
-    };
+    let mut call = Call::new(entry.info().path, body, Caller { front_door: "cli", client: None });
+    call.mode = mode;
+    call.quote_only = args.quote;
     // As long as it takes: the user is watching, and can stop it.
-    let ran = routed::run(Some(&client), &ctx, call, Duration::from_secs(24 * 3600)).await;
+    let catalog = Arc::new(paperchain_engine::catalog::standard());
+    let calls = CallPath::local(catalog, ctx, Some(client.clone()), Duration::from_secs(24 * 3600));
+    let ran = calls.run(call).await;
     bar.finish_and_clear();
     client.ledger().close().await;
 
     let reply = match ran {
-        routed::Ran::Quote(quote) => {
-            println!("{}", serde_json::to_string_pretty(&routed::quote_json(&quote?))?);
+        Ran::Quote(quote) => {
+            println!("{}", serde_json::to_string_pretty(&quote_json(&quote?))?);
             return Ok(Err(ExitCode::SUCCESS));
         }
-        routed::Ran::Hosted(Err(error)) => {
+        Ran::Hosted(Err(error)) => {
             eprintln!("error: {error}");
             return Ok(Err(ExitCode::FAILURE));
         }
-        routed::Ran::Hosted(Ok(answer)) => {
+        Ran::Hosted(Ok(answer)) => {
             let place = client.config().service_url.clone().unwrap_or_default();
             match &answer.paid {
                 Some(paid) => eprintln!(
@@ -178,7 +177,7 @@ async fn run_here(data_dir: &Path, entry: &RouteEntry, input: Value, args: &Call
                 ),
                 None => eprintln!("ran on {place}: nothing paid"),
             }
-            match routed::answer_reply(&answer) {
+            match answer_reply(&answer) {
                 Ok(reply) => reply,
                 Err((status, message)) => {
                     eprintln!("error: {message}");
@@ -186,8 +185,13 @@ async fn run_here(data_dir: &Path, entry: &RouteEntry, input: Value, args: &Call
                 }
             }
         }
-        routed::Ran::Local(Ok(reply), _) => reply,
-        routed::Ran::Local(Err(e), _) => {
+        Ran::Local(Ok(reply), _) => reply,
+        // The CLI sends a JSON body to a route that exists, and has no paywall.
+        Ran::Paywall(_) | Ran::Refused(Failure::NotJson(_) | Failure::TooLarge(_)) => {
+            eprintln!("error: the call was refused before it ran");
+            return Ok(Err(ExitCode::FAILURE));
+        }
+        Ran::Local(Err(e), _) | Ran::Refused(Failure::Engine(e)) => {
             let field =
                 e.field.as_deref().filter(|f| !f.is_empty()).map(|f| format!(" (field {f})")).unwrap_or_default();
             eprintln!("error [{}]: {}{field}", e.code, e.message);

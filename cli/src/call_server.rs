@@ -93,7 +93,7 @@ pub async fn call(
     };
     // A file answer gets the name it offers only when that is a safe one, as from the
     // hosted service.
-    let reply = routed::answer_reply(&answer).map_err(|(_, message)| anyhow!(message))?;
+    let reply = paperchain_calls::routed::answer_reply(&answer).map_err(|(_, message)| anyhow!(message))?;
     match reply {
         Reply::Json(value) if unpack => Ok(Ok(files_of(value)?)),
         reply => Ok(Ok(reply)),
@@ -126,7 +126,8 @@ fn where_it_ran(headers: &HeaderMap) -> Option<String> {
     let Some(paid) = text(routed::PAID_HEADER) else {
         return Some("ran on the hosted service: nothing paid".into());
     };
-    let note = text(routed::PAYMENT_HEADER).and_then(|t| serde_json::from_str::<routed::PaymentNote>(t).ok());
+    let note = text(routed::PAYMENT_HEADER)
+        .and_then(|t| serde_json::from_str::<paperchain_calls::routed::PaymentNote>(t).ok());
     Some(match note {
         Some(note) if !note.transaction.is_empty() => {
             format!("ran on the hosted service: paid {paid} on {}, transaction {}", note.network, note.transaction)
@@ -160,7 +161,11 @@ fn files_of(value: Value) -> anyhow::Result<Reply<Value>> {
         if item["sha256"].as_str().is_some_and(|sent| hex::encode(Sha256::digest(&bytes)) != sent) {
             bail!("{name} arrived damaged from the local server (its SHA-256 differs)");
         }
-        files.push(OutFile { filename: routed::safe_filename(Some(name), &media_type), media_type, bytes });
+        files.push(OutFile {
+            filename: paperchain_calls::routed::safe_filename(Some(name), &media_type),
+            media_type,
+            bytes,
+        });
     }
     let report = match &value {
         Value::Object(object) => object.get("report").filter(|r| !r.is_null()).cloned(),

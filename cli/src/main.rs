@@ -22,7 +22,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use paperchain_engine::{Context, Family};
 use paperchain_gateway::ServerConfig;
-use paperchain_gateway::hosted::sandbox::SandboxOptions;
+use paperchain_server::SandboxOptions;
 use paperchain_server::{HostedMode, Options};
 use paperchain_wallet::approvals::ApprovalQueue;
 use paperchain_wallet::client::NobodyToAsk;
@@ -296,8 +296,7 @@ async fn mcp(args: McpArgs) -> anyhow::Result<()> {
     let ctx = Context::try_new()?;
     // Nothing here can ask the user: a payment that needs approval is refused, saying so.
     let client = paying::client(&data_dir, &ctx, Arc::new(NobodyToAsk), &args.routing).await?;
-    paperchain_server::settle_open_payments(&client, &ctx);
-    paperchain_mcp::stdio::serve_stdio(families, ctx, Some(client)).await.context("serving MCP on stdio")
+    paperchain_server::serve_stdio(families, ctx, client).await.context("serving MCP on stdio")
 }
 
 /// The sandbox's first stdout line (one JSON object, for scripts), then how to try it.

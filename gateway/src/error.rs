@@ -5,6 +5,7 @@ use std::time::Duration;
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use paperchain_calls::paywall::Failure;
 use paperchain_engine::{EngineError, ErrorKind};
 use serde_json::json;
 
@@ -39,27 +40,22 @@ impl ApiError {
 
 impl From<EngineError> for ApiError {
     fn from(error: EngineError) -> ApiError {
-        let (status, retry_after) = match error.kind {
-            ErrorKind::InvalidInput => (StatusCode::UNPROCESSABLE_ENTITY, None),
-            ErrorKind::NotFound => (StatusCode::NOT_FOUND, None),
-            ErrorKind::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, None),
-            ErrorKind::RateLimited { retry_after } => (StatusCode::TOO_MANY_REQUESTS, Some(retry_after)),
-            ErrorKind::BadUpstream => (StatusCode::BAD_GATEWAY, None),
-            ErrorKind::Unavailable { retry_after } => (StatusCode::SERVICE_UNAVAILABLE, Some(retry_after)),
-            ErrorKind::Timeout => (StatusCode::GATEWAY_TIMEOUT, None),
-            ErrorKind::Internal => (StatusCode::INTERNAL_SERVER_ERROR, None),
+        let status =
+            StatusCode::from_u16(paperchain_calls::status_of(&error.kind)).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let retry_after = match error.kind {
+            ErrorKind::RateLimited { retry_after } | ErrorKind::Unavailable { retry_after } => Some(retry_after),
+            _ => None,
         };
         ApiError { status, error, retry_after }
     }
 }
 
-impl From<crate::hosted::paywall::Failure> for ApiError {
-    fn from(failure: crate::hosted::paywall::Failure) -> ApiError {
+impl From<Failure> for ApiError {
+    fn from(failure: Failure) -> ApiError {
         match failure {
-            crate::hosted::paywall::Failure::Engine(error) => ApiError::from(error),
-            crate::hosted::paywall::Failure::NotJson(content_type) => {
-                crate::routes::unsupported_media_type(&content_type)
-            }
+            Failure::Engine(error) => ApiError::from(error),
+            Failure::NotJson(content_type) => crate::routes::unsupported_media_type(&content_type),
+            Failure::TooLarge(limit) => crate::intake::too_large(limit),
         }
     }
 }

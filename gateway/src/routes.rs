@@ -6,50 +6,43 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::Router;
-use axum::body::Body;
+use axum::body::Body as HttpBody;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use paperchain_calls::paywall::Answer;
+use paperchain_calls::{Body, Call, CallPath, Outcome};
 use paperchain_engine::context::blocking;
 use paperchain_engine::output::OutputMode;
-use paperchain_engine::{Catalog, Context, EngineError, FileSet, OutFile, Reply};
+use paperchain_engine::{EngineError, FileSet, OutFile, Reply};
+use paperchain_wallet::ledger::Caller;
 
 use crate::error::ApiError;
 use crate::files::FileStore;
-use crate::hosted;
-use crate::hosted::mpp::RequestBinding;
-use crate::hosted::paywall::{Answer, Body as PaidBody, Call};
 pub use crate::intake::{BodyBudget, BodyHold, read_body, too_large};
-use crate::routed;
 use crate::service_docs::ServiceDocs;
-use paperchain_wallet::ledger::Caller;
+use crate::{paid, routed};
 
 /// Largest request body (`../shared/spec/routebook.md` §6).
 pub const BODY_LIMIT: usize = 64 * 1024 * 1024;
 
 /// Everything a request handler needs.
 pub struct AppState {
-    /// The routes.
-    pub catalog: Arc<Catalog>,
-    /// The engine context (fetcher, limits).
-    pub ctx: Context,
+    /// Where calls go (the catalog, the engine context, the paywall or the paying client).
+    pub calls: CallPath,
     /// Stored files for `output: "url"`.
     pub files: FileStore,
     /// Absolute base URL of this server, without a trailing slash.
     pub base_url: String,
     /// OpenAPI, llms.txt, x402 listing, built once.
     pub docs: ServiceDocs,
-    /// Longest a call may take.
+    /// Longest the body of a local call may take to arrive.
     pub request_timeout: Duration,
     /// Largest request body.
     pub body_limit: usize,
     /// Most request-body bytes held at once, across all calls.
     pub body_budget: Arc<BodyBudget>,
-    /// The paywall in hosted mode; local mode has none.
-    pub paywall: Option<Arc<crate::hosted::paywall::Paywall>>,
-    /// Local mode's paying client (routing, ledger); `None` runs every call here, unrecorded.
-    pub client: Option<Arc<paperchain_wallet::client::PayingClient>>,
     /// The app's session: a call carrying its token comes from the app's own page.
     pub app_session: Arc<crate::app::Session>,
 }
@@ -57,7 +50,7 @@ pub struct AppState {
 /// The router: every catalog route plus the service documents and file links.
 pub fn router(state: Arc<AppState>) -> Router {
     let mut router = Router::new();
-    for entry in state.catalog.routes() {
+    for entry in state.calls.catalog().routes() {
         let path = entry.info().path;
         router = router.route(
             path,
@@ -75,142 +68,85 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
-/// A route's request as received: the headers, and the body when it is JSON and fits.
-enum Received {
-    /// A JSON body within the limit, and its share of the body budget.
-    Json(axum::body::Bytes, BodyHold),
-    /// A body declared as something else (the Content-Type given, possibly empty).
-    NotJson(String),
-    /// A body over the limit (bytes).
-    TooLarge(usize),
-}
-
-impl Received {
-    /// The body as the paywall takes it, and the bytes an MPP challenge is bound to.
-    fn paid(&self) -> (PaidBody<'_>, &[u8]) {
-        match self {
-            Received::Json(bytes, _) => (PaidBody::Json(bytes), bytes),
-            Received::NotJson(content_type) => (PaidBody::NotJson(content_type.clone()), &[]),
-            Received::TooLarge(limit) => (PaidBody::TooLarge(*limit), &[]),
-        }
-    }
-}
-
-/// Reads the body once for either mode: a body not declared as JSON is not read.
-async fn receive(request: Request, limit: usize, budget: &BodyBudget) -> Result<Received, ApiError> {
+/// Reads the body once for either mode: a body not declared as JSON is not read. The hold
+/// keeps the body's share of the budget until the call ends.
+async fn receive(request: Request, limit: usize, budget: &BodyBudget) -> Result<(Body, Option<BodyHold>), ApiError> {
     if !is_json(request.headers()) {
-        return Ok(Received::NotJson(content_type(request.headers()).to_string()));
+        return Ok((Body::NotJson(content_type(request.headers()).to_string()), None));
     }
     match read_body(request, limit, budget).await {
-        Ok((bytes, hold)) => Ok(Received::Json(bytes, hold)),
-        Err(e) if e.status == StatusCode::PAYLOAD_TOO_LARGE => Ok(Received::TooLarge(limit)),
+        Ok((bytes, hold)) => Ok((Body::Json(bytes), Some(hold))),
+        Err(e) if e.status == StatusCode::PAYLOAD_TOO_LARGE => Ok((Body::TooLarge(limit), None)),
         Err(e) => Err(e),
     }
 }
 
 async fn call_route(state: Arc<AppState>, path: &'static str, request: Request) -> Response {
-    let Some(paywall) = state.paywall.clone() else {
-        // Its own task, limited inside (the engine's run by the timeout; a routed call by
-        // the client's): a caller that goes away cannot cut a payment or its ledger row short.
-        let task = tokio::spawn(async move { call_local(&state, path, request).await });
-        return match task.await {
-            Ok(Ok(response)) => response,
-            Ok(Err(error)) => error.into_response(),
-            Err(e) => {
-                tracing::error!(error = %e, "a call's task failed");
-                ApiError::from(EngineError::internal("the call's task failed")).into_response()
-            }
-        };
-    };
-    // The paywall limits the operation itself; verify and settle around it must not be cut short.
-    let client =
-        hosted::http::client_ip_of(request.headers(), request.extensions(), paywall.config().client_ip_header.as_ref());
-    let payment = hosted::http::payment(request.headers());
-    let free = hosted::http::free_ask(request.headers());
-    let Some(route) = state.catalog.by_path(path) else {
-        return ApiError::not_found(format!("no route {path}")).into_response();
-    };
-    // A heavy route's place is taken before its body is read: a busy server refuses at once.
-    let admission = match route.admit(&state.ctx) {
-        Ok(admission) => admission,
-        Err(busy) => return ApiError::from(busy).into_response(),
-    };
-    let received = match receive(request, state.body_limit, &state.body_budget).await {
-        Ok(received) => received,
-        Err(error) => return error.into_response(),
-    };
-    // A paid call runs in its own task: if the client goes away mid-call, the settlement
-    // and its ledger entry still complete instead of being cut off half-way.
-    let task = tokio::spawn(async move {
-        let Some(route) = state.catalog.by_path(path) else {
-            return ApiError::not_found(format!("no route {path}")).into_response();
-        };
-        let (body, bytes) = received.paid();
-        let binding = Some(RequestBinding::new("POST", path, bytes));
-        let call = Call { route, body, payment, free, client, binding, admission };
-        let answer = paywall.handle(call, &state.ctx).await;
-        match answer {
-            Answer::Delivered { reply, receipt, free_left } => {
-                let mut response = encode_reply(&state, reply).await.unwrap_or_else(IntoResponse::into_response);
-                hosted::http::add_delivery_headers(&mut response, receipt.as_ref(), free_left);
-                response
-            }
-            Answer::PaymentRequired(required) => hosted::http::payment_required(&required),
-            Answer::Failed(failure) => ApiError::from(failure).into_response(),
-        }
-    });
-    match task.await {
+    match call(&state, path, request).await {
         Ok(response) => response,
-        Err(e) => {
-            tracing::error!(error = %e, "a hosted call's task failed");
-            ApiError::from(EngineError::internal("the call's task failed")).into_response()
-        }
+        Err(error) => error.into_response(),
     }
 }
 
-async fn call_local(state: &AppState, path: &'static str, request: Request) -> Result<Response, ApiError> {
-    let entry = state.catalog.by_path(path).ok_or_else(|| ApiError::not_found(format!("no route {path}")))?;
-    let mode = routed::mode_of(request.headers())?;
-    let quote_only = routed::quote_only(request.headers())?;
-    let from_app = state.app_session.sent_by(request.headers());
-    let client = match from_app {
-        true => Some(crate::app::CLIENT_NAME.to_string()),
-        false => request.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_string),
-    };
-    let front_door = if from_app { "app" } else { "http" };
+/// One call over HTTP: its request translated into the call path's [`Call`], the outcome
+/// into statuses and headers.
+async fn call(state: &AppState, path: &'static str, request: Request) -> Result<Response, ApiError> {
+    let calls = &state.calls;
+    let route = calls.catalog().by_path(path).ok_or_else(|| ApiError::not_found(format!("no route {path}")))?;
+    let headers = request.headers();
+    let mut call = Call::new(path, bytes::Bytes::new(), Caller { front_door: "http", client: None });
+    match calls.paywall() {
+        Some(paywall) => {
+            call.client_ip = paid::client_ip_of(headers, request.extensions(), paywall.client_ip_header());
+            call.payment = paid::payment(headers);
+            call.free = paid::free_ask(headers);
+            call.over_http = true;
+        }
+        None => {
+            call.mode = routed::mode_of(headers)?;
+            call.quote_only = routed::quote_only(headers)?;
+            let from_app = state.app_session.sent_by(headers);
+            call.caller = match from_app {
+                true => Caller { front_door: "app", client: Some(crate::app::CLIENT_NAME.to_string()) },
+                false => Caller {
+                    front_door: "http",
+                    client: headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_string),
+                },
+            };
+        }
+    }
     // A heavy call that can only run here takes its place before its body is read: a busy
     // server refuses at once.
-    let admission = match routed::runs_here_only(state.client.as_ref(), entry, mode, quote_only) {
-        true => entry.admit(&state.ctx)?,
-        false => Default::default(),
-    };
-    // Receiving the body is bounded like the call (a caller that sends slowly cannot hold a task).
-    let received = tokio::time::timeout(state.request_timeout, receive(request, state.body_limit, &state.body_budget))
-        .await
-        .map_err(|_| {
-            ApiError::from(EngineError::new(
-                paperchain_engine::ErrorKind::Timeout,
-                "timeout",
-                format!("the request body did not arrive within {} s", state.request_timeout.as_secs()),
-            ))
-        })??;
-    // The hold keeps the body's share of the budget until the call ends.
-    let (body, _hold) = match received {
-        Received::Json(bytes, hold) => (bytes, hold),
-        Received::NotJson(content_type) => return Err(unsupported_media_type(&content_type)),
-        Received::TooLarge(limit) => return Err(too_large(limit)),
-    };
-    let caller = Caller { front_door, client };
-    let call = routed::Call { route: entry, body, caller, mode, quote_only, admission };
-    match routed::run(state.client.as_ref(), &state.ctx, call, state.request_timeout).await {
-        routed::Ran::Local(reply, call_id) => {
+    call.admission = calls.admit(route, call.mode, call.quote_only)?;
+    // Receiving the body is bounded (a caller that sends slowly cannot hold a task).
+    let (body, hold) =
+        tokio::time::timeout(state.request_timeout, receive(request, state.body_limit, &state.body_budget))
+            .await
+            .map_err(|_| {
+                ApiError::from(EngineError::new(
+                    paperchain_engine::ErrorKind::Timeout,
+                    "timeout",
+                    format!("the request body did not arrive within {} s", state.request_timeout.as_secs()),
+                ))
+            })??;
+    call.body = body;
+    call.hold = hold.map(|hold| Box::new(hold) as Box<dyn std::any::Any + Send>);
+    match calls.run(call).await {
+        Outcome::Local(reply, call_id) => {
             let mut response = encode_reply(state, reply?).await?;
             routed::mark_local(&mut response, call_id.as_deref());
             Ok(response)
         }
-        routed::Ran::Hosted(Ok(answer)) => Ok(routed::hosted_response(answer)),
-        routed::Ran::Hosted(Err(error)) => Err(routed::call_error(&error)),
-        routed::Ran::Quote(quote) => Ok(routed::quote_response(quote)),
+        Outcome::Hosted(Ok(answer)) => Ok(routed::hosted_response(answer)),
+        Outcome::Hosted(Err(error)) => Err(routed::call_error(&error)),
+        Outcome::Quote(quote) => Ok(routed::quote_response(quote)),
+        Outcome::Paywall(Answer::Delivered { reply, receipt, free_left }) => {
+            let mut response = encode_reply(state, reply).await.unwrap_or_else(IntoResponse::into_response);
+            paid::add_delivery_headers(&mut response, receipt.as_ref(), free_left);
+            Ok(response)
+        }
+        Outcome::Paywall(Answer::PaymentRequired(required)) => Ok(paid::payment_required(&required)),
+        Outcome::Paywall(Answer::Failed(failure)) | Outcome::Refused(failure) => Err(ApiError::from(failure)),
     }
 }
 
@@ -279,8 +215,7 @@ fn json_one_or_list<T: serde::Serialize>(mut items: Vec<T>, list: bool) -> Respo
     Json(items).into_response()
 }
 
-/// The header carrying a one-file result's report (compact JSON, ASCII) for `output: "file"`.
-pub const REPORT_HEADER: &str = "paperchain-report";
+pub use paperchain_calls::REPORT_HEADER;
 
 /// Compact JSON with every non-ASCII character escaped, so it fits in a header.
 fn ascii_json(value: &serde_json::Value) -> String {
@@ -300,7 +235,7 @@ fn ascii_json(value: &serde_json::Value) -> String {
 
 /// A file answer: bytes, media type, `Content-Disposition: attachment`.
 pub fn file_response(file: OutFile) -> Response {
-    let mut response = Response::new(Body::from(file.bytes));
+    let mut response = Response::new(HttpBody::from(file.bytes));
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
@@ -357,7 +292,7 @@ async fn x402_listing(State(state): State<Arc<AppState>>) -> Response {
 
 async fn healthz(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {
     Json(
-        serde_json::json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION"), "routes": state.catalog.routes().count() }),
+        serde_json::json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION"), "routes": state.calls.catalog().routes().count() }),
     )
 }
 

@@ -6,10 +6,10 @@
 //! in a task and hands back a [`Running`] whose [`Running::stop`] ends everything the server
 //! started (connections, the file-link sweeper, the paywall's housekeeping) before it returns.
 
-use paperchain_wallet::client::PayingClient;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,15 +17,17 @@ use axum::Router;
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::{self, Next};
 use axum::response::Response;
+use paperchain_calls::CallPath;
+use paperchain_calls::paywall::Paywall;
 use paperchain_engine::Context;
 use paperchain_wallet::approvals::ApprovalQueue;
+use paperchain_wallet::client::PayingClient;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::files::{FileStore, LINK_TTL};
 use crate::host::{HostPolicy, require_allowed_host};
-use crate::hosted::paywall::Paywall;
 use crate::routes::{AppState, BODY_LIMIT, router};
 use crate::service_docs::ServiceDocs;
 
@@ -87,14 +89,20 @@ impl ServerConfig {
     }
 }
 
+/// A hosted service's paywall as the HTTP server runs it: the call path's paywall, told
+/// where `output: "url"` files are kept, with housekeeping that runs as long as the server.
+pub trait ServedPaywall: Paywall {
+    /// Keeps the files of `output: "url"` calls in `files`, linked under `base_url`.
+    fn keep_files_in(&self, files: FileStore, base_url: String);
+
+    /// Housekeeping (recovery, counts, pruning) until the server stops.
+    fn maintain(self: Arc<Self>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+}
+
 /// What routes mounted beside the HTTP API (the MCP endpoints) share with it.
 pub struct Mount<'a> {
-    /// The engine context the API runs with.
-    pub ctx: &'a Context,
-    /// The paywall, in hosted mode.
-    pub paywall: Option<&'a Arc<Paywall>>,
-    /// The paying client, in local mode with a wallet.
-    pub client: Option<&'a Arc<PayingClient>>,
+    /// Where calls go: the catalog, the engine context, the paywall or the paying client.
+    pub calls: &'a CallPath,
     /// The API's file-link store.
     pub files: &'a FileStore,
     /// The API's base URL.
@@ -111,6 +119,8 @@ pub struct Mount<'a> {
     pub desktop: Option<&'a Arc<dyn crate::app::Desktop>>,
 }
 
+type SharedPaywall = Arc<dyn ServedPaywall>;
+
 type Mounter = Box<dyn FnOnce(&Mount<'_>) -> Router + Send>;
 
 /// The HTTP server of one configuration: the API of every catalog route, the service
@@ -119,7 +129,7 @@ type Mounter = Box<dyn FnOnce(&Mount<'_>) -> Router + Send>;
 pub struct HttpServer {
     config: ServerConfig,
     ctx: Context,
-    paywall: Option<Arc<Paywall>>,
+    paywall: Option<SharedPaywall>,
     client: Option<Arc<PayingClient>>,
     approvals: Option<Arc<ApprovalQueue>>,
     desktop: Option<Arc<dyn crate::app::Desktop>>,
@@ -152,7 +162,7 @@ impl HttpServer {
     }
 
     /// Hosted mode: every route goes through `paywall`.
-    pub fn paywall(mut self, paywall: Arc<Paywall>) -> HttpServer {
+    pub fn paywall(mut self, paywall: Arc<dyn ServedPaywall>) -> HttpServer {
         self.paywall = Some(paywall);
         self
     }
@@ -169,7 +179,7 @@ impl HttpServer {
         Ok(self.assemble(local_addr)?.0)
     }
 
-    fn assemble(self, local_addr: SocketAddr) -> std::io::Result<(Router, FileStore, Option<Arc<Paywall>>)> {
+    fn assemble(self, local_addr: SocketAddr) -> std::io::Result<(Router, FileStore, Option<SharedPaywall>)> {
         let HttpServer { config, ctx, paywall, client, approvals, desktop, mounts } = self;
         let catalog = Arc::new(paperchain_engine::catalog::standard());
         let base_url = config.base_url(local_addr);
@@ -178,15 +188,17 @@ impl HttpServer {
             paywall.keep_files_in(files.clone(), base_url.clone());
         }
         let docs = ServiceDocs::build(&catalog, &base_url, &ctx);
+        let calls = match &paywall {
+            Some(paywall) => CallPath::hosted(catalog, ctx, paywall.clone()),
+            None => CallPath::local(catalog, ctx, client, config.request_timeout),
+        };
         let app_session = Arc::new(crate::app::Session::new());
         // One budget for the bodies of the API and of what is mounted beside it (MCP).
         let body_budget = Arc::new(crate::routes::BodyBudget::new(config.body_budget, BODY_LIMIT));
         let mut mounted = Router::new();
         for mount in mounts {
             let shared = Mount {
-                ctx: &ctx,
-                paywall: paywall.as_ref(),
-                client: client.as_ref(),
+                calls: &calls,
                 files: &files,
                 base_url: &base_url,
                 request_timeout: config.request_timeout,
@@ -200,16 +212,13 @@ impl HttpServer {
         let mounted =
             mounted.layer(middleware::from_fn_with_state((body_budget.clone(), BODY_LIMIT), crate::intake::hold_body));
         let state = Arc::new(AppState {
-            catalog,
-            ctx,
+            calls,
             files: files.clone(),
             base_url,
             docs,
             request_timeout: config.request_timeout,
             body_limit: BODY_LIMIT,
             body_budget,
-            paywall: paywall.clone(),
-            client,
             app_session,
         });
         let hosts = Arc::new(HostPolicy::new(local_addr, config.public_url.as_deref(), &config.allowed_hosts));

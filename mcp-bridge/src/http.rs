@@ -36,14 +36,7 @@ pub fn mount(api: &Mount<'_>) -> Router {
         (endpoint(Family::Docs), vec![Family::Docs]),
     ];
     for (path, families) in endpoints {
-        let server = McpServer::new(ServerOptions {
-            families,
-            ctx: api.ctx.clone(),
-            paywall: api.paywall.cloned(),
-            client: api.client.cloned(),
-            links: Some(links.clone()),
-            request_timeout: api.request_timeout,
-        });
+        let server = McpServer::new(ServerOptions { families, calls: api.calls.clone(), links: Some(links.clone()) });
         // Stateless, JSON answers: every tool call stands alone, so any server behind a
         // name can answer any request and nothing is kept between them.
         let config = StreamableHttpServerConfig::default()

@@ -192,7 +192,7 @@ fn mcp_bazaar(tool: &Tool) -> Value {
 /// The hosted service's answer to a routed call as a tool result: its JSON or its file,
 /// as a local call would give them, or its error; what was paid in `_meta`.
 pub async fn hosted(answer: Answer, wrap: bool, links: Option<&Links>) -> CallToolResult {
-    let mut result = match paperchain_gateway::routed::answer_reply(&answer) {
+    let mut result = match paperchain_calls::routed::answer_reply(&answer) {
         Ok(reply) => success(reply, wrap, links).await.unwrap_or_else(failure),
         Err((_, message)) => {
             let mut result = CallToolResult::error(vec![ContentBlock::text(message)]);

@@ -1,19 +1,20 @@
-//! The MCP server: lists the tools of its families and runs a call through the engine
-//! (local mode) or through the hosted paywall, free pool first (hosted mode).
+//! The MCP server: lists the tools of its families and hands each tool call to the call
+//! path (`paperchain_calls`), which runs it here, routes it and pays (local mode) or puts it
+//! through the paywall, free pool first (hosted mode); the outcome becomes a tool result.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use paperchain_calls::paywall::{Answer, FreeAsk, Payment};
+use paperchain_calls::{Call, CallPath, Outcome};
 use paperchain_engine::catalog::RouteEntry;
-use paperchain_engine::{Catalog, Context, EngineError, Family};
+use paperchain_engine::{Context, EngineError, Family};
 use paperchain_gateway::error::ApiError;
-use paperchain_gateway::hosted::http::client_ip_of;
-use paperchain_gateway::hosted::paywall::{Answer, Body, Call, FreeAsk, Payment, Paywall};
+use paperchain_gateway::paid::client_ip_of;
 use paperchain_gateway::routed;
 use paperchain_protocol::x402::{MCP_PAYMENT, MCP_PAYMENT_RESPONSE};
-use paperchain_wallet::client::PayingClient;
 use paperchain_wallet::ledger::Caller;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, Implementation, ListToolsResult, MetaObject, PaginatedRequestParams,
@@ -34,29 +35,19 @@ pub const FREE_REMAINING_META: &str = "paperchain/free-remaining";
 pub struct ServerOptions {
     /// The route families served as tools.
     pub families: Vec<Family>,
-    /// The engine context (configured chains, fetcher, limits).
-    pub ctx: Context,
-    /// The hosted paywall; `None` runs every call locally and free.
-    pub paywall: Option<Arc<Paywall>>,
-    /// Local mode's paying client (routing, ledger); `None` runs every call here, unrecorded.
-    pub client: Option<Arc<PayingClient>>,
+    /// Where calls go: the catalog, the engine context, the paywall (hosted mode) or the
+    /// paying client (local mode).
+    pub calls: CallPath,
     /// Where `output: "url"` files are stored; `None` (stdio) refuses that output.
     pub links: Option<Links>,
-    /// Longest a local call may take (hosted calls are limited by the paywall).
-    pub request_timeout: Duration,
 }
 
 impl ServerOptions {
-    /// A local server of `families`: no paywall, no links, 120 s per call.
+    /// A local server of `families`: no paywall, no wallet, no links, 120 s per call.
     pub fn local(families: Vec<Family>, ctx: Context) -> ServerOptions {
-        ServerOptions {
-            families,
-            ctx,
-            paywall: None,
-            client: None,
-            links: None,
-            request_timeout: Duration::from_secs(120),
-        }
+        let catalog = Arc::new(paperchain_engine::catalog::standard());
+        let calls = CallPath::local(catalog, ctx, None, Duration::from_secs(120));
+        ServerOptions { families, calls, links: None }
     }
 }
 
@@ -67,7 +58,6 @@ pub struct McpServer {
 }
 
 struct Inner {
-    catalog: Arc<Catalog>,
     options: ServerOptions,
     tools: Vec<Tool>,
     /// Per operation: whether its JSON answer is wrapped to be an object.
@@ -77,17 +67,17 @@ struct Inner {
 impl McpServer {
     /// A server with `options`; the tools are generated once, here.
     pub fn new(options: ServerOptions) -> McpServer {
-        let catalog = Arc::new(paperchain_engine::catalog::standard());
-        let tools = match options.paywall {
-            None => tools::tools(&catalog, &options.families, &options.ctx),
-            Some(_) => tools::hosted_tools(&catalog, &options.families, &options.ctx),
+        let (catalog, ctx) = (options.calls.catalog(), options.calls.ctx());
+        let tools = match options.calls.paywall() {
+            None => tools::tools(catalog, &options.families, ctx),
+            Some(_) => tools::hosted_tools(catalog, &options.families, ctx),
         };
         let wraps = catalog
             .routes()
             .filter(|r| options.families.contains(&r.info().family))
-            .map(|r| (r.info().operation, tools::wraps_json(r, &options.ctx)))
+            .map(|r| (r.info().operation, tools::wraps_json(r, ctx)))
             .collect();
-        McpServer { inner: Arc::new(Inner { catalog, options, tools, wraps }) }
+        McpServer { inner: Arc::new(Inner { options, tools, wraps }) }
     }
 
     /// The tools this server lists.
@@ -96,7 +86,12 @@ impl McpServer {
     }
 
     fn route(&self, name: &str) -> Option<&RouteEntry> {
-        self.inner.catalog.by_operation(name).filter(|r| self.inner.options.families.contains(&r.info().family))
+        self.inner
+            .options
+            .calls
+            .catalog()
+            .by_operation(name)
+            .filter(|r| self.inner.options.families.contains(&r.info().family))
     }
 
     /// Runs one tool call; `payment` is `_meta["x402/payment"]`, `client` the caller's address.
@@ -129,67 +124,23 @@ impl McpServer {
             Ok(body) => body,
             Err(e) => return results::failure(EngineError::internal(format!("encoding the arguments: {e}")).into()),
         };
-        match self.inner.options.paywall.clone() {
-            None => self.call_local(route, body, wrap, links.as_ref(), client_name).await,
-            Some(paywall) => {
-                // Its own task, as over HTTP: a client that goes away cannot cut a
-                // settlement (or its ledger entry) short.
-                let inner = self.inner.clone();
-                let task = tokio::spawn(async move {
-                    let Some(route) = inner.catalog.by_operation(operation) else {
-                        return results::failure(ApiError::not_found(format!("no tool {operation}")));
-                    };
-                    let payment = payment.map(Payment::X402Json);
-                    let call = Call {
-                        route,
-                        body: Body::Json(&body),
-                        payment,
-                        free: FreeAsk::Yes,
-                        client,
-                        binding: None,
-                        admission: Default::default(),
-                    };
-                    let answer = paywall.handle(call, &inner.options.ctx).await;
-                    let tool = inner.tools.iter().find(|t| t.name == operation);
-                    answer_result(answer, tool, wrap, links.as_ref()).await
-                });
-                match task.await {
-                    Ok(result) => result,
-                    Err(e) => {
-                        tracing::error!(error = %e, "a hosted MCP call's task failed");
-                        results::failure(EngineError::internal("the call's task failed").into())
-                    }
-                }
+        let mut call = Call::new(route.info().path, body, Caller { front_door: "mcp", client: client_name });
+        // Over MCP every unpaid call asks for the free pool (hosted mode).
+        call.payment = payment.map(Payment::X402Json);
+        call.free = FreeAsk::Yes;
+        call.client_ip = client;
+        let tool = self.inner.tools.iter().find(|t| t.name == operation);
+        match self.inner.options.calls.run(call).await {
+            Outcome::Local(Ok(reply), _) => {
+                results::success(reply, wrap, links.as_ref()).await.unwrap_or_else(results::failure)
             }
-        }
-    }
-
-    async fn call_local(
-        &self,
-        route: &RouteEntry,
-        body: Vec<u8>,
-        wrap: bool,
-        links: Option<&Links>,
-        client_name: Option<String>,
-    ) -> CallToolResult {
-        let options = &self.inner.options;
-        let call = routed::Call {
-            route,
-            body: body.into(),
-            caller: Caller { front_door: "mcp", client: client_name },
-            mode: None,
-            quote_only: false,
-            admission: Default::default(),
-        };
-        match routed::run(options.client.as_ref(), &options.ctx, call, options.request_timeout).await {
-            routed::Ran::Local(Ok(reply), _) => {
-                results::success(reply, wrap, links).await.unwrap_or_else(results::failure)
-            }
-            routed::Ran::Local(Err(error), _) => results::failure(error.into()),
-            routed::Ran::Hosted(Ok(answer)) => results::hosted(answer, wrap, links).await,
-            routed::Ran::Hosted(Err(error)) => results::failure(routed::call_error(&error)),
+            Outcome::Local(Err(error), _) => results::failure(error.into()),
+            Outcome::Hosted(Ok(answer)) => results::hosted(answer, wrap, links.as_ref()).await,
+            Outcome::Hosted(Err(error)) => results::failure(routed::call_error(&error)),
             // Tools never ask for a quote only.
-            routed::Ran::Quote(_) => results::failure(EngineError::internal("a quote was not asked for").into()),
+            Outcome::Quote(_) => results::failure(EngineError::internal("a quote was not asked for").into()),
+            Outcome::Paywall(answer) => answer_result(answer, tool, wrap, links.as_ref()).await,
+            Outcome::Refused(failure) => results::failure(ApiError::from(failure)),
         }
     }
 }
@@ -229,7 +180,7 @@ impl ServerHandler for McpServer {
             families.join(" and "),
             tools::UNTRUSTED
         );
-        if self.inner.options.paywall.is_some() {
+        if self.inner.options.calls.paywall().is_some() {
             instructions.push_str(
                 " Calls use the caller's free pool first; past it a call answers isError with the x402 \
                  PaymentRequired object: pay by repeating the call with the signed PaymentPayload in \
@@ -268,10 +219,8 @@ impl ServerHandler for McpServer {
             .get(MCP_PAYMENT)
             .or_else(|| request.meta.as_ref().and_then(|m| m.0.0.get(MCP_PAYMENT)))
             .cloned();
-        let client = match (&self.inner.options.paywall, context.extensions.get::<http::request::Parts>()) {
-            (Some(paywall), Some(parts)) => {
-                client_ip_of(&parts.headers, &parts.extensions, paywall.config().client_ip_header.as_ref())
-            }
+        let client = match (self.inner.options.calls.paywall(), context.extensions.get::<http::request::Parts>()) {
+            (Some(paywall), Some(parts)) => client_ip_of(&parts.headers, &parts.extensions, paywall.client_ip_header()),
             _ => None,
         };
         // The MCP client's own name (from `initialize`), else the HTTP caller's user agent.

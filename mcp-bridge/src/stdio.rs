@@ -1,21 +1,16 @@
 //! `paperchain mcp --stdio`: the tools over standard input and output, the engine in
 //! process. Standard output carries only the protocol; logs go to standard error.
 
-use std::sync::Arc;
-
-use paperchain_engine::{Context, Family};
-use paperchain_wallet::client::PayingClient;
+use paperchain_calls::CallPath;
+use paperchain_engine::Family;
 use rmcp::ServiceExt as _;
 
 use crate::server::{McpServer, ServerOptions};
 
-/// Serves the tools of `families` on stdin/stdout until the client closes the stream.
-pub async fn serve_stdio(
-    families: Vec<Family>,
-    ctx: Context,
-    client: Option<Arc<PayingClient>>,
-) -> std::io::Result<()> {
-    let server = McpServer::new(ServerOptions { client, ..ServerOptions::local(families, ctx) });
+/// Serves the tools of `families` on stdin/stdout until the client closes the stream; calls
+/// go where `calls` sends them (local mode: files come embedded, no links).
+pub async fn serve_stdio(families: Vec<Family>, calls: CallPath) -> std::io::Result<()> {
+    let server = McpServer::new(ServerOptions { families, calls, links: None });
     let running = server.serve(rmcp::transport::stdio()).await.map_err(std::io::Error::other)?;
     running.waiting().await.map_err(std::io::Error::other)?;
     Ok(())

@@ -15,6 +15,11 @@ use crate::eip3009::{self, TransferWithAuthorization};
 
 pub use mpp::{AUTHORIZATION_HEADER, PAYMENT_RECEIPT_HEADER, WWW_AUTHENTICATE_HEADER};
 
+/// `Cache-Control` of every 402 that carries challenges (core "Caching").
+pub const CACHE_CONTROL_CHALLENGE: &str = "no-store";
+/// `Cache-Control` of a response that carries a `Payment-Receipt` (core "Caching").
+pub const CACHE_CONTROL_RECEIPT: &str = "private";
+
 /// The method name of the EVM charge (evm "IANA Considerations").
 pub const METHOD_EVM: &str = "evm";
 /// The method name of the Tempo charge.

@@ -19,12 +19,17 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use paperchain_engine::Context;
-use paperchain_gateway::hosted::config::{ConfigSources, HostedConfig};
-use paperchain_gateway::hosted::paywall::Paywall;
-use paperchain_gateway::hosted::sandbox::SandboxOptions;
-use paperchain_gateway::hosted::{Hosted, HostedOptions};
+use paperchain_calls::CallPath;
+use paperchain_engine::{Context, Family};
 use paperchain_gateway::{HttpServer, Running, ServerConfig};
+#[cfg(feature = "hosted")]
+use paperchain_hosted::config::{ConfigSources, HostedConfig};
+#[cfg(feature = "hosted")]
+use paperchain_hosted::paywall::Paywall;
+#[cfg(feature = "hosted")]
+pub use paperchain_hosted::sandbox::SandboxOptions;
+#[cfg(feature = "hosted")]
+use paperchain_hosted::{Hosted, HostedOptions};
 use paperchain_wallet::approvals::ApprovalQueue;
 use paperchain_wallet::client::PayingClient;
 use serde_json::Value;
@@ -38,6 +43,7 @@ pub struct Options {
     /// Address, data folder, public URL, allowed hosts, per-call timeout.
     pub http: ServerConfig,
     /// Hosted mode, when wanted; local mode (no payments) otherwise.
+    #[cfg(feature = "hosted")]
     pub hosted: Option<HostedMode>,
     /// The engine context; `None` reads the configuration from the environment
     /// (`PAPERCHAIN_CHAINS`, `PAPERCHAIN_RPC_*`…) and refuses one it would not follow.
@@ -60,11 +66,21 @@ impl Options {
     /// data folder in the usual runtime folder.
     pub fn local(http: ServerConfig) -> Options {
         let runtime_dir = Some(instance::runtime_dir(&http.data_dir));
-        Options { http, hosted: None, ctx: None, client: None, runtime_dir, approvals: None, desktop: None }
+        Options {
+            http,
+            #[cfg(feature = "hosted")]
+            hosted: None,
+            ctx: None,
+            client: None,
+            runtime_dir,
+            approvals: None,
+            desktop: None,
+        }
     }
 }
 
 /// How hosted mode is configured.
+#[cfg(feature = "hosted")]
 pub struct HostedMode {
     /// The hosted configuration file (TOML, a `[hosted]` table); environment variables win.
     pub config_file: Option<PathBuf>,
@@ -106,6 +122,7 @@ impl From<ClaimError> for StartError {
 /// A started server.
 pub struct Server {
     http: Running,
+    #[cfg(feature = "hosted")]
     hosted: Option<Hosted>,
     sandbox: Option<Value>,
     // Held while serving; released (and the address file removed) when the server stops.
@@ -114,7 +131,13 @@ pub struct Server {
 
 /// Builds everything `options` asks for and starts serving; returns once the port answers.
 pub async fn start(options: Options) -> Result<Server, StartError> {
+    #[cfg(feature = "hosted")]
     let Options { http: config, hosted: mode, ctx, client, runtime_dir, approvals, desktop } = options;
+    #[cfg(not(feature = "hosted"))]
+    let Options { http: config, ctx, client, runtime_dir, approvals, desktop } = options;
+    #[cfg(not(feature = "hosted"))]
+    let mode: Option<std::convert::Infallible> = None;
+    #[cfg(feature = "hosted")]
     if mode.as_ref().is_some_and(|m| m.sandbox.is_some()) && !config.listen.ip().is_loopback() {
         return Err(StartError::new(format!(
             "the sandbox listens on 127.0.0.1 only (its test payer's key is printed); drop --listen {}",
@@ -136,7 +159,9 @@ pub async fn start(options: Options) -> Result<Server, StartError> {
     };
     let listener = config.bind().await.map_err(|e| StartError::new(format!("binding {}: {e}", config.listen)))?;
     let local_addr = listener.local_addr().map_err(|e| StartError::new(format!("binding {}: {e}", config.listen)))?;
+    #[cfg(feature = "hosted")]
     let base_url = config.base_url(local_addr);
+    #[cfg(feature = "hosted")]
     let (ctx, hosted) = match mode {
         None => (ctx, None),
         Some(mode) => {
@@ -144,7 +169,12 @@ pub async fn start(options: Options) -> Result<Server, StartError> {
             (hosted.ctx.clone(), Some(hosted))
         }
     };
+    #[cfg(not(feature = "hosted"))]
+    let hosted: Option<NoHosted> = mode.map(|never| match never {});
+    #[cfg(feature = "hosted")]
     let sandbox = hosted.as_ref().and_then(|h| h.sandbox_line(&base_url));
+    #[cfg(not(feature = "hosted"))]
+    let sandbox = None;
     if let (None, Some(client)) = (&hosted, &client) {
         // This server owns the data folder now (claimed above): payments a crash left open
         // in its ledger are settled from the chain.
@@ -156,7 +186,10 @@ pub async fn start(options: Options) -> Result<Server, StartError> {
         server = server.mount(paperchain_gateway::app::mount);
     }
     match (&hosted, client) {
+        #[cfg(feature = "hosted")]
         (Some(hosted), _) => server = server.paywall(hosted.paywall.clone()),
+        #[cfg(not(feature = "hosted"))]
+        (Some(never), _) => match *never {},
         (None, Some(client)) => server = server.client(client),
         (None, None) => {}
     }
@@ -169,6 +202,7 @@ pub async fn start(options: Options) -> Result<Server, StartError> {
     let http = match server.start_on(listener).await {
         Ok(http) => http,
         Err(e) => {
+            #[cfg(feature = "hosted")]
             if let Some(hosted) = hosted {
                 hosted.stop().await;
             }
@@ -193,7 +227,10 @@ pub async fn start(options: Options) -> Result<Server, StartError> {
             tracing::warn!(error = %e, "could not write the server's address in the runtime folder");
         }
     }
-    Ok(Server { http, hosted, sandbox, claim })
+    #[cfg(feature = "hosted")]
+    return Ok(Server { http, hosted, sandbox, claim });
+    #[cfg(not(feature = "hosted"))]
+    Ok(Server { http, sandbox, claim })
 }
 
 /// Settles, in the background, the payments an earlier run left open in `client`'s ledger
@@ -215,6 +252,19 @@ pub fn settle_open_payments(client: &PayingClient, ctx: &Context) {
         }
     });
 }
+
+/// `paperchain mcp --stdio` with its own engine: settles the payments an earlier run left
+/// open in `client`'s ledger, then serves the tools of `families` on stdin and stdout until
+/// the client closes the stream, each call going where `client`'s configuration says.
+pub async fn serve_stdio(families: Vec<Family>, ctx: Context, client: Arc<PayingClient>) -> std::io::Result<()> {
+    settle_open_payments(&client, &ctx);
+    let catalog = Arc::new(paperchain_engine::catalog::standard());
+    let calls = CallPath::local(catalog, ctx, Some(client), STDIO_CALL_TIMEOUT);
+    paperchain_mcp::stdio::serve_stdio(families, calls).await
+}
+
+/// Longest a call over `mcp --stdio` may run here.
+const STDIO_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// The local server's settings from the environment, as `paperchain serve` reads them
 /// without options: `PAPERCHAIN_LISTEN` (default 127.0.0.1:8402), `PAPERCHAIN_PUBLIC_URL`,
@@ -252,6 +302,11 @@ pub fn approval_wait_from_env() -> Result<std::time::Duration, StartError> {
     }
 }
 
+/// A server built without hosted mode has none to start.
+#[cfg(not(feature = "hosted"))]
+enum NoHosted {}
+
+#[cfg(feature = "hosted")]
 async fn start_hosted(
     config: &ServerConfig,
     base_url: &str,
@@ -293,6 +348,7 @@ impl Server {
     }
 
     /// The paywall, in hosted mode.
+    #[cfg(feature = "hosted")]
     pub fn paywall(&self) -> Option<&Arc<Paywall>> {
         self.hosted.as_ref().map(|h| &h.paywall)
     }
@@ -301,6 +357,7 @@ impl Server {
     /// sandbox chain; returns when nothing of the server is left.
     pub async fn stop(self) -> std::io::Result<()> {
         let served = self.http.stop().await;
+        #[cfg(feature = "hosted")]
         if let Some(hosted) = self.hosted {
             hosted.stop().await;
         }
@@ -311,6 +368,7 @@ impl Server {
     /// Serves until `signal` completes (or serving fails), then stops as [`Server::stop`] does.
     pub async fn run_until(self, signal: impl std::future::Future<Output = ()>) -> std::io::Result<()> {
         let served = self.http.run_until(signal).await;
+        #[cfg(feature = "hosted")]
         if let Some(hosted) = self.hosted {
             hosted.stop().await;
         }

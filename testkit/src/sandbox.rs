@@ -1,5 +1,5 @@
 //! The hosted sandbox for the paywall tests: anvil at chain id 8453 with the test USDC
-//! (`paperchain_gateway::hosted::sandbox`), the in-process facilitator, a SQLite store in a
+//! (`paperchain_hosted::sandbox`), the in-process facilitator, a SQLite store in a
 //! temporary folder, a clock the test can move, and balances read from the chain; served
 //! by the gateway on a random loopback port ([`start`]), or handed to a test that mounts
 //! more (the MCP endpoints) with [`start_sandbox`].
@@ -12,15 +12,15 @@ use std::time::Duration;
 use alloy::primitives::{Address, U256};
 use paperchain_engine::Context;
 use paperchain_engine::evm::Chains;
-use paperchain_gateway::hosted::config::{ConfigSources, HostedConfig, NETWORKS, PayTo};
-use paperchain_gateway::hosted::facilitator::{Local, PaymentFacilitator};
-use paperchain_gateway::hosted::mpp::{EvmCharge, MppConfig};
-use paperchain_gateway::hosted::paywall::{Clock, Paywall};
-use paperchain_gateway::hosted::sandbox::{SandboxChain, SandboxOptions, SolanaSide};
-use paperchain_gateway::hosted::sandbox_solana::SolanaSandbox;
-use paperchain_gateway::hosted::store::Store;
-use paperchain_gateway::hosted::{Hosted, HostedOptions};
 use paperchain_gateway::{HttpServer, ServerConfig};
+use paperchain_hosted::config::{ConfigSources, HostedConfig, NETWORKS, PayTo};
+use paperchain_hosted::facilitator::{Local, PaymentFacilitator};
+use paperchain_hosted::mpp::{EvmCharge, MppConfig};
+use paperchain_hosted::paywall::{Clock, Paywall};
+use paperchain_hosted::sandbox::{SandboxChain, SandboxOptions, SolanaSide};
+use paperchain_hosted::sandbox_solana::SolanaSandbox;
+use paperchain_hosted::store::Store;
+use paperchain_hosted::{Hosted, HostedOptions};
 use time::OffsetDateTime;
 
 use crate::server::{loopback_listener, server_config, spawn_router};

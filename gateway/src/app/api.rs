@@ -33,9 +33,9 @@ impl AppApi {
     pub fn new(api: &Mount<'_>) -> AppApi {
         AppApi {
             base_url: api.base_url.to_string(),
-            client: api.client.cloned(),
+            client: api.calls.client().cloned(),
             approvals: api.approvals.cloned(),
-            chains: api.ctx.chains.clone(),
+            chains: api.calls.ctx().chains.clone(),
             data_dir: api.data_dir.to_path_buf(),
             desktop: api.desktop.cloned(),
         }

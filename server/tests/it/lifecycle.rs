@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use paperchain_engine::Context;
 use paperchain_gateway::ServerConfig;
-use paperchain_gateway::hosted::sandbox::SandboxOptions;
+use paperchain_server::SandboxOptions;
 use paperchain_server::{HostedMode, Options, Server};
 use paperchain_testkit::b64;
 use serde_json::{Value, json};

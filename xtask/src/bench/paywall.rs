@@ -7,7 +7,7 @@
 //!    Every answer is checked: status 402 with a `PAYMENT-REQUIRED` header, and on each
 //!    connection's first answer the header decodes to the body.
 //! 2. The paywall's own cost on a paid call, the facilitator excluded: the gateway's
-//!    `paywall` bench (gateway/benches/paywall.rs) serves the same inputs in process in
+//!    `paywall` bench (hosted/benches/paywall.rs) serves the same inputs in process in
 //!    local mode and in hosted mode paid through a facilitator that answers at once; the
 //!    difference is the paywall's.
 //!
@@ -417,11 +417,11 @@ fn request_bytes(addr: &SocketAddr, case: &Case) -> Vec<u8> {
     .into_bytes()
 }
 
-/// `cargo bench` of the gateway's in-process paywall bench; its `result` lines.
+/// `cargo bench` of the hosted crate's in-process paywall bench; its `result` lines.
 fn paid_calls(store: &str, folder: &Path) -> anyhow::Result<Vec<PaidRow>> {
     let calls = PAID_CALLS.to_string();
     let output = cargo()
-        .args(["bench", "-p", "paperchain-gateway", "--bench", "paywall", "--", "--calls", &calls, "--dir"])
+        .args(["bench", "-p", "paperchain-hosted", "--bench", "paywall", "--", "--calls", &calls, "--dir"])
         .arg(folder)
         .read_stdout()?;
     let results: Vec<(String, String, u64, Percentiles)> = output.lines().filter_map(parse_result).collect();
@@ -596,7 +596,7 @@ impl Report {
             Err(e) => println!("FAILED: {}", first_chars(e, 200)),
         }
         println!(
-            "gateway/benches/paywall.rs, one call at a time through the whole axum router (no socket), the two modes \
+            "hosted/benches/paywall.rs, one call at a time through the whole axum router (no socket), the two modes \
              alternating in blocks of 50. Hosted: a valid-looking PAYMENT-SIGNATURE per call (a new nonce each, \
              so the replay guard accepts it) and a facilitator that answers verify and settle at once; the paywall \
              columns are hosted minus local: payment decoding, requirement matching, the SQLite claim, finish and \

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use alloy::primitives::U256;
-use paperchain_gateway::hosted::paywall::Paywall;
-use paperchain_gateway::hosted::sandbox::SandboxChain;
+use paperchain_hosted::paywall::Paywall;
+use paperchain_hosted::sandbox::SandboxChain;
 use paperchain_testkit::sandbox::{self, Sandbox, Setup};
 
 use super::Server;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use paperchain_engine::Context;
 use paperchain_gateway::HttpServer;
-use paperchain_gateway::hosted::paywall::Paywall;
+use paperchain_hosted::paywall::Paywall;
 use paperchain_testkit::server::{loopback_listener, server_config, spawn_router};
 use rmcp::ServiceExt as _;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};

@@ -60,8 +60,8 @@ pub const DEFAULT_PAYER_FUNDS: u64 = 1_000_000_000;
 /// [`x402_types::facilitator::Facilitator`] (so does `Arc` of it).
 pub type SandboxFacilitator = FacilitatorLocal<SchemeRegistry>;
 
-/// The compiled token (gateway/contracts/build.js writes it from SandboxUsdc.sol).
-const ARTIFACT: &str = include_str!("../../contracts/SandboxUsdc.json");
+/// The compiled token (hosted/contracts/build.js writes it from SandboxUsdc.sol).
+const ARTIFACT: &str = include_str!("../contracts/SandboxUsdc.json");
 
 /// anvil's dev account #0 (default mnemonic): the facilitator's signer.
 const FACILITATOR_KEY: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
@@ -132,7 +132,7 @@ pub enum SandboxError {
         detail: String,
     },
     /// The embedded token artifact is unreadable (a bad rebuild of SandboxUsdc.json).
-    #[error("gateway/contracts/SandboxUsdc.json is unusable ({0}); rebuild it with gateway/contracts/build.js")]
+    #[error("hosted/contracts/SandboxUsdc.json is unusable ({0}); rebuild it with hosted/contracts/build.js")]
     Artifact(String),
     /// The in-process facilitator could not be built.
     #[error("sandbox facilitator: {0}")]
@@ -671,14 +671,14 @@ mod tests {
 
     #[test]
     fn artifact_matches_its_source() {
-        let source = include_str!("../../contracts/SandboxUsdc.sol");
+        let source = include_str!("../contracts/SandboxUsdc.sol");
         let json: ArtifactJson = serde_json::from_str(ARTIFACT).expect("SandboxUsdc.json parses");
         assert_eq!(
             json.source_keccak256,
             keccak256(source.as_bytes()).to_string(),
-            "gateway/contracts/SandboxUsdc.json is stale: rebuild it with\n  \
+            "hosted/contracts/SandboxUsdc.json is stale: rebuild it with\n  \
              NODE_PATH=\"${{PAPERCHAIN_TOOLS:-$HOME/.cache/paperchain/tools}}/npm/node_modules\" \
-             node gateway/contracts/build.js"
+             node hosted/contracts/build.js"
         );
         assert!(Artifact::load().is_ok());
     }
@@ -734,7 +734,7 @@ mod tests {
         assert_eq!(usdc.address, alloy::primitives::address!("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"));
         assert_eq!(usdc.chain_reference.inner(), SANDBOX_CHAIN_ID);
         assert_eq!(usdc.decimals, 6);
-        let source = include_str!("../../contracts/SandboxUsdc.sol");
+        let source = include_str!("../contracts/SandboxUsdc.sol");
         match usdc.transfer_method {
             AssetTransferMethod::Eip3009 { name, version } => {
                 assert!(source.contains(&format!("string public constant name = \"{name}\";")), "name {name}");

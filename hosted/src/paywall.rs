@@ -1,8 +1,9 @@
 //! The paywall: what a hosted call costs, whether it may run, and when it is paid.
 //!
 //! It knows routes only through the catalog (`quote`, `run`) and front doors only
-//! through [`Call`] and [`Answer`]: the HTTP layer ([`super::http`]) and the MCP bridge
-//! both hand it a call and encode what it answers, so the payment rules exist once.
+//! through the call path's [`PaidCall`] and [`Answer`] (`paperchain_calls::paywall`): every
+//! door hands the call path a call and encodes what it answers, so the payment rules exist
+//! once.
 //!
 //! The order of a call (spec, Authentication; design, "Payment flow"):
 //! 1. quote the input: a valid input costs its exact price, a missing or invalid one the
@@ -49,7 +50,9 @@ use super::mpp::{MppConfig, MppError, RequestBinding, now_unix};
 use super::store::{
     Authorization, Claim, Decision, Finish, FreeTake, Outcome, PaidRequest, PaymentOutcome, PaymentState, Pruned, Store,
 };
-use crate::files::FileStore;
+use paperchain_calls::Body;
+pub use paperchain_calls::paywall::{Answer, Failure, FreeAsk, PaidCall, Payment, Receipt, Required, RequiredBody};
+use paperchain_gateway::files::FileStore;
 
 /// The time, injectable so tests can cross a UTC day.
 pub trait Clock: Send + Sync {
@@ -66,129 +69,32 @@ impl Clock for SystemClock {
     }
 }
 
-/// The body as the front door received it.
-pub enum Body<'a> {
-    /// A JSON body.
-    Json(&'a [u8]),
-    /// A body declared as something else (the Content-Type given, possibly empty).
-    NotJson(String),
-    /// A body over the size limit (bytes).
-    TooLarge(usize),
+/// A paid call as the paywall works on it: the call path's, and what an MPP challenge is
+/// bound to (HTTP method, path, body), `None` where MPP does not apply (MCP).
+struct Call<'a> {
+    route: &'a RouteEntry,
+    body: &'a Body,
+    payment: Option<Payment>,
+    free: FreeAsk,
+    client: Option<IpAddr>,
+    binding: Option<RequestBinding>,
+    admission: Admission,
 }
 
-/// A payment attached to a call.
-pub enum Payment {
-    /// The `PAYMENT-SIGNATURE` header value (base64 JSON PaymentPayload).
-    X402(String),
-    /// A PaymentPayload as JSON (MCP's `_meta["x402/payment"]`).
-    X402Json(Value),
-    /// The `Authorization: Payment` credential (MPP).
-    Mpp(String),
-}
-
-/// Whether the caller asks for the free pool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FreeAsk {
-    /// No: an unpaid call gets the 402.
-    No,
-    /// `X-Svc-Free: 1` over HTTP, or any call over MCP.
-    Yes,
-}
-
-/// One call to a paid route.
-pub struct Call<'a> {
-    /// The route.
-    pub route: &'a RouteEntry,
-    /// The body.
-    pub body: Body<'a>,
-    /// The payment, if any.
-    pub payment: Option<Payment>,
-    /// Free pool asked for.
-    pub free: FreeAsk,
-    /// The client's address (free pools are per IP).
-    pub client: Option<IpAddr>,
-    /// What an MPP challenge is bound to (HTTP method, path, body); `None` where MPP does
-    /// not apply (MCP).
-    pub binding: Option<RequestBinding>,
-    /// The call's place at the heavy-work gate when the front door took one before it read
-    /// the body; the default when it did not.
-    pub admission: Admission,
-}
-
-/// A settlement to report with the result.
-#[derive(Clone, Debug)]
-pub struct Receipt {
-    /// The x402 SettlementResponse (HTTP: base64 in `PAYMENT-RESPONSE`; MCP:
-    /// `_meta["x402/payment-response"]`).
-    pub settlement: Value,
-    /// For a call paid with MPP, the `Payment-Receipt` value its client expects instead of
-    /// the x402 header.
-    pub mpp_receipt: Option<String>,
-}
-
-/// A 402.
-pub struct Required {
-    /// The PaymentRequired object (the body, and base64 in `PAYMENT-REQUIRED`).
-    pub body: Arc<RequiredBody>,
-    /// `WWW-Authenticate: Payment` challenges (MPP), one per offered method.
-    pub challenges: Vec<String>,
-}
-
-/// A PaymentRequired object, serialized once: the same quote goes to every unpaid caller
-/// of a route at one price, and writing its 10 KB twice per 402 (JSON, then base64) cost
-/// more than the rest of the refusal.
-pub struct RequiredBody {
-    /// The object.
-    pub value: Value,
-    /// Its JSON: the 402's body.
-    pub json: bytes::Bytes,
-    /// The JSON in base64: the `PAYMENT-REQUIRED` header.
-    pub base64: String,
-}
-
-impl RequiredBody {
-    fn new(value: Value) -> RequiredBody {
-        let json = bytes::Bytes::from(value.to_string());
-        let base64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &json);
-        RequiredBody { value, json, base64 }
+impl<'a> Call<'a> {
+    fn of(paid: PaidCall<'a>) -> Call<'a> {
+        let PaidCall { route, body, payment, free, client, over_http, admission } = paid;
+        let bytes: &[u8] = match body {
+            Body::Json(bytes) => bytes,
+            Body::NotJson(_) | Body::TooLarge(_) => &[],
+        };
+        let binding = over_http.then(|| RequestBinding::new("POST", route.info().path, bytes));
+        Call { route, body, payment, free, client, binding, admission }
     }
 }
 
 /// Most quotes kept serialized (routes × prices seen); past it the cache starts over.
 const QUOTE_CACHE: usize = 4096;
-
-/// What the front door answers.
-pub enum Answer {
-    /// The operation ran; deliver its result.
-    Delivered {
-        /// The result.
-        reply: Reply<Value>,
-        /// The settlement, for paid calls.
-        receipt: Option<Receipt>,
-        /// Free calls left today in the pool used, for free calls.
-        free_left: Option<u32>,
-    },
-    /// Payment is required (HTTP 402; an MCP tool error carrying the object).
-    PaymentRequired(Box<Required>),
-    /// Any other refusal or failure.
-    Failed(Failure),
-}
-
-/// Why a call was refused or failed, in terms each front door maps to its own answer.
-#[derive(Debug)]
-pub enum Failure {
-    /// An engine error: its kind decides the status (invalid input 422, too large 413,
-    /// unavailable 503 with Retry-After…).
-    Engine(EngineError),
-    /// A paid call whose body is not declared as JSON (HTTP 415), with the Content-Type given.
-    NotJson(String),
-}
-
-impl From<EngineError> for Failure {
-    fn from(error: EngineError) -> Failure {
-        Failure::Engine(error)
-    }
-}
 
 /// The paywall of one server.
 pub struct Paywall {
@@ -445,7 +351,8 @@ impl Paywall {
     }
 
     /// Decides and, where allowed, runs one call.
-    pub async fn handle(&self, call: Call<'_>, ctx: &Context) -> Answer {
+    pub async fn handle(&self, call: PaidCall<'_>, ctx: &Context) -> Answer {
+        let call = Call::of(call);
         let mut decision = Decision::new(call.route.info().path, call.route.info().operation, Outcome::PaymentRequired);
         decision.at = self.clock.now();
         decision.client = call.client.map(client_key);
@@ -479,12 +386,12 @@ impl Paywall {
         let route = call.route;
         let base = route.info().base_price;
         let bytes = match call.body {
-            Body::TooLarge(limit) => {
+            &Body::TooLarge(limit) => {
                 decision.outcome = Outcome::InvalidInput;
                 decision.quote = Some(base.units());
-                return Answer::Failed(too_large(limit));
+                return Answer::Failed(Failure::TooLarge(limit));
             }
-            Body::NotJson(ref content_type) => {
+            Body::NotJson(content_type) => {
                 decision.outcome = Outcome::PaymentRequired;
                 decision.quote = Some(base.units());
                 decision.error_code = Some("unsupported_media_type".into());
@@ -549,11 +456,11 @@ impl Paywall {
         decision: &mut Decision,
     ) -> Result<(Price, PreparedCall), Answer> {
         let bytes = match call.body {
-            Body::TooLarge(limit) => {
+            &Body::TooLarge(limit) => {
                 decision.outcome = Outcome::InvalidInput;
-                return Err(Answer::Failed(too_large(limit)));
+                return Err(Answer::Failed(Failure::TooLarge(limit)));
             }
-            Body::NotJson(ref content_type) => {
+            Body::NotJson(content_type) => {
                 decision.outcome = Outcome::InvalidInput;
                 decision.error_code = Some("unsupported_media_type".into());
                 return Err(Answer::Failed(Failure::NotJson(content_type.clone())));
@@ -955,7 +862,7 @@ fn payment_id(payload: &Value) -> Option<String> {
 }
 
 /// The sha256 of a JSON body's bytes (paid calls only get here with one).
-fn body_sha256(body: &Body<'_>) -> Option<[u8; 32]> {
+fn body_sha256(body: &Body) -> Option<[u8; 32]> {
     match body {
         Body::Json(bytes) => Some(Sha256::digest(bytes).into()),
         _ => None,
@@ -994,7 +901,7 @@ fn same_requirements(accepted: &Value, ours: &Value) -> bool {
 /// operation, the client and the quote.
 fn paid_request(call: &Call<'_>, price: Price, decision: &Decision) -> PaidRequest {
     PaidRequest {
-        request_sha256: body_sha256(&call.body),
+        request_sha256: body_sha256(call.body),
         operation: Some(call.route.info().operation.to_string()),
         client: decision.client.clone(),
         amount: Some(price.units()),
@@ -1109,14 +1016,6 @@ fn failure_reason(failure: &FacilitatorFailure) -> String {
     }
 }
 
-fn too_large(limit: usize) -> Failure {
-    Failure::Engine(EngineError::too_large(
-        "body_too_large",
-        None,
-        format!("the request body is larger than {} MiB", limit / (1024 * 1024)),
-    ))
-}
-
 fn store_failure(error: super::store::StoreError) -> Failure {
     tracing::error!(error = %error, "the hosted store failed");
     Failure::Engine(EngineError::new(
@@ -1141,6 +1040,30 @@ fn tags(route: &RouteEntry) -> Vec<String> {
         tags.push(group.to_string());
     }
     tags
+}
+
+impl paperchain_calls::paywall::Paywall for Paywall {
+    fn client_ip_header(&self) -> Option<&http::HeaderName> {
+        self.config.client_ip_header.as_ref()
+    }
+
+    fn handle<'a>(
+        &'a self,
+        call: PaidCall<'a>,
+        ctx: &'a Context,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
+        Box::pin(Paywall::handle(self, call, ctx))
+    }
+}
+
+impl paperchain_gateway::server::ServedPaywall for Paywall {
+    fn keep_files_in(&self, files: FileStore, base_url: String) {
+        Paywall::keep_files_in(self, files, base_url)
+    }
+
+    fn maintain(self: Arc<Self>) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(Paywall::maintain(self))
+    }
 }
 
 #[cfg(test)]
@@ -1199,9 +1122,8 @@ mod tests {
         fn verify(
             &self,
             _: proto::VerifyRequest,
-        ) -> std::pin::Pin<
-            Box<dyn Future<Output = Result<super::super::facilitator::Verified, FacilitatorFailure>> + Send + '_>,
-        > {
+        ) -> std::pin::Pin<Box<dyn Future<Output = Result<crate::facilitator::Verified, FacilitatorFailure>> + Send + '_>>
+        {
             Box::pin(async { Err(FacilitatorFailure::Unavailable("not in this test".into())) })
         }
 
@@ -1231,7 +1153,7 @@ mod tests {
             ("PAPERCHAIN_PAY_TO_POLYGON", "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"),
             ("PAPERCHAIN_PAY_TO_SOLANA", "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM"),
         ];
-        let sources = super::super::config::ConfigSources {
+        let sources = crate::config::ConfigSources {
             file: None,
             data_dir: std::path::Path::new("/unused"),
             public_url: None,

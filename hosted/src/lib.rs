@@ -1,4 +1,11 @@
-//! Hosted mode: the x402 v2 paywall, free pools, MPP and the sandbox.
+//! Paperchain's hosted service: the x402 v2 paywall, free pools, MPP, the facilitator, the
+//! payment store and its recovery, the sandbox chain. Only the server assembly
+//! (`paperchain-server`, with its `hosted` feature) depends on it: the desktop app and the
+//! paying client build without it. The HTTP and MCP doors know the paywall through the call
+//! path's interface (`paperchain_calls::paywall`).
+//!
+//! What this crate must not do: know a door's wire format beyond the payment messages
+//! themselves, or run a route other than through the catalog.
 //!
 //! [`Hosted::start`] wires a [`HostedConfig`] to a remote facilitator;
 //! [`Hosted::start_sandbox`] starts a local chain with a test dollar token and runs the
@@ -7,7 +14,6 @@
 pub mod bazaar;
 pub mod config;
 pub mod facilitator;
-pub mod http;
 pub mod liveness;
 pub mod mpp;
 pub mod paywall;

@@ -5,7 +5,7 @@
 // without a rebuild.
 //
 //   NODE_PATH="${PAPERCHAIN_TOOLS:-$HOME/.cache/paperchain/tools}/npm/node_modules" \
-//     node gateway/contracts/build.js
+//     node hosted/contracts/build.js
 //
 // `cargo xtask setup` installs solc (npm `solc`, the version pinned in xtask/src/setup.rs).
 const fs = require("fs");

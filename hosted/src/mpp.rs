@@ -47,8 +47,8 @@ use base64::engine::general_purpose::STANDARD;
 use mpp::protocol::intents::ChargeRequest;
 use mpp::{Base64UrlJson, PaymentChallenge, PaymentCredential};
 pub use paperchain_protocol::mpp::{
-    AUTHORIZATION_HEADER, CREDENTIAL_TYPE_AUTHORIZATION, INTENT_CHARGE, METHOD_EVM, METHOD_TEMPO,
-    PAYMENT_RECEIPT_HEADER, WWW_AUTHENTICATE_HEADER, challenge_hash,
+    AUTHORIZATION_HEADER, CACHE_CONTROL_CHALLENGE, CACHE_CONTROL_RECEIPT, CREDENTIAL_TYPE_AUTHORIZATION, INTENT_CHARGE,
+    METHOD_EVM, METHOD_TEMPO, PAYMENT_RECEIPT_HEADER, WWW_AUTHENTICATE_HEADER, challenge_hash,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -56,10 +56,6 @@ use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-/// `Cache-Control` of every 402 that carries challenges (core "Caching").
-pub const CACHE_CONTROL_CHALLENGE: &str = "no-store";
-/// `Cache-Control` of a response that carries a `Payment-Receipt` (core "Caching").
-pub const CACHE_CONTROL_RECEIPT: &str = "private";
 /// Canonical Permit2 address; the evm draft makes `permit2Address` a required detail.
 const PERMIT2_ADDRESS: &str = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
 /// An EIP-6492 wrapped signature can be long, but not longer than a header allows.

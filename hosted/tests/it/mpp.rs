@@ -13,8 +13,8 @@ use alloy::primitives::{Address, U256};
 use alloy::signers::local::PrivateKeySigner;
 use base64::Engine as _;
 use mpp::PaymentChallenge;
-use paperchain_gateway::hosted::mpp::{RequestBinding, now_unix};
-use paperchain_gateway::hosted::store::Outcome;
+use paperchain_hosted::mpp::{RequestBinding, now_unix};
+use paperchain_hosted::store::Outcome;
 use paperchain_protocol::mpp::sign_evm_credential;
 use paperchain_testkit::sandbox::{self, HostedServer, Setup};
 use paperchain_testkit::x402::sign_x402;
@@ -118,7 +118,7 @@ fn tamper(authorization: &str, edit: impl FnOnce(&mut Value)) -> String {
     format!("Payment {}", mpp::base64url_encode(json.to_string().as_bytes()))
 }
 
-async fn latest(server: &HostedServer) -> paperchain_gateway::hosted::store::Decision {
+async fn latest(server: &HostedServer) -> paperchain_hosted::store::Decision {
     server.paywall.store().recent(1).await.unwrap().remove(0)
 }
 

@@ -1,5 +1,5 @@
 //! The paywall over HTTP: the payment headers, the free-pool header and the client's
-//! address in; the paywall's [`Answer`] out as a status and headers (402 with
+//! address in; the paywall's answer out as a status and headers (402 with
 //! `PAYMENT-REQUIRED` and the MPP challenges, `PAYMENT-RESPONSE` or `Payment-Receipt` on
 //! paid results, the pool's remainder on free ones). Reading the body and encoding the
 //! result are the routes' ([`crate::routes`]), once for both modes.
@@ -11,8 +11,8 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use paperchain_protocol::x402;
 
-use super::mpp::CACHE_CONTROL_RECEIPT;
-use super::paywall::{FreeAsk, Payment, Receipt, Required};
+use paperchain_calls::paywall::{FreeAsk, Payment, Receipt, Required};
+use paperchain_protocol::mpp::{CACHE_CONTROL_RECEIPT, PAYMENT_RECEIPT_HEADER};
 
 /// `X-Svc-Free: 1` asks for the free pool (spec, Authentication rule 9).
 pub const FREE_HEADER: &str = "x-svc-free";
@@ -45,7 +45,7 @@ pub fn add_delivery_headers(response: &mut Response, receipt: Option<&Receipt>, 
     let headers = response.headers_mut();
     if let Some(receipt) = receipt {
         let (name, value) = match &receipt.mpp_receipt {
-            Some(mpp) => (super::mpp::PAYMENT_RECEIPT_HEADER, mpp.clone()),
+            Some(mpp) => (PAYMENT_RECEIPT_HEADER, mpp.clone()),
             None => (x402::PAYMENT_RESPONSE, x402::encode(&receipt.settlement)),
         };
         if let (Ok(name), Ok(value)) = (HeaderName::try_from(name.to_ascii_lowercase()), HeaderValue::from_str(&value))

@@ -16,7 +16,7 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::sol;
 use alloy::sol_types::{SolStruct as _, eip712_domain};
 use base64::Engine as _;
-use paperchain_gateway::hosted::sandbox::{SandboxChain, SandboxFacilitator};
+use paperchain_hosted::sandbox::{SandboxChain, SandboxFacilitator};
 use paperchain_testkit::sandbox::sandbox_chain;
 use paperchain_testkit::x402::TransferWithAuthorization;
 use serde_json::{Value, json};

@@ -6,8 +6,8 @@
 
 use alloy::primitives::U256;
 use base64::Engine as _;
-use paperchain_gateway::hosted::HostedOptions;
-use paperchain_gateway::hosted::store::{Outcome, PaymentState};
+use paperchain_hosted::HostedOptions;
+use paperchain_hosted::store::{Outcome, PaymentState};
 use paperchain_testkit::sandbox::{self, HostedServer, Setup};
 use paperchain_testkit::x402;
 use serde_json::{Value, json};

@@ -6,8 +6,8 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use paperchain_gateway::hosted::sandbox_solana::{SolanaSandbox, USDC_MINT};
-use paperchain_gateway::hosted::store::Outcome;
+use paperchain_hosted::sandbox_solana::{SolanaSandbox, USDC_MINT};
+use paperchain_hosted::store::Outcome;
 use paperchain_protocol::svm::{self, SigningKey};
 use paperchain_protocol::x402;
 use paperchain_testkit::sandbox::{self, HostedServer, Setup};
@@ -218,9 +218,9 @@ async fn a_solana_payment_while_the_validator_is_down_is_an_outage_not_a_refusal
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_solana_settlement_a_crash_left_out_of_the_ledger_is_found_by_its_memo() {
-    use paperchain_gateway::hosted::facilitator::{Local, PaymentFacilitator};
-    use paperchain_gateway::hosted::recovery::{Recovered, recover};
-    use paperchain_gateway::hosted::store::{Authorization, PaidRequest, PaymentState, Store};
+    use paperchain_hosted::facilitator::{Local, PaymentFacilitator};
+    use paperchain_hosted::recovery::{Recovered, recover};
+    use paperchain_hosted::store::{Authorization, PaidRequest, PaymentState, Store};
 
     let server = server().await;
     let side = solana(&server);
