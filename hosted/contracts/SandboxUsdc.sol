@@ -12,7 +12,7 @@
 //
 // Rebuild the committed artifact (SandboxUsdc.json) after any change:
 //   NODE_PATH="${PAPERCHAIN_TOOLS:-$HOME/.cache/paperchain/tools}/npm/node_modules" \
-//     node gateway/contracts/build.js
+//     node hosted/contracts/build.js
 pragma solidity ^0.8.20;
 
 interface IERC1271 {

@@ -1,6 +1,6 @@
 // Compiles SandboxUsdc.sol beside this file with solcjs and writes SandboxUsdc.json (ABI,
 // runtime code, the keccak-256 of the source it came from, compiler and settings). The
-// gateway embeds that JSON (gateway/src/hosted/sandbox.rs) and puts the runtime code at the
+// the hosted crate embeds that JSON (hosted/src/sandbox.rs) and puts the runtime code at the
 // Base USDC address of the sandbox chain; a unit test there fails when the source changed
 // without a rebuild.
 //

@@ -1,4 +1,4 @@
-//! The command line of the in-process benches (`gateway/benches/paywall.rs`,
+//! The command line of the in-process benches (`hosted/benches/paywall.rs`,
 //! `wallet/benches/client.rs`), std only: `--calls N`, `--dir FOLDER`, `--bench` (timed
 //! run; without it a smoke test), and nextest's `--list` answered with one test.
 

@@ -1,7 +1,7 @@
 //! x402 v2 payments made as Paperchain's paying client makes them (`paperchain-protocol`'s
 //! `sign_exact_evm`, the signer the wallet uses), and edited by hand for the tests of what a
 //! server must refuse. The reference clients pay the sandbox in their own tests (x402-rs's
-//! in gateway/tests/it/hosted_paid.rs, the TypeScript ones in tests/ and mcp-bridge/tests).
+//! in hosted/tests/it/paid.rs, the TypeScript ones in tests/ and mcp-bridge/tests).
 //!
 //! A `PAYMENT-SIGNATURE` header is the base64 of the PaymentPayload's JSON; MCP carries the
 //! JSON itself in `_meta["x402/payment"]`.

@@ -1,4 +1,4 @@
-//! The sandbox chain (gateway/src/hosted/sandbox.rs) end to end: anvil with the test USDC at
+//! The sandbox chain (hosted/src/sandbox.rs) end to end: anvil with the test USDC at
 //! the Base USDC address, payments signed the way an x402 v2 client signs them, and the
 //! in-process facilitator verifying and settling them on that chain.
 //!

@@ -144,7 +144,7 @@ async fn the_sandbox_starts_each_run_with_a_fresh_store() {
 
 /// A one-page PDF.
 fn one_page_pdf() -> Vec<u8> {
-    std::fs::read(paperchain_testkit::workspace_root().join("gateway/benches/one-page.pdf")).expect("the one-page PDF")
+    std::fs::read(paperchain_testkit::workspace_root().join("hosted/benches/one-page.pdf")).expect("the one-page PDF")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -44,7 +44,7 @@ const SOAK_GROWTH_LIMIT: f64 = 0.10;
 /// The soak's first minute, after which its resident memory is the baseline.
 const SOAK_WARM: Duration = Duration::from_secs(60);
 /// The PDF the light document calls send.
-const ONE_PAGE_PDF: &str = "gateway/benches/one-page.pdf";
+const ONE_PAGE_PDF: &str = "hosted/benches/one-page.pdf";
 /// The PDF the heavy calls render (18 pages, from the corpus).
 const HEAVY_PDF: &str = "docling/pdf/sources/redp5110_sampled.pdf";
 

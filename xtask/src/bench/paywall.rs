@@ -49,7 +49,7 @@ struct Case {
 }
 
 /// The one-page PDF the document case sends; the in-process bench sends the same file.
-const ONE_PAGE_PDF: &str = "gateway/benches/one-page.pdf";
+const ONE_PAGE_PDF: &str = "hosted/benches/one-page.pdf";
 
 fn cases() -> anyhow::Result<Vec<Case>> {
     let path = crate::project_root().join(ONE_PAGE_PDF);
