@@ -13,6 +13,11 @@
 //! own. [`CallPath::admit`] tells a door whether to take the call's place at the heavy-work
 //! gate before it reads a large body.
 //!
+//! A call runs in a task of its own, so a door whose caller goes away cannot cut a
+//! payment, a settlement or a ledger row short. A local run is bounded by the path's
+//! timeout (504 past it). [`status_of`] is the one mapping of an engine error's kind to a
+//! status, which the HTTP and MCP doors answer with and the ledger records.
+//!
 //! What this crate must not do: know a door's wire format (HTTP headers, MCP `_meta`,
 //! arguments), contain a payment rule, or depend on the hosted service's crate.
 

@@ -1,5 +1,12 @@
 //! 24-hour file links (`output: "url"`): files kept on disk under an unguessable id,
 //! served at `GET /v1/files/{id}`, deleted after expiry. They survive a restart.
+//!
+//! An id is 256 random bits. Each file is written whole under a temporary name and
+//! renamed, its metadata last, so a link serves a complete file or none, and only a file
+//! of the size stored. A call whose files cannot all be kept keeps none (a full disk is
+//! 503 `insufficient_storage`). The HTTP API, the MCP tools and the hosted paywall (before
+//! it settles) all store through [`FileStore::links`]; the server sweeps expired files
+//! every ten minutes.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -3,6 +3,11 @@
 //! (when that is a specific address), or a name allowed explicitly. A page on another
 //! site that rebinds its own name to this machine still sends its own name in `Host`,
 //! and is refused.
+//!
+//! A server listening on all addresses has no specific address to accept, so it refuses
+//! to start unless the public URL or an allowed name says which names it answers
+//! (`ServerConfig::bind`). The check is a layer over everything the server serves, the
+//! MCP endpoints and the app included.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

@@ -3,6 +3,11 @@
 //! Content-Length when it declares one) until its call ends; a body that would go past the
 //! budget is refused at once with 503 `busy` and a Retry-After, so many large uploads at
 //! once cost a bounded amount of memory, never an out-of-memory kill.
+//!
+//! The limit is `routes::BODY_LIMIT` (64 MiB, 413 past it); the budget is
+//! [`DEFAULT_BUDGET`] (1 GiB) unless `PAPERCHAIN_BODY_BUDGET_MIB` says otherwise. The route
+//! API reads through [`read_body`]; the routers mounted beside it (MCP's) count their
+//! bodies against the same budget through the [`hold_body`] middleware.
 
 use std::sync::Arc;
 

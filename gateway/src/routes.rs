@@ -1,5 +1,17 @@
 //! The HTTP routes, generated from the catalog: one POST handler for every route, the
 //! file-link download, the service documents, and JSON 404/405 answers.
+//!
+//! One call over HTTP (`call`): the headers become the call path's [`Call`] (hosted
+//! mode: the payment, the free-pool ask and the client's address, [`crate::paid`]; local
+//! mode: the route mode and quote headers, [`crate::routed`], and the caller: the app's
+//! page when it sends the app's token, recorded as front door `app`); a heavy call that
+//! can only run here takes its place at the work gate before the body is read
+//! (`CallPath::admit`: a busy server refuses at once); the body is read once for both
+//! modes within the request timeout and the body budget ([`crate::intake`]; a body not
+//! declared as JSON is not read, one over [`BODY_LIMIT`] is not kept, and the call path
+//! answers them: 415 and 413, or the paywall's 402 naming the fault); [`CallPath::run`]
+//! decides and runs it; the outcome becomes a status, headers and a body, and a file
+//! reply is encoded here in one place (`file`, `base64` or `url`, [`encode_reply`]).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -10,6 +10,16 @@
 //! [`Hosted::start`] wires a [`HostedConfig`] to a remote facilitator;
 //! [`Hosted::start_sandbox`] starts a local chain with a test dollar token and runs the
 //! facilitator in process, so the whole paid flow can be tried without money.
+//!
+//! The modules: [`paywall`] decides and runs every paid call; [`store`] is its SQLite
+//! file (replay guard, free pools, ledger); [`liveness`] and [`recovery`] settle what a
+//! killed process left open; [`facilitator`] verifies and settles ([`facilitator::ByNamespace`]
+//! sends each payment to the facilitator of its network's namespace); [`mpp`] is the
+//! "Payment" HTTP scheme; [`config`] the `[hosted]` file and environment; [`bazaar`] the
+//! discovery extension; [`sandbox`] and [`sandbox_solana`] the throwaway chains. The
+//! sandbox's store is a file of its own, emptied at each start (its rows describe a chain
+//! that ended with the previous run); [`Hosted::stop`] closes the store and stops the
+//! sandbox's anvil and validator.
 
 pub mod bazaar;
 pub mod config;

@@ -27,6 +27,14 @@
 //! verifying or settling anything and the answer goes out with the stored settlement
 //! (exactly-once payment, at-least-once execution; ledger outcome `redelivered`). Any
 //! other resend of a used payload is refused `payment_already_used` as before.
+//!
+//! The replay key is a hash of what the payer signed: for Solana the transaction's
+//! message, so a copy with anything else in the fee payer's signature slot is the same
+//! payment. A Solana payment's payer signature and signed amount are checked here, before
+//! any work. The files of an `output: "url"` result are stored before settlement, so a
+//! result that cannot be kept is not charged; a settlement is recorded with its ledger
+//! row in one transaction. Each route's 402 body at a price is serialized once and kept
+//! ([`RequiredBody`]).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -827,7 +835,7 @@ fn settlement_response(settled: &Settled, payer: &Option<String>) -> Value {
 }
 
 /// The spec's `payment-identifier` extension.
-pub const PAYMENT_IDENTIFIER: &str = "payment-identifier";
+pub use paperchain_protocol::x402::PAYMENT_IDENTIFIER;
 /// Shortest and longest payment id the extension allows.
 const PAYMENT_ID_LENGTH: std::ops::RangeInclusive<usize> = 16..=128;
 
@@ -942,9 +950,7 @@ fn authorization(payload: &Value) -> Option<Authorization> {
     })
 }
 
-/// How long a Solana transaction can land after it was signed: its blockhash lasts 150
-/// slots (about a minute); twice that, for slow slots.
-const SOLANA_BLOCKHASH_SECONDS: u64 = 120;
+use paperchain_protocol::svm::BLOCKHASH_LIFETIME_SECONDS as SOLANA_BLOCKHASH_SECONDS;
 
 /// The replay key: a hash of the signed part of the payment (the network and the
 /// scheme's payload; for Solana the transaction's message, whatever fills the fee payer's

@@ -15,6 +15,9 @@
 //! start unless the EIP-6492 validator, Permit2 and the x402 Permit2 proxy have code, and a
 //! fresh anvil has none, so those addresses get code that always reverts: Permit2 and
 //! counterfactual-wallet payments are refused instead of pretending to work.
+//!
+//! The token is `hosted/contracts/SandboxUsdc.sol`, its compiled artifact committed beside
+//! it (`SandboxUsdc.json`, written by `hosted/contracts/build.js`) and embedded here.
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;

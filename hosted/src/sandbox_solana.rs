@@ -11,6 +11,9 @@
 //! `surfnet_setTokenAccount`): the mint with a random mint authority and a supply equal to
 //! what the payer holds, the payer's and the payee's associated token accounts, SOL for the
 //! fee payer. Payments then move tokens by real signed transactions.
+//!
+//! Its facilitator sits behind `facilitator::NodeChecked`: a refusal while the validator
+//! does not answer is an outage (503), not the payment's fault.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};

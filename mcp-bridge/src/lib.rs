@@ -3,9 +3,13 @@
 //! Served over streamable HTTP by the gateway at `/mcp`, `/mcp/chain` and `/mcp/docs`
 //! ([`http::mount`], mounted beside the HTTP API), and over stdio for desktop agents
 //! (`paperchain mcp --stdio`): relayed to the local server when one runs
-//! ([`relay::relay_stdio`]), else with the engine in process ([`stdio::serve_stdio`]). In hosted mode a call goes through
-//! the gateway's paywall with the free pool asked for, and payments travel as the x402 MCP
-//! transport says (`_meta["x402/payment"]`, `_meta["x402/payment-response"]`).
+//! ([`relay::relay_stdio`]), else with the engine in process ([`stdio::serve_stdio`]).
+//!
+//! Every tool call goes to the call path (`paperchain_calls::CallPath`, [`server`]), as
+//! the HTTP API's calls do: in local mode it runs here or is routed and paid as the user's
+//! configuration says; in hosted mode it goes through the paywall with the free pool asked
+//! for, and payments travel as the x402 MCP transport says (`_meta["x402/payment"]`,
+//! `_meta["x402/payment-response"]`). [`results`] turns the outcome into a tool result.
 //!
 //! Must not: name a route, or decide anything about payments (the paywall does).
 

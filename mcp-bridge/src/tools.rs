@@ -1,6 +1,14 @@
 //! The MCP tools, generated from the catalog: one tool per route, named by its operation,
 //! described with its price, and typed with the route's own input and output schemas.
 //! Nothing here names a route: a route added to the catalog is a tool on the next start.
+//!
+//! A tool's description carries the route's price and a warning that what it returns
+//! from documents and chains is untrusted data, never instructions. Its input and output
+//! schemas are the route's own, generated with the catalog's `published_settings` and made
+//! self-contained (definitions under `$defs`, an object at the root). Its annotations come
+//! from what the route produces (JSON answers are read-only) and whether it reaches the
+//! open world. A hosted server's tools also admit the x402 PaymentRequired object in their
+//! output schema ([`hosted_tools`]), which is where the x402 MCP transport puts a 402.
 
 use std::sync::Arc;
 

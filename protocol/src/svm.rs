@@ -38,6 +38,11 @@ const SET_COMPUTE_UNIT_LIMIT: u8 = 2;
 const SET_COMPUTE_UNIT_PRICE: u8 = 3;
 /// The version prefix of a v0 message.
 const V0_PREFIX: u8 = 0x80;
+/// How long a signed payment may still land: its blockhash lasts 150 slots (about a minute
+/// at 400 ms a slot), twice that for slow slots. The payer's ledger keeps the payment open
+/// and the paywall keeps its replay key that long; both sides use this one figure.
+pub const BLOCKHASH_LIFETIME_SECONDS: u64 = 120;
+
 /// The largest transaction the network carries (bytes on the wire).
 pub const MAX_TRANSACTION_BYTES: usize = 1232;
 

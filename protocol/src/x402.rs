@@ -30,6 +30,9 @@ pub const MCP_PAYMENT: &str = "x402/payment";
 pub const MCP_PAYMENT_RESPONSE: &str = "x402/payment-response";
 /// The one scheme Paperchain pays and is paid with: an exact amount.
 pub const SCHEME_EXACT: &str = "exact";
+/// The idempotency extension (`extensions/payment-identifier`): the payment's id, so a
+/// server that supports it can answer a repeated payment from what it settled.
+pub const PAYMENT_IDENTIFIER: &str = "payment-identifier";
 
 /// The header form of any x402 object: base64 of its JSON.
 pub fn encode(value: &Value) -> String {

@@ -11,6 +11,20 @@
 //! In local mode the server claims its data folder ([`instance`]): a second local server
 //! for the same folder does not start, and says where the first one is.
 //!
+//! What [`start`] puts together: the engine context (from the environment unless given;
+//! a configuration it would not follow stops it), the HTTP API with the MCP endpoints
+//! mounted beside it, and then either hosted mode (the paywall of `paperchain-hosted`,
+//! with a remote facilitator or the sandbox, which listens on loopback only since its
+//! test payer's key is printed) or local mode (the paying client it is given, routing and
+//! recording calls; the app at `/app` with its approval queue and desktop; the payments
+//! an earlier run left open settled from the chain, [`settle_open_payments`]).
+//! [`serve_stdio`] is `paperchain mcp --stdio` with its own engine, assembled the same
+//! way; [`local_config_from_env`] and [`approval_wait_from_env`] read the settings of a
+//! local server started without a command line (the desktop app).
+//!
+//! Hosted mode is behind the default `hosted` feature: the desktop app builds this crate
+//! without it, and so without any of the hosted service's code.
+//!
 //! What this crate must not do: parse arguments, print, or contain route or payment logic.
 
 pub mod instance;

@@ -9,6 +9,11 @@
 //! never a new one: the token moves the money for one nonce at most once. A second 402
 //! after paying (`price_mismatch`, a replay refused) is never answered with another
 //! signature; the chain is asked whether the first one was used.
+//!
+//! The configuration is read again before each decision ([`crate::live`]), and once more
+//! after an approval (which can wait minutes): unless the policy then still picks the same
+//! requirement, nothing is paid. [`PayingClient::quote`] asks what a call would cost, and
+//! whether the policy would pay it, without paying.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -31,9 +36,7 @@ use crate::money::{Dollars, format_atomic};
 use crate::policy::{self, Refusal, Selected};
 use crate::x402_client::{self, PayError};
 
-/// The spec's idempotency extension: the payment's id, so a server that supports it can
-/// answer a repeated payment from its cache.
-pub const PAYMENT_IDENTIFIER: &str = "payment-identifier";
+pub use paperchain_protocol::x402::PAYMENT_IDENTIFIER;
 
 /// Response headers that describe one connection, not the answer.
 const HOP_BY_HOP: &[&str] =

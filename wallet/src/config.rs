@@ -28,6 +28,8 @@
 //! Environment variables override the file (`PAPERCHAIN_SERVICE_URL`,
 //! `PAPERCHAIN_ROUTE`); the file itself is `PAPERCHAIN_CLIENT_CONFIG` when set. Only the user
 //! changes it: the CLI, an editor, the desktop app; never the HTTP API or an MCP tool.
+//! A configuration that cannot be followed is refused whole, the error naming the file and
+//! the key.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -13,7 +13,10 @@
 //! `released` (nothing was signed). Every money step is committed with `synchronous=FULL`
 //! before the call goes on, so a crash at any point leaves a row that the reconciliation
 //! ([`crate::reconcile`]) can check against the chain. Rows of calls that move no money
-//! are committed with `synchronous=NORMAL` (durable across a crash, not a power loss).
+//! are committed with `synchronous=NORMAL` (durable across a crash, not a power loss),
+//! through one connection: concurrent calls queue in the pool, not in SQLite's busy
+//! handler. A reservation checks the day, session, client and network caps in one
+//! `BEGIN IMMEDIATE` transaction ([`Ledger::reserve`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

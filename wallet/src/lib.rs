@@ -11,6 +11,14 @@
 //! - [`solana_pay`]: a Solana `exact` payment built from the chain and signed.
 //! - [`chain`], [`reconcile`]: what the chain says of each payment.
 //! - [`x402_client`]: reading a 402 and a settlement.
+//! - [`approvals`]: payments waiting for the user's answer in the app.
+//! - [`config_edit`]: the user's changes to `config.toml`, one key at a time.
+//! - [`money`]: dollar caps and signed amounts, rounded up, never down.
+//!
+//! It reads chains with the engine's core (`paperchain-engine-core`: the configured EVM
+//! chains and Solana clusters) and speaks the wire format of `paperchain-protocol`;
+//! nothing else of the product. Its tests check, from `cargo tree`, that it builds with
+//! no server, no route and no document library.
 //!
 //! What this crate must not do: depend on the server (`paperchain-gateway`), log or return
 //! a key or a signature, or let a call change the policy.

@@ -3,6 +3,10 @@
 //! wallet's Solana key; the facilitator named in the requirement adds the fee payer's
 //! signature and sends it. Read through the engine's Solana clusters (their configured RPC
 //! endpoints and genesis checks), so nothing here speaks to a node by itself.
+//!
+//! The transfer's memo is a random nonce, and the ledger keeps it as the payment's nonce:
+//! when an answer is lost, it finds the transaction on chain
+//! ([`crate::chain::solana_payment`]).
 
 use paperchain_engine_core::solana::token::{self, associated_token_address};
 use paperchain_engine_core::solana::{Cluster, Clusters};
@@ -18,8 +22,7 @@ pub const COMPUTE_UNIT_LIMIT: u32 = 20_000;
 /// Micro-lamports per compute unit: the smallest priority fee there is.
 pub const COMPUTE_UNIT_PRICE: u64 = 1;
 
-/// How long a blockhash stays usable: 150 blocks, about a minute on mainnet.
-pub const BLOCKHASH_LIFETIME_SECONDS: u64 = 90;
+pub use paperchain_protocol::svm::BLOCKHASH_LIFETIME_SECONDS;
 
 /// A signed Solana payment, with what the ledger keeps of it.
 #[derive(Clone, Debug)]

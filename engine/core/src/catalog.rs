@@ -7,6 +7,25 @@
 //! names a route. A route that keeps state between calls
 //! (an upstream client, a cache) keeps it in the context's
 //! [`RouteState`](crate::context::RouteState), made on its first use.
+//!
+//! Every call, whichever door it came through, goes the same way ([`RouteEntry`]):
+//! 1. the JSON body is parsed into the route's `Input` ([`parse_body`]): unknown fields
+//!    are refused (every request type is `deny_unknown_fields`), an error names its field
+//!    as a JSON pointer (`/files/1/pages`), and whole numbers written with a fraction
+//!    (`326.0`) are read as integers, as JSON Schema's `integer` allows;
+//! 2. [`Route::prepare`] checks every field and loads what the input refers to (files
+//!    decoded or fetched, documents opened, page selections resolved): every input error
+//!    is found here, before any work or payment;
+//! 3. [`Route::quote`] prices the prepared input exactly (what the hosted paywall
+//!    charges); an input that does not prepare is quoted at the route's base price;
+//! 4. [`Route::run`] does the work.
+//!
+//! A route states only where it differs from the defaults: [`Route::HEAVY`] for heavy
+//! work, which waits for a turn at the context's work gate (a door may take the call's
+//! place before it reads the body: [`RouteEntry::admit`]), and [`Route::FILE_TYPES`] for a
+//! file answer that is not a PDF. Every published schema (OpenAPI, the x402 listing, the
+//! MCP tools) is generated with [`published_settings`] (the configured chains, the range
+//! of each fixed-size integer), so what it says a route accepts is what `prepare` accepts.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -1,5 +1,19 @@
 //! What every operation may use: the URL fetcher, the chains, the limits, a progress sink,
 //! and the state routes keep between calls.
+//!
+//! A [`Context`] is cheap to clone, and its clones share everything: the fetcher (public
+//! addresses only), the configured EVM chains and Solana clusters, the [`Limits`] (a file
+//! of 50 MiB, 5,000 pages, 128 MiB for one PDF stream decompressed while loading), the
+//! heavy-work gate, and the [`RouteState`] where a route keeps what outlives a call (an
+//! upstream client, a cache), one value per type, made on first use; tests preset it
+//! with [`RouteState::insert`]. So every front door of one server shares one gate and one
+//! set of caches. The context names no route.
+//!
+//! CPU work runs off the async threads through [`blocking`], where a panic becomes an
+//! internal error (500) instead of taking the server down. Work already started is not
+//! killed when its caller gives up (a timeout is answered 504 at once); long work that can
+//! stop between steps runs through [`blocking_abandonable`], whose flag is set as soon as
+//! nobody waits for the result.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;

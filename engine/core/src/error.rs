@@ -1,5 +1,12 @@
 //! The one error type of every operation: a stable code, a human message, and the JSON
 //! pointer of the input field at fault. Front doors map [`ErrorKind`] to their statuses.
+//!
+//! Codes are stable, and every one is listed with its meaning in [`CODES`], which the
+//! OpenAPI document (`x-error-codes`) and llms.txt publish. A refusal that depends on the
+//! document or the chain rather than on the request's form (a page the document lacks,
+//! an address that is not a token) has a code of its own, never the generic
+//! `invalid_input`. [`ErrorKind::Internal`] is never caused by input alone; the HTTP and
+//! MCP doors log its message and answer without it.
 
 use std::borrow::Cow;
 use std::time::Duration;

@@ -1,4 +1,9 @@
 //! File inputs: inline base64 or a public URL, decoded and size-checked.
+//!
+//! A [`FileInput`] gives exactly one of `data` and `url`, which its schema states
+//! (`oneOf`) as `prepare` checks it; a URL is fetched through the context's SSRF-safe
+//! fetcher. Errors name the field (`/file/data`, `/files/2/url`). Its `Debug` never shows
+//! the bytes or the password, so a logged input leaks neither.
 
 use base64::Engine as _;
 use schemars::JsonSchema;

@@ -1,4 +1,13 @@
 //! What operations answer: JSON, or files to be delivered per the input's `output` field.
+//!
+//! A [`Reply`] is JSON or a [`FileSet`]; how a file set reaches the caller is the front
+//! door's, in the [`OutputMode`] the input chose: the bytes themselves (several files as
+//! one ZIP, [`zip_files`]), JSON with base64 ([`FileBase64`]), or 24-hour links
+//! ([`FileLink`]). A one-file result may carry a report (sizes before and after, what was
+//! repaired), sent as the `Paperchain-Report` header beside the bytes or as a `report`
+//! field in JSON. The engine writes no link itself: the HTTP server's file store does, and
+//! the hosted paywall has it store the files before it settles, so a result that cannot be
+//! kept is not charged.
 
 use std::io::Write;
 

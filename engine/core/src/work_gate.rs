@@ -15,6 +15,10 @@
 //! A call waits in arrival order; a call whose caller stops waiting (a timeout, a closed
 //! connection) leaves the queue. Office conversions are not gated here: the Office pool
 //! (`soffice/`) has workers and a queue of its own.
+//!
+//! By default a machine runs one heavy operation per core and admits eight more per
+//! worker to wait ([`GateConfig::from_env`]: `PAPERCHAIN_HEAVY_WORKERS`,
+//! `PAPERCHAIN_HEAVY_QUEUE`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
