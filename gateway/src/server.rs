@@ -229,7 +229,7 @@ impl HttpServer {
         Ok((app, files, paywall))
     }
 
-    /// Starts serving on `listener`: the application, the hourly file-link sweep and, in
+    /// Starts serving on `listener`: the application, the file-link sweep (every ten minutes) and, in
     /// hosted mode, the paywall's housekeeping, all in tasks that [`Running::stop`] ends.
     pub async fn start_on(self, listener: TcpListener) -> std::io::Result<Running> {
         let local_addr = listener.local_addr()?;

@@ -513,7 +513,7 @@ fn parse_body_exact<T: DeserializeOwned>(body: &[u8]) -> Result<T, EngineError> 
     Ok(value)
 }
 
-/// [`parse_body_exact`], then, when that fails on a body with whole numbers written with a
+/// `parse_body_exact` (unknown fields refused, numbers as written), then, when that fails on a body with whole numbers written with a
 /// fraction (`326.0`), the same body with those numbers as integers.
 pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, EngineError> {
     parse_body_exact(body).or_else(|err| {

@@ -46,7 +46,7 @@ pub fn uint256() -> String {
     format!("^[{blank}]*(?:0[xX][0-9a-fA-F]{{1,64}}|{below})[{blank}]*$")
 }
 
-/// What [`crate::statement::dates::DatePattern::parse`] takes: one day (`D`, `DD`, `d`,
+/// What the bank-statement reader's date patterns take (`paperchain_docs::statement`): one day (`D`, `DD`, `d`,
 /// `dd`), one month (`M` to `MMMM`) and at most one year (`YY`, `YYYY`, either case), in any
 /// order, with spaces, tabs and ASCII punctuation around them.
 pub fn date_format() -> String {

@@ -103,7 +103,7 @@ pub fn node_client() -> LazyClient {
 
 /// Runs `attempt` on each endpoint in order, each within `attempt_timeout`, until one
 /// succeeds; when none does, the failure that speaks for them all (see
-/// [`UpstreamFailure::rank`]), its message listing each. `network` and `env_var` name the
+/// `UpstreamFailure::rank`), its message listing each. `network` and `env_var` name the
 /// chain and the variable that sets its URLs, for the message when there is none.
 pub async fn first_answer<'a, I, T, F, Fut>(
     network: &str,

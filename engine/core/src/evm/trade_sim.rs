@@ -48,8 +48,8 @@ pub struct Dex {
 
 /// The Uniswap V2 deployment of a chain the address check serves.
 ///
-/// Sources: https://docs.uniswap.org/contracts/v2/reference/smart-contracts/v2-deployments
-/// (factory and router of Mainnet and Base), https://docs.base.org/chain/contracts (Base
+/// Sources: <https://docs.uniswap.org/contracts/v2/reference/smart-contracts/v2-deployments>
+/// (factory and router of Mainnet and Base), <https://docs.base.org/chain/contracts> (Base
 /// Uniswap v2 factory and router); WETH9 on Ethereum and the OP Stack predeploy WETH on
 /// Base are the router's `WETH()`.
 pub fn uniswap_v2(chain: &str) -> Option<Dex> {
