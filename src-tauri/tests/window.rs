@@ -8,10 +8,15 @@
 //! keeps the server serving, a second launch brings the window back, and the tray menu
 //! (clicked over D-Bus, as a panel does) opens it and quits; a screenshot of each screen
 //! is kept in `src-tauri/test-artifacts/`.
+//!
+//! And the app killed (SIGKILL) in the middle of an agent's paid call, once the hosted
+//! sandbox has settled it but before the answer reached the app: started again, its
+//! server settles the payment its ledger left open, from the chain.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -24,6 +29,10 @@ struct Running(Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
+        // Ended already (killed by the test): its process id may be another's now.
+        if let Ok(Some(_)) = self.0.try_wait() {
+            return;
+        }
         let _ = Command::new("kill").arg(self.0.id().to_string()).status();
         let asked = Instant::now();
         while asked.elapsed() < Duration::from_secs(5) {
@@ -479,6 +488,131 @@ fn start_sandbox(paperchain: &Path, data: &Path, port: u16) -> (Running, Value) 
     (running, line["sandbox"].clone())
 }
 
+/// The `paperchain` the workspace's tests built beside this app (`cargo xtask test` runs
+/// those first): it runs the sandbox, and sets up and reads the user's wallet and ledger.
+fn paperchain_binary() -> PathBuf {
+    let paperchain = Path::new(env!("CARGO_BIN_EXE_paperchain-app")).with_file_name("paperchain");
+    assert!(
+        paperchain.is_file(),
+        "{} is missing: build the workspace first (cargo xtask test does)",
+        paperchain.display()
+    );
+    paperchain
+}
+
+/// A desktop session of its own, for the app and for `paperchain` run as its user: a home
+/// (its configuration, data and runtime folders, the keystore's password), the display,
+/// the session bus, the address the app's server listens on, the sandbox's chain as Base.
+struct Desktop {
+    home: PathBuf,
+    display: String,
+    bus: String,
+    listen: u16,
+    rpc: String,
+}
+
+impl Desktop {
+    fn new(home: &Path, display: &str, bus: &str, listen: u16, sandbox: &Value) -> Desktop {
+        std::fs::write(home.join("password"), "correct horse battery staple").unwrap();
+        Desktop {
+            home: home.to_path_buf(),
+            display: display.to_string(),
+            bus: bus.to_string(),
+            listen,
+            rpc: sandbox["rpc_url"].as_str().unwrap().to_string(),
+        }
+    }
+
+    fn apply(&self, command: &mut Command) {
+        let home = &self.home;
+        command
+            .env("DISPLAY", &self.display)
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.bus)
+            .env("HOME", home)
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("XDG_DOWNLOAD_DIR", home.join("Downloads"))
+            .env("PAPERCHAIN_RUNTIME_DIR", home.join("run"))
+            .env("PAPERCHAIN_LISTEN", format!("127.0.0.1:{}", self.listen))
+            .env("PAPERCHAIN_WALLET_STORE", "keystore")
+            .env("PAPERCHAIN_WALLET_PASSWORD_FILE", home.join("password"))
+            .env("PAPERCHAIN_RPC_BASE", &self.rpc)
+            .env("PAPERCHAIN_LOG", "info,lopdf=off")
+            .env("GDK_BACKEND", "x11")
+            .env_remove("WAYLAND_DISPLAY")
+            .env_remove("PAPERCHAIN_DATA_DIR")
+            .env_remove("PAPERCHAIN_CLIENT_CONFIG")
+            .env_remove("PAPERCHAIN_CHAINS")
+            .env_remove("PAPERCHAIN_WALLET_PASSWORD")
+            .env_remove("PAPERCHAIN_SERVICE_URL")
+            .env_remove("PAPERCHAIN_ROUTE");
+    }
+
+    /// Runs `paperchain args…` as this user with `stdin`; what it printed on stdout,
+    /// once it succeeded.
+    fn paperchain(&self, args: &[&str], stdin: &str) -> Vec<u8> {
+        use std::io::Write as _;
+        let mut command = Command::new(paperchain_binary());
+        self.apply(&mut command);
+        let mut child =
+            command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "paperchain {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    }
+
+    fn paperchain_json(&self, args: &[&str]) -> Value {
+        let out = self.paperchain(args, "");
+        serde_json::from_slice(&out).unwrap_or_else(|e| panic!("paperchain {args:?}: {e}"))
+    }
+
+    /// The sandbox payer's key imported into the wallet, and its calls routed to `service`
+    /// with a day cap on Base (a main network: nothing is paid there without one).
+    fn set_up_wallet(&self, sandbox: &Value, service: &str) {
+        let imported =
+            self.paperchain(&["wallet", "import"], &format!("{}\n", sandbox["payer_private_key"].as_str().unwrap()));
+        let payer = sandbox["payer"].as_str().unwrap();
+        assert!(String::from_utf8_lossy(&imported).contains(payer), "the address is shown");
+        self.paperchain(&["config", "set", "service.url", service], "");
+        self.paperchain(&["config", "set", "policy.networks.\"eip155:8453\"", "1.00"], "");
+        self.paperchain(&["config", "set", "policy.per_call", "0.05"], "");
+    }
+
+    /// The app's program, started in this session; what it says goes to `log`.
+    fn start_app(&self, log: &std::fs::File) -> Running {
+        let mut app = Command::new(env!("CARGO_BIN_EXE_paperchain-app"));
+        self.apply(&mut app);
+        let mut app = app
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log.try_clone().unwrap())
+            .spawn()
+            .expect("the app");
+        wait_for_port(&mut app, self.listen, "the app");
+        // Started once its server has claimed the data folder (after it listens).
+        let started = Instant::now();
+        while !server_claims(&self.home.join("run")).iter().any(|claim| {
+            let claim: Option<Value> = std::fs::read(claim).ok().and_then(|c| serde_json::from_slice(&c).ok());
+            claim.is_some_and(|c| c["pid"] == app.id())
+        }) {
+            if let Ok(Some(status)) = app.try_wait() {
+                panic!("the app exited ({status})");
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "the app's server claimed no data folder within 30 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Running(app)
+    }
+}
+
+/// The address files of the local servers in the runtime folder `dir`: each server's claim
+/// on its data folder.
+fn server_claims(dir: &Path) -> Vec<PathBuf> {
+    let files = std::fs::read_dir(dir).into_iter().flatten().map(|e| e.unwrap().path());
+    files.filter(|p| p.extension().is_some_and(|x| x == "json")).collect()
+}
+
 /// `dunstctl` (the notification server's control) on the session bus at `bus`.
 fn dunstctl(bus: &str, args: &[&str]) -> String {
     let out = Command::new("dunstctl").args(args).env("DBUS_SESSION_BUS_ADDRESS", bus).output().expect("dunstctl");
@@ -555,58 +689,18 @@ fn the_app_starts_serves_and_saves_a_rotated_pdf_in_a_real_window() {
     // The hosted service the wallet pays: the sandbox, run by the `paperchain` the
     // workspace's tests built beside this app (`cargo xtask test` runs those first).
     let app = Path::new(env!("CARGO_BIN_EXE_paperchain-app"));
-    let paperchain = app.with_file_name("paperchain");
-    assert!(
-        paperchain.is_file(),
-        "{} is missing: build the workspace first (cargo xtask test does)",
-        paperchain.display()
-    );
+    let paperchain = paperchain_binary();
     let (_sandbox, sandbox) = start_sandbox(&paperchain, &home.join("sandbox"), free_port());
-    std::fs::write(home.join("password"), "correct horse battery staple").unwrap();
     // A desktop session of its own: a home, the display, the session bus.
-    let session_env = |command: &mut Command| {
-        command
-            .env("DISPLAY", &display)
-            .env("DBUS_SESSION_BUS_ADDRESS", &bus)
-            .env("HOME", home)
-            .env("XDG_CONFIG_HOME", home.join("config"))
-            .env("XDG_DATA_HOME", home.join("data"))
-            .env("XDG_DOWNLOAD_DIR", home.join("Downloads"))
-            .env("PAPERCHAIN_RUNTIME_DIR", home.join("run"))
-            .env("PAPERCHAIN_LISTEN", format!("127.0.0.1:{listen}"))
-            .env("PAPERCHAIN_WALLET_STORE", "keystore")
-            .env("PAPERCHAIN_WALLET_PASSWORD_FILE", home.join("password"))
-            .env("PAPERCHAIN_RPC_BASE", sandbox["rpc_url"].as_str().unwrap())
-            .env("PAPERCHAIN_LOG", "info,lopdf=off")
-            .env("GDK_BACKEND", "x11")
-            .env_remove("WAYLAND_DISPLAY")
-            .env_remove("PAPERCHAIN_DATA_DIR")
-            .env_remove("PAPERCHAIN_CLIENT_CONFIG")
-            .env_remove("PAPERCHAIN_CHAINS")
-            .env_remove("PAPERCHAIN_WALLET_PASSWORD")
-            .env_remove("PAPERCHAIN_SERVICE_URL")
-            .env_remove("PAPERCHAIN_ROUTE");
-    };
+    let user = Desktop::new(home, &display, &bus, listen, &sandbox);
+    let session_env = |command: &mut Command| user.apply(command);
     // The user's wallet holds the sandbox payer's key and pays the sandbox, with a day cap
     // on Base; a payment above half the price of a gas read waits for approval.
     let service = sandbox["base_url"].as_str().unwrap().to_string();
     let quoted = json_of(http().post(format!("{service}/v1/chain/gas")).send_json(json!({"chain": "base"})).unwrap());
     let price: u64 = quoted["accepts"][0]["amount"].as_str().unwrap().parse().unwrap();
-    let user = |args: &[&str], stdin: &str| {
-        use std::io::Write as _;
-        let mut command = Command::new(&paperchain);
-        session_env(&mut command);
-        let mut child =
-            command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "paperchain {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    };
-    user(&["wallet", "import"], &format!("{}\n", sandbox["payer_private_key"].as_str().unwrap()));
-    user(&["config", "set", "service.url", &service], "");
-    user(&["config", "set", "policy.networks.\"eip155:8453\"", "1.00"], "");
-    user(&["config", "set", "policy.per_call", "0.05"], "");
-    user(&["config", "set", "policy.approve_above", &dollars(price / 2)], "");
+    user.set_up_wallet(&sandbox, &service);
+    user.paperchain(&["config", "set", "policy.approve_above", &dollars(price / 2)], "");
     // The app inherits the driver's environment.
     let mut driver = Command::new(tool("tauri-driver"));
     driver
@@ -628,11 +722,7 @@ fn the_app_starts_serves_and_saves_a_rotated_pdf_in_a_real_window() {
     let openapi = json_of(http().get(format!("{base}/openapi.json")).call().unwrap());
     assert!(openapi["paths"]["/v1/pdf/rotate"].is_object(), "the server's OpenAPI has the routes");
     // It claimed the data folder: `paperchain` and the MCP relay find it by this file.
-    let claims: Vec<_> = std::fs::read_dir(home.join("run"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
+    let claims = server_claims(&home.join("run"));
     assert_eq!(claims.len(), 1, "{claims:?}");
     let claim: Value = serde_json::from_slice(&std::fs::read(&claims[0]).unwrap()).unwrap();
     assert_eq!(claim["base_url"], base);
@@ -757,11 +847,7 @@ fn the_app_starts_serves_and_saves_a_rotated_pdf_in_a_real_window() {
     };
     assert!(ended.success(), "the second launch: {ended}");
     assert_eq!(wait_until_shown(&display, "Paperchain", true), window, "the same window, shown again");
-    let claims_now: Vec<_> = std::fs::read_dir(home.join("run"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
+    let claims_now = server_claims(&home.join("run"));
     assert_eq!(claims_now, claims, "still the first app's server");
     let claim_now: Value = serde_json::from_slice(&std::fs::read(&claims[0]).unwrap()).unwrap();
     assert_eq!(claim_now, claim, "still the first app's server");
@@ -788,4 +874,184 @@ fn alive(pid: u32) -> bool {
         .ok()
         .and_then(|stat| stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
         .is_some_and(|zombie| !zombie)
+}
+
+/// A proxy in front of the sandbox at `upstream` that passes calls on, until the sandbox
+/// has answered (and settled) the first paid one: then it says so on the channel and
+/// never answers. Plain HTTP/1.1, its requests one after another on each connection.
+fn stalling_proxy(upstream: &str) -> (String, mpsc::Receiver<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (settled, told) = mpsc::channel();
+    let upstream = upstream.to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let (upstream, settled) = (upstream.clone(), settled.clone());
+            std::thread::spawn(move || pass_on(stream, &upstream, &settled));
+        }
+    });
+    (base, told)
+}
+
+/// Passes each request on `stream` on to `upstream`, and its answer back (see
+/// [`stalling_proxy`]).
+fn pass_on(stream: TcpStream, upstream: &str, settled: &mpsc::Sender<()>) {
+    use std::io::{BufRead as _, Read as _, Write as _};
+    let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut words = line.split_whitespace();
+        let (method, target) = (words.next().unwrap().to_string(), words.next().unwrap().to_string());
+        let mut headers = Vec::new();
+        loop {
+            let mut header = String::new();
+            reader.read_line(&mut header).unwrap();
+            let Some((name, value)) = header.trim_end().split_once(':') else { break };
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+        }
+        assert!(!headers.iter().any(|(name, _)| name == "transfer-encoding"), "a body of known length: {headers:?}");
+        let length = headers.iter().find(|(name, _)| name == "content-length").map_or(0, |(_, v)| v.parse().unwrap());
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        let paid = headers.iter().any(|(name, _)| name == "payment-signature");
+        let mut request = ureq::http::Request::builder().method(method.as_str()).uri(format!("{upstream}{target}"));
+        for (name, value) in &headers {
+            if !["host", "content-length", "connection", "keep-alive"].contains(&name.as_str()) {
+                request = request.header(name, value);
+            }
+        }
+        let answer = match body.is_empty() {
+            true => http().run(request.body(()).unwrap()),
+            false => http().run(request.body(body).unwrap()),
+        };
+        let mut answer = answer.unwrap_or_else(|e| panic!("{method} {upstream}{target}: {e}"));
+        let bytes = answer.body_mut().with_config().limit(256 * 1024 * 1024).read_to_vec().unwrap();
+        if paid {
+            let _ = settled.send(());
+            loop {
+                std::thread::park();
+            }
+        }
+        let mut head = format!("HTTP/1.1 {}\r\n", answer.status());
+        for (name, value) in answer.headers() {
+            if !["content-length", "transfer-encoding", "connection", "keep-alive"].contains(&name.as_str()) {
+                head.push_str(&format!("{name}: {}\r\n", value.to_str().unwrap()));
+            }
+        }
+        head.push_str(&format!("content-length: {}\r\n\r\n", bytes.len()));
+        if writer.write_all(head.as_bytes()).and_then(|()| writer.write_all(&bytes)).is_err() {
+            return;
+        }
+    }
+}
+
+/// A JSON-RPC call to the node at `url`; its result.
+fn json_rpc(url: &str, method: &str, params: Value) -> Value {
+    let request = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+    let answer = json_of(http().post(url).send_json(&request).unwrap());
+    assert!(answer.get("error").is_none(), "{method}: {answer}");
+    answer["result"].clone()
+}
+
+/// What `who` holds of the sandbox's USDC, in its smallest unit: the token's `balanceOf`.
+fn usdc_balance(sandbox: &Value, who: &str) -> u128 {
+    let data = format!("0x70a08231{:0>64}", who.trim_start_matches("0x").to_ascii_lowercase());
+    let call = json!([{ "to": sandbox["token"], "data": data }, "latest"]);
+    let held = json_rpc(sandbox["rpc_url"].as_str().unwrap(), "eth_call", call);
+    let digits = held.as_str().unwrap().trim_start_matches("0x").trim_start_matches('0');
+    if digits.is_empty() { 0 } else { u128::from_str_radix(digits, 16).unwrap() }
+}
+
+/// Whether transaction `tx` of the sandbox's chain succeeded (`None`: no such transaction).
+fn tx_succeeded(sandbox: &Value, tx: &str) -> Option<bool> {
+    let receipt = json_rpc(sandbox["rpc_url"].as_str().unwrap(), "eth_getTransactionReceipt", json!([tx]));
+    receipt.get("status").and_then(Value::as_str).map(|status| status == "0x1")
+}
+
+fn balance_body() -> Value {
+    json!({"chain": "base", "address": "0x000000000000000000000000000000000000dEaD"})
+}
+
+#[test]
+fn an_app_killed_during_a_paid_call_settles_the_payment_when_it_starts_again() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let (_display, display) = start_display();
+    let bus_dir = home.join("bus");
+    std::fs::create_dir_all(&bus_dir).unwrap();
+    let (_bus, bus) = start_session_bus(&bus_dir);
+    let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("test-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    // What both runs of the app say.
+    let log = std::fs::File::create(artifacts.join("app-killed-mid-payment.log")).unwrap();
+    let (_sandbox, sandbox) = start_sandbox(&paperchain_binary(), &home.join("sandbox"), free_port());
+    // The user's wallet pays the sandbox through a proxy that never passes on the answer
+    // to the paid call.
+    let (proxy, settled) = stalling_proxy(sandbox["base_url"].as_str().unwrap());
+    let listen = free_port();
+    let user = Desktop::new(home, &display, &bus, listen, &sandbox);
+    user.set_up_wallet(&sandbox, &proxy);
+    let mut app = user.start_app(&log);
+    let payer = sandbox["payer"].as_str().unwrap();
+    let before = usdc_balance(&sandbox, payer);
+    let service = sandbox["base_url"].as_str().unwrap();
+    let quoted = json_of(http().post(format!("{service}/v1/chain/balance")).send_json(balance_body()).unwrap());
+    let price: u128 = quoted["accepts"][0]["amount"].as_str().unwrap().parse().unwrap();
+
+    // An agent's call through the app's local HTTP API, routed to the sandbox.
+    let base = format!("http://127.0.0.1:{listen}");
+    let agent = format!("{base}/v1/chain/balance");
+    let call = std::thread::spawn(move || {
+        http().post(agent).header("paperchain-route", "hosted").send_json(balance_body()).map(|a| a.status().as_u16())
+    });
+    settled.recv_timeout(Duration::from_secs(60)).expect("the sandbox settled the call");
+    // SIGKILL: no shutdown, no flush beyond what was committed.
+    app.0.kill().unwrap();
+    app.0.wait().unwrap();
+    let answered = call.join().unwrap();
+    assert!(answered.is_err(), "the caller got no answer: {answered:?}");
+    assert_eq!(usdc_balance(&sandbox, payer), before - price, "the payment settled");
+
+    let hosted_row = || {
+        let rows = user.paperchain_json(&["ledger", "--json"]);
+        rows.as_array().unwrap().iter().find(|r| r["ran"] == "hosted").cloned().expect("the call's row")
+    };
+    let row = hosted_row();
+    assert_eq!(row["state"], "signed", "on disk before the signature left: {row:#}");
+    // Started again on the same data folder, the app's server settles the open payment
+    // from the chain.
+    let again = user.start_app(&log);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let row = loop {
+        let row = hosted_row();
+        if row["state"] != "signed" || Instant::now() > deadline {
+            break row;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(row["state"], "paid", "{row:#}");
+    let tx = row["tx"].as_str().unwrap().to_string();
+    assert_eq!(tx_succeeded(&sandbox, &tx), Some(true));
+    assert_eq!(row["amount"], price.to_string());
+    // The reconciliation finds the transaction moved exactly that amount.
+    let checks = user.paperchain_json(&["ledger", "reconcile", "--json"]);
+    assert_eq!(checks[0]["verdict"], "ok", "{checks:#}");
+    assert_eq!(checks[0]["tx"], tx.as_str());
+    // And the restarted app serves, with a server of its own: the data folder is its.
+    let claims = server_claims(&home.join("run"));
+    assert_eq!(claims.len(), 1, "{claims:?}");
+    let claim: Value = serde_json::from_slice(&std::fs::read(&claims[0]).unwrap()).unwrap();
+    assert_eq!(
+        (claim["pid"].as_u64(), claim["base_url"].as_str()),
+        (Some(u64::from(again.0.id())), Some(base.as_str()))
+    );
+    let pdf = std::fs::read(corpus().join("pdf/sample-files/pdflatex-4-pages.pdf")).unwrap();
+    let data = base64::engine::general_purpose::STANDARD.encode(pdf);
+    let rotate = json!({"file": {"data": data, "filename": "four.pdf"}, "degrees": 90});
+    let local = http().post(format!("{base}/v1/pdf/rotate")).send_json(rotate).unwrap();
+    assert_eq!(local.status(), 200);
 }
