@@ -3,7 +3,8 @@
 //! and pdfium, the repair pass, stamping, the transforms the pipeline chains), `markdown/`
 //! and `office/` (conversions), `layout/` (words, lines and tables of a page), `ocr/`
 //! (Tesseract), `soffice/` and `chromium/` (the external programs, run sandboxed by
-//! `sandbox`), `statement/` (bank statements). Support code uses no route.
+//! `sandbox`), `statement/` (bank statements), `images/` (image files: their format and
+//! headers). Support code uses no route.
 //!
 //! What this crate must not do: know about HTTP, MCP or payments, or read chains.
 
@@ -13,6 +14,7 @@ pub(crate) use paperchain_engine_core::*;
 
 pub mod chromium;
 pub mod docs;
+pub mod images;
 pub mod layout;
 pub mod markdown;
 pub mod native;

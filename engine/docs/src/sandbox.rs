@@ -1,4 +1,4 @@
-//! The box external programs that read untrusted files run in (LibreOffice today).
+//! The box external programs that read untrusted files run in (LibreOffice and Chromium).
 //!
 //! bubblewrap (`bwrap`) starts the program in new namespaces: no network at all (a linked
 //! image or a `WEBSERVICE` formula cannot reach any address, public or private), its own

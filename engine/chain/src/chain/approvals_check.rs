@@ -14,7 +14,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::chain::address_check::{Reason, ScoreRule, Severity, Verdict, rank, reason_from, rule};
 use crate::chain::typed_data_check::known_name;
 use crate::context::Context;
 use crate::error::{EngineError, ErrorKind};
@@ -25,6 +24,7 @@ use crate::evm::node_json::small;
 use crate::evm::{ChainName, EvmAddress, EvmChain, address_text, address_word, format_units};
 use crate::output::Reply;
 use crate::price::Price;
+use crate::risk::{Reason, ScoreRule, Severity, Verdict, rank, reason_from, rule};
 
 /// Most tokens or spenders a caller may list.
 pub const MAX_LISTED: usize = 50;

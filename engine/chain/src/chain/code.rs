@@ -17,12 +17,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::chain::address_check::{DELEGATION_PREFIX, SLOT_ADMIN, SLOT_BEACON, SLOT_IMPLEMENTATION, SLOT_PROXIABLE};
 use crate::context::Context;
 use crate::error::{EngineError, ErrorKind};
 use crate::evm::{ChainName, EvmAddress, EvmChain, address_text};
 use crate::output::Reply;
 use crate::price::Price;
+use crate::risk::contract::{DELEGATION_PREFIX, SLOT_ADMIN, SLOT_BEACON, SLOT_IMPLEMENTATION, SLOT_PROXIABLE};
 
 /// EIP-1167 minimal proxy runtime code: this prefix, the implementation's 20 bytes, the suffix.
 const EIP1167_PREFIX: [u8; 10] = [0x36, 0x3d, 0x3d, 0x37, 0x3d, 0x3d, 0x3d, 0x36, 0x3d, 0x73];

@@ -1,6 +1,7 @@
 //! The chain family: reads of EVM chains and Solana, the perpetual-funding venue and the
 //! risk checks, one route per file (`../shared/spec/routebook.md` §3). Their shared code is
-//! in `evm/` and `solana/`.
+//! the core's `evm/` and `solana/`, and this crate's `risk/`, `phishing/` and
+//! `hyperliquid/` beside this folder.
 
 use crate::catalog::Catalog;
 

@@ -22,11 +22,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::chain::address_check::{Reason, ScoreRule, Severity, Verdict, rank, reason_from, rule};
 use crate::context::Context;
 use crate::error::EngineError;
 use crate::output::Reply;
 use crate::price::Price;
+use crate::risk::{Reason, ScoreRule, Severity, Verdict, rank, reason_from, rule};
 use crate::sanctions::{self, ListInUse, SanctionsState};
 
 /// The longest address accepted.

@@ -1,7 +1,8 @@
 //! `POST /v1/check/token`: the risk of an ERC-20 token before buying or accepting it, on
 //! Ethereum or Base.
 //!
-//! It is the address check (`address_check.rs`: proxy and upgrade key, SELFDESTRUCT and
+//! It is the address check (`address_check.rs`, whose reads and scoring are
+//! `risk/contract.rs` and `risk/address.rs`: proxy and upgrade key, SELFDESTRUCT and
 //! DELEGATECALL, owner powers by selector, the buy/sell simulation through the chain's
 //! Uniswap V2 router with its measured taxes, one block, scored on one table) plus what a
 //! token holder needs to know about who holds those powers and what the token declares:
@@ -24,10 +25,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::chain::address_check::{
-    self, Capabilities, CheckChain, DISCLAIMER, OWNER, ProxyDetails, Reason, ScoreRule, Severity, Skipped, Verdict,
-    rank, reason_from, rule,
-};
 use crate::context::Context;
 use crate::error::EngineError;
 use crate::evm::call::ViewBatch;
@@ -36,6 +33,9 @@ use crate::evm::trade_sim::TradeSimulation;
 use crate::evm::{EvmAddress, EvmChain, address_text};
 use crate::output::Reply;
 use crate::price::Price;
+use crate::risk::address::{self, Capabilities, DISCLAIMER, Skipped};
+use crate::risk::contract::{self, CheckChain, OWNER, ProxyDetails};
+use crate::risk::{Reason, ScoreRule, Severity, Verdict, rank, reason_from, rule};
 
 /// `getOwner()` (BEP-20 style).
 const GET_OWNER: [u8; 4] = [0x89, 0x3d, 0x20, 0xe8];
@@ -216,7 +216,7 @@ impl Route for TokenCheckRoute {
 
     async fn run(request: TokenCheckRequest, _: &Context) -> Result<Reply<TokenCheckOutput>, EngineError> {
         let TokenCheckRequest { chain, address } = request;
-        let inspection = address_check::inspect_in_time(&chain, address).await?;
+        let inspection = contract::inspect_in_time(&chain, address).await?;
         let block = inspection.block;
         let is_token = inspection.token.as_ref().is_some_and(|t| t.is_erc20);
         if !is_token {
@@ -231,11 +231,9 @@ impl Route for TokenCheckRoute {
                 ),
             ));
         }
-        let checked = address_check::assess(chain.name(), address, inspection, 0);
-        let views = chain
-            .deadline(read_views(&chain, address, block))
-            .await
-            .map_err(|e| address_check::unavailable(&chain, e))?;
+        let checked = address::assess(chain.name(), address, inspection, 0);
+        let views =
+            chain.deadline(read_views(&chain, address, block)).await.map_err(|e| contract::unavailable(&chain, e))?;
         Ok(Reply::Json(judge(chain.name(), address, checked, views)))
     }
 }
@@ -284,7 +282,7 @@ async fn read_views(chain: &EvmChain, token: Address, block: u64) -> Result<View
         }
     }
     let owner_is_contract = match owner {
-        Some(owner) => !address_check::get_code(chain, owner, block).await?.is_empty(),
+        Some(owner) => !contract::get_code(chain, owner, block).await?.is_empty(),
         None => false,
     };
     Ok(Views { total_supply, owner, owner_is_contract, has_owner_view, declared: values })
@@ -295,7 +293,7 @@ fn token_reason(code: &str, message: String) -> Reason {
 }
 
 /// The address check's findings and this route's, scored together.
-fn judge(chain: &str, address: Address, checked: address_check::AddressCheckOutput, views: Views) -> TokenCheckOutput {
+fn judge(chain: &str, address: Address, checked: address::AddressCheckOutput, views: Views) -> TokenCheckOutput {
     let mut reasons = checked.reasons;
     let powers: Vec<&str> = [
         (checked.capabilities.mint, "mint"),
@@ -384,7 +382,7 @@ mod tests {
         assert_eq!(GET_OWNER, alloy::primitives::keccak256("getOwner()")[..4]);
         assert_eq!(OWNER, alloy::primitives::keccak256("owner()")[..4]);
         for r in SCORING {
-            assert!(address_check::SCORING.iter().all(|a| a.code != r.code), "{} is in both tables", r.code);
+            assert!(address::SCORING.iter().all(|a| a.code != r.code), "{} is in both tables", r.code);
         }
     }
 }

@@ -22,12 +22,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::chain::address_check::{Reason, ScoreRule, Severity, Verdict, rank, reason_from, rule};
 use crate::context::Context;
 use crate::error::EngineError;
 use crate::evm::{ChainName, EvmChain, address_text, clean_text, parse_uint256};
 use crate::output::Reply;
 use crate::price::Price;
+use crate::risk::{Reason, ScoreRule, Severity, Verdict, rank, reason_from, rule};
 
 /// Largest typed-data request read: characters of JSON text (the string form), or bytes of
 /// the object written as JSON.

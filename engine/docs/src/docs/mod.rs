@@ -181,7 +181,7 @@ pub async fn select_pdf_pages(
             Some(selection) => selection.resolve_set(page_count, "/pages")?,
             None => (1..=page_count).collect(),
         };
-        let title = metadata::read_report(&doc, page_count).info.title.filter(|t| !t.trim().is_empty());
+        let title = crate::pdf::metadata::read_report(&doc, page_count).info.title.filter(|t| !t.trim().is_empty());
         Ok(SelectedPdf { bytes: file.bytes, password: file.password, filename: file.filename, pages, title })
     })
     .await

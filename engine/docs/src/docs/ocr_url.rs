@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
-use crate::docs::from_images::{Kind, sniff};
 use crate::error::EngineError;
+use crate::images::{Kind, sniff};
 use crate::input::fetch_error;
 use crate::ocr::{self, Image};
 use crate::output::Reply;

@@ -5,9 +5,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
-use crate::docs::metadata::{InfoReport, read_report};
 use crate::error::EngineError;
 use crate::input::fetch_error;
+use crate::pdf::metadata::{InfoReport, read_report};
 use crate::pdf::{self, pdfium};
 use crate::price::Price;
 

@@ -4,14 +4,18 @@
 //! damaged, encrypted, too many pages) and the helpers for pages and their inherited
 //! attributes. Its submodules hold the larger shared parts: building documents from pages
 //! of others, outlines and name trees, the qpdf and pdfium bindings, the repair pass,
-//! image recompression, stamped text, and the transforms the page-edit routes and the
-//! pipeline are written as.
+//! image recompression, stamped text, the inspection of what a document holds, its
+//! metadata (Info and XMP) and embedded files, and the transforms the page-edit routes and the pipeline are
+//! written as.
 
 pub mod assemble;
 pub mod dates;
 pub mod dedupe;
+pub mod embedded_files;
 pub mod flate;
 pub mod graft;
+pub mod inspect;
+pub mod metadata;
 pub mod name_tree;
 pub mod outline_tree;
 pub mod pdfium;
@@ -22,6 +26,7 @@ pub mod stamp;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod transform;
+pub mod xmp;
 
 use lopdf::{Dictionary, Document, LoadOptions, Object, ObjectId, Stream};
 

@@ -1,24 +1,20 @@
-//! The image part of `compress_pdf`: how large every image XObject is shown, then
-//! downsampling the ones shown above a target resolution and re-encoding photos as JPEG.
+//! How large every image is shown: page content, form XObjects, tiling patterns,
+//! soft-mask groups and annotation appearances walked with their transformation matrices,
+//! each image's largest drawn size kept ([`Usage`]). An image also reachable from somewhere
+//! the walk does not size (a Type 3 glyph, a content stream that does not parse) is
+//! tainted and left out, as is every image never drawn.
 //!
-//! An image's effective resolution is its pixel size over the largest size it is drawn
-//! at anywhere: page content, form XObjects, tiling patterns, soft-mask groups and
-//! annotation appearances are walked with their transformation matrices. An image also
-//! reachable from somewhere the walk does not size (a Type 3 glyph, a content stream
-//! that does not parse) is left alone, as is every image never drawn.
+//! What this module must not do: change the document, or parse past its content and
+//! operation budgets (it gives up instead, and then no image is changed).
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use lopdf::content::{Content, Operation};
-use lopdf::{Dictionary, Document, Object, ObjectId, Stream};
+use lopdf::{Dictionary, Document, Object, ObjectId};
 
 use crate::context::Limits;
 use crate::pdf;
-use crate::pdf::flate::{inflate, zlib_best};
-
-/// Most memory one image may take decoded (as in from-images): a bigger one is skipped.
-pub const MAX_IMAGE_DECODE_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Content streams decoded larger than this are not parsed; their images are left alone.
 const MAX_CONTENT_BYTES: usize = 16 * 1024 * 1024;
@@ -26,74 +22,19 @@ const MAX_CONTENT_BYTES: usize = 16 * 1024 * 1024;
 const MAX_TOTAL_CONTENT_BYTES: usize = 512 * 1024 * 1024;
 /// Content operators the whole walk may look at before it gives up.
 const MAX_OPERATIONS: usize = 50_000_000;
-/// Most pixel bytes decoded for all images together; images past it are left alone.
-const MAX_TOTAL_DECODE_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 /// Deepest nesting of forms and patterns followed.
 const MAX_DEPTH: usize = 24;
 /// Deepest q/Q nesting tracked; deeper saves are counted, not stored.
 const MAX_SAVE_STACK: usize = 4096;
 /// Most objects followed when marking images that must be left alone.
 const MAX_TAINT_OBJECTS: usize = 1_000_000;
-/// A re-encoded JPEG at the same pixel size must save this much to be worth a generation.
-const JPEG_REENCODE_GAIN: f64 = 0.9;
-
-/// How images are recompressed.
-#[derive(Clone, Copy, Debug)]
-pub struct ImageSettings {
-    /// Images shown above this resolution are downsampled to it.
-    pub target_dpi: f64,
-    /// JPEG quality of photos, 1-100.
-    pub jpeg_quality: u8,
-}
-
-/// What the image pass changed.
-#[derive(Clone, Debug, Default)]
-pub struct ImageOutcome {
-    /// Images written at a smaller pixel size.
-    pub downsampled: usize,
-    /// Images written at their pixel size in a new encoding.
-    pub reencoded: usize,
-    /// The image streams replaced: their data is final.
-    pub replaced: HashSet<ObjectId>,
-    /// Why the pass changed nothing, when it gave up on the whole document.
-    pub gave_up: Option<&'static str>,
-}
-
-/// Downsamples and re-encodes the document's images in place.
-pub fn recompress_images(doc: &mut Document, settings: ImageSettings, limits: &Limits) -> ImageOutcome {
-    let mut outcome = ImageOutcome::default();
-    let usages = {
-        let mut walk = Walk::new(doc, limits);
-        walk.pages();
-        if let Some(reason) = walk.gave_up {
-            outcome.gave_up = Some(reason);
-            return outcome;
-        }
-        walk.usages()
-    };
-    let mut budget = MAX_TOTAL_DECODE_BYTES;
-    for (id, usage) in usages {
-        let Some(Object::Stream(stream)) = doc.objects.get(&id) else { continue };
-        let Some((replacement, downsampled)) = recompress(doc, stream, usage, settings, &mut budget) else {
-            continue;
-        };
-        doc.objects.insert(id, Object::Stream(replacement));
-        outcome.replaced.insert(id);
-        if downsampled {
-            outcome.downsampled += 1;
-        } else {
-            outcome.reencoded += 1;
-        }
-    }
-    outcome
-}
 
 /// The largest size an image is drawn at, in points, and whether it serves as a soft mask.
 #[derive(Clone, Copy, Debug)]
-struct Usage {
-    width: f64,
-    height: f64,
-    mask: bool,
+pub(super) struct Usage {
+    pub(super) width: f64,
+    pub(super) height: f64,
+    pub(super) mask: bool,
 }
 
 /// A transformation matrix `[a b c d e f]`.
@@ -134,7 +75,7 @@ fn matrix_of(doc: &Document, object: Option<&Object>) -> Option<Matrix> {
 }
 
 /// Walks every page and records where images are drawn.
-struct Walk<'a> {
+pub(super) struct Walk<'a> {
     doc: &'a Document,
     max_stream_bytes: usize,
     drawn: HashMap<ObjectId, (f64, f64)>,
@@ -144,11 +85,11 @@ struct Walk<'a> {
     invocations: HashSet<(ObjectId, [u64; 4])>,
     operations_left: usize,
     bytes_left: usize,
-    gave_up: Option<&'static str>,
+    pub(super) gave_up: Option<&'static str>,
 }
 
 impl<'a> Walk<'a> {
-    fn new(doc: &'a Document, limits: &Limits) -> Self {
+    pub(super) fn new(doc: &'a Document, limits: &Limits) -> Self {
         Walk {
             doc,
             max_stream_bytes: limits.max_stream_bytes.min(MAX_CONTENT_BYTES),
@@ -163,7 +104,7 @@ impl<'a> Walk<'a> {
         }
     }
 
-    fn pages(&mut self) {
+    pub(super) fn pages(&mut self) {
         let doc = self.doc;
         for page_id in doc.page_iter() {
             if self.gave_up.is_some() {
@@ -473,7 +414,7 @@ impl<'a> Walk<'a> {
 
     /// The images to consider, with the largest size each is shown at; soft masks take
     /// the sizes of the images they mask.
-    fn usages(mut self) -> Vec<(ObjectId, Usage)> {
+    pub(super) fn usages(mut self) -> Vec<(ObjectId, Usage)> {
         let doc = self.doc;
         let mask_of = |id: &ObjectId| -> Option<(ObjectId, bool)> {
             let stream = doc.get_object(*id).ok()?.as_stream().ok()?;
@@ -568,408 +509,6 @@ fn appearance_matrix(doc: &Document, form: ObjectId, rect: pdf::Rect) -> Option<
     finite(&fit).then_some(fit)
 }
 
-/// How an image's samples are stored, among the encodings handled.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Encoding {
-    Raw,
-    Flate,
-    Dct,
-}
-
-/// Decoded 8-bit samples, 1 (gray) or 3 (RGB) per pixel.
-struct Pixels {
-    width: u32,
-    height: u32,
-    components: usize,
-    data: Vec<u8>,
-}
-
-/// The replacement stream for an image and whether it was downsampled, when the image is
-/// one handled and the new stream is smaller.
-fn recompress(
-    doc: &Document,
-    stream: &Stream,
-    usage: Usage,
-    settings: ImageSettings,
-    budget: &mut u64,
-) -> Option<(Stream, bool)> {
-    let dict = &stream.dict;
-    if dict.get(b"Subtype").and_then(Object::as_name).ok() != Some(b"Image")
-        || dict.get(b"ImageMask").and_then(Object::as_bool).unwrap_or(false)
-        || dict.has(b"Decode")
-        // A colour-key mask needs exact colours, which JPEG does not keep; with a soft
-        // mask beside it, readers ignore the colour key (ISO 32000-1, 11.6.5.2).
-        || (matches!(dict.get(b"Mask"), Ok(Object::Array(_))) && !dict.has(b"SMask"))
-        || int(doc, dict, b"BitsPerComponent")? != 8
-    {
-        return None;
-    }
-    let width = u32::try_from(int(doc, dict, b"Width")?).ok().filter(|w| *w > 0)?;
-    let height = u32::try_from(int(doc, dict, b"Height")?).ok().filter(|h| *h > 0)?;
-    let components = components(doc, dict.get(b"ColorSpace").ok()?)?;
-    if usage.mask && components != 1 {
-        return None;
-    }
-    let decoded_bytes = width as u64 * height as u64 * components as u64;
-    if decoded_bytes > MAX_IMAGE_DECODE_BYTES || decoded_bytes > *budget {
-        return None;
-    }
-    let (encoding, flate_over_jpeg) = image_filters(doc, dict)?;
-    if !(usage.width > 0.0 && usage.height > 0.0) {
-        return None;
-    }
-    let target = |inches: f64, pixels: u32| -> u32 {
-        let wanted = (inches * settings.target_dpi).ceil();
-        if wanted.is_finite() && wanted >= 1.0 && wanted < pixels as f64 { wanted as u32 } else { pixels }
-    };
-    let new_width = target(usage.width / 72.0, width);
-    let new_height = target(usage.height / 72.0, height);
-    let downsample = new_width < width || new_height < height;
-    // A mask is never stored as JPEG: at its own size there is nothing to do.
-    if !downsample && usage.mask {
-        return None;
-    }
-    *budget -= decoded_bytes;
-    let pixels = match encoding {
-        Encoding::Dct if flate_over_jpeg => {
-            let jpeg = inflate(&stream.content, MAX_IMAGE_DECODE_BYTES as usize)?;
-            decode_jpeg(&jpeg, width, height, components)?
-        }
-        Encoding::Dct => decode_jpeg(&stream.content, width, height, components)?,
-        Encoding::Raw | Encoding::Flate => decode_samples(doc, dict, stream, encoding, width, height, components)?,
-    };
-    let photo = !usage.mask && (encoding == Encoding::Dct || continuous_tone(&pixels));
-    if !downsample && !photo {
-        return None;
-    }
-    let pixels = if downsample { resize(pixels, new_width, new_height)? } else { pixels };
-    let (content, filter) = if photo {
-        (encode_jpeg(&pixels, settings.jpeg_quality)?, "DCTDecode")
-    } else {
-        (zlib_best(&pixels.data), "FlateDecode")
-    };
-    let limit = if !downsample && encoding == Encoding::Dct {
-        (stream.content.len() as f64 * JPEG_REENCODE_GAIN) as usize
-    } else {
-        stream.content.len()
-    };
-    if content.len() >= limit {
-        return None;
-    }
-    let mut new_dict = dict.clone();
-    new_dict.set("Width", pixels.width as i64);
-    new_dict.set("Height", pixels.height as i64);
-    new_dict.set("BitsPerComponent", 8);
-    new_dict.set("Filter", Object::Name(filter.as_bytes().to_vec()));
-    new_dict.remove(b"DecodeParms");
-    if new_dict.has(b"SMask") {
-        new_dict.remove(b"Mask");
-    }
-    Some((Stream::new(new_dict, content), downsample))
-}
-
-fn int(doc: &Document, dict: &Dictionary, key: &[u8]) -> Option<i64> {
-    match doc.dereference(dict.get(key).ok()?).ok()?.1 {
-        Object::Integer(i) => Some(*i),
-        _ => None,
-    }
-}
-
-/// Components per pixel of the colour spaces handled: DeviceGray, DeviceRGB, and
-/// ICCBased with 1 or 3 components.
-fn components(doc: &Document, space: &Object) -> Option<usize> {
-    match doc.dereference(space).ok()?.1 {
-        Object::Name(name) if name == b"DeviceRGB" => Some(3),
-        Object::Name(name) if name == b"DeviceGray" => Some(1),
-        Object::Array(items) if items.len() == 2 && items.first()?.as_name().ok()? == b"ICCBased" => {
-            let profile = doc.dereference(items.get(1)?).ok()?.1.as_stream().ok()?;
-            match int(doc, &profile.dict, b"N")? {
-                1 => Some(1),
-                3 => Some(3),
-                _ => None,
-            }
-        }
-        _ => None,
-    }
-}
-
-/// How the image's samples are stored, and whether a Flate layer wraps a JPEG; None for
-/// other filters and chains.
-fn image_filters(doc: &Document, dict: &Dictionary) -> Option<(Encoding, bool)> {
-    let names: Vec<&[u8]> = match dict.get(b"Filter") {
-        Err(_) => Vec::new(),
-        Ok(filter) => match doc.dereference(filter).ok()?.1 {
-            Object::Name(name) => vec![name.as_slice()],
-            Object::Array(items) => items.iter().map(|i| i.as_name().ok()).collect::<Option<_>>()?,
-            _ => return None,
-        },
-    };
-    // ColorTransform overrides what the JPEG says; the decoder would not know. Other
-    // entries (some producers note a /Quality) change nothing.
-    let plain_jpeg = |parms: Option<&Object>| match parms.map(|p| doc.dereference(p).map(|(_, o)| o)) {
-        None | Some(Ok(Object::Null)) => true,
-        Some(Ok(Object::Dictionary(d))) => !d.has(b"ColorTransform"),
-        Some(_) => false,
-    };
-    let parms = dict.get(b"DecodeParms").ok();
-    match names.as_slice() {
-        [] => Some((Encoding::Raw, false)),
-        [b"FlateDecode"] => Some((Encoding::Flate, false)),
-        [b"DCTDecode"] => {
-            let single = match parms.map(|p| doc.dereference(p).map(|(_, o)| o)) {
-                Some(Ok(Object::Array(items))) if items.len() == 1 => items.first(),
-                _ => parms,
-            };
-            plain_jpeg(single).then_some((Encoding::Dct, false))
-        }
-        // Some producers deflate their JPEGs: a plain Flate layer over one.
-        [b"FlateDecode", b"DCTDecode"] => {
-            let (flate, jpeg) = match parms.map(|p| doc.dereference(p).map(|(_, o)| o)) {
-                None | Some(Ok(Object::Null)) => (None, None),
-                Some(Ok(Object::Array(items))) if items.len() == 2 => (items.first(), items.get(1)),
-                _ => return None,
-            };
-            let plain_flate = match flate.map(|p| doc.dereference(p).map(|(_, o)| o)) {
-                None | Some(Ok(Object::Null)) => true,
-                Some(Ok(Object::Dictionary(d))) => !d.has(b"Predictor"),
-                Some(_) => false,
-            };
-            (plain_flate && plain_jpeg(jpeg)).then_some((Encoding::Dct, true))
-        }
-        _ => None,
-    }
-}
-
-/// The decode parameters of a single-filter stream (a one-element array unwrapped).
-fn decode_parms<'d>(doc: &'d Document, dict: &'d Dictionary) -> Option<Option<&'d Dictionary>> {
-    let Ok(parms) = dict.get(b"DecodeParms") else { return Some(None) };
-    match doc.dereference(parms).ok()?.1 {
-        Object::Null => Some(None),
-        Object::Dictionary(d) => Some(Some(d)),
-        Object::Array(items) if items.len() <= 1 => match items.first() {
-            None => Some(None),
-            Some(item) => match doc.dereference(item).ok()?.1 {
-                Object::Null => Some(None),
-                Object::Dictionary(d) => Some(Some(d)),
-                _ => None,
-            },
-        },
-        _ => None,
-    }
-}
-
-fn decode_samples(
-    doc: &Document,
-    dict: &Dictionary,
-    stream: &Stream,
-    encoding: Encoding,
-    width: u32,
-    height: u32,
-    components: usize,
-) -> Option<Pixels> {
-    let row = width as usize * components;
-    let size = row * height as usize;
-    let (predictor, parms) = match decode_parms(doc, dict)? {
-        None => (1, None),
-        Some(parms) => (parms.get(b"Predictor").ok().map_or(Some(1.0), |o| pdf::number(doc, o))? as i64, Some(parms)),
-    };
-    if predictor > 1 {
-        // The predictor's own idea of the row must be the image's.
-        let parms = parms?;
-        let param = |key: &[u8], default: f64| parms.get(key).ok().map_or(Some(default), |o| pdf::number(doc, o));
-        if param(b"Colors", 1.0)? != components as f64
-            || param(b"BitsPerComponent", 8.0)? != 8.0
-            || param(b"Columns", 1.0)? != width as f64
-        {
-            return None;
-        }
-    }
-    let png = predictor >= 10;
-    let expected = if png { (row + 1) * height as usize } else { size };
-    let mut data = match encoding {
-        Encoding::Flate => inflate(&stream.content, expected + 4096)?,
-        Encoding::Raw if predictor == 1 => stream.content.clone(),
-        _ => return None,
-    };
-    if data.len() < expected {
-        return None;
-    }
-    data.truncate(expected);
-    let data = match predictor {
-        1 => data,
-        2 => {
-            for line in data.chunks_exact_mut(row) {
-                for i in components..line.len() {
-                    line[i] = line[i].wrapping_add(line[i - components]);
-                }
-            }
-            data
-        }
-        10..=15 => unpredict_png(&data, row, components)?,
-        _ => return None,
-    };
-    Some(Pixels { width, height, components, data })
-}
-
-/// Undoes PNG row filters (one filter byte per row) for 8-bit samples.
-fn unpredict_png(data: &[u8], row: usize, bpp: usize) -> Option<Vec<u8>> {
-    let rows = data.len() / (row + 1);
-    let mut out = vec![0u8; rows * row];
-    for r in 0..rows {
-        let src = data.get(r * (row + 1)..(r + 1) * (row + 1))?;
-        let (filter, line) = src.split_first()?;
-        let (done, rest) = out.split_at_mut(r * row);
-        let prev = if r == 0 { None } else { done.get((r - 1) * row..) };
-        let cur = rest.get_mut(..row)?;
-        for i in 0..row {
-            let a = if i >= bpp { cur[i - bpp] } else { 0 };
-            let b = prev.map_or(0, |p| p[i]);
-            let c = if i >= bpp { prev.map_or(0, |p| p[i - bpp]) } else { 0 };
-            let x = line[i];
-            cur[i] = match filter {
-                0 => x,
-                1 => x.wrapping_add(a),
-                2 => x.wrapping_add(b),
-                3 => x.wrapping_add(((a as u16 + b as u16) / 2) as u8),
-                4 => x.wrapping_add(paeth(a, b, c)),
-                _ => return None,
-            };
-        }
-    }
-    Some(out)
-}
-
-fn paeth(a: u8, b: u8, c: u8) -> u8 {
-    let p = a as i16 + b as i16 - c as i16;
-    let (pa, pb, pc) = ((p - a as i16).abs(), (p - b as i16).abs(), (p - c as i16).abs());
-    if pa <= pb && pa <= pc {
-        a
-    } else if pb <= pc {
-        b
-    } else {
-        c
-    }
-}
-
-/// What a JPEG's frame header says.
-struct JpegHeader {
-    width: u32,
-    height: u32,
-    components: usize,
-    precision: u8,
-    /// The Adobe APP14 colour transform, when the marker is there.
-    adobe_transform: Option<u8>,
-}
-
-fn jpeg_header(data: &[u8]) -> Option<JpegHeader> {
-    if data.get(..2)? != [0xFF, 0xD8] {
-        return None;
-    }
-    let mut at = 2;
-    let mut adobe_transform = None;
-    while at + 4 <= data.len() {
-        if data[at] != 0xFF {
-            return None;
-        }
-        let marker = data[at + 1];
-        if marker == 0xFF {
-            at += 1;
-            continue;
-        }
-        if marker == 0x01 || (0xD0..=0xD7).contains(&marker) {
-            at += 2;
-            continue;
-        }
-        let length = u16::from_be_bytes([data[at + 2], data[at + 3]]) as usize;
-        let segment = data.get(at + 4..at + 2 + length)?;
-        match marker {
-            0xEE if segment.starts_with(b"Adobe") => adobe_transform = segment.get(11).copied(),
-            0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => {
-                return Some(JpegHeader {
-                    precision: *segment.first()?,
-                    height: u16::from_be_bytes([*segment.get(1)?, *segment.get(2)?]) as u32,
-                    width: u16::from_be_bytes([*segment.get(3)?, *segment.get(4)?]) as u32,
-                    components: *segment.get(5)? as usize,
-                    adobe_transform,
-                });
-            }
-            0xDA | 0xD9 => return None,
-            _ => {}
-        }
-        at += 2 + length;
-    }
-    None
-}
-
-fn decode_jpeg(data: &[u8], width: u32, height: u32, components: usize) -> Option<Pixels> {
-    use image::ImageDecoder as _;
-    let header = jpeg_header(data)?;
-    if header.precision != 8 || header.components != components || (header.width, header.height) != (width, height) {
-        return None;
-    }
-    // Three components the Adobe marker says are RGB, not YCbCr.
-    if components == 3 && header.adobe_transform == Some(0) {
-        return None;
-    }
-    let mut decoder = image::codecs::jpeg::JpegDecoder::new(std::io::Cursor::new(data)).ok()?;
-    let mut limits = image::Limits::default();
-    limits.max_alloc = Some(MAX_IMAGE_DECODE_BYTES);
-    decoder.set_limits(limits).ok()?;
-    let wanted = if components == 3 { image::ColorType::Rgb8 } else { image::ColorType::L8 };
-    if decoder.dimensions() != (width, height) || decoder.color_type() != wanted {
-        return None;
-    }
-    let mut buffer = vec![0u8; usize::try_from(decoder.total_bytes()).ok()?];
-    decoder.read_image(&mut buffer).ok()?;
-    Some(Pixels { width, height, components, data: buffer })
-}
-
-/// Whether the samples look like a photo (many colours, none dominant) rather than line
-/// art, text or flat graphics, which JPEG would blur.
-fn continuous_tone(pixels: &Pixels) -> bool {
-    let count = pixels.width as usize * pixels.height as usize;
-    if count < 64 {
-        return false;
-    }
-    let step = (count / 40_000).max(1);
-    let mut colours: HashMap<u32, u32> = HashMap::new();
-    let mut sampled = 0u32;
-    for chunk in pixels.data.chunks_exact(pixels.components).step_by(step) {
-        let key = chunk.iter().fold(0u32, |acc, &b| (acc << 8) | b as u32);
-        *colours.entry(key).or_insert(0) += 1;
-        sampled += 1;
-    }
-    let enough = if pixels.components == 1 { 64 } else { 256 };
-    if colours.len() < enough {
-        return false;
-    }
-    let mut counts: Vec<u32> = colours.into_values().collect();
-    counts.sort_unstable_by(|a, b| b.cmp(a));
-    let dominant: u32 = counts.iter().take(16).sum();
-    (dominant as f64) < 0.5 * sampled as f64
-}
-
-fn resize(pixels: Pixels, width: u32, height: u32) -> Option<Pixels> {
-    use image::imageops::FilterType;
-    let components = pixels.components;
-    let image = if components == 3 {
-        image::DynamicImage::ImageRgb8(image::RgbImage::from_raw(pixels.width, pixels.height, pixels.data)?)
-    } else {
-        image::DynamicImage::ImageLuma8(image::GrayImage::from_raw(pixels.width, pixels.height, pixels.data)?)
-    };
-    let resized = image.resize_exact(width, height, FilterType::Triangle);
-    Some(Pixels { width, height, components, data: resized.into_bytes() })
-}
-
-fn encode_jpeg(pixels: &Pixels, quality: u8) -> Option<Vec<u8>> {
-    let colour = if pixels.components == 3 { image::ExtendedColorType::Rgb8 } else { image::ExtendedColorType::L8 };
-    let mut out = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, quality)
-        .encode(&pixels.data, pixels.width, pixels.height, colour)
-        .ok()?;
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -981,32 +520,5 @@ mod tests {
         // Scale first, then shift: the translation is not scaled.
         assert_eq!(mul(&scale, &shift), [2.0, 0.0, 0.0, 3.0, 10.0, 20.0]);
         assert_eq!(mul(&shift, &scale), [2.0, 0.0, 0.0, 3.0, 20.0, 60.0]);
-    }
-
-    #[test]
-    fn png_rows_are_unfiltered() {
-        // Two rows of 3 gray pixels: Sub then Up.
-        let data = [1, 10, 5, 5, 2, 1, 1, 1];
-        assert_eq!(unpredict_png(&data, 3, 1).unwrap(), vec![10, 15, 20, 11, 16, 21]);
-        assert!(unpredict_png(&[9, 0, 0, 0], 3, 1).is_none());
-    }
-
-    #[test]
-    fn reads_jpeg_headers() {
-        let mut out = Vec::new();
-        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 80)
-            .encode(&[0u8; 5 * 7 * 3], 5, 7, image::ExtendedColorType::Rgb8)
-            .unwrap();
-        let header = jpeg_header(&out).unwrap();
-        assert_eq!((header.width, header.height, header.components, header.precision), (5, 7, 3, 8));
-        assert!(jpeg_header(b"not a jpeg").is_none());
-    }
-
-    #[test]
-    fn tells_photos_from_flat_graphics() {
-        let noise: Vec<u8> = (0..200u32 * 200 * 3).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-        assert!(continuous_tone(&Pixels { width: 200, height: 200, components: 3, data: noise }));
-        let flat: Vec<u8> = (0..200u32 * 200).map(|i| if i % 7 == 0 { 0 } else { 255 }).collect();
-        assert!(!continuous_tone(&Pixels { width: 200, height: 200, components: 1, data: flat }));
     }
 }
