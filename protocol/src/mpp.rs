@@ -1,6 +1,6 @@
 //! MPP, the "Payment" HTTP authentication scheme (tempoxyz/mpp-specs drafts): the names both
 //! sides use, the EIP-3009 nonce a challenge binds, and the client's answer to an `evm`
-//! challenge. Issuing and checking challenges is the server's (hosted/src/mpp.rs).
+//! challenge. Issuing and checking challenges is the server's (hosted/src/mpp/mod.rs).
 
 use std::str::FromStr as _;
 

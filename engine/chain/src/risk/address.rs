@@ -136,6 +136,7 @@ pub struct Capabilities {
     pub delegatecall: bool,
 }
 
+/// A known selector the scan found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct SelectorFound {
     /// 0x and 8 hex digits.

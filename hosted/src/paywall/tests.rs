@@ -1,0 +1,165 @@
+use super::*;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+
+#[test]
+fn client_keys_group_ipv6_by_64() {
+    assert_eq!(client_key("203.0.113.9".parse().unwrap()), "203.0.113.9");
+    assert_eq!(client_key("2001:db8:1:2:3:4:5:6".parse().unwrap()), "2001:db8:1:2::/64");
+    assert_eq!(client_key("2001:db8:1:2:ffff::1".parse().unwrap()), "2001:db8:1:2::/64");
+    assert_eq!(client_key("::ffff:198.51.100.4".parse().unwrap()), "198.51.100.4");
+}
+
+#[test]
+fn payment_key_ignores_encoding_differences() {
+    let a = json!({"accepted": {"network": "eip155:8453"}, "payload": {"signature": "0xABcd", "authorization": {"from": "0x1", "value": "2"}}});
+    let b = json!({"payload": {"authorization": {"value": "2", "from": "0x1"}, "signature": "0xabcd"}, "accepted": {"network": "eip155:8453"}});
+    assert_eq!(payment_key(&a), payment_key(&b));
+    let c = json!({"accepted": {"network": "eip155:137"}, "payload": {"signature": "0xabcd", "authorization": {"from": "0x1", "value": "2"}}});
+    assert_ne!(payment_key(&a), payment_key(&c));
+}
+
+#[test]
+fn payment_ids_are_read_only_when_valid() {
+    let with = |id: Value| json!({"extensions": {"payment-identifier": {"info": {"required": false, "id": id}}}});
+    assert_eq!(payment_id(&with(json!("call_0123456789abcdef"))).as_deref(), Some("call_0123456789abcdef"));
+    assert_eq!(payment_id(&with(json!("A-b_".repeat(32)))).as_deref(), Some("A-b_".repeat(32).as_str()));
+    assert_eq!(payment_id(&with(json!("short_id_15chars"[..15]))), None, "under 16");
+    assert_eq!(payment_id(&with(json!("a".repeat(129)))), None, "over 128");
+    assert_eq!(payment_id(&with(json!("call 0123456789abcdef"))), None, "a space");
+    assert_eq!(payment_id(&with(json!("call_0123456789abcdé"))), None, "not ASCII");
+    assert_eq!(payment_id(&with(json!(12345678901234567u64))), None, "not a string");
+    assert_eq!(payment_id(&json!({"payload": {}})), None);
+    let schema = payment_identifier_extension();
+    assert_eq!(schema["info"], json!({"required": false}));
+    assert_eq!(schema["schema"]["properties"]["id"]["minLength"], 16);
+    assert_eq!(schema["schema"]["properties"]["id"]["maxLength"], 128);
+}
+
+#[test]
+fn malformed_payment_headers_are_named() {
+    assert!(decode_payment("%%%").unwrap_err().contains("base64"));
+    assert!(decode_payment(&B64.encode("nope")).unwrap_err().contains("JSON"));
+    assert!(decode_payment(&B64.encode(r#"{"x402Version":1}"#)).unwrap_err().contains("x402Version"));
+    assert!(decode_payment(&B64.encode(r#"{"x402Version":2,"payload":{}}"#)).unwrap_err().contains("accepted"));
+    assert!(decode_payment(&B64.encode(r#"{"x402Version":2,"accepted":{}}"#)).unwrap_err().contains("payload"));
+}
+
+/// A facilitator that only answers `/supported`, with `kinds`.
+struct Supports(Value);
+
+impl PaymentFacilitator for Supports {
+    fn verify(
+        &self,
+        _: proto::VerifyRequest,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<crate::facilitator::Verified, FacilitatorFailure>> + Send + '_>>
+    {
+        Box::pin(async { Err(FacilitatorFailure::Unavailable("not in this test".into())) })
+    }
+
+    fn settle(
+        &self,
+        _: proto::SettleRequest,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Settled, FacilitatorFailure>> + Send + '_>> {
+        Box::pin(async { Err(FacilitatorFailure::Unavailable("not in this test".into())) })
+    }
+
+    fn supported(
+        &self,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<proto::SupportedResponse, FacilitatorFailure>> + Send + '_>> {
+        let value = self.0.clone();
+        Box::pin(
+            async move { serde_json::from_value(value).map_err(|e| FacilitatorFailure::Unavailable(e.to_string())) },
+        )
+    }
+}
+
+async fn paywall_paid_on_all_three(supported: Value) -> Paywall {
+    let env = [
+        ("PAPERCHAIN_PUBLIC_URL", "https://api.example.com"),
+        ("PAPERCHAIN_FACILITATOR_URL", "https://facilitator.example.com"),
+        ("PAPERCHAIN_PAY_TO_BASE", "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"),
+        ("PAPERCHAIN_PAY_TO_POLYGON", "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"),
+        ("PAPERCHAIN_PAY_TO_SOLANA", "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM"),
+    ];
+    let sources = crate::config::ConfigSources {
+        file: None,
+        data_dir: std::path::Path::new("/unused"),
+        public_url: None,
+        sandbox: false,
+    };
+    let config =
+        HostedConfig::load_with(&sources, |k| env.iter().find(|(key, _)| *key == k).map(|(_, v)| v.to_string()))
+            .unwrap();
+    let store = Store::open_in_memory().await.unwrap();
+    Paywall::new(
+        config,
+        &paperchain_engine::catalog::standard(),
+        &Context::new(),
+        Arc::new(Supports(supported)),
+        store,
+        Arc::new(SystemClock),
+    )
+}
+
+#[tokio::test]
+async fn solana_is_offered_with_the_facilitators_fee_payer_and_base_comes_first() {
+    let solana = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
+    let paywall = paywall_paid_on_all_three(json!({"kinds": [
+        {"x402Version": 2, "scheme": "exact", "network": "eip155:8453"},
+        {"x402Version": 2, "scheme": "exact", "network": solana, "extra": {"feePayer": "FeePayer1111111111111111111111111111111111"}},
+    ]}))
+    .await;
+    // Before the facilitator is asked, Solana has no fee payer and is not offered.
+    let networks = |reqs: &[Value]| reqs.iter().map(|r| r["network"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(networks(&paywall.requirements(Price::atomic(2000)).await), ["eip155:8453", "eip155:137"]);
+    assert!(paywall.waiting_for_fee_payer().await, "housekeeping will ask again");
+    paywall.learn_supported().await.unwrap();
+    assert!(!paywall.waiting_for_fee_payer().await);
+    let offered = paywall.requirements(Price::atomic(2000)).await;
+    assert_eq!(networks(&offered), ["eip155:8453", "eip155:137", solana]);
+    assert_eq!(offered[2]["extra"], json!({"feePayer": "FeePayer1111111111111111111111111111111111"}));
+    assert_eq!(offered[2]["asset"], "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v");
+    assert_eq!(offered[0]["extra"], json!({"name": "USD Coin", "version": "2"}));
+    assert!(offered.iter().all(|r| r["amount"] == "2000" && r["scheme"] == "exact" && r["maxTimeoutSeconds"] == 300));
+}
+
+#[tokio::test]
+async fn solana_without_a_fee_payer_is_not_offered() {
+    let paywall = paywall_paid_on_all_three(json!({"kinds": [
+        {"x402Version": 2, "scheme": "exact", "network": "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"},
+        {"x402Version": 1, "scheme": "exact", "network": "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "extra": {"feePayer": "x"}},
+    ]}))
+    .await;
+    paywall.learn_supported().await.unwrap();
+    assert_eq!(paywall.requirements(Price::atomic(1)).await.len(), 2);
+    assert!(paywall.waiting_for_fee_payer().await);
+}
+
+#[test]
+fn the_signed_amount_is_read_from_every_payload() {
+    let eip3009 = json!({"payload": {"authorization": {"value": "2000"}}});
+    assert_eq!(signed_amount(&eip3009), Some(2000));
+    let permit2 = json!({"payload": {"permit2Authorization": {"permitted": {"amount": "2001"}}}});
+    assert_eq!(signed_amount(&permit2), Some(2001));
+    let odd = json!({"payload": {"authorization": {"value": 2000}}});
+    assert_eq!(signed_amount(&odd), Some(u64::MAX));
+    let huge = json!({"payload": {"authorization": {"value": "99999999999999999999999"}}});
+    assert_eq!(signed_amount(&huge), Some(u64::MAX));
+    // A Solana transaction that does not read signs no amount that can be any quote.
+    assert_eq!(signed_amount(&json!({"payload": {"transaction": "AQID"}})), Some(u64::MAX));
+    assert_eq!(signed_amount(&json!({"payload": {"other": "AQID"}})), None);
+}
+
+#[test]
+fn requirements_compare_addresses_in_any_case() {
+    let ours = json!({"scheme": "exact", "network": "eip155:8453", "amount": "1", "asset": "0xAbC", "payTo": "0xDeF", "maxTimeoutSeconds": 300, "extra": {"name": "USD Coin", "version": "2"}});
+    let mut theirs = ours.clone();
+    theirs["asset"] = json!("0xabc");
+    assert!(same_requirements(&theirs, &ours));
+    theirs["payTo"] = json!("0x999");
+    assert!(!same_requirements(&theirs, &ours));
+    let mut theirs = ours.clone();
+    theirs["extra"]["version"] = json!("1");
+    assert!(!same_requirements(&theirs, &ours));
+}
