@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use paperchain_engine_core::catalog::{Admission, RouteEntry};
 use paperchain_engine_core::{Catalog, Context, EngineError, ErrorKind, Reply};
-use paperchain_wallet::client::{Answer, CallError, PayingClient, Quote};
+use paperchain_wallet::client::{CallError, HostedAnswer, PayingClient, Quote};
 use paperchain_wallet::config::RouteMode;
 use paperchain_wallet::ledger::Caller;
 use serde_json::Value;
@@ -103,9 +103,9 @@ pub enum Outcome {
     /// Local mode: the engine ran it here; the ledger's id of the call when one was recorded.
     Local(Result<Reply<Value>, EngineError>, Option<String>),
     /// Local mode: routed to the hosted service, whose answer is passed on as it came.
-    Hosted(Result<Answer, CallError>),
+    Hosted(Result<HostedAnswer, CallError>),
     /// Local mode: only a quote was asked for.
-    Quote(Result<Quote, CallError>),
+    Quote(Box<Result<Quote, CallError>>),
     /// Hosted mode: the paywall's answer.
     Paywall(paywall::Answer),
     /// Refused before anything ran (a body that is not JSON or too large, no such route).
@@ -225,7 +225,7 @@ impl CallPath {
                     Body::NotJson(content_type) => return Outcome::Refused(Failure::NotJson(content_type)),
                     Body::TooLarge(limit) => return Outcome::Refused(Failure::TooLarge(limit)),
                 };
-                let call = routed::Call { route, body, caller, mode, quote_only, admission };
+                let call = routed::LocalCall { route, body, caller, mode, quote_only, admission };
                 routed::run(client.as_ref(), &self.ctx, call, *timeout).await
             }
         }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use paperchain_engine_core::catalog::{Admission, RouteEntry};
 use paperchain_engine_core::{Context, EngineError, Reply};
+use paperchain_protocol::x402::SettlementResponse;
 use serde_json::Value;
 
 use crate::Body;
@@ -71,7 +72,7 @@ pub struct PaidCall<'a> {
 pub struct Receipt {
     /// The x402 SettlementResponse (HTTP: base64 in `PAYMENT-RESPONSE`; MCP:
     /// `_meta["x402/payment-response"]`).
-    pub settlement: Value,
+    pub settlement: SettlementResponse,
     /// For a call paid with MPP, the `Payment-Receipt` value its client expects instead of
     /// the x402 header.
     pub mpp_receipt: Option<String>,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use paperchain_engine_core::catalog::{Admission, RouteEntry};
 use paperchain_engine_core::output::OutputMode;
 use paperchain_engine_core::{Context, EngineError, ErrorKind, Family, FileSet, OutFile, Reply};
-use paperchain_wallet::client::{Answer, PayingClient, Quote, Request};
+use paperchain_wallet::client::{HostedAnswer, PayingClient, Quote, Request};
 use paperchain_wallet::config::RouteMode;
 use paperchain_wallet::ledger::{Caller, Finish, NewCall};
 use serde_json::{Value, json};
@@ -51,7 +51,7 @@ impl PaymentNote {
 }
 
 /// One local-mode call with a JSON body.
-pub(crate) struct Call<'a> {
+pub(crate) struct LocalCall<'a> {
     pub route: &'a RouteEntry,
     pub body: bytes::Bytes,
     pub caller: Caller,
@@ -76,7 +76,7 @@ fn cannot_run_here(error: &EngineError, family: Family) -> bool {
 pub(crate) async fn run(
     client: Option<&Arc<PayingClient>>,
     ctx: &Context,
-    call: Call<'_>,
+    call: LocalCall<'_>,
     timeout: Duration,
 ) -> Outcome {
     let Some(client) = client else {
@@ -86,7 +86,7 @@ pub(crate) async fn run(
     let mode = mode_for(Some(client), call.route, call.mode);
     let request = Request { operation: info.operation, path: info.path, body: call.body.clone(), caller: &call.caller };
     if call.quote_only {
-        return Outcome::Quote(client.quote(&request).await);
+        return Outcome::Quote(Box::new(client.quote(&request).await));
     }
     if mode == RouteMode::Hosted {
         return Outcome::Hosted(client.call(&request).await);
@@ -158,7 +158,7 @@ pub(crate) fn runs_here_only(
     !quote_only && mode_for(client, route, asked) == RouteMode::Local
 }
 
-async fn local(call: &Call<'_>, ctx: &Context, timeout: Duration) -> Result<Reply<Value>, EngineError> {
+async fn local(call: &LocalCall<'_>, ctx: &Context, timeout: Duration) -> Result<Reply<Value>, EngineError> {
     let run = async {
         let prepared = call.route.prepare_admitted(call.admission.clone(), &call.body, ctx).await?;
         prepared.run(ctx.clone()).await
@@ -186,7 +186,7 @@ pub fn reply_sha256(reply: &Reply<Value>) -> String {
 /// A hosted 2xx answer as the reply a local run gives: its JSON, or its one file (name from
 /// `Content-Disposition`, report from `Paperchain-Report`). A 4xx/5xx answer gives its
 /// status and the service's message.
-pub fn answer_reply(answer: &Answer) -> Result<Reply<Value>, (u16, String)> {
+pub fn answer_reply(answer: &HostedAnswer) -> Result<Reply<Value>, (u16, String)> {
     let media_type = answer.header("content-type").unwrap_or("application/octet-stream").to_string();
     let is_json = media_type.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"));
     if answer.status >= 400 {
@@ -266,7 +266,7 @@ pub fn quote_json(quote: &Quote) -> Value {
                 None => (false, Value::Null, Value::Null),
             };
             json!({
-                "payment_required": true, "accepts": required["accepts"], "policy_allows": allowed,
+                "payment_required": true, "accepts": required.accepts, "policy_allows": allowed,
                 "would_pay": choice, "refusal": refusal,
             })
         }

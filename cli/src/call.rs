@@ -159,7 +159,7 @@ async fn run_here(data_dir: &Path, entry: &RouteEntry, input: Value, args: &Call
 
     let reply = match ran {
         Ran::Quote(quote) => {
-            println!("{}", serde_json::to_string_pretty(&quote_json(&quote?))?);
+            println!("{}", serde_json::to_string_pretty(&quote_json(&(*quote)?))?);
             return Ok(Err(ExitCode::SUCCESS));
         }
         Ran::Hosted(Err(error)) => {

@@ -15,7 +15,7 @@ use paperchain_engine::output::{OutFile, OutputMode};
 use paperchain_engine::{FileSet, Reply};
 use paperchain_gateway::routed;
 use paperchain_server::instance::Instance;
-use paperchain_wallet::client::Answer;
+use paperchain_wallet::client::HostedAnswer;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, USER_AGENT};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
@@ -81,7 +81,7 @@ pub async fn call(
     if let Some(line) = where_it_ran(&headers) {
         eprintln!("{line}");
     }
-    let answer = Answer {
+    let answer = HostedAnswer {
         status,
         headers: headers
             .iter()
@@ -220,7 +220,7 @@ mod tests {
             payee: "0x2".into(),
             tx: "0xab".into(),
         };
-        let answer = Answer {
+        let answer = HostedAnswer {
             status: 200,
             headers: vec![],
             body: Default::default(),
@@ -232,7 +232,8 @@ mod tests {
             where_it_ran(served.headers()).as_deref(),
             Some("ran on the hosted service: paid 0.002 USDC on eip155:8453, transaction 0xab")
         );
-        let unseen = Answer { paid: Some(paperchain_wallet::client::Paid { tx: String::new(), ..paid }), ..answer };
+        let unseen =
+            HostedAnswer { paid: Some(paperchain_wallet::client::Paid { tx: String::new(), ..paid }), ..answer };
         let line = where_it_ran(routed::hosted_response(unseen).headers()).unwrap();
         assert!(line.contains("transaction not shown yet"), "{line}");
     }

@@ -6,7 +6,7 @@
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use paperchain_calls::routed::{PaymentNote, quote_json};
-use paperchain_wallet::client::{Answer, CallError, Quote};
+use paperchain_wallet::client::{CallError, HostedAnswer, Quote};
 use paperchain_wallet::config::RouteMode;
 
 use crate::error::ApiError;
@@ -64,7 +64,7 @@ pub fn call_error(error: &CallError) -> ApiError {
 
 /// The hosted service's answer as this server's: its status, headers and body as they
 /// came, plus where it ran and what it cost.
-pub fn hosted_response(answer: Answer) -> Response {
+pub fn hosted_response(answer: HostedAnswer) -> Response {
     let mut response = Response::new(axum::body::Body::from(answer.body.clone()));
     *response.status_mut() = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
     let headers = response.headers_mut();

@@ -151,7 +151,7 @@ async fn call(state: &AppState, path: &'static str, request: Request) -> Result<
         }
         Outcome::Hosted(Ok(answer)) => Ok(routed::hosted_response(answer)),
         Outcome::Hosted(Err(error)) => Err(routed::call_error(&error)),
-        Outcome::Quote(quote) => Ok(routed::quote_response(quote)),
+        Outcome::Quote(quote) => Ok(routed::quote_response(*quote)),
         Outcome::Paywall(Answer::Delivered { reply, receipt, free_left }) => {
             let mut response = encode_reply(state, reply).await.unwrap_or_else(IntoResponse::into_response);
             paid::add_delivery_headers(&mut response, receipt.as_ref(), free_left);

@@ -180,7 +180,8 @@ async fn quote(hosted: &Router, case: &Case) -> Value {
     let response = hosted.clone().oneshot(request(case, None)).await.expect("the router answers");
     assert_eq!(response.status(), StatusCode::PAYMENT_REQUIRED, "{}: an unpaid call is quoted", case.path);
     let header = response.headers().get(PAYMENT_REQUIRED).expect("a PAYMENT-REQUIRED header");
-    let required = x402::decode(header.to_str().expect("an ASCII header"), "PAYMENT-REQUIRED").expect("base64 JSON");
+    let required: Value =
+        x402::decode(header.to_str().expect("an ASCII header"), "PAYMENT-REQUIRED").expect("base64 JSON");
     assert!(required["accepts"][0]["amount"].is_string(), "{}: the 402 has a price: {required}", case.path);
     required
 }

@@ -27,7 +27,7 @@ use paperchain_engine::solana::{Clusters, transaction_with_memo};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
-use super::store::{Decision, Finish, Outcome, PaymentOutcome, Store, UnresolvedClaim};
+use super::store::{ClosedPayment, Decision, Outcome, PaymentOutcome, Store, UnresolvedClaim};
 
 sol! {
     function authorizationState(address authorizer, bytes32 nonce) external view returns (bool);
@@ -85,7 +85,7 @@ pub async fn recover(store: &Store, chains: &Chains, clusters: &Clusters) -> Res
                 decision.tx_hash = Some(tx_hash.clone());
                 decision.client = claim.client.clone();
                 decision.payment_key = Some(claim.key);
-                decision.finish = Some(Finish {
+                decision.finish = Some(ClosedPayment {
                     key: claim.key,
                     outcome: PaymentOutcome::Settled { tx_hash: tx_hash.clone() },
                     payer: Some(claim.authorization.authorizer.clone()),

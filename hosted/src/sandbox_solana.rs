@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use paperchain_engine::solana::{Cluster, Clusters, Network};
-use paperchain_protocol::svm::{self, SigningKey};
+use paperchain_protocol::exact_svm::{self, SigningKey};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::{Child, Command};
@@ -65,7 +65,7 @@ pub struct SolanaSandbox {
     genesis: String,
     cluster: Arc<Cluster>,
     payer: SigningKey,
-    pay_to: svm::Address,
+    pay_to: exact_svm::Address,
     fee_payer: SigningKey,
 }
 
@@ -74,8 +74,8 @@ impl std::fmt::Debug for SolanaSandbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SolanaSandbox")
             .field("rpc_url", &self.rpc_url.as_str())
-            .field("payer", &svm::to_base58(&svm::address_of(&self.payer)))
-            .field("pay_to", &svm::to_base58(&self.pay_to))
+            .field("payer", &exact_svm::to_base58(&exact_svm::address_of(&self.payer)))
+            .field("pay_to", &exact_svm::to_base58(&self.pay_to))
             .finish_non_exhaustive()
     }
 }
@@ -111,7 +111,7 @@ impl SolanaSandbox {
             genesis: genesis.to_string(),
             cluster,
             payer: random_key(),
-            pay_to: svm::address_of(&random_key()),
+            pay_to: exact_svm::address_of(&random_key()),
             fee_payer: random_key(),
         };
         sandbox.seed(payer_funds).await?;
@@ -119,8 +119,8 @@ impl SolanaSandbox {
     }
 
     async fn seed(&self, payer_funds: u64) -> Result<(), SandboxError> {
-        let mint = svm::program(USDC_MINT);
-        let authority = svm::address_of(&random_key());
+        let mint = exact_svm::program(USDC_MINT);
+        let authority = exact_svm::address_of(&random_key());
         let rent: u64 = self.call("getMinimumBalanceForRentExemption", json!([MINT_LEN])).await.and_then(|v| {
             v.as_u64().ok_or_else(|| rpc_failure("getMinimumBalanceForRentExemption", format!("answered {v}")))
         })?;
@@ -134,15 +134,15 @@ impl SolanaSandbox {
         let system = "11111111111111111111111111111111";
         self.call(
             "surfnet_setAccount",
-            json!([USDC_MINT, {"lamports": rent, "data": hex::encode(&data), "owner": svm::TOKEN_PROGRAM, "executable": false}]),
+            json!([USDC_MINT, {"lamports": rent, "data": hex::encode(&data), "owner": exact_svm::TOKEN_PROGRAM, "executable": false}]),
         )
         .await?;
-        let fee_payer = svm::to_base58(&svm::address_of(&self.fee_payer));
+        let fee_payer = exact_svm::to_base58(&exact_svm::address_of(&self.fee_payer));
         self.call("surfnet_setAccount", json!([fee_payer, {"lamports": FEE_PAYER_LAMPORTS, "owner": system}])).await?;
-        for (owner, amount) in [(svm::address_of(&self.payer), payer_funds), (self.pay_to, 0)] {
+        for (owner, amount) in [(exact_svm::address_of(&self.payer), payer_funds), (self.pay_to, 0)] {
             self.call(
                 "surfnet_setTokenAccount",
-                json!([svm::to_base58(&owner), svm::to_base58(&mint), {"amount": amount}, svm::TOKEN_PROGRAM]),
+                json!([exact_svm::to_base58(&owner), exact_svm::to_base58(&mint), {"amount": amount}, exact_svm::TOKEN_PROGRAM]),
             )
             .await?;
         }
@@ -175,7 +175,7 @@ impl SolanaSandbox {
 
     /// The payer's address.
     pub fn payer(&self) -> String {
-        svm::to_base58(&svm::address_of(&self.payer))
+        exact_svm::to_base58(&exact_svm::address_of(&self.payer))
     }
 
     /// The payer's key as Solana tools write it: base58 of the 64 bytes of secret and
@@ -191,12 +191,12 @@ impl SolanaSandbox {
 
     /// Where payments go: a fresh wallet address.
     pub fn pay_to(&self) -> String {
-        svm::to_base58(&self.pay_to)
+        exact_svm::to_base58(&self.pay_to)
     }
 
     /// The facilitator's fee payer.
     pub fn fee_payer(&self) -> String {
-        svm::to_base58(&svm::address_of(&self.fee_payer))
+        exact_svm::to_base58(&exact_svm::address_of(&self.fee_payer))
     }
 
     /// The test USDC balance of `owner`'s associated token account (0 when it has none).
@@ -286,7 +286,7 @@ fn random_key() -> SigningKey {
 }
 
 fn bs58_keypair(key: &SigningKey) -> String {
-    svm::to_base58(&key.to_keypair_bytes())
+    exact_svm::to_base58(&key.to_keypair_bytes())
 }
 
 fn rpc_failure(what: &str, detail: String) -> SandboxError {

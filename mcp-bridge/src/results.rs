@@ -10,7 +10,7 @@ use paperchain_engine::{EngineError, FileSet, Reply};
 use paperchain_gateway::error::ApiError;
 use paperchain_gateway::files::FileStore;
 use paperchain_protocol::x402::{self, MCP_PAYMENT_RESPONSE, PAYMENT_RESPONSE};
-use paperchain_wallet::client::Answer;
+use paperchain_wallet::client::HostedAnswer;
 use rmcp::model::{CallToolResult, ContentBlock, EmbeddedResource, MetaObject, Resource, ResourceContents, Tool};
 use serde_json::{Value, json};
 
@@ -191,7 +191,7 @@ fn mcp_bazaar(tool: &Tool) -> Value {
 
 /// The hosted service's answer to a routed call as a tool result: its JSON or its file,
 /// as a local call would give them, or its error; what was paid in `_meta`.
-pub async fn hosted(answer: Answer, wrap: bool, links: Option<&Links>) -> CallToolResult {
+pub async fn hosted(answer: HostedAnswer, wrap: bool, links: Option<&Links>) -> CallToolResult {
     let mut result = match paperchain_calls::routed::answer_reply(&answer) {
         Ok(reply) => success(reply, wrap, links).await.unwrap_or_else(failure),
         Err((_, message)) => {

@@ -153,7 +153,7 @@ async fn answer_result(answer: Answer, tool: Option<&Tool>, wrap: bool, links: O
             let mut result = results::success(reply, wrap, links).await.unwrap_or_else(results::failure);
             let mut meta = MetaObject::default();
             if let Some(receipt) = receipt {
-                meta.0.insert(MCP_PAYMENT_RESPONSE.into(), receipt.settlement);
+                meta.0.insert(MCP_PAYMENT_RESPONSE.into(), json!(receipt.settlement));
             }
             if let Some(left) = free_left {
                 meta.0.insert(FREE_REMAINING_META.into(), json!(left));

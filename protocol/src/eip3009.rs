@@ -44,6 +44,45 @@ pub fn sign(
     Ok(format!("0x{}", alloy::primitives::hex::encode(signature.as_bytes())))
 }
 
+/// A signed EIP-3009 authorization's fields as they travel in JSON (x402's `exact` EVM
+/// `payload.authorization`, MPP's `evm` credential): addresses and the nonce as `0x` hex,
+/// numbers as decimal text.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TransferAuthorization {
+    /// The payer.
+    pub from: String,
+    /// The payee.
+    pub to: String,
+    /// Atomic units.
+    pub value: String,
+    /// Unix time from which it is valid.
+    pub valid_after: String,
+    /// Unix time before which it must be used.
+    pub valid_before: String,
+    /// The 32-byte nonce.
+    pub nonce: String,
+}
+
+impl TransferAuthorization {
+    /// The wire form of `message`.
+    pub fn of(message: &TransferWithAuthorization) -> TransferAuthorization {
+        TransferAuthorization {
+            from: message.from.to_checksum(None),
+            to: message.to.to_checksum(None),
+            value: message.value.to_string(),
+            valid_after: message.validAfter.to_string(),
+            valid_before: message.validBefore.to_string(),
+            nonce: message.nonce.to_string(),
+        }
+    }
+
+    /// `validBefore` as Unix seconds, when it is one.
+    pub fn valid_before_seconds(&self) -> Option<u64> {
+        self.valid_before.bytes().all(|b| b.is_ascii_digit()).then(|| self.valid_before.parse().ok()).flatten()
+    }
+}
+
 /// A fresh random authorization nonce (EIP-3009 nonces are random 32-byte values).
 pub fn random_nonce() -> B256 {
     B256::from(rand::random::<[u8; 32]>())

@@ -1,22 +1,29 @@
 //! The payment protocols Paperchain speaks, for both sides: the hosted paywall that is
 //! paid and the client that pays.
 //!
-//! - [`x402`]: x402 v2 wire names (HTTP headers, MCP `_meta` keys) and the base64 JSON
-//!   encodings of PaymentRequired, PaymentPayload and SettlementResponse;
-//!   [`x402::sign_exact_evm`] signs one `exact` EVM requirement as a paying client does.
-//! - [`eip3009`]: the EIP-3009 `TransferWithAuthorization` message and its EIP-712 signature,
-//!   which both x402's `exact` scheme on EVM chains and MPP's `evm` charge carry.
-//! - [`svm`]: x402's `exact` scheme on Solana: the payer's transfer transaction (a v0
-//!   message the facilitator co-signs as fee payer), built, signed and read from bytes.
-//! - [`mpp`]: the MPP ("Payment" HTTP authentication) names both sides share and the
-//!   client's answer to an `evm` challenge.
+//! By scheme, each with the paying client's half (`client`) and, where the paid side reads
+//! more than the shared types, the server's (`server`):
+//!
+//! - [`x402`]: x402 v2 wire names (HTTP headers, MCP `_meta` keys, extensions), the base64
+//!   JSON codec, and the messages as types: PaymentRequired, PaymentPayload (with each
+//!   scheme's payload), SettlementResponse ([`x402::messages`]).
+//! - [`exact_evm`]: x402's `exact` scheme on EVM chains with EIP-3009; the client signs an
+//!   offer ([`exact_evm::sign_exact_evm`]).
+//! - [`exact_svm`]: x402's `exact` scheme on Solana: the payer's transfer transaction (a v0
+//!   message the facilitator co-signs as fee payer), built, signed and read from bytes; the
+//!   server's checks before spending work on a payment.
+//! - [`mpp`]: the MPP ("Payment" HTTP authentication) names both sides share, the `evm`
+//!   credential payload, and the client's answer to an `evm` challenge.
+//! - [`eip3009`]: the EIP-3009 `TransferWithAuthorization` message, its EIP-712 signature and
+//!   its JSON form, which both x402's `exact` EVM scheme and MPP's `evm` charge carry.
 //!
 //! What this crate must not do: know about HTTP servers, routes, the ledger or where a key
 //! is kept. It takes a signer and wire values, and gives wire values back.
 
 pub mod eip3009;
+pub mod exact_evm;
+pub mod exact_svm;
 pub mod mpp;
-pub mod svm;
 pub mod x402;
 
 /// Why a payment could not be built from what a server asked for.

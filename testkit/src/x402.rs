@@ -1,5 +1,5 @@
 //! x402 v2 payments made as Paperchain's paying client makes them (`paperchain-protocol`'s
-//! `sign_exact_evm`, the signer the wallet uses), and edited by hand for the tests of what a
+//! `exact_evm::sign_exact_evm`, the signer the wallet uses), and edited by hand for the tests of what a
 //! server must refuse. The reference clients pay the sandbox in their own tests (x402-rs's
 //! in hosted/tests/it/paid.rs, the TypeScript ones in tests/ and mcp-bridge/tests).
 //!
@@ -17,9 +17,11 @@ pub use paperchain_protocol::eip3009::TransferWithAuthorization;
 /// 402's `accepts`), valid from now.
 pub async fn sign_x402(signer: &PrivateKeySigner, requirement: &Value) -> String {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("a clock after 1970").as_secs();
-    let payment = paperchain_protocol::x402::sign_exact_evm(signer, requirement, None, now)
+    let offer: paperchain_protocol::x402::Offer =
+        serde_json::from_value(requirement.clone()).expect("an entry of `accepts` is JSON");
+    let payment = paperchain_protocol::exact_evm::sign_exact_evm(signer, &offer, None, now)
         .unwrap_or_else(|e| panic!("signing an x402 payment for {requirement}: {e}"));
-    encode_x402(&payment)
+    paperchain_protocol::x402::encode(&payment)
 }
 
 /// The x402 v2 PaymentPayload (JSON, as `_meta["x402/payment"]` carries it) that `signer`

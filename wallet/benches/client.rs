@@ -105,8 +105,10 @@ async fn run(calls: usize, bench: bool, parent: &Path) {
         .build()
         .expect("a reqwest client");
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let payment = x402::sign_exact_evm(&signer, &required["accepts"][0], Some(&required["resource"]), now)
-        .expect("a signed payment");
+    let read: x402::PaymentRequired = x402::read(required.clone(), "the 402").expect("a PaymentRequired");
+    let payment =
+        paperchain_protocol::exact_evm::sign_exact_evm(&signer, &read.accepts[0], read.resource.as_ref(), now)
+            .expect("a signed payment");
     let signature = x402::encode(&payment);
     let url = format!("{base}{PATH}");
 
@@ -230,7 +232,7 @@ impl Answers {
             x402::encode(required),
             body.len()
         );
-        let settlement = x402::settlement_response(&format!("0x{}", "ab".repeat(32)), NETWORK, Some(payer));
+        let settlement = x402::SettlementResponse::settled(&format!("0x{}", "ab".repeat(32)), NETWORK, Some(payer));
         let body = json!({"chain": "base-sepolia", "gas_price_wei": "1000000"}).to_string();
         let delivered = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{PAYMENT_RESPONSE}: {}\r\n\

@@ -24,7 +24,8 @@ use alloy::signers::local::PrivateKeySigner;
 use paperchain_engine_core::evm::Chains;
 use paperchain_engine_core::http_client::LazyClient;
 use paperchain_engine_core::solana::Clusters;
-use paperchain_protocol::x402::{self, Authorization};
+use paperchain_protocol::exact_evm::{self, AuthorizationWindow};
+use paperchain_protocol::x402::{self, PaymentPayload, PaymentRequired, ResourceInfo};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 use tokio::sync::OnceCell;
@@ -160,7 +161,7 @@ impl Paid {
 
 /// The hosted service's answer, as it came.
 #[derive(Clone, Debug)]
-pub struct Answer {
+pub struct HostedAnswer {
     /// Its HTTP status.
     pub status: u16,
     /// Its headers (lower-case names), less those about the connection.
@@ -173,7 +174,7 @@ pub struct Answer {
     pub call_id: String,
 }
 
-impl Answer {
+impl HostedAnswer {
     /// The value of header `name` (lower case).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
@@ -184,7 +185,7 @@ impl Answer {
 #[derive(Clone, Debug)]
 pub struct Quote {
     /// The service's PaymentRequired (`None` when the call needs no payment).
-    pub required: Option<Value>,
+    pub required: Option<PaymentRequired>,
     /// What the policy would pay, or why it would not.
     pub selected: Option<Result<Selected, Refusal>>,
 }
@@ -251,7 +252,7 @@ pub struct PayingClient {
     approver: Arc<dyn Approver>,
     chains: Arc<Chains>,
     solana: Option<SolanaSide>,
-    solana_key: OnceCell<Arc<paperchain_protocol::svm::SigningKey>>,
+    solana_key: OnceCell<Arc<paperchain_protocol::exact_svm::SigningKey>>,
     /// Resends of a paid request whose answer was lost.
     retries: u32,
 }
@@ -416,7 +417,7 @@ impl PayingClient {
 
     /// Sends `request` to the hosted service, pays its 402 under the policy, and returns
     /// its answer as it came; every step is in the ledger.
-    pub async fn call(&self, request: &Request<'_>) -> Result<Answer, CallError> {
+    pub async fn call(&self, request: &Request<'_>) -> Result<HostedAnswer, CallError> {
         let (base, host) = self.service()?;
         let url = format!("{base}{}", request.path);
         let started = Instant::now();
@@ -449,7 +450,13 @@ impl PayingClient {
         })
     }
 
-    async fn exchange(&self, request: &Request<'_>, url: &str, host: &str, call_id: &str) -> Result<Answer, CallError> {
+    async fn exchange(
+        &self,
+        request: &Request<'_>,
+        url: &str,
+        host: &str,
+        call_id: &str,
+    ) -> Result<HostedAnswer, CallError> {
         let first = self.send(url, host, &request.body, None).await?;
         if first.status != 402 {
             return Ok(first.answer(None));
@@ -492,8 +499,7 @@ impl PayingClient {
         if let Err(why) = self.ledger.reserve(call_id, &selected, &caps, request.caller.client.as_deref()).await? {
             return Err(Refusal::Cap(why).into());
         }
-        let resource = required.get("resource").filter(|r| r.is_object());
-        let signed = match self.sign(&key, &selected, resource).await {
+        let signed = match self.sign(&key, &selected, required.resource.as_ref()).await {
             Ok(signed) => signed,
             Err(e) => {
                 self.ledger.release(call_id, &e.to_string()).await?;
@@ -501,14 +507,14 @@ impl PayingClient {
             }
         };
         let Signed { mut payload, payer, nonce, valid_before } = signed;
-        if let Some(extension) = required["extensions"].get(PAYMENT_IDENTIFIER).filter(|e| e.is_object()) {
+        if let Some(extension) = required.extensions.get(PAYMENT_IDENTIFIER).filter(|e| e.is_object()) {
             // The extension echoed with the call's id in its `info` (whatever shape the
             // server gave `info`, the id goes into an object).
             let mut info = extension.get("info").filter(|i| i.is_object()).cloned().unwrap_or_else(|| json!({}));
             info["id"] = json!(call_id);
             let mut echoed = extension.clone();
             echoed["info"] = info;
-            payload["extensions"] = json!({ PAYMENT_IDENTIFIER: echoed });
+            payload.extensions.insert(PAYMENT_IDENTIFIER.into(), echoed);
         }
         // On disk before the signature leaves this process: a crash from here on leaves a
         // row the reconciliation checks on chain.
@@ -541,14 +547,19 @@ impl PayingClient {
     }
 
     /// The PaymentPayload of `selected`, signed with `key`.
-    async fn sign(&self, key: &PayingKey, selected: &Selected, resource: Option<&Value>) -> Result<Signed, PayError> {
+    async fn sign(
+        &self,
+        key: &PayingKey,
+        selected: &Selected,
+        resource: Option<&ResourceInfo>,
+    ) -> Result<Signed, PayError> {
         let now = crate::ledger::now_secs();
         match key {
             PayingKey::Evm(signer) => {
-                let auth = Authorization::fresh(&selected.requirement, now)?;
-                let payload = x402::sign_exact_evm_with(signer, &selected.requirement, resource, &auth)?;
+                let auth = AuthorizationWindow::fresh(&selected.requirement, now)?;
+                let payload = exact_evm::sign_exact_evm_with(signer, &selected.requirement, resource, &auth)?;
                 Ok(Signed {
-                    payload,
+                    payload: any_scheme(payload),
                     payer: signer.address().to_checksum(None),
                     nonce: auth.nonce.to_string(),
                     valid_before: auth.valid_before,
@@ -559,7 +570,12 @@ impl PayingClient {
                 let signed = crate::solana_pay::sign(clusters, key, &selected.requirement, resource).await?;
                 // The memo finds the transaction; once its blockhash is too old it can never land.
                 let valid_before = now + crate::solana_pay::BLOCKHASH_LIFETIME_SECONDS;
-                Ok(Signed { payload: signed.payload, payer: signed.payer, nonce: signed.memo, valid_before })
+                Ok(Signed {
+                    payload: any_scheme(signed.payload),
+                    payer: signed.payer,
+                    nonce: signed.memo,
+                    valid_before,
+                })
             }
         }
     }
@@ -569,12 +585,13 @@ impl PayingClient {
     }
 
     /// A paid request answered (2xx, or an error the service gave after reading the payment).
-    async fn delivered(&self, paying: &Paying<'_>, received: Received) -> Result<Answer, CallError> {
+    async fn delivered(&self, paying: &Paying<'_>, received: Received) -> Result<HostedAnswer, CallError> {
         let settlement = received.header(x402::PAYMENT_RESPONSE).map(x402_client::read_settlement);
         match settlement {
             Some(Ok(settlement)) => {
-                let tx = settlement["transaction"].as_str().unwrap_or_default().to_string();
-                kept(self.ledger.paid(paying.call_id, Some(&tx), &settlement).await);
+                let tx = settlement.transaction.clone();
+                let kept_json = serde_json::to_value(&settlement).unwrap_or_default();
+                kept(self.ledger.paid(paying.call_id, Some(&tx), &kept_json).await);
                 let paid = paying.paid(tx);
                 Ok(received.answer(Some(paid)))
             }
@@ -603,7 +620,7 @@ impl PayingClient {
     async fn refused(&self, paying: &Paying<'_>, received: &Received) -> Result<CallError, LedgerError> {
         let reason = x402_client::read_payment_required(received.header(x402::PAYMENT_REQUIRED), &received.body)
             .ok()
-            .and_then(|r| r["error"].as_str().map(|e| crate::clean(e, 300)))
+            .and_then(|r| r.error.as_deref().map(|e| crate::clean(e, 300)))
             .unwrap_or_else(|| "402 again".into());
         match self.check_chain(paying).await {
             ChainSays::Used(tx) => self.paid_but_lost(paying, tx).await,
@@ -710,16 +727,28 @@ fn user_builder(overrides: Overrides) -> crate::live::Builder {
 /// The key a payment is signed with.
 enum PayingKey {
     Evm(Arc<PrivateKeySigner>),
-    Solana(Arc<paperchain_protocol::svm::SigningKey>),
+    Solana(Arc<paperchain_protocol::exact_svm::SigningKey>),
 }
 
 /// A signed payment and what the ledger keeps of it.
 struct Signed {
-    payload: Value,
+    /// The PaymentPayload, its scheme's payload as JSON (either scheme's).
+    payload: PaymentPayload<Value, Value>,
     payer: String,
     /// The EIP-3009 nonce, or the Solana transaction's memo.
     nonce: String,
     valid_before: u64,
+}
+
+/// A PaymentPayload of any scheme, to add extensions to and send.
+fn any_scheme<P: serde::Serialize>(payment: PaymentPayload<P, Value>) -> PaymentPayload<Value, Value> {
+    PaymentPayload {
+        x402_version: payment.x402_version,
+        accepted: payment.accepted,
+        resource: payment.resource,
+        payload: serde_json::to_value(payment.payload).expect("a scheme's payload serializes"),
+        extensions: payment.extensions,
+    }
 }
 
 /// What pays on Solana: the key's loader and the clusters it reads.
@@ -729,7 +758,7 @@ struct SolanaSide {
 }
 
 /// Loads the wallet's Solana key (blocking: run on the blocking pool).
-pub type SolanaKeyLoader = Arc<dyn Fn() -> Result<paperchain_protocol::svm::SigningKey, String> + Send + Sync>;
+pub type SolanaKeyLoader = Arc<dyn Fn() -> Result<paperchain_protocol::exact_svm::SigningKey, String> + Send + Sync>;
 
 /// A payment in flight.
 struct Paying<'a> {
@@ -791,7 +820,7 @@ impl Received {
         self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
     }
 
-    fn answer(self, paid: Option<Paid>) -> Answer {
-        Answer { status: self.status, headers: self.headers, body: self.body, paid, call_id: String::new() }
+    fn answer(self, paid: Option<Paid>) -> HostedAnswer {
+        HostedAnswer { status: self.status, headers: self.headers, body: self.body, paid, call_id: String::new() }
     }
 }

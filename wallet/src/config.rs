@@ -405,7 +405,7 @@ fn check_network(network: &str) -> Result<(), String> {
 /// chains, base58 of 32 bytes on Solana.
 pub fn is_address_of(network: &str, address: &str) -> bool {
     if network.starts_with("solana:") {
-        paperchain_protocol::svm::address(address, "").is_ok()
+        paperchain_protocol::exact_svm::address(address, "").is_ok()
     } else {
         address.parse::<alloy::primitives::Address>().is_ok()
     }

@@ -558,7 +558,7 @@ mod tests {
     fn selected(network: &str, micros: u64) -> Selected {
         let asset = known_assets().into_iter().find(|a| a.network == network).unwrap();
         Selected {
-            requirement: serde_json::json!({}),
+            requirement: serde_json::from_value(serde_json::json!({})).unwrap(),
             atomic: u128::from(micros),
             dollars: Dollars::from_micros(micros),
             asset,

@@ -5,7 +5,7 @@
 //! calls up (day, session, client, network) are checked when the amount is reserved in the
 //! ledger, atomically ([`crate::ledger::Ledger::reserve`]).
 
-use serde_json::Value;
+use paperchain_protocol::x402::{Offer, PaymentRequired, SCHEME_EXACT};
 
 use crate::config::{Asset, ClientConfig, TEST_NETWORKS, is_address_of, same_address};
 use crate::money::{Dollars, format_atomic};
@@ -13,8 +13,8 @@ use crate::money::{Dollars, format_atomic};
 /// The requirement the policy allows, with what it costs.
 #[derive(Clone, Debug)]
 pub struct Selected {
-    /// The `accepts` entry to sign, exactly as the server sent it.
-    pub requirement: Value,
+    /// The `accepts` entry to sign: read, and exactly as the server sent it.
+    pub requirement: Offer,
     /// Its amount in the asset's atomic units.
     pub atomic: u128,
     /// The same in micro-dollars (rounded up).
@@ -67,7 +67,7 @@ pub const MAX_TIMEOUT_SECONDS: u64 = 3600;
 
 /// Chooses what to pay of the PaymentRequired `required`, sent by `host`: the cheapest
 /// offer the policy allows (the server's order breaks ties).
-pub fn select(config: &ClientConfig, host: &str, required: &Value) -> Result<Selected, Refusal> {
+pub fn select(config: &ClientConfig, host: &str, required: &PaymentRequired) -> Result<Selected, Refusal> {
     let host = host.to_ascii_lowercase();
     let service_host = config
         .service_url
@@ -86,11 +86,13 @@ pub fn select(config: &ClientConfig, host: &str, required: &Value) -> Result<Sel
     let policy = &config.policy;
     let mut refused = Vec::new();
     let mut best: Option<Selected> = None;
-    for offer in required["accepts"].as_array().map(Vec::as_slice).unwrap_or_default() {
-        let network = offer["network"].as_str().unwrap_or("an unnamed network").to_string();
+    for offer in &required.accepts {
+        let network = offer.network().to_string();
         let mut refuse = |why: String| refused.push(format!("{network}: {why}"));
-        if offer["scheme"] != paperchain_protocol::x402::SCHEME_EXACT {
-            refuse(format!("scheme {} is not `exact`", offer["scheme"]));
+        // The scheme first: another scheme's offer has fields of its own.
+        let scheme = offer.raw.get("scheme").cloned().unwrap_or_default();
+        if scheme != SCHEME_EXACT {
+            refuse(format!("scheme {} is not `exact`", crate::clean(&scheme.to_string(), 80)));
             continue;
         }
         if !network.starts_with("eip155:") && !network.starts_with("solana:") {
@@ -103,34 +105,39 @@ pub fn select(config: &ClientConfig, host: &str, required: &Value) -> Result<Sel
             ));
             continue;
         }
-        let asset_address = offer["asset"].as_str().unwrap_or_default();
+        let terms = match &offer.terms {
+            Ok(terms) => terms,
+            Err(why) => {
+                refuse(format!("the offer does not read: {}", crate::clean(why, 200)));
+                continue;
+            }
+        };
+        let asset_address = terms.asset.as_str();
         let Some(asset) =
             assets.iter().find(|a| a.network == network && same_address(&network, &a.address, asset_address))
         else {
             refuse(format!("asset {asset_address} is not one this wallet pays in (policy.assets)"));
             continue;
         };
-        let Some(payee) = offer["payTo"].as_str().filter(|p| is_address_of(&network, p)).map(str::to_string) else {
-            refuse(format!("payTo {} is not an address", offer["payTo"]));
+        if !is_address_of(&network, &terms.pay_to) {
+            refuse(format!("payTo {:?} is not an address", crate::clean(&terms.pay_to, 80)));
             continue;
-        };
-        match offer["maxTimeoutSeconds"].as_u64() {
-            Some(1..=MAX_TIMEOUT_SECONDS) => {}
-            other => {
-                refuse(format!(
-                    "maxTimeoutSeconds {} is not between 1 and {MAX_TIMEOUT_SECONDS}: an authorization is not left \
-                     open that long",
-                    other.map(|t| t.to_string()).unwrap_or_else(|| "(missing)".into())
-                ));
-                continue;
-            }
+        }
+        let payee = terms.pay_to.clone();
+        if !(1..=MAX_TIMEOUT_SECONDS).contains(&terms.max_timeout_seconds) {
+            refuse(format!(
+                "maxTimeoutSeconds {} is not between 1 and {MAX_TIMEOUT_SECONDS}: an authorization is not left open \
+                 that long",
+                terms.max_timeout_seconds
+            ));
+            continue;
         }
         if !policy.payees.is_empty() && !policy.payees.iter().any(|p| same_address(&network, p, &payee)) {
             refuse(format!("payee {payee} is not in policy.payees"));
             continue;
         }
-        let Some(atomic) = offer["amount"].as_str().and_then(|a| a.parse::<u128>().ok()).filter(|a| *a > 0) else {
-            refuse(format!("the amount {} is not a positive whole number", offer["amount"]));
+        let Some(atomic) = terms.amount.parse::<u128>().ok().filter(|a| *a > 0) else {
+            refuse(format!("the amount {:?} is not a positive whole number", crate::clean(&terms.amount, 80)));
             continue;
         };
         let Some(dollars) = Dollars::of_atomic(atomic, asset.decimals) else {
@@ -166,7 +173,12 @@ pub fn select(config: &ClientConfig, host: &str, required: &Value) -> Result<Sel
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    /// A PaymentRequired offering `accepts`.
+    fn offering(accepts: Value) -> PaymentRequired {
+        serde_json::from_value(json!({"x402Version": 2, "accepts": accepts})).unwrap()
+    }
 
     const BASE_USDC: &str = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
     const POLYGON_USDC: &str = "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359";
@@ -183,7 +195,7 @@ mod tests {
 
     #[test]
     fn a_main_network_needs_a_cap() {
-        let required = json!({"accepts": [offer("eip155:8453", BASE_USDC, "2000")]});
+        let required = offering(json!([offer("eip155:8453", BASE_USDC, "2000")]));
         let error = select(&config(""), "api.example.test", &required).unwrap_err().to_string();
         assert!(error.contains("main network"), "{error}");
         let chosen =
@@ -198,11 +210,11 @@ mod tests {
             "[policy]\nper_call = \"0.01\"\npayees = [\"0x2222222222222222222222222222222222222222\"]\n\
              networks = {\"eip155:8453\" = \"1\", \"eip155:137\" = \"1\"}",
         );
-        assert_eq!(select(&c, "evil.test", &json!({"accepts": []})).unwrap_err(), Refusal::Host("evil.test".into()));
+        assert_eq!(select(&c, "evil.test", &offering(json!([]))).unwrap_err(), Refusal::Host("evil.test".into()));
         let mut long = offer("eip155:8453", BASE_USDC, "1");
         long["payTo"] = json!("0x2222222222222222222222222222222222222222");
         long["maxTimeoutSeconds"] = json!(86400);
-        let required = json!({"accepts": [
+        let required = offering(json!([
             offer("eip155:8453", BASE_USDC, "2000"),
             offer("eip155:8453", "0x9999999999999999999999999999999999999999", "1"),
             json!({"scheme": "upto", "network": "eip155:137"}),
@@ -210,7 +222,7 @@ mod tests {
             long,
             offer("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "x", "1"),
             offer("bip122:000000000019d6689c085ae165831e93", "x", "1"),
-        ]});
+        ]));
         let error = select(&c, "api.example.test", &required).unwrap_err().to_string();
         for part in [
             "payee 0x1111",
@@ -224,7 +236,7 @@ mod tests {
             assert!(error.contains(part), "{part}: {error}");
         }
         let c = config("[policy]\nper_call = \"0.001\"\nnetworks = {\"eip155:8453\" = \"1\"}");
-        let error = select(&c, "api.example.test", &json!({"accepts": [offer("eip155:8453", BASE_USDC, "2000")]}))
+        let error = select(&c, "api.example.test", &offering(json!([offer("eip155:8453", BASE_USDC, "2000")])))
             .unwrap_err()
             .to_string();
         assert!(error.contains("$0.002 is more than the $0.001 allowed per call"), "{error}");
@@ -237,11 +249,11 @@ mod tests {
              networks = {\"eip155:8453\" = \"1\", \"eip155:137\" = \"1\"}",
         );
         let required =
-            json!({"accepts": [offer("eip155:8453", BASE_USDC, "2000"), offer("eip155:137", POLYGON_USDC, "1000")]});
+            offering(json!([offer("eip155:8453", BASE_USDC, "2000"), offer("eip155:137", POLYGON_USDC, "1000")]));
         let chosen = select(&c, "mirror.example.test", &required).unwrap();
         assert_eq!(chosen.network, "eip155:137");
         assert!(!chosen.needs_approval);
-        let required = json!({"accepts": [offer("eip155:8453", BASE_USDC, "2000")]});
+        let required = offering(json!([offer("eip155:8453", BASE_USDC, "2000")]));
         assert!(select(&c, "API.example.test", &required).unwrap().needs_approval);
         // Once hosts are listed, the service's own host must be among them.
         let c = config("[policy]\nhosts = [\"mirror.example.test\"]\nnetworks = {\"eip155:8453\" = \"1\"}");

@@ -19,7 +19,7 @@ const STALE_RESERVATION_SECONDS: u64 = 600;
 /// How far past its `validBefore` an unused authorization must be before it is taken as
 /// expired: this machine's clock may run ahead of the chain's (the same slack the payer
 /// gives `validAfter`).
-const EXPIRY_SLACK_SECONDS: u64 = paperchain_protocol::x402::VALID_AFTER_SLACK_SECONDS;
+const EXPIRY_SLACK_SECONDS: u64 = paperchain_protocol::exact_evm::VALID_AFTER_SLACK_SECONDS;
 
 /// What the chain says of one row.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]

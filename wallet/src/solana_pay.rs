@@ -11,7 +11,8 @@
 use paperchain_engine_core::solana::token::{self, associated_token_address};
 use paperchain_engine_core::solana::{Cluster, Clusters};
 use paperchain_protocol::SignError;
-use paperchain_protocol::svm::{self, SigningKey, Transfer};
+use paperchain_protocol::exact_svm::{self, ExactSvmPayload, SigningKey, Transfer};
+use paperchain_protocol::x402::{Offer, PaymentPayload, ResourceInfo};
 use serde_json::{Value, json};
 
 /// Compute units the transfer may use: a `TransferChecked` and a memo use under 10,000.
@@ -22,13 +23,13 @@ pub const COMPUTE_UNIT_LIMIT: u32 = 20_000;
 /// Micro-lamports per compute unit: the smallest priority fee there is.
 pub const COMPUTE_UNIT_PRICE: u64 = 1;
 
-pub use paperchain_protocol::svm::BLOCKHASH_LIFETIME_SECONDS;
+pub use paperchain_protocol::exact_svm::BLOCKHASH_LIFETIME_SECONDS;
 
 /// A signed Solana payment, with what the ledger keeps of it.
 #[derive(Clone, Debug)]
 pub struct SignedPayment {
     /// The PaymentPayload.
-    pub payload: Value,
+    pub payload: PaymentPayload<ExactSvmPayload, Value>,
     /// The payer's address.
     pub payer: String,
     /// The memo's nonce: finds the transaction on chain.
@@ -43,30 +44,30 @@ pub struct SignedPayment {
 pub async fn sign(
     clusters: &Clusters,
     key: &SigningKey,
-    requirement: &Value,
-    resource: Option<&Value>,
+    requirement: &Offer,
+    resource: Option<&ResourceInfo>,
 ) -> Result<SignedPayment, SignError> {
-    let asked = svm::Requirement::read(requirement)?;
+    let asked = exact_svm::Terms::read(requirement)?;
     let cluster = clusters.of_caip2(&asked.network).map_err(SignError::Unsupported)?;
-    let owner = svm::address_of(key);
+    let owner = exact_svm::address_of(key);
     if owner == asked.fee_payer {
         return Err(SignError::Unsupported("the facilitator's fee payer is this wallet: it would pay itself".into()));
     }
     let (program, decimals) = mint(&cluster, &asked.asset).await?;
-    let ata = |holder: &svm::Address, what: &str| {
+    let ata = |holder: &exact_svm::Address, what: &str| {
         associated_token_address(holder, &asked.asset, program)
             .ok_or_else(|| SignError::Malformed(format!("{what} has no associated token account address")))
     };
     let source = ata(&owner, "the payer")?;
     let destination = ata(&asked.pay_to, "the requirement's `payTo`")?;
     let (blockhash, last_valid_block_height) = latest_blockhash(&cluster).await?;
-    let memo = svm::random_memo();
+    let memo = exact_svm::random_memo();
     let transfer = Transfer {
         fee_payer: asked.fee_payer,
         source,
         destination,
         mint: asked.asset,
-        token_program: svm::program(program.id()),
+        token_program: exact_svm::program(program.id()),
         amount: asked.amount,
         decimals,
         recent_blockhash: blockhash,
@@ -74,19 +75,19 @@ pub async fn sign(
         compute_unit_price: COMPUTE_UNIT_PRICE,
         memo: memo.clone(),
     };
-    let wire = svm::sign_transfer(key, &transfer)?;
+    let wire = exact_svm::sign_transfer(key, &transfer)?;
     Ok(SignedPayment {
-        payload: svm::payment(requirement, resource, &wire),
-        payer: svm::to_base58(&owner),
+        payload: exact_svm::payment(requirement, resource, &wire),
+        payer: exact_svm::to_base58(&owner),
         memo,
-        source: svm::to_base58(&source),
+        source: exact_svm::to_base58(&source),
         last_valid_block_height,
     })
 }
 
 /// The mint's program and decimals, read from the chain.
-async fn mint(cluster: &Cluster, mint: &svm::Address) -> Result<(token::TokenProgram, u8), SignError> {
-    let address = svm::to_base58(mint);
+async fn mint(cluster: &Cluster, mint: &exact_svm::Address) -> Result<(token::TokenProgram, u8), SignError> {
+    let address = exact_svm::to_base58(mint);
     let chain = |e: paperchain_engine_core::EngineError| {
         SignError::Unsupported(format!("reading the mint {address}: {}", e.message))
     };
@@ -108,7 +109,7 @@ async fn latest_blockhash(cluster: &Cluster) -> Result<([u8; 32], u64), SignErro
     let value = &answer["value"];
     let blockhash = value["blockhash"]
         .as_str()
-        .and_then(|text| svm::address(text, "blockhash").ok())
+        .and_then(|text| exact_svm::address(text, "blockhash").ok())
         .ok_or_else(|| SignError::Malformed(format!("the node's blockhash is not 32 bytes of base58: {value}")))?;
     let height = value["lastValidBlockHeight"]
         .as_u64()

@@ -2,8 +2,7 @@
 //! answer's SettlementResponse. What to pay is the policy's choice ([`crate::policy`]); the
 //! exchange itself is [`crate::client`].
 
-use paperchain_protocol::x402;
-use serde_json::Value;
+use paperchain_protocol::x402::{self, PaymentRequired, SettlementResponse};
 
 /// Why a payment was not made; the message says what the server asked and what was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -20,35 +19,38 @@ pub enum PayError {
 }
 
 /// The PaymentRequired of a 402: the `PAYMENT-REQUIRED` header when present (the x402 v2
-/// transport), else the JSON body.
-pub fn read_payment_required(header: Option<&str>, body: &[u8]) -> Result<Value, PayError> {
-    let required = match header {
-        Some(header) => x402::decode(header, "PAYMENT-REQUIRED").map_err(PayError::Unreadable)?,
-        None => serde_json::from_slice(body).map_err(|_| PayError::Unreadable("the 402's body is not JSON".into()))?,
-    };
-    if required["x402Version"] != x402::X402_VERSION {
-        return Err(PayError::Unreadable(format!("x402Version is {}, not 2", required["x402Version"])));
+/// transport), else the JSON body. Each entry of `accepts` is read on its own: one this
+/// client cannot read is refused by the policy with its reason, the others stay payable.
+pub fn read_payment_required(header: Option<&str>, body: &[u8]) -> Result<PaymentRequired, PayError> {
+    match header {
+        Some(header) => x402::decode(header, "PAYMENT-REQUIRED").map_err(PayError::Unreadable),
+        None => {
+            let value =
+                serde_json::from_slice(body).map_err(|_| PayError::Unreadable("the 402's body is not JSON".into()))?;
+            x402::read(value, "the 402's body").map_err(PayError::Unreadable)
+        }
     }
-    if !required["accepts"].is_array() {
-        return Err(PayError::Unreadable("it lists no `accepts`".into()));
-    }
-    Ok(required)
 }
 
 /// The SettlementResponse of a paid answer's `PAYMENT-RESPONSE` header, which must say it
 /// succeeded and name its transaction.
-pub fn read_settlement(header: &str) -> Result<Value, PayError> {
-    let settlement = x402::decode(header, "PAYMENT-RESPONSE").map_err(PayError::Settlement)?;
-    if settlement["success"] != true {
-        return Err(PayError::Settlement(format!("it says the settlement failed: {}", settlement["errorReason"])));
+pub fn read_settlement(header: &str) -> Result<SettlementResponse, PayError> {
+    let settlement: SettlementResponse = x402::decode(header, "PAYMENT-RESPONSE").map_err(PayError::Settlement)?;
+    if !settlement.success {
+        let reason = settlement
+            .error_reason
+            .as_deref()
+            .map(|r| crate::clean(r, 200))
+            .unwrap_or_else(|| "no reason given".into());
+        return Err(PayError::Settlement(format!("it says the settlement failed: {reason}")));
     }
-    let Some(transaction) = settlement["transaction"].as_str().filter(|t| !t.is_empty()) else {
+    let transaction = settlement.transaction.as_str();
+    if transaction.is_empty() {
         return Err(PayError::Settlement("it names no transaction".into()));
-    };
+    }
     // An EVM transaction is a 32-byte hash, a Solana one a 64-byte signature in base58;
     // anything else would reach the ledger and the screen.
-    let solana = settlement["network"].as_str().is_some_and(|n| n.starts_with("solana:"));
-    let readable = if solana {
+    let readable = if settlement.network.starts_with("solana:") {
         bs58::decode(transaction).into_vec().is_ok_and(|bytes| bytes.len() == 64)
     } else {
         transaction.parse::<alloy::primitives::B256>().is_ok()
@@ -65,7 +67,7 @@ pub fn read_settlement(header: &str) -> Result<Value, PayError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn required() -> Value {
         json!({
@@ -84,8 +86,11 @@ mod tests {
     fn unreadable_requests_and_settlements_are_named() {
         assert!(read_payment_required(Some("???"), b"").unwrap_err().to_string().contains("not base64"));
         assert!(read_payment_required(None, br#"{"x402Version": 1}"#).unwrap_err().to_string().contains("not 2"));
+        assert!(read_payment_required(None, br#"{"x402Version": 2}"#).unwrap_err().to_string().contains("accepts"));
         let required = read_payment_required(None, required().to_string().as_bytes()).unwrap();
-        assert_eq!(required["accepts"].as_array().map(Vec::len), Some(2));
+        assert_eq!(required.accepts.len(), 2);
+        assert!(required.accepts.iter().all(|offer| offer.terms.is_ok()));
+        assert_eq!(required.resource.unwrap().url, "https://example.test/v1/chain/gas");
         let failed = x402::encode(&json!({"success": false, "errorReason": "insufficient_funds"}));
         assert!(read_settlement(&failed).unwrap_err().to_string().contains("insufficient_funds"));
         let forged = x402::encode(&json!({"success": true, "network": "eip155:8453", "transaction": "\u{1b}[2Jpaid"}));

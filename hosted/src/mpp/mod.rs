@@ -46,10 +46,13 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use mpp::protocol::intents::ChargeRequest;
 use mpp::{Base64UrlJson, PaymentChallenge, PaymentCredential};
+use paperchain_protocol::eip3009::TransferAuthorization;
+use paperchain_protocol::exact_evm::ExactEvmPayload;
 pub use paperchain_protocol::mpp::{
     AUTHORIZATION_HEADER, CACHE_CONTROL_CHALLENGE, CACHE_CONTROL_RECEIPT, CREDENTIAL_TYPE_AUTHORIZATION, INTENT_CHARGE,
     METHOD_EVM, METHOD_TEMPO, PAYMENT_RECEIPT_HEADER, WWW_AUTHENTICATE_HEADER, challenge_hash,
 };
+use paperchain_protocol::x402::{PaymentPayload, Requirements, SCHEME_EXACT, Version2};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -498,42 +501,43 @@ impl MppConfig {
 
     /// The x402 v2 `exact` requirements equal to an `evm` challenge for `amount` (the
     /// facilitator demands `accepted` == `paymentRequirements`).
-    pub fn x402_requirements(&self, amount: U256) -> Value {
-        let Some(evm) = &self.evm else {
-            return Value::Null;
-        };
-        json!({
-            "scheme": "exact",
-            "network": format!("eip155:{}", evm.chain_id),
-            "amount": amount.to_string(),
-            "payTo": evm.recipient.to_checksum(None),
-            "maxTimeoutSeconds": self.challenge_ttl.as_secs(),
-            "asset": evm.asset.to_checksum(None),
-            "extra": {
+    pub fn x402_requirements(&self, amount: U256) -> Option<Requirements> {
+        let evm = self.evm.as_ref()?;
+        Some(Requirements {
+            scheme: SCHEME_EXACT.to_string(),
+            network: format!("eip155:{}", evm.chain_id),
+            amount: amount.to_string(),
+            asset: evm.asset.to_checksum(None),
+            pay_to: evm.recipient.to_checksum(None),
+            max_timeout_seconds: self.challenge_ttl.as_secs(),
+            extra: Some(json!({
                 "assetTransferMethod": "eip3009",
                 "name": evm.token_name,
                 "version": evm.token_version,
-            },
+            })),
         })
     }
 
     /// The x402 v2 `PaymentPayload` for `auth`, for the same facilitator as PAYMENT-SIGNATURE.
     pub fn to_x402_payload(&self, auth: &EvmAuthorization) -> Value {
-        json!({
-            "x402Version": 2,
-            "accepted": self.x402_requirements(auth.value),
-            "payload": {
-                "signature": auth.signature.to_string(),
-                "authorization": {
-                    "from": auth.from.to_checksum(None),
-                    "to": auth.to.to_checksum(None),
-                    "value": auth.value.to_string(),
-                    "validAfter": auth.valid_after.to_string(),
-                    "validBefore": auth.valid_before.to_string(),
-                    "nonce": auth.nonce.to_string(),
+        let payment = PaymentPayload {
+            x402_version: Version2,
+            accepted: self.x402_requirements(auth.value),
+            resource: None,
+            payload: ExactEvmPayload {
+                signature: auth.signature.to_string(),
+                authorization: TransferAuthorization {
+                    from: auth.from.to_checksum(None),
+                    to: auth.to.to_checksum(None),
+                    value: auth.value.to_string(),
+                    valid_after: auth.valid_after.to_string(),
+                    valid_before: auth.valid_before.to_string(),
+                    nonce: auth.nonce.to_string(),
                 },
             },
-        })
+            extensions: Default::default(),
+        };
+        serde_json::to_value(payment).expect("a PaymentPayload serializes")
     }
 
     /// The facilitator's `/verify` and `/settle` body for `auth`.
@@ -665,18 +669,6 @@ struct AuthorizationPayload {
     signature: Bytes,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawAuthorizationPayload {
-    from: String,
-    to: String,
-    value: String,
-    valid_after: String,
-    valid_before: String,
-    nonce: String,
-    signature: String,
-}
-
 fn parse_authorization_payload(payload: &Value) -> Result<AuthorizationPayload, MppError> {
     let kind = payload
         .get("type")
@@ -688,7 +680,7 @@ fn parse_authorization_payload(payload: &Value) -> Result<AuthorizationPayload, 
             "credential type `{kind}` is not accepted; use type=\"authorization\" (EIP-3009)"
         )));
     }
-    let raw = RawAuthorizationPayload::deserialize(payload).map_err(|_| {
+    let raw = paperchain_protocol::mpp::AuthorizationPayload::deserialize(payload).map_err(|_| {
         MppError::Malformed(
             "authorization payload needs string fields from, to, value, validAfter, validBefore, \
              nonce and signature"
@@ -712,11 +704,12 @@ fn parse_authorization_payload(payload: &Value) -> Result<AuthorizationPayload, 
             u64::try_from(value).map_err(|_| MppError::Malformed(format!("payload `{name}` is out of range")))
         })
     };
-    let nonce = raw
+    let signed = &raw.authorization;
+    let nonce = signed
         .nonce
         .strip_prefix("0x")
         .filter(|hex| hex.len() == 64)
-        .and_then(|_| B256::from_str(&raw.nonce).ok())
+        .and_then(|_| B256::from_str(&signed.nonce).ok())
         .ok_or_else(|| MppError::Malformed("payload `nonce` is not a 0x-prefixed bytes32".into()))?;
     let signature = raw
         .signature
@@ -726,11 +719,11 @@ fn parse_authorization_payload(payload: &Value) -> Result<AuthorizationPayload, 
         .map(Bytes::from)
         .ok_or_else(|| MppError::Malformed("payload `signature` is not 0x-prefixed hex".into()))?;
     Ok(AuthorizationPayload {
-        from: address("from", &raw.from)?,
-        to: address("to", &raw.to)?,
-        value: integer("value", &raw.value)?,
-        valid_after: seconds("validAfter", &raw.valid_after)?,
-        valid_before: seconds("validBefore", &raw.valid_before)?,
+        from: address("from", &signed.from)?,
+        to: address("to", &signed.to)?,
+        value: integer("value", &signed.value)?,
+        valid_after: seconds("validAfter", &signed.valid_after)?,
+        valid_before: seconds("validBefore", &signed.valid_before)?,
         nonce,
         signature,
     })

@@ -44,8 +44,10 @@ use std::time::{Duration, Instant};
 
 use paperchain_engine::catalog::{Admission, PreparedCall, Produces, RouteEntry};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, Price, Reply};
-use paperchain_protocol::svm;
-use paperchain_protocol::x402::{self, check_payment, decode_payment, signed_amount};
+use paperchain_protocol::exact_svm;
+use paperchain_protocol::x402::{
+    self, PaymentPayload, PaymentRequired, Requirements, ResourceInfo, SettlementResponse, Version2,
+};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
@@ -56,7 +58,8 @@ use super::config::{HostedConfig, PayTo};
 use super::facilitator::{FacilitatorFailure, PaymentFacilitator, Settled};
 use super::mpp::{MppConfig, MppError, RequestBinding, now_unix};
 use super::store::{
-    Authorization, Claim, Decision, Finish, FreeTake, Outcome, PaidRequest, PaymentOutcome, PaymentState, Pruned, Store,
+    Authorization, Claim, ClosedPayment, Decision, FreeTake, Outcome, PaidRequest, PaymentOutcome, PaymentState,
+    Pruned, Store,
 };
 use paperchain_calls::Body;
 pub use paperchain_calls::paywall::{Answer, Failure, FreeAsk, PaidCall, Payment, Receipt, Required, RequiredBody};
@@ -65,10 +68,7 @@ use paperchain_gateway::files::FileStore;
 mod payload;
 
 pub use payload::{PAYMENT_IDENTIFIER, client_key};
-use payload::{
-    authorization, paid_request, payment_id, payment_identifier_extension, payment_key, raw_request, requirement,
-    same_requirements,
-};
+use payload::{authorization, paid_request, payment_identifier_extension, payment_key, raw_request, requirement};
 
 /// The time, injectable so tests can cross a UTC day.
 pub trait Clock: Send + Sync {
@@ -87,7 +87,7 @@ impl Clock for SystemClock {
 
 /// A paid call as the paywall works on it: the call path's, and what an MPP challenge is
 /// bound to (HTTP method, path, body), `None` where MPP does not apply (MCP).
-struct Call<'a> {
+struct PaywallCall<'a> {
     route: &'a RouteEntry,
     body: &'a Body,
     payment: Option<Payment>,
@@ -97,15 +97,15 @@ struct Call<'a> {
     admission: Admission,
 }
 
-impl<'a> Call<'a> {
-    fn of(paid: PaidCall<'a>) -> Call<'a> {
+impl<'a> PaywallCall<'a> {
+    fn of(paid: PaidCall<'a>) -> PaywallCall<'a> {
         let PaidCall { route, body, payment, free, client, over_http, admission } = paid;
         let bytes: &[u8] = match body {
             Body::Json(bytes) => bytes,
             Body::NotJson(_) | Body::TooLarge(_) => &[],
         };
         let binding = over_http.then(|| RequestBinding::new("POST", route.info().path, bytes));
-        Call { route, body, payment, free, client, binding, admission }
+        PaywallCall { route, body, payment, free, client, binding, admission }
     }
 }
 
@@ -299,7 +299,6 @@ impl Paywall {
             .await
             .map_err(|_| "the facilitator did not answer /supported in time".to_string())?
             .map_err(|e| format!("the facilitator's /supported failed: {e:?}"))?;
-        let supported = serde_json::to_value(&supported).unwrap_or(Value::Null);
         let mut extras = self.extras.write().await;
         // The requirements change: quotes serialized with the old ones are stale.
         self.quotes.lock().unwrap_or_else(|p| p.into_inner()).clear();
@@ -307,9 +306,9 @@ impl Paywall {
             if pay_to.network.eip712.is_some() {
                 continue;
             }
-            let fee_payer = supported["kinds"].as_array().into_iter().flatten().find_map(|kind| {
-                (kind["network"] == pay_to.network.caip2 && kind["x402Version"] == 2)
-                    .then(|| kind["extra"]["feePayer"].as_str().map(str::to_string))
+            let fee_payer = supported.kinds.iter().find_map(|kind| {
+                (kind.network == pay_to.network.caip2 && kind.x402_version == 2)
+                    .then(|| kind.extra.as_ref()?.get("feePayer")?.as_str().map(str::to_string))
                     .flatten()
             });
             match fee_payer {
@@ -326,7 +325,7 @@ impl Paywall {
     }
 
     /// The requirements for `price`, one per network this server is paid on, primary first.
-    pub async fn requirements(&self, price: Price) -> Vec<Value> {
+    pub async fn requirements(&self, price: Price) -> Vec<Requirements> {
         let extras = self.extras.read().await;
         self.config
             .pay_to
@@ -341,46 +340,45 @@ impl Paywall {
     /// The PaymentRequired object for `route` at `price`, with `error` if any.
     pub async fn payment_required(&self, route: &RouteEntry, price: Price, error: Option<String>) -> Value {
         let info = route.info();
-        let mut resource = json!({
-            "url": format!("{}{}", self.config.public_url.as_str().trim_end_matches('/'), info.path),
-            "description": info.summary,
-            "mimeType": mime_type(route),
-            "serviceName": self.config.service_name,
-            "tags": tags(route),
-        });
-        if let Some(icon) = &self.config.icon_url {
-            resource["iconUrl"] = json!(icon);
-        }
-        let mut body = json!({ "x402Version": 2 });
-        if let Some(error) = error {
-            body["error"] = json!(error);
-        }
-        body["resource"] = resource;
-        body["accepts"] = Value::Array(self.requirements(price).await);
+        let resource = ResourceInfo {
+            url: format!("{}{}", self.config.public_url.as_str().trim_end_matches('/'), info.path),
+            description: Some(info.summary.to_string()),
+            mime_type: Some(mime_type(route).to_string()),
+            service_name: Some(self.config.service_name.clone()),
+            tags: tags(route),
+            icon_url: self.config.icon_url.clone(),
+            more: Default::default(),
+        };
         let mut extensions = serde_json::Map::new();
         if let Some(bazaar) = self.bazaar.get(info.path) {
             extensions.insert("bazaar".into(), bazaar.clone());
         }
         extensions.insert(PAYMENT_IDENTIFIER.into(), payment_identifier_extension());
-        body["extensions"] = Value::Object(extensions);
-        body
+        let required = PaymentRequired {
+            x402_version: Version2,
+            error,
+            resource: Some(resource),
+            accepts: self.requirements(price).await,
+            extensions,
+        };
+        serde_json::to_value(required).expect("a PaymentRequired serializes")
     }
 
     /// Decides and, where allowed, runs one call.
     pub async fn handle(&self, call: PaidCall<'_>, ctx: &Context) -> Answer {
-        let call = Call::of(call);
+        let call = PaywallCall::of(call);
         let mut decision = Decision::new(call.route.info().path, call.route.info().operation, Outcome::PaymentRequired);
         decision.at = self.clock.now();
         decision.client = call.client.map(client_key);
         let answer = match call.payment {
             None => self.unpaid(&call, ctx, &mut decision).await,
             Some(Payment::X402(ref header)) => {
-                let payload = decode_payment(header);
-                self.paid_x402(&call, payload, ctx, &mut decision).await
+                let payment = x402::decode_payment(header);
+                self.paid_x402(&call, payment, ctx, &mut decision).await
             }
             Some(Payment::X402Json(ref value)) => {
-                let payload = check_payment(value.clone());
-                self.paid_x402(&call, payload, ctx, &mut decision).await
+                let payment = x402::read(value.clone(), "the payment").map(|read| (value.clone(), read));
+                self.paid_x402(&call, payment, ctx, &mut decision).await
             }
             Some(Payment::Mpp(ref header)) => self.paid_mpp(&call, header, ctx, &mut decision).await,
         };
@@ -398,7 +396,7 @@ impl Paywall {
         answer
     }
 
-    async fn unpaid(&self, call: &Call<'_>, ctx: &Context, decision: &mut Decision) -> Answer {
+    async fn unpaid(&self, call: &PaywallCall<'_>, ctx: &Context, decision: &mut Decision) -> Answer {
         let route = call.route;
         let base = route.info().base_price;
         let bytes = match call.body {
@@ -467,7 +465,7 @@ impl Paywall {
     /// refused with its own status and the payment is not used.
     async fn paid_input(
         &self,
-        call: &Call<'_>,
+        call: &PaywallCall<'_>,
         ctx: &Context,
         decision: &mut Decision,
     ) -> Result<(Price, PreparedCall), Answer> {
@@ -497,8 +495,8 @@ impl Paywall {
 
     async fn paid_x402(
         &self,
-        call: &Call<'_>,
-        payload: Result<Value, String>,
+        call: &PaywallCall<'_>,
+        payment: Result<(Value, PaymentPayload), String>,
         ctx: &Context,
         decision: &mut Decision,
     ) -> Answer {
@@ -511,20 +509,21 @@ impl Paywall {
             decision.error_code = Some(code.into());
             error
         };
-        let payload = match payload {
-            Ok(payload) => payload,
+        // `raw` is the payment as sent: what the facilitator verifies the signature over.
+        let (raw, payment) = match payment {
+            Ok(read) => read,
             Err(why) => {
                 let error =
                     refuse(decision, Outcome::InvalidPayment, "invalid_payment", format!("invalid_payment: {why}"));
                 return self.required(call, price, Some(error)).await;
             }
         };
-        let accepted = &payload["accepted"];
-        decision.network = accepted["network"].as_str().map(str::to_string);
-        let key = payment_key(&payload);
+        let accepted = &payment.accepted;
+        decision.network = Some(accepted.network.clone());
+        let key = payment_key(&raw, &payment);
         let paid_request = PaidRequest {
-            payment_id: payment_id(&payload),
-            authorization: authorization(&payload),
+            payment_id: payment.payment_id().map(str::to_string),
+            authorization: authorization(&payment),
             ..paid_request(call, price, decision)
         };
         if paid_request.payment_id.is_some() {
@@ -535,11 +534,11 @@ impl Paywall {
             }
         }
         let offered = self.requirements(price).await;
-        let Some(ours) = offered.iter().find(|r| r["network"] == accepted["network"]) else {
-            let networks: Vec<&str> = offered.iter().filter_map(|r| r["network"].as_str()).collect();
+        let Some(ours) = offered.iter().find(|r| r.network == accepted.network) else {
+            let networks: Vec<&str> = offered.iter().map(|r| r.network.as_str()).collect();
             let error = format!(
                 "network_not_accepted: payment on {} is not accepted here (accepted: {})",
-                accepted["network"].as_str().unwrap_or("an unnamed network"),
+                accepted.network,
                 networks.join(", ")
             );
             let error = refuse(decision, Outcome::InvalidPayment, "network_not_accepted", error);
@@ -547,23 +546,22 @@ impl Paywall {
         };
         // Both the amount the client says it accepted and the amount its signature moves
         // must be the quote: facilitators only refuse too little, and settle what is signed.
-        if accepted["amount"] != ours["amount"] || signed_amount(&payload).is_some_and(|signed| signed != price.units())
-        {
+        if accepted.amount != ours.amount || payment.signed_amount().is_some_and(|signed| signed != price.units()) {
             let error = refuse(decision, Outcome::PriceMismatch, "price_mismatch", "price_mismatch".into());
             return self.required(call, price, Some(error)).await;
         }
-        if !same_requirements(accepted, ours) {
+        if !accepted.same_terms(ours) {
             let error = "requirements_mismatch: the payment's accepted requirements differ from the ones offered \
                          (scheme, asset, payTo, maxTimeoutSeconds or extra)";
             let error = refuse(decision, Outcome::InvalidPayment, "requirements_mismatch", error.into());
             return self.required(call, price, Some(error)).await;
         }
         // A Solana payment its payer did not sign can never settle: refused before any work.
-        if let Err(why) = svm::check_signed(&payload) {
+        if let Err(why) = exact_svm::check_signed(&payment) {
             let error = refuse(decision, Outcome::InvalidPayment, "invalid_payment", format!("invalid_payment: {why}"));
             return self.required(call, price, Some(error)).await;
         }
-        let request = json!({ "x402Version": 2, "paymentPayload": payload, "paymentRequirements": ours });
+        let request = json!({ "x402Version": 2, "paymentPayload": raw, "paymentRequirements": ours });
         let settle = self.verify_run_settle(call, price, prepared, key, &paid_request, &request, ctx, decision);
         let (reply, settled) = match settle.await {
             Ok(done) => done,
@@ -574,7 +572,7 @@ impl Paywall {
         Answer::Delivered { reply, receipt: Some(Receipt { settlement, mpp_receipt: None }), free_left: None }
     }
 
-    async fn paid_mpp(&self, call: &Call<'_>, header: &str, ctx: &Context, decision: &mut Decision) -> Answer {
+    async fn paid_mpp(&self, call: &PaywallCall<'_>, header: &str, ctx: &Context, decision: &mut Decision) -> Answer {
         let (price, prepared) = match self.paid_input(call, ctx, decision).await {
             Ok(checked) => checked,
             Err(answer) => return answer,
@@ -638,7 +636,7 @@ impl Paywall {
         match self.run(prepared, ctx).await {
             Ok(reply) => {
                 decision.outcome = Outcome::Redelivered;
-                let settlement = x402::settlement_response(&stored.tx_hash, &stored.network, stored.payer.as_deref());
+                let settlement = SettlementResponse::settled(&stored.tx_hash, &stored.network, stored.payer.as_deref());
                 Answer::Delivered { reply, receipt: Some(Receipt { settlement, mpp_receipt: None }), free_left: None }
             }
             Err(error) => {
@@ -655,7 +653,7 @@ impl Paywall {
     #[allow(clippy::too_many_arguments)]
     async fn verify_run_settle(
         &self,
-        call: &Call<'_>,
+        call: &PaywallCall<'_>,
         price: Price,
         prepared: PreparedCall,
         key: [u8; 32],
@@ -713,7 +711,7 @@ impl Paywall {
         };
         let payer = settled.as_ref().ok().and_then(|s| s.payer.clone()).or_else(|| decision.payer.clone());
         // Written with the ledger row, in one transaction (`Paywall::handle`).
-        decision.finish = Some(Finish { key, outcome: end, payer });
+        decision.finish = Some(ClosedPayment { key, outcome: end, payer });
         match settled {
             Ok(settled) => {
                 if settled.payer.is_some() {
@@ -775,7 +773,7 @@ impl Paywall {
 
     async fn facilitator_refusal(
         &self,
-        call: &Call<'_>,
+        call: &PaywallCall<'_>,
         price: Price,
         failure: FacilitatorFailure,
         decision: &mut Decision,
@@ -801,7 +799,7 @@ impl Paywall {
         }
     }
 
-    async fn required(&self, call: &Call<'_>, price: Price, error: Option<String>) -> Answer {
+    async fn required(&self, call: &PaywallCall<'_>, price: Price, error: Option<String>) -> Answer {
         let body = match error {
             // An error names this input: built for it alone.
             Some(error) => Arc::new(RequiredBody::new(self.payment_required(call.route, price, Some(error)).await)),
@@ -838,8 +836,8 @@ impl Paywall {
 }
 
 /// The x402 SettlementResponse of a successful settlement.
-fn settlement_response(settled: &Settled, payer: &Option<String>) -> Value {
-    x402::settlement_response(&settled.transaction, &settled.network, settled.payer.as_deref().or(payer.as_deref()))
+fn settlement_response(settled: &Settled, payer: &Option<String>) -> SettlementResponse {
+    SettlementResponse::settled(&settled.transaction, &settled.network, settled.payer.as_deref().or(payer.as_deref()))
 }
 
 fn describe(error: &EngineError) -> String {

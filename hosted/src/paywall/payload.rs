@@ -10,8 +10,7 @@ use super::*;
 
 /// The spec's `payment-identifier` extension.
 pub use paperchain_protocol::x402::PAYMENT_IDENTIFIER;
-/// Shortest and longest payment id the extension allows.
-const PAYMENT_ID_LENGTH: std::ops::RangeInclusive<usize> = 16..=128;
+use paperchain_protocol::x402::{PAYMENT_ID_LENGTH, SCHEME_EXACT, SchemePayload};
 
 /// The `payment-identifier` extension as advertised: optional, with its schema.
 pub(super) fn payment_identifier_extension() -> Value {
@@ -34,15 +33,6 @@ pub(super) fn payment_identifier_extension() -> Value {
     })
 }
 
-/// The payload's payment id (`extensions["payment-identifier"].info.id`), when it is a
-/// valid one (16 to 128 of `[A-Za-z0-9_-]`); an invalid one counts as none.
-pub(super) fn payment_id(payload: &Value) -> Option<String> {
-    let id = payload["extensions"][PAYMENT_IDENTIFIER]["info"]["id"].as_str()?;
-    let valid = PAYMENT_ID_LENGTH.contains(&id.len())
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    valid.then(|| id.to_string())
-}
-
 /// The sha256 of a JSON body's bytes (paid calls only get here with one).
 fn body_sha256(body: &Body) -> Option<[u8; 32]> {
     match body {
@@ -51,37 +41,22 @@ fn body_sha256(body: &Body) -> Option<[u8; 32]> {
     }
 }
 
-pub(super) fn requirement(pay_to: &PayTo, price: Price, max_timeout_seconds: u64, extra: Value) -> Value {
-    json!({
-        "scheme": "exact",
-        "network": pay_to.network.caip2,
-        "amount": price.atomic_string(),
-        "asset": pay_to.network.asset,
-        "payTo": pay_to.address,
-        "maxTimeoutSeconds": max_timeout_seconds,
-        "extra": extra,
-    })
-}
-
-/// Equal requirements, comparing EVM addresses without regard to case (clients may
-/// re-checksum them).
-pub(super) fn same_requirements(accepted: &Value, ours: &Value) -> bool {
-    let fold = |v: &Value| -> Value {
-        let mut v = v.clone();
-        for key in ["asset", "payTo"] {
-            if let Some(text) = v[key].as_str().filter(|t| t.starts_with("0x")) {
-                v[key] = json!(text.to_ascii_lowercase());
-            }
-        }
-        v
-    };
-    let (a, b) = (fold(accepted), fold(ours));
-    ["scheme", "network", "amount", "asset", "payTo", "maxTimeoutSeconds", "extra"].iter().all(|k| a[k] == b[k])
+/// The `exact` requirements this server offers on `pay_to`'s network at `price`.
+pub(super) fn requirement(pay_to: &PayTo, price: Price, max_timeout_seconds: u64, extra: Value) -> Requirements {
+    Requirements {
+        scheme: SCHEME_EXACT.to_string(),
+        network: pay_to.network.caip2.to_string(),
+        amount: price.atomic_string(),
+        asset: pay_to.network.asset.to_string(),
+        pay_to: pay_to.address.to_string(),
+        max_timeout_seconds,
+        extra: Some(extra),
+    }
 }
 
 /// What a claim keeps of the call it pays for, whatever the payment: the body's hash, the
 /// operation, the client and the quote.
-pub(super) fn paid_request(call: &Call<'_>, price: Price, decision: &Decision) -> PaidRequest {
+pub(super) fn paid_request(call: &PaywallCall<'_>, price: Price, decision: &Decision) -> PaidRequest {
     PaidRequest {
         request_sha256: body_sha256(call.body),
         operation: Some(call.route.info().operation.to_string()),
@@ -95,50 +70,48 @@ pub(super) fn paid_request(call: &Call<'_>, price: Price, decision: &Decision) -
 /// authorization of an x402 `exact` EVM payload; for a Solana payload, the payer, the mint
 /// and the memo of its transfer, usable until its blockhash is too old. `None` for other
 /// payloads (Permit2) or one whose fields do not read (it is refused later anyway).
-pub(super) fn authorization(payload: &Value) -> Option<Authorization> {
-    if let Some(wire) = svm::payload_transaction(payload) {
-        let (payer, mint, memo) = svm::Transaction::parse(&wire)?.payment_parts()?;
-        let now = time::OffsetDateTime::now_utc().unix_timestamp().max(0) as u64;
-        return Some(Authorization {
-            asset: svm::to_base58(&mint),
-            authorizer: svm::to_base58(&payer),
-            nonce: memo?,
-            valid_before: now + SOLANA_BLOCKHASH_SECONDS,
-        });
+pub(super) fn authorization(payment: &PaymentPayload) -> Option<Authorization> {
+    match &payment.payload {
+        SchemePayload::Solana(solana) => {
+            let (payer, mint, memo) = exact_svm::Transaction::parse(&solana.wire()?)?.payment_parts()?;
+            let now = time::OffsetDateTime::now_utc().unix_timestamp().max(0) as u64;
+            Some(Authorization {
+                asset: exact_svm::to_base58(&mint),
+                authorizer: exact_svm::to_base58(&payer),
+                nonce: memo?,
+                valid_before: now + exact_svm::BLOCKHASH_LIFETIME_SECONDS,
+            })
+        }
+        SchemePayload::Eip3009(evm) => {
+            let signed = &evm.authorization;
+            fn hex_of(text: &str, len: usize) -> Option<String> {
+                (text.len() == len + 2 && text.starts_with("0x") && text[2..].bytes().all(|b| b.is_ascii_hexdigit()))
+                    .then(|| text.to_ascii_lowercase())
+            }
+            Some(Authorization {
+                asset: hex_of(&payment.accepted.asset, 40)?,
+                authorizer: hex_of(&signed.from, 40)?,
+                nonce: hex_of(&signed.nonce, 64)?,
+                valid_before: signed.valid_before_seconds()?,
+            })
+        }
+        SchemePayload::Permit2(_) | SchemePayload::Other(_) => None,
     }
-    let signed = &payload["payload"]["authorization"];
-    fn hex_of(value: &Value, len: usize) -> Option<&str> {
-        value
-            .as_str()
-            .filter(|t| t.len() == len + 2 && t.starts_with("0x") && t[2..].bytes().all(|b| b.is_ascii_hexdigit()))
-    }
-    let valid_before = match &signed["validBefore"] {
-        Value::String(text) => text.parse::<u64>().ok()?,
-        other => other.as_u64()?,
-    };
-    Some(Authorization {
-        asset: hex_of(&payload["accepted"]["asset"], 40)?.to_ascii_lowercase(),
-        authorizer: hex_of(&signed["from"], 40)?.to_ascii_lowercase(),
-        nonce: hex_of(&signed["nonce"], 64)?.to_ascii_lowercase(),
-        valid_before,
-    })
 }
-
-use paperchain_protocol::svm::BLOCKHASH_LIFETIME_SECONDS as SOLANA_BLOCKHASH_SECONDS;
 
 /// The replay key: a hash of the signed part of the payment (the network and the
 /// scheme's payload; for Solana the transaction's message, whatever fills the fee payer's
 /// signature), so re-encoding the same signature differently is the same payment.
-pub(super) fn payment_key(payload: &Value) -> [u8; 32] {
+pub(super) fn payment_key(raw: &Value, payment: &PaymentPayload) -> [u8; 32] {
     let mut hasher = Sha256::new();
-    hasher.update(payload["accepted"]["network"].as_str().unwrap_or("").as_bytes());
+    hasher.update(payment.accepted.network.as_bytes());
     hasher.update([0]);
-    match svm::signed_message(payload) {
+    match exact_svm::signed_message(payment) {
         Some(message) => {
             hasher.update(b"solana-message\0");
             hasher.update(&message);
         }
-        None => hasher.update(canonical(&payload["payload"]).as_bytes()),
+        None => hasher.update(canonical(&raw["payload"]).as_bytes()),
     }
     hasher.finalize().into()
 }

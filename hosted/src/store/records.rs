@@ -147,7 +147,7 @@ pub struct UnresolvedClaim {
 /// How a payment a decision records ended, written with the decision in one transaction
 /// ([`Decision::finish`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finish {
+pub struct ClosedPayment {
     /// The payment.
     pub key: PaymentKey,
     /// Settled or not.
@@ -322,7 +322,7 @@ pub struct Decision {
     pub payment_key: Option<PaymentKey>,
     /// How the claimed payment ended, recorded with this row in one transaction: the row
     /// about money and the payment's end are never one without the other.
-    pub finish: Option<Finish>,
+    pub finish: Option<ClosedPayment>,
 }
 
 impl Decision {

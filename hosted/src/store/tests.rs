@@ -596,7 +596,7 @@ fn paid_decision(n: u8, tx: &str) -> Decision {
     decision.payment_key = Some(key(n));
     decision.tx_hash = Some(tx.into());
     decision.finish =
-        Some(Finish { key: key(n), outcome: PaymentOutcome::Settled { tx_hash: tx.into() }, payer: None });
+        Some(ClosedPayment { key: key(n), outcome: PaymentOutcome::Settled { tx_hash: tx.into() }, payer: None });
     decision
 }
 

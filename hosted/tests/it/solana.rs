@@ -8,7 +8,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use paperchain_hosted::sandbox_solana::{SolanaSandbox, USDC_MINT};
 use paperchain_hosted::store::Outcome;
-use paperchain_protocol::svm::{self, SigningKey};
+use paperchain_protocol::exact_svm::{self, SigningKey};
 use paperchain_protocol::x402;
 use paperchain_testkit::sandbox::{self, HostedServer, Setup};
 use serde_json::{Value, json};
@@ -40,7 +40,19 @@ fn solana_requirement(required: &Value) -> Value {
 /// A payment of `requirement` by `key`, as the wallet signs it.
 async fn sign(server: &HostedServer, key: &SigningKey, requirement: &Value) -> Value {
     let clusters = solana(server).clusters();
-    paperchain_wallet::solana_pay::sign(&clusters, key, requirement, None).await.expect("a signed payment").payload
+    let offer = serde_json::from_value(requirement.clone()).expect("an offer");
+    let signed = paperchain_wallet::solana_pay::sign(&clusters, key, &offer, None).await.expect("a signed payment");
+    serde_json::to_value(signed.payload).expect("a payment serializes")
+}
+
+/// The transaction a payment (as sent) carries.
+fn transaction_of(payment: &Value) -> Vec<u8> {
+    STANDARD.decode(payment["payload"]["transaction"].as_str().expect("payload.transaction")).expect("base64")
+}
+
+/// What the payer of a payment (as sent) signed, as the paywall reads it.
+fn signed_message(payment: &Value) -> Option<Vec<u8>> {
+    exact_svm::signed_message(&x402::read(payment.clone(), "the payment").expect("a payment"))
 }
 
 async fn pay(server: &HostedServer, payment: &Value) -> reqwest::Response {
@@ -86,7 +98,7 @@ async fn a_solana_payment_settles_once_and_moves_exactly_the_quote() {
     let settlement_header = response.headers().get("payment-response").map(|v| v.to_str().unwrap().to_string());
     let answer: Value = response.json().await.unwrap();
     assert_eq!(status, 200, "{answer}");
-    let settlement = x402::decode(&settlement_header.expect("PAYMENT-RESPONSE"), "PAYMENT-RESPONSE").unwrap();
+    let settlement: Value = x402::decode(&settlement_header.expect("PAYMENT-RESPONSE"), "PAYMENT-RESPONSE").unwrap();
     assert_eq!(answer["genesis_hash"], side.genesis(), "the route read the sandbox validator");
     assert_eq!(settlement["success"], true);
     assert_eq!(settlement["network"], SOLANA);
@@ -123,7 +135,12 @@ async fn a_solana_payment_settles_once_and_moves_exactly_the_quote() {
         .collect();
     assert_eq!(
         programs,
-        [svm::COMPUTE_BUDGET_PROGRAM, svm::COMPUTE_BUDGET_PROGRAM, svm::TOKEN_PROGRAM, svm::MEMO_PROGRAM]
+        [
+            exact_svm::COMPUTE_BUDGET_PROGRAM,
+            exact_svm::COMPUTE_BUDGET_PROGRAM,
+            exact_svm::TOKEN_PROGRAM,
+            exact_svm::MEMO_PROGRAM
+        ]
     );
 
     // The hosted ledger has the payment, with the transaction signature.
@@ -137,7 +154,7 @@ async fn a_solana_payment_settles_once_and_moves_exactly_the_quote() {
     // The same payment again is refused, and so is the same transaction with anything in
     // the fee payer's signature slot: the payer signed one payment.
     assert!(refusal(pay(&server, &payment).await).await.starts_with("payment_already_used"));
-    let mut wire = svm::payload_transaction(&payment).unwrap();
+    let mut wire = transaction_of(&payment);
     wire[1..65].copy_from_slice(&[7; 64]);
     let mut refilled = payment.clone();
     refilled["payload"]["transaction"] = json!(STANDARD.encode(&wire));
@@ -146,7 +163,7 @@ async fn a_solana_payment_settles_once_and_moves_exactly_the_quote() {
 
     // A second payment of the same amount is another transaction (its memo differs) and settles.
     let second = sign(&server, &side.payer_key(), &requirement).await;
-    assert_ne!(svm::signed_message(&second), svm::signed_message(&payment));
+    assert_ne!(signed_message(&second), signed_message(&payment));
     assert_eq!(pay(&server, &second).await.status(), 200);
     assert_eq!(balances(&server).await.0, after.0 - STATUS_PRICE);
 }
@@ -161,7 +178,7 @@ async fn solana_payments_that_cannot_settle_are_refused_and_move_nothing() {
 
     // A payer signature that does not verify: refused before anything runs.
     let payment = sign(&server, &payer, &requirement).await;
-    let mut wire = svm::payload_transaction(&payment).unwrap();
+    let mut wire = transaction_of(&payment);
     wire[100] ^= 0x55;
     let mut forged = payment.clone();
     forged["payload"]["transaction"] = json!(STANDARD.encode(&wire));
@@ -193,7 +210,7 @@ async fn solana_payments_that_cannot_settle_are_refused_and_move_nothing() {
 
     // A fee payer other than the facilitator's: the requirements differ from the offer.
     let mut other_fee_payer = requirement.clone();
-    other_fee_payer["extra"]["feePayer"] = json!(svm::to_base58(&[3; 32]));
+    other_fee_payer["extra"]["feePayer"] = json!(exact_svm::to_base58(&[3; 32]));
     let wrong = sign(&server, &payer, &other_fee_payer).await;
     assert!(refusal(pay(&server, &wrong).await).await.starts_with("requirements_mismatch"));
 
@@ -226,15 +243,15 @@ async fn a_solana_settlement_a_crash_left_out_of_the_ledger_is_found_by_its_memo
     let side = solana(&server);
     let requirement = solana_requirement(&required(&server).await);
     let payment = sign(&server, &side.payer_key(), &requirement).await;
-    let wire = svm::payload_transaction(&payment).unwrap();
-    let (payer, mint, memo) = svm::Transaction::parse(&wire).unwrap().payment_parts().unwrap();
+    let wire = transaction_of(&payment);
+    let (payer, mint, memo) = exact_svm::Transaction::parse(&wire).unwrap().payment_parts().unwrap();
     // What the paywall keeps with a Solana claim.
     let kept = |memo: String, valid_before: u64| PaidRequest {
         operation: Some("get_solana_status".into()),
         amount: Some(STATUS_PRICE),
         authorization: Some(Authorization {
-            asset: svm::to_base58(&mint),
-            authorizer: svm::to_base58(&payer),
+            asset: exact_svm::to_base58(&mint),
+            authorizer: exact_svm::to_base58(&payer),
             nonce: memo,
             valid_before,
         }),

@@ -60,7 +60,7 @@ fn caller() -> Caller {
     Caller { front_door: "http", client: Some("test-agent".into()) }
 }
 
-async fn gas(client: &PayingClient) -> Result<paperchain_wallet::client::Answer, CallError> {
+async fn gas(client: &PayingClient) -> Result<paperchain_wallet::client::HostedAnswer, CallError> {
     let caller = caller();
     let request = Outgoing {
         operation: "get_gas_price",
@@ -394,7 +394,7 @@ async fn dropping_proxy(hosted: &HostedServer, hide_identifier: bool) -> (String
                 client.post(format!("{upstream}{path}")).header("content-type", "application/json").body(body);
             let mut first_paid = false;
             if let Some(payment) = &payment {
-                let payload = paperchain_protocol::x402::decode_payment(payment).unwrap();
+                let (payload, _) = paperchain_protocol::x402::decode_payment(payment).unwrap();
                 let mut seen = seen.lock().await;
                 first_paid = seen.is_empty();
                 // What identifies the signed payment: the EIP-3009 nonce, or the whole Solana transaction.
@@ -501,7 +501,7 @@ async fn idempotent_server(hosted: &HostedServer) -> (String, Arc<Mutex<Vec<(Str
                         .body(Body::from(required.to_string()))
                         .unwrap();
                 };
-                let payload = paperchain_protocol::x402::decode_payment(payment).unwrap();
+                let (payload, _) = paperchain_protocol::x402::decode_payment(payment).unwrap();
                 let id = payload["extensions"]["payment-identifier"]["info"]["id"].as_str().unwrap_or("").to_string();
                 let nonce = payload["payload"]["authorization"]["nonce"].as_str().unwrap().to_string();
                 let mut log = log.lock().await;

@@ -17,18 +17,18 @@ use super::{ENV_STORE, KEYRING_SERVICE, KeyConfig, KeyError, Store, StoreChoice}
 /// `PAPERCHAIN_WALLET_STORE=keystore` there is no Solana key. Its `Debug` shows the
 /// address, never the key.
 pub struct SolanaWallet {
-    key: paperchain_protocol::svm::SigningKey,
+    key: paperchain_protocol::exact_svm::SigningKey,
     backend: &'static str,
 }
 
 impl SolanaWallet {
     /// The address (base58).
     pub fn address(&self) -> String {
-        paperchain_protocol::svm::to_base58(&paperchain_protocol::svm::address_of(&self.key))
+        paperchain_protocol::exact_svm::to_base58(&paperchain_protocol::exact_svm::address_of(&self.key))
     }
 
     /// The signing key (for Solana payments).
-    pub fn key(&self) -> &paperchain_protocol::svm::SigningKey {
+    pub fn key(&self) -> &paperchain_protocol::exact_svm::SigningKey {
         &self.key
     }
 
@@ -65,7 +65,7 @@ fn solana_keyring(cfg: &KeyConfig) -> Result<(keyring::Entry, &'static str), Key
 fn read_solana(
     entry: &keyring::Entry,
     cfg: &KeyConfig,
-) -> Result<Option<paperchain_protocol::svm::SigningKey>, KeyError> {
+) -> Result<Option<paperchain_protocol::exact_svm::SigningKey>, KeyError> {
     let account = solana_account(cfg);
     let Some(secret) = read_secret(entry, &account).map_err(KeyringFailure::into_required)? else { return Ok(None) };
     parse_solana_key(&secret).map(Some).map_err(|_| {
@@ -89,7 +89,7 @@ pub fn load_solana(cfg: &KeyConfig) -> Result<SolanaWallet, KeyError> {
 /// A new random Solana key in the keyring. Refuses with [`KeyError::SolanaExists`] when
 /// there is one. Blocking.
 pub fn create_solana(cfg: &KeyConfig) -> Result<SolanaWallet, KeyError> {
-    store_solana(cfg, paperchain_protocol::svm::SigningKey::from_bytes(&rand::random::<[u8; 32]>()))
+    store_solana(cfg, paperchain_protocol::exact_svm::SigningKey::from_bytes(&rand::random::<[u8; 32]>()))
 }
 
 /// Stores the Solana key `text`: base58 of the 64-byte keypair (what Phantom and Solflare
@@ -100,13 +100,13 @@ pub fn import_solana(cfg: &KeyConfig, text: &str) -> Result<SolanaWallet, KeyErr
     store_solana(cfg, parse_solana_key(text)?)
 }
 
-fn store_solana(cfg: &KeyConfig, key: paperchain_protocol::svm::SigningKey) -> Result<SolanaWallet, KeyError> {
+fn store_solana(cfg: &KeyConfig, key: paperchain_protocol::exact_svm::SigningKey) -> Result<SolanaWallet, KeyError> {
     let (entry, backend) = solana_keyring(cfg)?;
     if let Some(existing) = read_solana(&entry, cfg)? {
         let address = SolanaWallet { key: existing, backend }.address();
         return Err(KeyError::SolanaExists { address, store: Store::Keyring { backend } });
     }
-    let secret = Zeroizing::new(paperchain_protocol::svm::to_base58(&key.to_keypair_bytes()));
+    let secret = Zeroizing::new(paperchain_protocol::exact_svm::to_base58(&key.to_keypair_bytes()));
     let name = format!("{KEYRING_SERVICE}/{}", solana_account(cfg));
     entry
         .set_password(&secret)
@@ -127,7 +127,7 @@ pub fn remove_solana(cfg: &KeyConfig) -> Result<Option<Store>, KeyError> {
 
 /// A Solana key from text (see [`import_solana`]). Errors say what is wrong without
 /// repeating the input.
-fn parse_solana_key(text: &str) -> Result<paperchain_protocol::svm::SigningKey, KeyError> {
+fn parse_solana_key(text: &str) -> Result<paperchain_protocol::exact_svm::SigningKey, KeyError> {
     let text = text.trim();
     let bytes: Zeroizing<Vec<u8>> = if text.starts_with('[') {
         let numbers: Zeroizing<Vec<u64>> = Zeroizing::new(
@@ -147,7 +147,7 @@ fn parse_solana_key(text: &str) -> Result<paperchain_protocol::svm::SigningKey, 
         32 | 64 => bytes[..32].try_into().expect("32 bytes"),
         n => return Err(KeyError::BadKey(format!("a Solana key is 64 bytes (or its 32-byte secret); this is {n}"))),
     };
-    let key = paperchain_protocol::svm::SigningKey::from_bytes(&seed);
+    let key = paperchain_protocol::exact_svm::SigningKey::from_bytes(&seed);
     if bytes.len() == 64 && key.verifying_key().as_bytes() != &bytes[32..] {
         return Err(KeyError::BadKey("the keypair's public half is not the public key of its secret half".into()));
     }

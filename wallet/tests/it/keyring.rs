@@ -301,9 +301,9 @@ fn a_solana_key_lives_in_the_keyring_beside_the_evm_key() {
     assert_eq!(step(&service, &data, "solana-load", &vars, None)["kind"], "NoWallet");
 
     // A keypair as Phantom exports it: base58 of secret then public key.
-    let key = paperchain_protocol::svm::SigningKey::from_bytes(&rand::random::<[u8; 32]>());
-    let exported = paperchain_protocol::svm::to_base58(&key.to_keypair_bytes());
-    let address = paperchain_protocol::svm::to_base58(key.verifying_key().as_bytes());
+    let key = paperchain_protocol::exact_svm::SigningKey::from_bytes(&rand::random::<[u8; 32]>());
+    let exported = paperchain_protocol::exact_svm::to_base58(&key.to_keypair_bytes());
+    let address = paperchain_protocol::exact_svm::to_base58(key.verifying_key().as_bytes());
     let imported = step(&service, &data, "solana-import", &vars, Some(&format!("{exported}\n")));
     assert_eq!(imported["address"], address, "{imported}");
     assert_eq!(imported["store"], "Secret Service (keyring)");
@@ -320,7 +320,7 @@ fn a_solana_key_lives_in_the_keyring_beside_the_evm_key() {
     assert!(again["error"].as_str().unwrap().contains(&address));
     let mut mismatched = key.to_keypair_bytes();
     mismatched[40] ^= 1;
-    let mismatched = paperchain_protocol::svm::to_base58(&mismatched);
+    let mismatched = paperchain_protocol::exact_svm::to_base58(&mismatched);
     let bad = step(&service, &data, "solana-import", &vars, Some(&format!("{mismatched}\n")));
     assert_eq!(bad["kind"], "BadKey", "{bad}");
     assert!(!bad["error"].as_str().unwrap().contains(&mismatched));

@@ -93,7 +93,7 @@ async fn the_paying_client_without_the_server_crate_pays_the_sandbox_process() {
     let answer = client.call(&request).await.unwrap();
     assert_eq!(answer.status, 200);
     let settlement = answer.header(x402::PAYMENT_RESPONSE).expect("the settlement");
-    let settlement = x402_client::read_settlement(settlement).unwrap();
+    let settlement = serde_json::to_value(x402_client::read_settlement(settlement).unwrap()).unwrap();
     assert_eq!(settlement["network"], "eip155:8453");
     assert_eq!(settlement["payer"].as_str().map(str::to_lowercase), Some(payer.address().to_string().to_lowercase()));
     let paid = answer.paid.expect("paid");

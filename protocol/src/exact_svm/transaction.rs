@@ -1,4 +1,4 @@
-//! x402's `exact` scheme on Solana, the transaction itself: the payer signs a versioned
+//! The Solana payment transaction itself: the payer signs a versioned
 //! (v0) transaction whose fee payer is the facilitator, who co-signs and sends it. The
 //! instructions are the ones facilitators check, in this order:
 //!
@@ -13,14 +13,10 @@
 //! accounts live (associated token accounts), which blockhash is recent and how many
 //! decimals a mint has are the caller's: they need the chain.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use ed25519_dalek::Signer as _;
 pub use ed25519_dalek::SigningKey;
-use serde_json::{Value, json};
 
 use crate::SignError;
-use crate::x402::{SCHEME_EXACT, X402_VERSION};
 
 /// The Compute Budget program.
 pub const COMPUTE_BUDGET_PROGRAM: &str = "ComputeBudget111111111111111111111111111111";
@@ -166,61 +162,6 @@ fn transfer_message(owner: &Address, transfer: &Transfer) -> Vec<u8> {
     message
 }
 
-/// The PaymentPayload (JSON) for `requirement` carrying the signed transaction `wire`.
-pub fn payment(requirement: &Value, resource: Option<&Value>, wire: &[u8]) -> Value {
-    let mut payment = json!({ "x402Version": X402_VERSION, "accepted": requirement });
-    if let Some(resource) = resource {
-        payment["resource"] = resource.clone();
-    }
-    payment["payload"] = json!({ "transaction": STANDARD.encode(wire) });
-    payment
-}
-
-/// What a Solana `exact` requirement asks, read and checked.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Requirement {
-    /// CAIP-2 network (`solana:<genesis hash prefix>`).
-    pub network: String,
-    /// The mint.
-    pub asset: Address,
-    /// The payee's wallet address (the owner of the destination token account).
-    pub pay_to: Address,
-    /// Atomic units.
-    pub amount: u64,
-    /// The facilitator's fee payer.
-    pub fee_payer: Address,
-}
-
-impl Requirement {
-    /// Reads an `exact` requirement on a `solana:` network.
-    pub fn read(requirement: &Value) -> Result<Requirement, SignError> {
-        let text = |key: &str| {
-            requirement[key].as_str().ok_or_else(|| SignError::Malformed(format!("the requirement has no `{key}`")))
-        };
-        if text("scheme")? != SCHEME_EXACT {
-            return Err(SignError::Unsupported(format!("scheme `{}` is not `exact`", text("scheme")?)));
-        }
-        let network = text("network")?;
-        if !network.starts_with("solana:") {
-            return Err(SignError::Unsupported(format!("network `{network}` is not a Solana network")));
-        }
-        let amount =
-            crate::x402::parse_amount(text("amount")?).and_then(|amount| u64::try_from(amount).ok()).ok_or_else(
-                || SignError::Malformed("the requirement's `amount` is not a whole number of at most 64 bits".into()),
-            )?;
-        let fee_payer = requirement["extra"]["feePayer"].as_str().ok_or_else(|| {
-            SignError::Unsupported("the requirement's `extra` names no `feePayer`: the facilitator pays no fees".into())
-        })?;
-        Ok(Requirement {
-            network: network.to_string(),
-            asset: address(text("asset")?, "the requirement's `asset`")?,
-            pay_to: address(text("payTo")?, "the requirement's `payTo`")?,
-            amount,
-            fee_payer: address(fee_payer, "the requirement's `extra.feePayer`")?,
-        })
-    }
-}
-
 /// A transaction read from its wire bytes: enough to see who signed what and what it does.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transaction<'a> {
@@ -351,42 +292,6 @@ impl<'a> Transaction<'a> {
     }
 }
 
-/// The transaction of a Solana `exact` PaymentPayload (`payload.transaction`, base64).
-pub fn payload_transaction(payment: &Value) -> Option<Vec<u8>> {
-    let text = payment["payload"]["transaction"].as_str()?;
-    if text.len() > MAX_TRANSACTION_BYTES * 2 {
-        return None;
-    }
-    STANDARD.decode(text).ok()
-}
-
-/// Checks a Solana `exact` PaymentPayload before anyone spends work on it: its transaction
-/// reads, and every signature but the fee payer's (`accepted.extra.feePayer`, left for the
-/// facilitator) is a valid signature of the message. A payment whose payer did not sign it
-/// can never settle. Payloads without a `transaction` are not Solana's: `Ok`.
-pub fn check_signed(payment: &Value) -> Result<(), String> {
-    if payment["payload"].get("transaction").is_none() {
-        return Ok(());
-    }
-    let wire = payload_transaction(payment).ok_or("payload.transaction is not base64 of at most 1,232 bytes")?;
-    let tx = Transaction::parse(&wire).ok_or("payload.transaction is not a Solana transaction")?;
-    let fee_payer = payment["accepted"]["extra"]["feePayer"].as_str().and_then(|text| address(text, "").ok());
-    for index in 0..tx.required_signatures {
-        if Some(tx.keys[index]) != fee_payer && !tx.signed_by(index) {
-            return Err(format!("the signature of {} does not verify", to_base58(&tx.keys[index])));
-        }
-    }
-    Ok(())
-}
-
-/// What the payer signed, for telling payments apart: the message of a Solana payload's
-/// transaction (the signatures around it, the fee payer's slot included, can be changed
-/// without changing the payment). `None` when the payload carries no readable transaction.
-pub fn signed_message(payment: &Value) -> Option<Vec<u8>> {
-    let wire = payload_transaction(payment)?;
-    Transaction::parse(&wire).map(|tx| tx.message.to_vec())
-}
-
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
@@ -438,10 +343,11 @@ fn compact_u16(out: &mut Vec<u8>, value: usize) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn transfer() -> Transfer {
+    /// A transfer with every account filled in.
+    pub(crate) fn transfer() -> Transfer {
         Transfer {
             fee_payer: [1; 32],
             source: [2; 32],
@@ -502,16 +408,6 @@ mod tests {
     }
 
     #[test]
-    fn the_payload_carries_the_transaction_as_base64() {
-        let owner = SigningKey::from_bytes(&[7; 32]);
-        let wire = sign_transfer(&owner, &transfer()).unwrap();
-        let requirement = json!({"scheme": "exact", "network": "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"});
-        let paid = payment(&requirement, None, &wire);
-        assert_eq!(paid["accepted"], requirement);
-        assert_eq!(payload_transaction(&paid).unwrap(), wire);
-    }
-
-    #[test]
     fn truncated_or_padded_transactions_do_not_parse() {
         let owner = SigningKey::from_bytes(&[7; 32]);
         let wire = sign_transfer(&owner, &transfer()).unwrap();
@@ -525,51 +421,5 @@ mod tests {
         let mut v1 = wire.clone();
         v1[129] = 0x81;
         assert!(Transaction::parse(&v1).is_none());
-    }
-
-    #[test]
-    fn payloads_are_checked_for_the_payers_signature() {
-        let owner = SigningKey::from_bytes(&[7; 32]);
-        let wire = sign_transfer(&owner, &transfer()).unwrap();
-        let requirement = json!({"network": "solana:x", "extra": {"feePayer": to_base58(&[1; 32])}});
-        let paid = payment(&requirement, None, &wire);
-        assert_eq!(check_signed(&paid), Ok(()));
-        // A fee payer slot filled with anything is the same payment.
-        let mut refilled = wire.clone();
-        refilled[1..65].copy_from_slice(&[5; 64]);
-        let other = payment(&requirement, None, &refilled);
-        assert_eq!(check_signed(&other), Ok(()));
-        assert_eq!(signed_message(&other), signed_message(&paid));
-        // A forged payer signature, or no named fee payer, is refused.
-        let mut forged = wire.clone();
-        forged[65] ^= 1;
-        assert!(check_signed(&payment(&requirement, None, &forged)).unwrap_err().contains("does not verify"));
-        assert!(check_signed(&payment(&json!({}), None, &wire)).unwrap_err().contains("does not verify"));
-        assert!(check_signed(&json!({"payload": {"transaction": "%%"}})).unwrap_err().contains("base64"));
-        assert!(check_signed(&json!({"payload": {"transaction": "AAAA"}})).unwrap_err().contains("not a Solana"));
-        assert_eq!(check_signed(&json!({"payload": {"signature": "0x"}})), Ok(()));
-    }
-
-    #[test]
-    fn requirements_are_read_with_the_field_named() {
-        let good = json!({
-            "scheme": "exact", "network": "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "amount": "2000",
-            "asset": "EPjFWdd5AufqSSqeM2qN3xzybapC8G4wEGGkZwyTDt1v",
-            "payTo": "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
-            "maxTimeoutSeconds": 300, "extra": {"feePayer": "2wKupLR9q6wXYppw8Gr2NvWxKBUqm4PPJKkQfoxHDBg4"},
-        });
-        let read = Requirement::read(&good).unwrap();
-        assert_eq!(read.amount, 2_000);
-        assert_eq!(to_base58(&read.fee_payer), "2wKupLR9q6wXYppw8Gr2NvWxKBUqm4PPJKkQfoxHDBg4");
-        let refuse = |change: &dyn Fn(&mut Value)| {
-            let mut r = good.clone();
-            change(&mut r);
-            Requirement::read(&r).unwrap_err().to_string()
-        };
-        assert!(refuse(&|r| r["network"] = json!("eip155:8453")).contains("not a Solana network"));
-        assert!(refuse(&|r| r["amount"] = json!("18446744073709551616")).contains("amount"));
-        assert!(refuse(&|r| r["payTo"] = json!("0OIl")).contains("payTo"));
-        assert!(refuse(&|r| r["asset"] = json!("abc")).contains("32-byte"));
-        assert!(refuse(&|r| r["extra"] = json!({})).contains("feePayer"));
     }
 }

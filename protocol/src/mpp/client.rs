@@ -1,41 +1,17 @@
-//! MPP, the "Payment" HTTP authentication scheme (tempoxyz/mpp-specs drafts): the names both
-//! sides use, the EIP-3009 nonce a challenge binds, and the client's answer to an `evm`
-//! challenge. Issuing and checking challenges is the server's (hosted/src/mpp/mod.rs).
+//! The paying client's half of MPP: answering an `evm` challenge with a signed EIP-3009
+//! authorization.
 
 use std::str::FromStr as _;
 
-use alloy::primitives::{Address, B256, U256, keccak256};
+use alloy::primitives::{Address, U256};
 use alloy::signers::local::PrivateKeySigner;
 use mpp::PaymentCredential;
-use serde_json::{Value, json};
+use serde_json::Value;
 use time::OffsetDateTime;
 
+use super::{AuthorizationPayload, CREDENTIAL_TYPE_AUTHORIZATION, METHOD_EVM, challenge_hash};
 use crate::SignError;
-use crate::eip3009::{self, TransferWithAuthorization};
-
-pub use mpp::{AUTHORIZATION_HEADER, PAYMENT_RECEIPT_HEADER, WWW_AUTHENTICATE_HEADER};
-
-/// `Cache-Control` of every 402 that carries challenges (core "Caching").
-pub const CACHE_CONTROL_CHALLENGE: &str = "no-store";
-/// `Cache-Control` of a response that carries a `Payment-Receipt` (core "Caching").
-pub const CACHE_CONTROL_RECEIPT: &str = "private";
-
-/// The method name of the EVM charge (evm "IANA Considerations").
-pub const METHOD_EVM: &str = "evm";
-/// The method name of the Tempo charge.
-pub const METHOD_TEMPO: &str = "tempo";
-/// The only intent Paperchain offers and pays.
-pub const INTENT_CHARGE: &str = "charge";
-/// EIP-3009 credential type (evm "Authorization Payload").
-pub const CREDENTIAL_TYPE_AUTHORIZATION: &str = "authorization";
-
-/// The EIP-3009 nonce the evm draft requires: keccak256(abi.encodePacked(id, realm)).
-pub fn challenge_hash(id: &str, realm: &str) -> B256 {
-    let mut packed = Vec::with_capacity(id.len() + realm.len());
-    packed.extend_from_slice(id.as_bytes());
-    packed.extend_from_slice(realm.as_bytes());
-    keccak256(packed)
-}
+use crate::eip3009::{self, TransferAuthorization, TransferWithAuthorization};
 
 /// Answers an `evm` challenge (one `WWW-Authenticate: Payment` value) with an EIP-3009
 /// authorization signed by `signer` for the token whose EIP-712 domain is
@@ -74,16 +50,12 @@ pub fn sign_evm_credential(
     };
     let domain = eip3009::token_domain(token_name, token_version, chain_id, currency);
     let signature = eip3009::sign(signer, &message, &domain)?;
-    let payload = json!({
-        "type": CREDENTIAL_TYPE_AUTHORIZATION,
-        "from": signer.address().to_checksum(None),
-        "to": recipient.to_checksum(None),
-        "value": amount.to_string(),
-        "validAfter": "0",
-        "validBefore": valid_before.to_string(),
-        "nonce": nonce.to_string(),
-        "signature": signature,
-    });
+    let payload = AuthorizationPayload {
+        kind: CREDENTIAL_TYPE_AUTHORIZATION.to_string(),
+        authorization: TransferAuthorization::of(&message),
+        signature,
+    };
+    let payload = serde_json::to_value(payload).map_err(|error| SignError::Malformed(error.to_string()))?;
     let credential = PaymentCredential::with_source(
         challenge.to_echo(),
         PaymentCredential::evm_did(chain_id, &signer.address().to_checksum(None)),
@@ -95,12 +67,6 @@ pub fn sign_evm_credential(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_nonce_binds_id_and_realm() {
-        assert_eq!(challenge_hash("ab", "c"), keccak256(b"abc"));
-        assert_ne!(challenge_hash("a", "bc"), challenge_hash("a", "bd"));
-    }
 
     #[test]
     fn only_evm_challenges_are_signed() {
