@@ -22,6 +22,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use paperchain_engine::{Context, Family};
 use paperchain_gateway::ServerConfig;
+use paperchain_mcp::Surface;
 use paperchain_server::SandboxOptions;
 use paperchain_server::{HostedMode, Options};
 use paperchain_wallet::approvals::ApprovalQueue;
@@ -111,12 +112,20 @@ enum WalletSub {
 #[derive(clap::Args)]
 struct McpArgs {
     /// Speak MCP on standard input and output (the only transport here; over HTTP the
-    /// tools are at /mcp/chain and /mcp/docs of `paperchain serve`). Logs go to stderr.
+    /// tools are at /mcp, /mcp/full, /mcp/chain and /mcp/docs of `paperchain serve`). Logs
+    /// go to stderr.
     #[arg(long, required = true)]
     stdio: bool,
-    /// Which tools: the chain reads, the document operations, or all.
+    /// Which operations: the chain reads, the document operations, or all. One family is
+    /// served one tool per route.
     #[arg(long, default_value = "all", value_parser = ["chain", "docs", "all"])]
     family: String,
+    /// How the operations are listed: `compact` (three tools: one per family runs any of
+    /// its operations, one describes an operation; a few KB for an agent's context) or
+    /// `full` (one tool per route, each with its schemas). Default: compact for all
+    /// families, full for one.
+    #[arg(long, value_parser = ["compact", "full"])]
+    tools: Option<String>,
     /// Run the engine in this process even when a local server (`paperchain serve`, the
     /// background service, the desktop app) runs; by default the tools are that server's.
     #[arg(long)]
@@ -273,6 +282,13 @@ async fn mcp(args: McpArgs) -> anyhow::Result<()> {
         "docs" => vec![Family::Docs],
         _ => vec![Family::Chain, Family::Docs],
     };
+    let surface = match (args.tools.as_deref(), args.family.as_str()) {
+        (Some("full"), _) | (None, "chain" | "docs") => Surface::Full,
+        (Some(_), "chain" | "docs") => {
+            anyhow::bail!("--tools compact serves every family; drop --family, or use --tools full")
+        }
+        _ => Surface::Compact,
+    };
     let data_dir = data_dir();
     let runtime = paperchain_server::instance::runtime_dir(&data_dir);
     let running = paperchain_server::instance::find(&runtime, &data_dir).filter(|_| !args.standalone);
@@ -287,7 +303,7 @@ async fn mcp(args: McpArgs) -> anyhow::Result<()> {
             );
         }
         let endpoint = match args.family.as_str() {
-            "all" => paperchain_mcp::relay::endpoint_of(&instance.base_url),
+            "all" => paperchain_mcp::relay::endpoint_of(&instance.base_url, surface),
             _ => format!("{}{}", instance.base_url, paperchain_mcp::http::endpoint(families[0])),
         };
         tracing::info!(%endpoint, pid = instance.pid, "using the running local server");
@@ -296,7 +312,7 @@ async fn mcp(args: McpArgs) -> anyhow::Result<()> {
     let ctx = Context::try_new()?;
     // Nothing here can ask the user: a payment that needs approval is refused, saying so.
     let client = paying::client(&data_dir, &ctx, Arc::new(NobodyToAsk), &args.routing).await?;
-    paperchain_server::serve_stdio(families, ctx, client).await.context("serving MCP on stdio")
+    paperchain_server::serve_stdio(families, surface, ctx, client).await.context("serving MCP on stdio")
 }
 
 /// The sandbox's first stdout line (one JSON object, for scripts), then how to try it.

@@ -1,5 +1,6 @@
-//! The MCP endpoints of the HTTP server, streamable HTTP: `/mcp/chain` and `/mcp/docs`, one
-//! family each, and `/mcp` with both. The gateway mounts this router behind its own layers, so the Host
+//! The MCP endpoints of the HTTP server, streamable HTTP: `/mcp`, every operation behind
+//! the compact surface (three tools); `/mcp/full`, one tool per route; `/mcp/chain` and
+//! `/mcp/docs`, one tool per route of one family. The gateway mounts this router behind its own layers, so the Host
 //! check and request tracing are the HTTP API's.
 
 use std::sync::Arc;
@@ -12,10 +13,13 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 use crate::results::Links;
-use crate::server::{McpServer, ServerOptions};
+use crate::server::{McpServer, ServerOptions, Surface};
 
-/// The endpoint with every tool, chain and documents: what `paperchain mcp --stdio` relays to.
+/// The endpoint with every operation, chain and documents, on the compact surface: what
+/// agents are pointed at, and what `paperchain mcp --stdio` relays to.
 pub const ALL_ENDPOINT: &str = "/mcp";
+/// Every operation as a tool of its own.
+pub const FULL_ENDPOINT: &str = "/mcp/full";
 
 /// The path of a family's MCP endpoint.
 pub fn endpoint(family: Family) -> &'static str {
@@ -30,13 +34,16 @@ pub fn endpoint(family: Family) -> &'static str {
 pub fn mount(api: &Mount<'_>) -> Router {
     let links = Links { files: api.files.clone(), base_url: api.base_url.to_string() };
     let mut router = Router::new();
+    let both = || vec![Family::Chain, Family::Docs];
     let endpoints = [
-        (ALL_ENDPOINT, vec![Family::Chain, Family::Docs]),
-        (endpoint(Family::Chain), vec![Family::Chain]),
-        (endpoint(Family::Docs), vec![Family::Docs]),
+        (ALL_ENDPOINT, both(), Surface::Compact),
+        (FULL_ENDPOINT, both(), Surface::Full),
+        (endpoint(Family::Chain), vec![Family::Chain], Surface::Full),
+        (endpoint(Family::Docs), vec![Family::Docs], Surface::Full),
     ];
-    for (path, families) in endpoints {
-        let server = McpServer::new(ServerOptions { families, calls: api.calls.clone(), links: Some(links.clone()) });
+    for (path, families, surface) in endpoints {
+        let options = ServerOptions { families, calls: api.calls.clone(), links: Some(links.clone()), surface };
+        let server = McpServer::new(options);
         // Stateless, JSON answers: every tool call stands alone, so any server behind a
         // name can answer any request and nothing is kept between them.
         let config = StreamableHttpServerConfig::default()

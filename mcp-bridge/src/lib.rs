@@ -1,7 +1,9 @@
-//! Paperchain over MCP: every catalog route as a tool, generated from the catalog.
+//! Paperchain over MCP: every catalog route as a tool, generated from the catalog; by
+//! default behind a compact surface of three tools ([`compact`]), one tool per route on
+//! request ([`tools`]).
 //!
-//! Served over streamable HTTP by the gateway at `/mcp`, `/mcp/chain` and `/mcp/docs`
-//! ([`http::mount`], mounted beside the HTTP API), and over stdio for desktop agents
+//! Served over streamable HTTP by the gateway at `/mcp` (compact), `/mcp/full`, `/mcp/chain`
+//! and `/mcp/docs` (one tool per route) ([`http::mount`], mounted beside the HTTP API), and over stdio for desktop agents
 //! (`paperchain mcp --stdio`): relayed to the local server when one runs
 //! ([`relay::relay_stdio`]), else with the engine in process ([`stdio::serve_stdio`]).
 //!
@@ -13,6 +15,7 @@
 //!
 //! Must not: name a route, or decide anything about payments (the paywall does).
 
+pub mod compact;
 pub mod http;
 pub mod relay;
 pub mod results;
@@ -21,4 +24,4 @@ pub mod stdio;
 pub mod tools;
 
 pub use results::Links;
-pub use server::{McpServer, ServerOptions};
+pub use server::{McpServer, ServerOptions, Surface};

@@ -14,9 +14,14 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 use tokio::sync::{Mutex, mpsc};
 
-/// The all-families MCP endpoint of a server whose base URL is `base_url`.
-pub fn endpoint_of(base_url: &str) -> String {
-    format!("{}{}", base_url.trim_end_matches('/'), crate::http::ALL_ENDPOINT)
+/// The all-families MCP endpoint of a server whose base URL is `base_url`, on the compact
+/// surface or the full one.
+pub fn endpoint_of(base_url: &str, surface: crate::Surface) -> String {
+    let path = match surface {
+        crate::Surface::Compact => crate::http::ALL_ENDPOINT,
+        crate::Surface::Full => crate::http::FULL_ENDPOINT,
+    };
+    format!("{}{path}", base_url.trim_end_matches('/'))
 }
 
 /// What the relay learns from the conversation and sends along with every later message.

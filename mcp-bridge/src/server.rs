@@ -25,7 +25,7 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
 
 use crate::results::{self, Links};
-use crate::tools;
+use crate::{compact, tools};
 
 /// Free calls left today in the pool a free call used (hosted mode).
 pub const FREE_REMAINING_META: &str = "paperchain/free-remaining";
@@ -40,6 +40,19 @@ pub struct ServerOptions {
     pub calls: CallPath,
     /// Where `output: "url"` files are stored; `None` (stdio) refuses that output.
     pub links: Option<Links>,
+    /// Which tools are listed: a few that cover every operation, or one per route.
+    pub surface: Surface,
+}
+
+/// The tools a server lists.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Surface {
+    /// One run tool per family and `describe_operation` ([`compact`]): the whole list is a
+    /// few KB, what an agent's context can carry on every turn.
+    #[default]
+    Compact,
+    /// One tool per route, each with its full input and output schemas ([`tools`]).
+    Full,
 }
 
 impl ServerOptions {
@@ -47,7 +60,7 @@ impl ServerOptions {
     pub fn local(families: Vec<Family>, ctx: Context) -> ServerOptions {
         let catalog = Arc::new(paperchain_engine::catalog::standard());
         let calls = CallPath::local(catalog, ctx, None, Duration::from_secs(120));
-        ServerOptions { families, calls, links: None }
+        ServerOptions { families, calls, links: None, surface: Surface::Compact }
     }
 }
 
@@ -59,7 +72,10 @@ pub struct McpServer {
 
 struct Inner {
     options: ServerOptions,
+    /// The tools listed.
     tools: Vec<Tool>,
+    /// One tool per route: listed on the full surface, described on the compact one.
+    per_route: Vec<Tool>,
     /// Per operation: whether its JSON answer is wrapped to be an object.
     wraps: HashMap<&'static str, bool>,
 }
@@ -68,16 +84,20 @@ impl McpServer {
     /// A server with `options`; the tools are generated once, here.
     pub fn new(options: ServerOptions) -> McpServer {
         let (catalog, ctx) = (options.calls.catalog(), options.calls.ctx());
-        let tools = match options.calls.paywall() {
+        let per_route = match options.calls.paywall() {
             None => tools::tools(catalog, &options.families, ctx),
             Some(_) => tools::hosted_tools(catalog, &options.families, ctx),
+        };
+        let tools = match options.surface {
+            Surface::Full => per_route.clone(),
+            Surface::Compact => compact::tools(catalog, &options.families),
         };
         let wraps = catalog
             .routes()
             .filter(|r| options.families.contains(&r.info().family))
             .map(|r| (r.info().operation, tools::wraps_json(r, ctx)))
             .collect();
-        McpServer { inner: Arc::new(Inner { options, tools, wraps }) }
+        McpServer { inner: Arc::new(Inner { options, tools, per_route, wraps }) }
     }
 
     /// The tools this server lists.
@@ -94,6 +114,11 @@ impl McpServer {
             .filter(|r| self.inner.options.families.contains(&r.info().family))
     }
 
+    /// Whether `name` is a tool this server lists.
+    fn lists(&self, name: &str) -> bool {
+        self.inner.tools.iter().any(|t| t.name == name)
+    }
+
     /// Runs one tool call; `payment` is `_meta["x402/payment"]`, `client` the caller's address.
     pub async fn call(
         &self,
@@ -103,9 +128,68 @@ impl McpServer {
         client: Option<IpAddr>,
         client_name: Option<String>,
     ) -> CallToolResult {
+        if self.inner.options.surface == Surface::Compact {
+            return self.call_compact(name, arguments, payment, client, client_name).await;
+        }
         let Some(route) = self.route(name) else {
             return results::failure(ApiError::not_found(format!("no tool {name}")));
         };
+        let tool = self.inner.tools.iter().find(|t| t.name == name);
+        self.run(route, tool, "", arguments, payment, client, client_name).await
+    }
+
+    /// A call to a compact tool: `describe_operation`, or a family's run tool.
+    async fn call_compact(
+        &self,
+        name: &str,
+        arguments: Value,
+        payment: Option<Value>,
+        client: Option<IpAddr>,
+        client_name: Option<String>,
+    ) -> CallToolResult {
+        let invalid = |field: &str, message: String| results::failure(EngineError::invalid(field, message).into());
+        let arguments = match arguments {
+            Value::Object(arguments) => arguments,
+            _ => return invalid("/", "the arguments must be an object".into()),
+        };
+        if name == compact::DESCRIBE {
+            let operation = arguments.get("operation").and_then(Value::as_str).unwrap_or_default();
+            let Some(route) = self.route(operation) else {
+                return invalid("/operation", format!("/operation: no operation `{operation}` here"));
+            };
+            let full = self.inner.per_route.iter().find(|t| t.name == operation).expect("a tool per route");
+            return compact::describe(route, full);
+        }
+        let Some(family) = compact::family_of_tool(name).filter(|_| self.lists(name)) else {
+            return results::failure(ApiError::not_found(format!("no tool {name}")));
+        };
+        let (operation, input) = match compact::operation_and_input(&arguments) {
+            Ok(found) => found,
+            Err((field, message)) => return invalid(field, message),
+        };
+        let Some(route) = self.route(operation).filter(|r| r.info().family == family) else {
+            return invalid(
+                "/operation",
+                format!("/operation: `{name}` has no operation `{operation}`; its description lists them"),
+            );
+        };
+        let tool = self.inner.tools.iter().find(|t| t.name == name);
+        self.run(route, tool, "/input", input, payment, client, client_name).await
+    }
+
+    /// Runs `route` with `arguments` for the listed tool `tool`; an error's field is named
+    /// under `at` (`/input` when the arguments are a run tool's `input`).
+    #[allow(clippy::too_many_arguments)]
+    async fn run(
+        &self,
+        route: &RouteEntry,
+        tool: Option<&Tool>,
+        at: &str,
+        arguments: Value,
+        payment: Option<Value>,
+        client: Option<IpAddr>,
+        client_name: Option<String>,
+    ) -> CallToolResult {
         let operation = route.info().operation;
         let wrap = self.inner.wraps.get(operation).copied().unwrap_or(false);
         let links = self.inner.options.links.clone();
@@ -129,12 +213,11 @@ impl McpServer {
         call.payment = payment.map(Payment::X402Json);
         call.free = FreeAsk::Yes;
         call.client_ip = client;
-        let tool = self.inner.tools.iter().find(|t| t.name == operation);
         match self.inner.options.calls.run(call).await {
             Outcome::Local(Ok(reply), _) => {
                 results::success(reply, wrap, links.as_ref()).await.unwrap_or_else(results::failure)
             }
-            Outcome::Local(Err(error), _) => results::failure(error.into()),
+            Outcome::Local(Err(error), _) => results::failure(under(at, error).into()),
             Outcome::Hosted(Ok(answer)) => results::hosted(answer, wrap, links.as_ref()).await,
             Outcome::Hosted(Err(error)) => results::failure(routed::call_error(&error)),
             // Tools never ask for a quote only.
@@ -143,6 +226,21 @@ impl McpServer {
             Outcome::Refused(failure) => results::failure(ApiError::from(failure)),
         }
     }
+}
+
+/// `error` with its field (and the message that opens with it) named under `at`.
+fn under(at: &str, mut error: EngineError) -> EngineError {
+    if at.is_empty() {
+        return error;
+    }
+    if let Some(field) = error.field.take() {
+        let named = format!("{at}{}", if field == "/" { "" } else { field.as_str() });
+        if let Some(rest) = error.message.strip_prefix(field.as_str()) {
+            error.message = format!("{named}{rest}");
+        }
+        error.field = Some(named);
+    }
+    error
 }
 
 /// The paywall's answer as a tool result (x402 MCP transport: a 402 is a tool error whose
@@ -175,11 +273,20 @@ async fn answer_result(answer: Answer, tool: Option<&Tool>, wrap: bool, links: O
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let families: Vec<&str> = self.inner.options.families.iter().map(|f| f.as_str()).collect();
-        let mut instructions = format!(
-            "Paperchain {} tools: every route of the catalog, with its input and output schema. {}",
-            families.join(" and "),
-            tools::UNTRUSTED
-        );
+        let mut instructions = match self.inner.options.surface {
+            Surface::Full => format!(
+                "Paperchain {} tools: every route of the catalog, with its input and output schema. {}",
+                families.join(" and "),
+                tools::UNTRUSTED
+            ),
+            Surface::Compact => format!(
+                "Paperchain {} operations: each run tool's description lists its operations; `{}` gives one \
+                 operation's input schema; run it with {{\"operation\", \"input\"}}. {}",
+                families.join(" and "),
+                compact::DESCRIBE,
+                tools::UNTRUSTED
+            ),
+        };
         if self.inner.options.calls.paywall().is_some() {
             instructions.push_str(
                 " Calls use the caller's free pool first; past it a call answers isError with the x402 \
@@ -209,7 +316,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
-        if self.route(&request.name).is_none() {
+        if !self.lists(&request.name) {
             return Err(ErrorData::invalid_params(format!("unknown tool: {}", request.name), None));
         }
         let payment = context

@@ -282,7 +282,7 @@ fn resolve<'a>(schema: &'a Value, definitions: &'a Map<String, Value>) -> &'a Va
 }
 
 /// Decimal dollars of an atomic amount: 2000 → "0.002".
-fn dollars(units: u64) -> String {
+pub(crate) fn dollars(units: u64) -> String {
     let mut s = format!("{}.{:06}", units / 1_000_000, units % 1_000_000);
     while s.ends_with('0') && !s.ends_with(".0") {
         s.pop();

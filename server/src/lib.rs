@@ -268,13 +268,19 @@ pub fn settle_open_payments(client: &PayingClient, ctx: &Context) {
 }
 
 /// `paperchain mcp --stdio` with its own engine: settles the payments an earlier run left
-/// open in `client`'s ledger, then serves the tools of `families` on stdin and stdout until
-/// the client closes the stream, each call going where `client`'s configuration says.
-pub async fn serve_stdio(families: Vec<Family>, ctx: Context, client: Arc<PayingClient>) -> std::io::Result<()> {
+/// open in `client`'s ledger, then serves the tools of `families` (on `surface`) on stdin
+/// and stdout until the client closes the stream, each call going where `client`'s
+/// configuration says.
+pub async fn serve_stdio(
+    families: Vec<Family>,
+    surface: paperchain_mcp::Surface,
+    ctx: Context,
+    client: Arc<PayingClient>,
+) -> std::io::Result<()> {
     settle_open_payments(&client, &ctx);
     let catalog = Arc::new(paperchain_engine::catalog::standard());
     let calls = CallPath::local(catalog, ctx, Some(client), STDIO_CALL_TIMEOUT);
-    paperchain_mcp::stdio::serve_stdio(families, calls).await
+    paperchain_mcp::stdio::serve_stdio(families, surface, calls).await
 }
 
 /// Longest a call over `mcp --stdio` may run here.

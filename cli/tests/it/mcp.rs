@@ -67,7 +67,7 @@ fn operations(families: &[Family]) -> Vec<String> {
 #[tokio::test]
 async fn stdio_lists_every_tool_and_runs_them_in_process() {
     let chain = anvil().await;
-    let client = stdio_client(&[], Some(&chain.url)).await;
+    let client = stdio_client(&["--tools", "full"], Some(&chain.url)).await;
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
     assert_eq!(names, operations(&[Family::Chain, Family::Docs]));
@@ -116,6 +116,32 @@ async fn stdio_lists_every_tool_and_runs_them_in_process() {
     client.cancel().await.unwrap();
 }
 
+/// What a desktop agent that runs `paperchain mcp --stdio` gets: the compact surface, whose
+/// run tools reach the same operations.
+#[tokio::test]
+async fn stdio_gives_agents_the_compact_surface_by_default() {
+    let client = stdio_client(&[], None).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["chain_read", "document_operation", "describe_operation"]);
+    assert!(serde_json::to_vec(&tools).unwrap().len() <= 32 * 1024);
+    let data = base64::engine::general_purpose::STANDARD.encode(corpus_file("sample-files/pdflatex-4-pages.pdf"));
+    let input = json!({ "file": { "data": data, "filename": "a.pdf" }, "degrees": 180 });
+    let result = call(&client, "document_operation", json!({ "operation": "rotate_pdf_pages", "input": input })).await;
+    assert_ne!(result.is_error, Some(true), "{:?}", result.content);
+    assert_eq!(result.structured_content.as_ref().unwrap()["files"][0]["filename"], "a-rotated.pdf");
+    client.cancel().await.unwrap();
+
+    // The compact surface serves every family: asking it of one is refused, saying so.
+    let refused = Command::new(binary())
+        .args(["mcp", "--stdio", "--standalone", "--family", "docs", "--tools", "compact"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--tools compact serves every family"));
+}
+
 #[tokio::test]
 async fn stdio_serves_one_family_when_asked() {
     let client = stdio_client(&["--family", "docs"], None).await;
@@ -145,7 +171,7 @@ async fn stdio_uses_the_local_server_of_its_data_folder_when_one_runs() {
     // This process's own engine would read a closed port: an answer from anvil can only
     // come through the server.
     let closed = "http://127.0.0.1:1";
-    let client = stdio_client_with(&[], Some(closed), &folders).await;
+    let client = stdio_client_with(&["--tools", "full"], Some(closed), &folders).await;
     let names: Vec<String> = client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
     assert_eq!(names, operations(&[Family::Chain, Family::Docs]));
     let result = call(&client, "get_gas_price", json!({ "chain": "base" })).await;
@@ -172,7 +198,7 @@ async fn stdio_uses_the_local_server_of_its_data_folder_when_one_runs() {
     );
 
     // --standalone keeps the engine here: the closed port answers.
-    let standalone = stdio_client_with(&["--standalone"], Some(closed), &folders).await;
+    let standalone = stdio_client_with(&["--standalone", "--tools", "full"], Some(closed), &folders).await;
     let result = call(&standalone, "get_gas_price", json!({ "chain": "base" })).await;
     assert_eq!(result.is_error, Some(true), "{:?}", result.content);
     standalone.cancel().await.unwrap();
@@ -267,7 +293,7 @@ async fn the_mcp_inspector_lists_and_calls_tools_over_stdio_and_http() {
     let env = format!("PAPERCHAIN_RPC_BASE={rpc}");
 
     // stdio: the Inspector starts the binary itself.
-    let list = run_inspector(&["-e", &env, binary(), "mcp", "--stdio", "--method", "tools/list"]);
+    let list = run_inspector(&["-e", &env, binary(), "mcp", "--stdio", "--tools", "full", "--method", "tools/list"]);
     assert_eq!(names(&list), operations(&[Family::Chain, Family::Docs]));
     let gas = run_inspector(&[
         "-e",
@@ -275,6 +301,8 @@ async fn the_mcp_inspector_lists_and_calls_tools_over_stdio_and_http() {
         binary(),
         "mcp",
         "--stdio",
+        "--tools",
+        "full",
         "--method",
         "tools/call",
         "--tool-name",

@@ -151,7 +151,7 @@ async fn every_front_door_routed_to_the_sandbox_pays_the_quote_once_and_the_ledg
     // `paperchain mcp --stdio`, routed by the configuration.
     home.run(&["config", "set", "routing.routes.get_wallet_balance", "hosted"], "");
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_paperchain"));
-    command.args(["mcp", "--stdio"]);
+    command.args(["mcp", "--stdio", "--tools", "full"]);
     home.apply(command.as_std_mut());
     let mcp = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
     let price = quote(&hosted, "/v1/chain/balance", &balance_body()).await;

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod mcp_compact;
 mod mcp_hosted;
 mod mcp_http;
 mod mcp_ts_sdk;

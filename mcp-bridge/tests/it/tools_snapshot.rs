@@ -39,3 +39,13 @@ fn no_tool_input_schema_has_a_combinator_at_its_top() {
         }
     }
 }
+
+/// The compact surface agents get by default (`/mcp`, `paperchain mcp --stdio`): three
+/// tools whose descriptions list every operation with its price.
+#[test]
+fn the_compact_tool_list() {
+    let tools = paperchain_mcp::compact::tools(&paperchain_engine::catalog::standard(), &[Family::Chain, Family::Docs]);
+    insta::with_settings!({ snapshot_path => "../snapshots", prepend_module_to_snapshot => false }, {
+        insta::assert_json_snapshot!("tools_snapshot__compact_tools", tools);
+    });
+}
