@@ -162,3 +162,39 @@ async fn every_hosted_output_schema_admits_the_payment_required_and_a_delivered_
         client.cancel().await.unwrap();
     }
 }
+
+/// The compact surface of a hosted server (`/mcp`): a run tool goes through the same free
+/// pool and paywall, its PaymentRequired names the run tool, and a paid retry of the same
+/// call settles once.
+#[tokio::test]
+async fn a_compact_run_tool_is_paid_as_the_operations_own_tool() {
+    let hosted = start(&[("PAPERCHAIN_FREE_DOCS", "1")]).await;
+    let client = http_client(&format!("{}/mcp", hosted.server.base)).await;
+    let input = json!({ "file": file_input("sample-files/pdflatex-4-pages.pdf"), "degrees": 90 });
+    let arguments = json!({ "operation": "rotate_pdf_pages", "input": input });
+
+    let free = call(&client, "document_operation", arguments.clone(), None).await;
+    structured(&free);
+    assert_eq!(free.meta.as_ref().expect("_meta on a free result").0["paperchain/free-remaining"], 0);
+
+    let required = payment_required(&call(&client, "document_operation", arguments.clone(), None).await);
+    assert_eq!(required["error"], "free_pool_exhausted");
+    assert_eq!(required["resource"]["url"], "mcp://tool/document_operation");
+    let requirement = required["accepts"][0].clone();
+    let quote: U256 = requirement["amount"].as_str().unwrap().parse().unwrap();
+
+    let before = hosted.balances().await;
+    let payment = sign_x402_payload(&hosted.chain.payer_signer(), &requirement).await;
+    let meta = json!({ "x402/payment": payment });
+    let paid = call(&client, "document_operation", arguments.clone(), Some(meta.clone())).await;
+    structured(&paid);
+    assert_eq!(qpdf_pages(&embedded(&paid)[0].2), 4);
+    assert_eq!(paid.meta.as_ref().expect("_meta on a paid result").0["x402/payment-response"]["success"], true);
+    let after = hosted.balances().await;
+    assert_eq!(before.0 - after.0, quote, "the payer paid the quote, once");
+
+    let replay = payment_required(&call(&client, "document_operation", arguments, Some(meta)).await);
+    assert!(replay["error"].as_str().is_some_and(|e| e.starts_with("payment_already_used")), "{replay}");
+    assert_eq!(hosted.balances().await, after);
+    client.cancel().await.unwrap();
+}
