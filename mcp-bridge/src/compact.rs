@@ -16,6 +16,9 @@ use std::sync::Arc;
 
 use paperchain_engine::catalog::RouteEntry;
 use paperchain_engine::{Catalog, Family};
+use paperchain_wallet::config::ClientConfig;
+use paperchain_wallet::ledger::Spent;
+use paperchain_wallet::money::Dollars;
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
@@ -23,6 +26,10 @@ use crate::tools::{UNTRUSTED, dollars};
 
 /// The tool that describes one operation.
 pub const DESCRIBE: &str = "describe_operation";
+/// The tool that shows the spend limits and what is left of them (servers with a wallet).
+pub const BUDGET: &str = "wallet_budget";
+/// The tool that asks the hosted service what a call would cost (servers with a wallet).
+pub const QUOTE: &str = "quote_operation";
 
 /// The tool that runs the operations of `family`.
 pub fn run_tool_name(family: Family) -> &'static str {
@@ -123,6 +130,75 @@ pub fn describe(route: &RouteEntry, full: &Tool) -> CallToolResult {
         "http": {"method": "POST", "path": info.path},
         "input_schema": full.input_schema.as_ref(),
         "output_schema": full.output_schema.as_deref(),
+    }))
+}
+
+/// The read-only money tools of a server that pays (local mode with a wallet):
+/// `wallet_budget` and `quote_operation`. None of them changes the policy; nothing does
+/// over MCP.
+pub fn money_tools(catalog: &Catalog, families: &[Family]) -> Vec<Tool> {
+    let operations: Vec<&str> = routes_of(catalog, families).map(|r| r.info().operation).collect();
+    let budget = Tool::new(
+        BUDGET,
+        "The spend limits the user set for calls routed to the hosted service (per call, per day, per \
+         session, for this client, per network), what was spent against them today, and what is left. \
+         Read-only: the user changes limits in Paperchain's settings, never through a tool.",
+        Arc::new(object(json!({"type": "object", "properties": {}, "additionalProperties": false}))),
+    )
+    .with_annotations(ToolAnnotations::with_title("Spend limits and what is left").read_only(true).open_world(false));
+    let quote = Tool::new(
+        QUOTE,
+        "What the hosted service would charge for one operation with this input, and whether the spend \
+         limits would let it be paid; nothing is run, signed or paid.",
+        Arc::new(object(json!({
+            "type": "object",
+            "properties": {
+                "operation": {"type": "string", "enum": operations, "description": "The operation."},
+                "input": {"type": "object", "description": "The operation's input."},
+            },
+            "required": ["operation", "input"],
+            "additionalProperties": false,
+        }))),
+    )
+    .with_annotations(ToolAnnotations::with_title("Quote a call").read_only(true).open_world(true));
+    vec![budget, quote]
+}
+
+/// `wallet_budget`'s answer: the limits of `config`, what `spent` counted, what is left.
+pub fn budget(config: &ClientConfig, spent: &Spent, client: Option<&str>) -> CallToolResult {
+    let policy = &config.policy;
+    let text = |d: Option<Dollars>| d.map(|d| d.to_string());
+    let left = |cap: Option<Dollars>, used: Dollars| {
+        cap.map(|cap| Dollars::from_micros(cap.micros().saturating_sub(used.micros())).to_string())
+    };
+    let client_cap = client.and_then(|c| policy.clients.get(c)).copied();
+    let networks: serde_json::Map<String, Value> = policy
+        .networks
+        .iter()
+        .map(|(network, cap)| {
+            let used = spent.networks.get(network).copied().unwrap_or_default();
+            let entry = json!({"cap": cap.to_string(), "spent": used.to_string(), "left": left(Some(*cap), used)});
+            (network.clone(), entry)
+        })
+        .collect();
+    CallToolResult::structured(json!({
+        "routing": {"default": config.default_route.as_str(), "service": config.service_url},
+        "per_call": text(policy.per_call),
+        "approve_above": text(policy.approve_above),
+        "today": {"cap": text(policy.per_day), "spent": spent.today.to_string(), "left": left(policy.per_day, spent.today)},
+        "this_session": {
+            "cap": text(policy.per_session),
+            "spent": spent.session.to_string(),
+            "left": left(policy.per_session, spent.session),
+        },
+        "this_client_today": {
+            "client": client,
+            "cap": text(client_cap),
+            "spent": spent.client.to_string(),
+            "left": left(client_cap, spent.client),
+        },
+        "networks_today": networks,
+        "limits_are_set_by": "the user, in Paperchain's settings (`paperchain config`, the app); no tool changes them",
     }))
 }
 

@@ -90,7 +90,13 @@ impl McpServer {
         };
         let tools = match options.surface {
             Surface::Full => per_route.clone(),
-            Surface::Compact => compact::tools(catalog, &options.families),
+            Surface::Compact => {
+                let mut listed = compact::tools(catalog, &options.families);
+                if options.calls.client().is_some() {
+                    listed.extend(compact::money_tools(catalog, &options.families));
+                }
+                listed
+            }
         };
         let wraps = catalog
             .routes()
@@ -160,6 +166,19 @@ impl McpServer {
             let full = self.inner.per_route.iter().find(|t| t.name == operation).expect("a tool per route");
             return compact::describe(route, full);
         }
+        if name == compact::BUDGET && self.lists(name) {
+            return self.budget(client_name.as_deref()).await;
+        }
+        if name == compact::QUOTE && self.lists(name) {
+            let (operation, input) = match compact::operation_and_input(&arguments) {
+                Ok(found) => found,
+                Err((field, message)) => return invalid(field, message),
+            };
+            let Some(route) = self.route(operation) else {
+                return invalid("/operation", format!("/operation: no operation `{operation}` here"));
+            };
+            return self.quote(route, input, client_name).await;
+        }
         let Some(family) = compact::family_of_tool(name).filter(|_| self.lists(name)) else {
             return results::failure(ApiError::not_found(format!("no tool {name}")));
         };
@@ -175,6 +194,38 @@ impl McpServer {
         };
         let tool = self.inner.tools.iter().find(|t| t.name == name);
         self.run(route, tool, "/input", input, payment, client, client_name).await
+    }
+
+    /// `wallet_budget`: the policy as the configuration file says now, and the ledger's sums.
+    async fn budget(&self, client: Option<&str>) -> CallToolResult {
+        let Some(paying) = self.inner.options.calls.client() else {
+            return results::failure(EngineError::internal("this server has no wallet").into());
+        };
+        let config = paying.config();
+        let networks: Vec<String> = config.policy.networks.keys().cloned().collect();
+        match paying.ledger().spent_so_far(client, &networks).await {
+            Ok(spent) => compact::budget(&config, &spent, client),
+            Err(error) => results::failure(EngineError::internal(format!("reading the ledger: {error}")).into()),
+        }
+    }
+
+    /// `quote_operation`: the hosted service's price for `route` with `input`, and the policy's
+    /// verdict; nothing runs, nothing is signed.
+    async fn quote(&self, route: &RouteEntry, input: Value, client_name: Option<String>) -> CallToolResult {
+        let body = match serde_json::to_vec(&input) {
+            Ok(body) => body,
+            Err(e) => return results::failure(EngineError::internal(format!("encoding the input: {e}")).into()),
+        };
+        let mut call = Call::new(route.info().path, body, Caller { front_door: "mcp", client: client_name });
+        call.quote_only = true;
+        match self.inner.options.calls.run(call).await {
+            Outcome::Quote(quote) => match *quote {
+                Ok(quote) => CallToolResult::structured(paperchain_calls::routed::quote_json(&quote)),
+                Err(error) => results::failure(routed::call_error(&error)),
+            },
+            Outcome::Refused(failure) => results::failure(ApiError::from(failure)),
+            _ => results::failure(EngineError::internal("the call path gave no quote").into()),
+        }
     }
 
     /// Runs `route` with `arguments` for the listed tool `tool`; an error's field is named

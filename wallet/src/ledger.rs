@@ -18,6 +18,7 @@
 //! handler. A reservation checks the day, session, client and network caps in one
 //! `BEGIN IMMEDIATE` transaction ([`Ledger::reserve`]).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -142,6 +143,19 @@ pub struct Caps {
     pub per_client: Option<Dollars>,
     /// This network's calls in a UTC day.
     pub per_network: Option<Dollars>,
+}
+
+/// What the caps that add calls up have counted so far ([`Ledger::spent_so_far`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Spent {
+    /// Today (UTC), every call.
+    pub today: Dollars,
+    /// This process's calls.
+    pub session: Dollars,
+    /// Today, the client asked about.
+    pub client: Dollars,
+    /// Today, per network asked about.
+    pub networks: BTreeMap<String, Dollars>,
 }
 
 /// One ledger row, as listed.
@@ -403,6 +417,29 @@ impl Ledger {
         .map_err(|e| self.error(e))?;
         tx.commit().await.map_err(|e| self.error(e))?;
         Ok(Ok(()))
+    }
+
+    /// What the caps that add calls up count so far (money paid, signed or held): today in
+    /// all, in this session, today by `client`, and today on each of `networks`.
+    pub async fn spent_so_far(&self, client: Option<&str>, networks: &[String]) -> Result<Spent, LedgerError> {
+        let client = client.map(|c| crate::clean(c, 200));
+        let mut conn = self.full.acquire().await.map_err(|e| self.error(e))?;
+        let day = day_of(now_ms());
+        let (session_id, conn) = (self.session.as_str(), &mut *conn);
+        let today = spent(conn, &format!("day = ?1 AND state IN {COUNTED}"), &day, session_id, None).await;
+        let today = Dollars::from_micros(today.map_err(|e| self.error(e))?);
+        let session = spent(conn, &format!("session = ?2 AND state IN {COUNTED}"), &day, session_id, None).await;
+        let session = Dollars::from_micros(session.map_err(|e| self.error(e))?);
+        let filter = format!("day = ?1 AND client IS ?3 AND state IN {COUNTED}");
+        let by_client = spent(conn, &filter, &day, session_id, client.as_deref()).await;
+        let by_client = Dollars::from_micros(by_client.map_err(|e| self.error(e))?);
+        let mut on_networks = BTreeMap::new();
+        let filter = format!("day = ?1 AND network = ?3 AND state IN {COUNTED}");
+        for network in networks {
+            let total = spent(conn, &filter, &day, session_id, Some(network.as_str())).await;
+            on_networks.insert(network.clone(), Dollars::from_micros(total.map_err(|e| self.error(e))?));
+        }
+        Ok(Spent { today, session, client: by_client, networks: on_networks })
     }
 
     /// Records that an authorization is about to be signed and sent: who pays, its nonce

@@ -495,3 +495,66 @@ async fn above_the_threshold_the_cli_asks_and_pays_only_on_yes() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("nothing here can ask"), "{output:?}");
     assert_eq!(hosted.balance(payer).await, before - price);
 }
+
+/// An agent on the default MCP surface of a server that pays: it can read the spend limits
+/// and what is left, and ask what a call would cost, but no tool changes a limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_reads_its_budget_and_a_quote_and_no_tool_changes_them() {
+    let hosted = sandbox::start(Setup::default()).await;
+    let home = Home::new(&hosted);
+    home.set_up(&hosted, &hosted.base);
+    home.run(&["config", "set", "routing.routes.get_wallet_balance", "hosted"], "");
+    home.run(&["config", "set", "policy.per_day", "0.01"], "");
+    let server = home.serve();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_paperchain"));
+    command.args(["mcp", "--stdio"]);
+    home.apply(command.as_std_mut());
+    let mcp = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+    let tools = mcp.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["chain_read", "document_operation", "describe_operation", "wallet_budget", "quote_operation"]);
+    for tool in &tools {
+        let read_only = tool.annotations.as_ref().and_then(|a| a.read_only_hint);
+        let runs = ["chain_read", "document_operation"].contains(&tool.name.as_ref());
+        assert!(runs || read_only == Some(true), "{} is not read-only", tool.name);
+    }
+    let call = |name: &'static str, arguments: Value| {
+        let params = CallToolRequestParams::new(name).with_arguments(arguments.as_object().cloned().unwrap());
+        let mcp = &mcp;
+        async move { mcp.call_tool(params).await.unwrap() }
+    };
+    let structured = |result: &rmcp::model::CallToolResult| {
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+        result.structured_content.clone().unwrap()
+    };
+
+    // A quote: what the service asks, what the policy would pay; nothing moves.
+    let payer = hosted.chain.payer();
+    let before = hosted.balance(payer).await;
+    let price = quote(&hosted, "/v1/chain/balance", &balance_body()).await;
+    let quoted =
+        structured(&call("quote_operation", json!({"operation": "get_wallet_balance", "input": balance_body()})).await);
+    assert_eq!(quoted["payment_required"], true, "{quoted}");
+    assert_eq!(quoted["policy_allows"], true, "{quoted}");
+    assert_eq!(quoted["would_pay"]["amount"], price.to_string(), "{quoted}");
+    assert_eq!(hosted.balance(payer).await, before, "a quote pays nothing");
+
+    // A paid call, then the budget counts it.
+    let paid = call("chain_read", json!({"operation": "get_wallet_balance", "input": balance_body()})).await;
+    assert_eq!(structured(&paid)["chain"], "base");
+    assert_eq!(hosted.balance(payer).await, before - price);
+    let budget = structured(&call("wallet_budget", json!({})).await);
+    assert_eq!(budget["today"], json!({"cap": "$0.01", "spent": "$0.002", "left": "$0.008"}), "{budget}");
+    assert_eq!(budget["this_session"]["cap"], Value::Null, "{budget}");
+    let client_name = rmcp::ClientHandler::get_info(&()).client_info.name;
+    assert_eq!(budget["this_client_today"]["client"], client_name.as_str(), "{budget}");
+    assert_eq!(budget["this_client_today"]["spent"], "$0.002", "{budget}");
+    assert_eq!(budget["routing"]["service"], hosted.base.trim_end_matches('/'), "{budget}");
+
+    // The user lowers the day cap: the next budget shows it, from the file, at once.
+    home.run(&["config", "set", "policy.per_day", "0.003"], "");
+    let budget = structured(&call("wallet_budget", json!({})).await);
+    assert_eq!(budget["today"]["left"], "$0.001", "{budget}");
+    mcp.cancel().await.unwrap();
+    drop(server);
+}
