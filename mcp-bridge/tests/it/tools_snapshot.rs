@@ -49,3 +49,35 @@ fn the_compact_tool_list() {
         insta::assert_json_snapshot!("tools_snapshot__compact_tools", tools);
     });
 }
+
+/// What the compact tools ask for reads in every function-calling dialect: objects at the
+/// top, no type written as a list (the nullable form some model providers reject), no
+/// combinators, no references.
+#[test]
+fn the_compact_tool_schemas_are_portable() {
+    fn walk(schema: &serde_json::Value, at: &str) {
+        match schema {
+            serde_json::Value::Object(map) => {
+                assert!(!map.get("type").is_some_and(|t| t.is_array()), "{at}: a type list");
+                for keyword in ["oneOf", "anyOf", "allOf", "$ref", "$defs"] {
+                    assert!(!map.contains_key(keyword), "{at}: {keyword}");
+                }
+                for (key, value) in map {
+                    walk(value, &format!("{at}/{key}"));
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|item| walk(item, at)),
+            _ => {}
+        }
+    }
+    let catalog = paperchain_engine::catalog::standard();
+    let families = [Family::Chain, Family::Docs];
+    let mut tools = paperchain_mcp::compact::tools(&catalog, &families);
+    tools.extend(paperchain_mcp::compact::money_tools(&catalog, &families));
+    for tool in &tools {
+        let schema = serde_json::Value::Object(tool.input_schema.as_ref().clone());
+        assert_eq!(schema["type"], "object", "{}", tool.name);
+        walk(&schema, &tool.name);
+        assert!(tool.output_schema.is_none(), "{}: a run tool's result is its operation's", tool.name);
+    }
+}
