@@ -50,18 +50,18 @@ export function Agents({ session }: { session: SessionInfo }) {
       <h2 id="agents-title">Agents</h2>
       <h3>MCP</h3>
       <dl class="facts">
-        <dt>Every tool</dt>
+        <dt>Every operation, in three tools</dt>
         <dd class="mono">{session.mcp.all}</dd>
-        <dt>Chain reads</dt>
+        <dt>Chain reads, one tool each</dt>
         <dd class="mono">{session.mcp.chain}</dd>
-        <dt>Documents</dt>
+        <dt>Documents, one tool each</dt>
         <dd class="mono">{session.mcp.docs}</dd>
         <dt>HTTP API</dt>
         <dd class="mono">{session.openapi}</dd>
       </dl>
       <h3>Claude Desktop</h3>
       <p>
-        <code>paperchain mcp --stdio</code> in Claude Desktop's configuration gives it every tool; it uses this server while it runs.
+        <code>paperchain mcp --stdio</code> in Claude Desktop's configuration gives it every operation, in three tools that fit in its context; it uses this server while it runs.
       </p>
       {claude && (
         <p>
