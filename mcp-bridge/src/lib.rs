@@ -24,4 +24,4 @@ pub mod stdio;
 pub mod tools;
 
 pub use results::Links;
-pub use server::{McpServer, ServerOptions, Surface};
+pub use server::{McpServer, Requester, ServerOptions, Surface};

@@ -64,6 +64,17 @@ impl ServerOptions {
     }
 }
 
+/// Who sent one tool call, and the payment it carried.
+#[derive(Clone, Debug, Default)]
+pub struct Requester {
+    /// `_meta["x402/payment"]`, when the call carries one (hosted mode).
+    pub payment: Option<Value>,
+    /// The caller's network address (hosted mode's free pools count by it).
+    pub address: Option<IpAddr>,
+    /// The MCP client's name (from `initialize`), else the HTTP caller's user agent.
+    pub name: Option<String>,
+}
+
 /// One MCP server (cheap to clone: the streamable HTTP transport makes one per session).
 #[derive(Clone)]
 pub struct McpServer {
@@ -125,34 +136,20 @@ impl McpServer {
         self.inner.tools.iter().any(|t| t.name == name)
     }
 
-    /// Runs one tool call; `payment` is `_meta["x402/payment"]`, `client` the caller's address.
-    pub async fn call(
-        &self,
-        name: &str,
-        arguments: Value,
-        payment: Option<Value>,
-        client: Option<IpAddr>,
-        client_name: Option<String>,
-    ) -> CallToolResult {
+    /// Runs one tool call from `requester`.
+    pub async fn call(&self, name: &str, arguments: Value, requester: Requester) -> CallToolResult {
         if self.inner.options.surface == Surface::Compact {
-            return self.call_compact(name, arguments, payment, client, client_name).await;
+            return self.call_compact(name, arguments, requester).await;
         }
         let Some(route) = self.route(name) else {
             return results::failure(ApiError::not_found(format!("no tool {name}")));
         };
         let tool = self.inner.tools.iter().find(|t| t.name == name);
-        self.run(route, tool, "", arguments, payment, client, client_name).await
+        self.run(route, tool, "", arguments, requester).await
     }
 
     /// A call to a compact tool: `describe_operation`, or a family's run tool.
-    async fn call_compact(
-        &self,
-        name: &str,
-        arguments: Value,
-        payment: Option<Value>,
-        client: Option<IpAddr>,
-        client_name: Option<String>,
-    ) -> CallToolResult {
+    async fn call_compact(&self, name: &str, arguments: Value, requester: Requester) -> CallToolResult {
         let invalid = |field: &str, message: String| results::failure(EngineError::invalid(field, message).into());
         let arguments = match arguments {
             Value::Object(arguments) => arguments,
@@ -167,7 +164,7 @@ impl McpServer {
             return compact::describe(route, full);
         }
         if name == compact::BUDGET && self.lists(name) {
-            return self.budget(client_name.as_deref()).await;
+            return self.budget(requester.name.as_deref()).await;
         }
         if name == compact::QUOTE && self.lists(name) {
             let (operation, input) = match compact::operation_and_input(&arguments) {
@@ -177,7 +174,7 @@ impl McpServer {
             let Some(route) = self.route(operation) else {
                 return invalid("/operation", format!("/operation: no operation `{operation}` here"));
             };
-            return self.quote(route, input, client_name).await;
+            return self.quote(route, input, requester.name).await;
         }
         let Some(family) = compact::family_of_tool(name).filter(|_| self.lists(name)) else {
             return results::failure(ApiError::not_found(format!("no tool {name}")));
@@ -193,7 +190,7 @@ impl McpServer {
             );
         };
         let tool = self.inner.tools.iter().find(|t| t.name == name);
-        self.run(route, tool, "/input", input, payment, client, client_name).await
+        self.run(route, tool, "/input", input, requester).await
     }
 
     /// `wallet_budget`: the policy as the configuration file says now, and the ledger's sums.
@@ -230,17 +227,15 @@ impl McpServer {
 
     /// Runs `route` with `arguments` for the listed tool `tool`; an error's field is named
     /// under `at` (`/input` when the arguments are a run tool's `input`).
-    #[allow(clippy::too_many_arguments)]
     async fn run(
         &self,
         route: &RouteEntry,
         tool: Option<&Tool>,
         at: &str,
         arguments: Value,
-        payment: Option<Value>,
-        client: Option<IpAddr>,
-        client_name: Option<String>,
+        requester: Requester,
     ) -> CallToolResult {
+        let Requester { payment, address: client, name: client_name } = requester;
         let operation = route.info().operation;
         let wrap = self.inner.wraps.get(operation).copied().unwrap_or(false);
         let links = self.inner.options.links.clone();
@@ -391,6 +386,7 @@ impl ServerHandler for McpServer {
                 .map(str::to_string)
         });
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        Ok(self.call(&request.name, arguments, payment, client, client_name).await.into())
+        let requester = Requester { payment, address: client, name: client_name };
+        Ok(self.call(&request.name, arguments, requester).await.into())
     }
 }
