@@ -123,7 +123,8 @@ async fn stdio_gives_agents_the_compact_surface_by_default() {
     let client = stdio_client(&[], None).await;
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["chain_read", "document_operation", "describe_operation"]);
+    // The engine runs with the paying client here: the read-only money tools come too.
+    assert_eq!(names, ["chain_read", "document_operation", "describe_operation", "wallet_budget", "quote_operation"]);
     assert!(serde_json::to_vec(&tools).unwrap().len() <= 32 * 1024);
     let data = base64::engine::general_purpose::STANDARD.encode(corpus_file("sample-files/pdflatex-4-pages.pdf"));
     let input = json!({ "file": { "data": data, "filename": "a.pdf" }, "degrees": 180 });
