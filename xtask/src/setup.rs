@@ -216,12 +216,13 @@ pub const NPM_TOOLS: &[NpmTool] = &[
         why: "the payer's key (viem/accounts) for the x402 TypeScript client",
     },
     NpmTool {
-        // 1.x: 2.x needs Node.js 22.19, newer than Debian 12's. Its CLI mode
-        // (`mcp-inspector --cli`) runs under Node.js 20; the web UI is not used.
+        // 2.x asks for Node.js 22.19 for its web UI; its CLI mode (`mcp-inspector --cli`),
+        // the only one used, runs under Debian 12's Node.js 20, and has `--strict`, the
+        // tool-schema portability check.
         package: "@modelcontextprotocol/inspector",
-        version: "1.0.3",
+        version: "2.12.0",
         program: None,
-        why: "the official MCP Inspector, whose CLI lists and calls the MCP tools in cli/tests/it/mcp.rs",
+        why: "the official MCP Inspector, whose CLI lists, checks (--strict) and calls the MCP tools in cli/tests/it/mcp.rs",
     },
     NpmTool {
         // Pinned, not left to the Inspector's ^1.25.2: the interop test depends on how 1.x's
