@@ -157,9 +157,7 @@ impl McpServer {
         };
         if name == compact::DESCRIBE {
             let operation = arguments.get("operation").and_then(Value::as_str).unwrap_or_default();
-            let Some(route) = self.route(operation) else {
-                return invalid("/operation", format!("/operation: no operation `{operation}` here"));
-            };
+            let Some(route) = self.route(operation) else { return no_operation(operation) };
             let full = self.inner.per_route.iter().find(|t| t.name == operation).expect("a tool per route");
             return compact::describe(route, full);
         }
@@ -171,9 +169,7 @@ impl McpServer {
                 Ok(found) => found,
                 Err((field, message)) => return invalid(field, message),
             };
-            let Some(route) = self.route(operation) else {
-                return invalid("/operation", format!("/operation: no operation `{operation}` here"));
-            };
+            let Some(route) = self.route(operation) else { return no_operation(operation) };
             return self.quote(route, input, requester.name).await;
         }
         let Some(family) = compact::family_of_tool(name).filter(|_| self.lists(name)) else {
@@ -272,6 +268,12 @@ impl McpServer {
             Outcome::Refused(failure) => results::failure(ApiError::from(failure)),
         }
     }
+}
+
+/// The tool error for an `operation` argument that names no operation of this server.
+fn no_operation(operation: &str) -> CallToolResult {
+    let message = format!("/operation: no operation `{operation}` here");
+    results::failure(EngineError::invalid("/operation", message).into())
 }
 
 /// `error` with its field (and the message that opens with it) named under `at`.

@@ -44,6 +44,29 @@ type Update<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArgum
 /// States whose amount counts against the caps.
 const COUNTED: &str = "('reserved', 'signed', 'paid', 'unsettled')";
 
+/// One sum a cap compares against, each read through its own partial index (the `?1` is
+/// the UTC day, `?2` the session, `?3` the client or the network).
+#[derive(Clone, Copy, Debug)]
+enum Sum {
+    Day,
+    Session,
+    Client,
+    Network,
+}
+
+impl Sum {
+    /// Its `WHERE`.
+    fn filter(self) -> String {
+        let by = match self {
+            Sum::Day => "day = ?1",
+            Sum::Session => "session = ?2",
+            Sum::Client => "day = ?1 AND client IS ?3",
+            Sum::Network => "day = ?1 AND network = ?3",
+        };
+        format!("{by} AND state IN {COUNTED}")
+    }
+}
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS calls (
     id INTEGER PRIMARY KEY,
@@ -366,30 +389,25 @@ impl Ledger {
         let mut tx = self.full.begin_with("BEGIN IMMEDIATE").await.map_err(|e| self.error(e))?;
         let day = day_of(now_ms());
         let amount = selected.dollars;
-        let checks: [(Option<Dollars>, String, String, Option<&str>); 4] = [
-            (caps.per_day, format!("day = ?1 AND state IN {COUNTED}"), "the day's cap (policy.per_day)".into(), None),
-            (
-                caps.per_session,
-                format!("session = ?2 AND state IN {COUNTED}"),
-                "this session's budget (policy.per_session)".into(),
-                None,
-            ),
+        let checks: [(Option<Dollars>, Sum, String, Option<&str>); 4] = [
+            (caps.per_day, Sum::Day, "the day's cap (policy.per_day)".into(), None),
+            (caps.per_session, Sum::Session, "this session's budget (policy.per_session)".into(), None),
             (
                 caps.per_client,
-                format!("day = ?1 AND client IS ?3 AND state IN {COUNTED}"),
+                Sum::Client,
                 format!("the day's budget of client {} (policy.clients)", client.unwrap_or("(unnamed)")),
                 client,
             ),
             (
                 caps.per_network,
-                format!("day = ?1 AND network = ?3 AND state IN {COUNTED}"),
+                Sum::Network,
                 format!("the day's cap on {} (policy.networks)", selected.network),
                 Some(selected.network.as_str()),
             ),
         ];
-        for (cap, filter, name, third) in checks {
+        for (cap, sum, name, third) in checks {
             let Some(cap) = cap else { continue };
-            let spent = spent(&mut tx, &filter, &day, &self.session, third).await.map_err(|e| self.error(e))?;
+            let spent = spent(&mut tx, sum, &day, &self.session, third).await.map_err(|e| self.error(e))?;
             if Dollars::from_micros(spent.saturating_add(amount.micros())) > cap {
                 tx.rollback().await.map_err(|e| self.error(e))?;
                 return Ok(Err(format!(
@@ -425,19 +443,15 @@ impl Ledger {
         let client = client.map(|c| crate::clean(c, 200));
         let mut conn = self.full.acquire().await.map_err(|e| self.error(e))?;
         let day = day_of(now_ms());
-        let (session_id, conn) = (self.session.as_str(), &mut *conn);
-        let today = spent(conn, &format!("day = ?1 AND state IN {COUNTED}"), &day, session_id, None).await;
-        let today = Dollars::from_micros(today.map_err(|e| self.error(e))?);
-        let session = spent(conn, &format!("session = ?2 AND state IN {COUNTED}"), &day, session_id, None).await;
-        let session = Dollars::from_micros(session.map_err(|e| self.error(e))?);
-        let filter = format!("day = ?1 AND client IS ?3 AND state IN {COUNTED}");
-        let by_client = spent(conn, &filter, &day, session_id, client.as_deref()).await;
-        let by_client = Dollars::from_micros(by_client.map_err(|e| self.error(e))?);
+        let mut sum = async |sum: Sum, third: Option<&str>| {
+            spent(&mut conn, sum, &day, &self.session, third).await.map(Dollars::from_micros).map_err(|e| self.error(e))
+        };
+        let today = sum(Sum::Day, None).await?;
+        let session = sum(Sum::Session, None).await?;
+        let by_client = sum(Sum::Client, client.as_deref()).await?;
         let mut on_networks = BTreeMap::new();
-        let filter = format!("day = ?1 AND network = ?3 AND state IN {COUNTED}");
         for network in networks {
-            let total = spent(conn, &filter, &day, session_id, Some(network.as_str())).await;
-            on_networks.insert(network.clone(), Dollars::from_micros(total.map_err(|e| self.error(e))?));
+            on_networks.insert(network.clone(), sum(Sum::Network, Some(network.as_str())).await?);
         }
         Ok(Spent { today, session, client: by_client, networks: on_networks })
     }
@@ -542,12 +556,12 @@ impl Ledger {
 
 async fn spent(
     conn: &mut SqliteConnection,
-    filter: &str,
+    sum: Sum,
     day: &str,
     session: &str,
     third: Option<&str>,
 ) -> Result<u64, sqlx::Error> {
-    let sql = format!("SELECT COALESCE(SUM(micros), 0) FROM calls WHERE {filter}");
+    let sql = format!("SELECT COALESCE(SUM(micros), 0) FROM calls WHERE {}", sum.filter());
     // The filters are this file's own constants; the values are bound.
     let total: i64 =
         sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(day).bind(session).bind(third).fetch_one(&mut *conn).await?;
@@ -622,10 +636,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::open_in(dir.path()).await.unwrap();
         let filters = [
-            (format!("day = ?1 AND state IN {COUNTED}"), "calls_day_counted"),
-            (format!("session = ?2 AND state IN {COUNTED}"), "calls_session_counted"),
-            (format!("day = ?1 AND client IS ?3 AND state IN {COUNTED}"), "calls_client_counted"),
-            (format!("day = ?1 AND network = ?3 AND state IN {COUNTED}"), "calls_network_counted"),
+            (Sum::Day.filter(), "calls_day_counted"),
+            (Sum::Session.filter(), "calls_session_counted"),
+            (Sum::Client.filter(), "calls_client_counted"),
+            (Sum::Network.filter(), "calls_network_counted"),
         ];
         for (filter, index) in filters {
             let rows = sqlx::query(sqlx::AssertSqlSafe(format!(

@@ -694,9 +694,7 @@ fn parse_authorization_payload(payload: &Value) -> Result<AuthorizationPayload, 
             .ok_or_else(|| MppError::Malformed(format!("payload `{name}` is not an address")))
     };
     let integer = |name: &str, text: &str| {
-        (!text.is_empty() && text.len() <= 78 && text.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| U256::from_str_radix(text, 10).ok())
-            .flatten()
+        paperchain_protocol::x402::parse_amount(text)
             .ok_or_else(|| MppError::Malformed(format!("payload `{name}` is not a decimal integer")))
     };
     let seconds = |name: &str, text: &str| {

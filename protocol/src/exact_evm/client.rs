@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::{ExactEvmPayload, token_domain_of};
 use crate::SignError;
 use crate::eip3009::{self, TransferAuthorization, TransferWithAuthorization};
-use crate::x402::{Offer, PaymentPayload, ResourceInfo, SCHEME_EXACT, Version2, parse_amount};
+use crate::x402::{Offer, PaymentPayload, ResourceInfo, Version2, parse_amount};
 
 /// How long before now an authorization becomes valid: a payer's clock a little ahead of
 /// the chain's must not make a fresh payment "not yet valid".
@@ -31,7 +31,7 @@ impl AuthorizationWindow {
     /// A fresh window for `offer` at Unix time `now`: valid from `now - 600 s` until
     /// `now + maxTimeoutSeconds`, with a random nonce.
     pub fn fresh(offer: &Offer, now: u64) -> Result<AuthorizationWindow, SignError> {
-        let terms = offer.terms.as_ref().map_err(|why| SignError::Malformed(format!("the requirement: {why}")))?;
+        let terms = offer.exact_terms()?;
         Ok(AuthorizationWindow {
             valid_after: now.saturating_sub(VALID_AFTER_SLACK_SECONDS),
             valid_before: now.saturating_add(terms.max_timeout_seconds),
@@ -62,10 +62,7 @@ pub fn sign_exact_evm_with(
     resource: Option<&ResourceInfo>,
     window: &AuthorizationWindow,
 ) -> Result<PaymentPayload<ExactEvmPayload, Value>, SignError> {
-    let terms = offer.terms.as_ref().map_err(|why| SignError::Malformed(format!("the requirement: {why}")))?;
-    if terms.scheme != SCHEME_EXACT {
-        return Err(SignError::Unsupported(format!("scheme `{}` is not `exact`", terms.scheme)));
-    }
+    let terms = offer.exact_terms()?;
     let network = &terms.network;
     let chain_id = network
         .strip_prefix("eip155:")

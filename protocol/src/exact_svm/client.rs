@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{Address, ExactSvmPayload, address};
 use crate::SignError;
-use crate::x402::{Offer, PaymentPayload, ResourceInfo, SCHEME_EXACT, Version2, parse_amount};
+use crate::x402::{Offer, PaymentPayload, ResourceInfo, Version2, parse_amount};
 
 /// The PaymentPayload for `offer` carrying the signed transaction `wire`; the offer is
 /// echoed as it was sent.
@@ -38,10 +38,7 @@ pub struct Terms {
 impl Terms {
     /// Reads an `exact` offer on a `solana:` network.
     pub fn read(offer: &Offer) -> Result<Terms, SignError> {
-        let terms = offer.terms.as_ref().map_err(|why| SignError::Malformed(format!("the requirement: {why}")))?;
-        if terms.scheme != SCHEME_EXACT {
-            return Err(SignError::Unsupported(format!("scheme `{}` is not `exact`", terms.scheme)));
-        }
+        let terms = offer.exact_terms()?;
         let network = &terms.network;
         if !network.starts_with("solana:") {
             return Err(SignError::Unsupported(format!("network `{network}` is not a Solana network")));

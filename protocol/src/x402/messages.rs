@@ -12,7 +12,8 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::{PAYMENT_ID_LENGTH, PAYMENT_IDENTIFIER, X402_VERSION};
+use super::{PAYMENT_ID_LENGTH, PAYMENT_IDENTIFIER, SCHEME_EXACT, X402_VERSION};
+use crate::SignError;
 use crate::exact_evm::ExactEvmPayload;
 use crate::exact_svm::ExactSvmPayload;
 
@@ -91,6 +92,15 @@ pub struct Offer {
 }
 
 impl Offer {
+    /// Its terms, when it reads and is an `exact` offer: what a paying client signs.
+    pub fn exact_terms(&self) -> Result<&Requirements, SignError> {
+        let terms = self.terms.as_ref().map_err(|why| SignError::Malformed(format!("the requirement: {why}")))?;
+        if terms.scheme != SCHEME_EXACT {
+            return Err(SignError::Unsupported(format!("scheme `{}` is not `exact`", terms.scheme)));
+        }
+        Ok(terms)
+    }
+
     /// Its network as sent, for naming it in a refusal.
     pub fn network(&self) -> &str {
         self.raw.get("network").and_then(Value::as_str).unwrap_or("an unnamed network")
