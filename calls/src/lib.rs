@@ -18,9 +18,15 @@
 //! timeout (504 past it). [`status_of`] is the one mapping of an engine error's kind to a
 //! status, which the HTTP and MCP doors answer with and the ledger records.
 //!
+//! In local mode a file input may name a file on this machine (`{"path": …}`) and a call
+//! may ask for its file result to be saved to a path ([`Call::save_to`]): both inside the
+//! folders the user granted, read and written here ([`local_files`]), whether the call
+//! then runs here or is routed. Hosted mode takes neither.
+//!
 //! What this crate must not do: know a door's wire format (HTTP headers, MCP `_meta`,
 //! arguments), contain a payment rule, or depend on the hosted service's crate.
 
+pub mod local_files;
 pub mod paywall;
 pub mod routed;
 
@@ -36,6 +42,7 @@ use paperchain_wallet::config::RouteMode;
 use paperchain_wallet::ledger::Caller;
 use serde_json::Value;
 
+use crate::local_files::SaveTo;
 use crate::paywall::{Failure, FreeAsk, PaidCall, Payment, Paywall};
 
 /// The header carrying a one-file result's report (compact JSON, ASCII) for `output: "file"`;
@@ -64,6 +71,9 @@ pub struct Call {
     pub mode: Option<RouteMode>,
     /// Local mode: only what the hosted service would charge is wanted.
     pub quote_only: bool,
+    /// Local mode: save the file result there instead of answering with it; the answer is
+    /// then JSON naming the files written.
+    pub save_to: Option<SaveTo>,
     /// Hosted mode: the payment the call carries.
     pub payment: Option<Payment>,
     /// Hosted mode: whether the caller asks for the free pool.
@@ -88,6 +98,7 @@ impl Call {
             caller,
             mode: None,
             quote_only: false,
+            save_to: None,
             payment: None,
             free: FreeAsk::No,
             client_ip: None,
@@ -205,7 +216,20 @@ impl CallPath {
     }
 
     async fn run_here(&self, call: Call) -> Outcome {
-        let Call { path, body, caller, mode, quote_only, payment, free, client_ip, over_http, admission, hold } = call;
+        let Call {
+            path,
+            body,
+            caller,
+            mode,
+            quote_only,
+            save_to,
+            payment,
+            free,
+            client_ip,
+            over_http,
+            admission,
+            hold,
+        } = call;
         let _hold = hold;
         let Some(route) = self.catalog.by_path(path) else {
             return Outcome::Refused(Failure::Engine(EngineError::new(
@@ -215,6 +239,14 @@ impl CallPath {
             )));
         };
         match &self.gate {
+            Gate::Paywall(_) if save_to.is_some() => {
+                let field = save_to.map(|s| s.field).unwrap_or_default();
+                Outcome::Refused(Failure::Engine(EngineError::invalid_with(
+                    "path_not_here",
+                    &field,
+                    format!("{field}: a hosted service writes no file on your machine; leave it out"),
+                )))
+            }
             Gate::Paywall(paywall) => {
                 let call = PaidCall { route, body: &body, payment, free, client: client_ip, over_http, admission };
                 Outcome::Paywall(paywall.handle(call, &self.ctx).await)
@@ -225,8 +257,25 @@ impl CallPath {
                     Body::NotJson(content_type) => return Outcome::Refused(Failure::NotJson(content_type)),
                     Body::TooLarge(limit) => return Outcome::Refused(Failure::TooLarge(limit)),
                 };
+                let folders = client.as_ref().map(|c| c.config().folders.clone()).unwrap_or_default();
+                let max = self.ctx.limits.max_file_bytes;
+                let body = match local_files::inline_paths(route, body, &folders, max).await {
+                    Ok(body) => body,
+                    Err(error) => return Outcome::Local(Err(error), None),
+                };
+                let target = match save_to.as_ref().filter(|_| !quote_only) {
+                    Some(save) => match local_files::check_save(route, &body, &folders, save) {
+                        Ok(target) => Some(target),
+                        Err(error) => return Outcome::Local(Err(error), None),
+                    },
+                    None => None,
+                };
                 let call = routed::LocalCall { route, body, caller, mode, quote_only, admission };
-                routed::run(client.as_ref(), &self.ctx, call, *timeout).await
+                let outcome = routed::run(client.as_ref(), &self.ctx, call, *timeout).await;
+                match target {
+                    Some(target) => local_files::save_outcome(outcome, target).await,
+                    None => outcome,
+                }
             }
         }
     }

@@ -293,11 +293,12 @@ async fn mcp(args: McpArgs) -> anyhow::Result<()> {
     let runtime = paperchain_server::instance::runtime_dir(&data_dir);
     let running = paperchain_server::instance::find(&runtime, &data_dir).filter(|_| !args.standalone);
     if let Some(instance) = running {
-        if args.routing.service_url.is_some() || args.routing.default_route.is_some() {
+        let routing = &args.routing;
+        if routing.service_url.is_some() || routing.default_route.is_some() || !routing.folders.is_empty() {
             anyhow::bail!(
-                "--service-url and --route set the routing of an engine in this process, but the local server \
-                 at {} (process {}) serves these tools and routes as its configuration says; drop them, or add \
-                 --standalone",
+                "--service-url, --route and --folder set up an engine in this process, but the local server \
+                 at {} (process {}) serves these tools as its configuration says (files.folders in \
+                 config.toml grants folders to it); drop them, or add --standalone",
                 instance.base_url,
                 instance.pid
             );

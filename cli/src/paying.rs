@@ -21,6 +21,10 @@ pub struct RoutingArgs {
     /// routing.default and PAPERCHAIN_ROUTE).
     #[arg(long = "route", value_name = "MODE", value_parser = ["local", "hosted", "auto"])]
     pub default_route: Option<String>,
+    /// A folder whose files calls may read by path (`{"path": …}`) and save results into,
+    /// besides config.toml's files.folders (repeatable; absolute or `~/…`).
+    #[arg(long = "folder", value_name = "DIR")]
+    pub folders: Vec<String>,
 }
 
 /// The paying client for this user, with `approver`; `routing` overrides the configuration.
@@ -30,8 +34,11 @@ pub async fn client(
     approver: Arc<dyn Approver>,
     routing: &RoutingArgs,
 ) -> anyhow::Result<Arc<PayingClient>> {
-    let overrides =
-        Overrides { service_url: routing.service_url.clone(), default_route: routing.default_route.clone() };
+    let overrides = Overrides {
+        service_url: routing.service_url.clone(),
+        default_route: routing.default_route.clone(),
+        folders: routing.folders.clone(),
+    };
     Ok(Arc::new(PayingClient::for_user(data_dir, ctx.chains.clone(), approver, overrides).await?))
 }
 

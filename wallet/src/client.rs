@@ -101,6 +101,9 @@ pub struct Overrides {
     /// Where routes run unless config.toml names the route (over routing.default and
     /// PAPERCHAIN_ROUTE).
     pub default_route: Option<String>,
+    /// Folders granted to this process's calls besides config.toml's `files.folders`
+    /// (`--folder`).
+    pub folders: Vec<String>,
 }
 
 /// Why the user's client could not be opened.
@@ -310,6 +313,9 @@ impl PayingClient {
     ) -> Result<PayingClient, OpenError> {
         if let Some(url) = &overrides.service_url {
             crate::config::check_service_url(url).map_err(|e| ConfigError(format!("--service-url: {e}")))?;
+        }
+        for folder in &overrides.folders {
+            crate::config::granted_folder(folder).map_err(|e| ConfigError(format!("--folder: {e}")))?;
         }
         let live = LiveConfig::follow(crate::config::config_file(), user_builder(overrides))?;
         let ledger = Ledger::open_in(data_dir).await?;
@@ -720,6 +726,12 @@ fn user_builder(overrides: Overrides) -> crate::live::Builder {
             "PAPERCHAIN_ROUTE" => overrides.default_route.clone(),
             _ => None,
         })?;
+        for folder in &overrides.folders {
+            let folder = crate::config::granted_folder(folder).map_err(|e| ConfigError(format!("--folder: {e}")))?;
+            if !config.folders.contains(&folder) {
+                config.folders.push(folder);
+            }
+        }
         Ok(config)
     })
 }

@@ -23,6 +23,9 @@
 //! address = "0x…"
 //! symbol = "USDC"
 //! decimals = 6
+//!
+//! [files]
+//! folders = ["~/Documents"]                # where calls may read `{"path": …}` and save results
 //! ```
 //!
 //! Environment variables override the file (`PAPERCHAIN_SERVICE_URL`,
@@ -162,6 +165,9 @@ pub struct ClientConfig {
     pub routes: BTreeMap<String, RouteMode>,
     /// The spend policy.
     pub policy: PolicyConfig,
+    /// Folders whose files a local call may read by path and write results into (absolute,
+    /// `~` expanded); none means no path is taken.
+    pub folders: Vec<PathBuf>,
     /// The file this was read from, when there was one.
     pub file: Option<PathBuf>,
 }
@@ -174,6 +180,7 @@ impl Default for ClientConfig {
             default_route: RouteMode::Local,
             routes: BTreeMap::new(),
             policy: PolicyConfig::default(),
+            folders: Vec::new(),
             file: None,
         }
     }
@@ -188,6 +195,8 @@ struct FileConfig {
     routing: RoutingTable,
     #[serde(default)]
     policy: PolicyTable,
+    #[serde(default)]
+    files: FilesTable,
     /// The hosted service's own table (`paperchain serve --hosted`): not the client's.
     #[serde(default)]
     #[allow(dead_code)]
@@ -207,6 +216,13 @@ struct RoutingTable {
     default: Option<RouteMode>,
     #[serde(default)]
     routes: BTreeMap<String, RouteMode>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FilesTable {
+    #[serde(default)]
+    folders: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -324,12 +340,19 @@ impl ClientConfig {
             .as_deref()
             .map(|u| check_service_url(u).map_err(|e| ConfigError(format!("{name}: service.url: {e}"))))
             .transpose()?;
+        let folders = table
+            .files
+            .folders
+            .iter()
+            .map(|folder| granted_folder(folder).map_err(|e| ConfigError(format!("{name}: files.folders: {e}"))))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(ClientConfig {
             service_url,
             service_timeout: table.service.timeout_seconds.unwrap_or(120).max(1),
             default_route: table.routing.default.unwrap_or(RouteMode::Local),
             routes: table.routing.routes,
             policy,
+            folders,
             file: file.map(Path::to_path_buf),
         })
     }
@@ -357,6 +380,40 @@ impl ClientConfig {
         assets.extend(self.policy.assets.iter().cloned());
         assets
     }
+}
+
+/// A folder granted to local calls (`files.folders`, `--folder`): an absolute path, or one
+/// starting with `~/` (the home folder); never the root, the home folder itself or a
+/// system folder, which would grant every file there. It need not exist yet (a removable
+/// drive); a call checks the real path when it uses it.
+pub fn granted_folder(text: &str) -> Result<PathBuf, String> {
+    let trimmed = text.trim();
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let path = match trimmed.strip_prefix("~/") {
+        Some(rest) => match &home {
+            Some(home) => home.join(rest),
+            None => return Err(format!("`{text}`: there is no home folder to start `~/` from")),
+        },
+        None if trimmed == "~" => return Err(format!("`{text}` grants the whole home folder; name a folder in it")),
+        None => PathBuf::from(trimmed),
+    };
+    if !path.is_absolute() {
+        return Err(format!("`{text}` is not an absolute path (write /home/me/Documents or ~/Documents)"));
+    }
+    // `..` would make the grant say one thing and mean another.
+    if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return Err(format!("`{text}` contains `..`; name the folder itself"));
+    }
+    let normal: PathBuf = path.components().collect();
+    let too_wide = normal.parent().is_none()
+        || home.as_deref().is_some_and(|home| normal == home)
+        || ["/etc", "/usr", "/bin", "/sbin", "/lib", "/boot", "/dev", "/proc", "/sys", "/var", "/root", "/home"]
+            .iter()
+            .any(|system| normal == Path::new(system));
+    if too_wide {
+        return Err(format!("`{text}` would grant too much; name a folder of your documents"));
+    }
+    Ok(normal)
 }
 
 /// A service URL: http(s), a host, no query; returned without a trailing slash.

@@ -1,8 +1,10 @@
 //! File inputs: inline base64 or a public URL, decoded and size-checked.
 //!
-//! A [`FileInput`] gives exactly one of `data` and `url`, which its schema states
+//! A [`FileInput`] gives exactly one of `data`, `url` and `path`, which its schema states
 //! (`oneOf`) as `prepare` checks it; a URL is fetched through the context's SSRF-safe
-//! fetcher. Errors name the field (`/file/data`, `/files/2/url`). Its `Debug` never shows
+//! fetcher. A `path` names a file on the caller's own machine: a local server's call path
+//! reads it (inside the folders the user granted) and hands the engine its bytes, so the
+//! engine itself never opens a path and refuses one that reaches it (a hosted service). Errors name the field (`/file/data`, `/files/2/url`). Its `Debug` never shows
 //! the bytes or the password, so a logged input leaks neither.
 
 use base64::Engine as _;
@@ -13,14 +15,16 @@ use crate::context::Context;
 use crate::error::{EngineError, ErrorKind};
 use crate::fetch::FetchError;
 
-/// A file: `data` (base64, optionally a `data:` URL) with an optional `filename`, or a
-/// public `url`. An encrypted PDF takes its `password` here too.
-/// Give exactly one of `data` and `url` (a null counts as not given).
+/// A file: `data` (base64, optionally a `data:` URL) with an optional `filename`, a
+/// public `url`, or, on a Paperchain running on your own machine, the `path` of a file in
+/// a folder you granted. An encrypted PDF takes its `password` here too.
+/// Give exactly one of `data`, `url` and `path` (a null counts as not given).
 #[derive(Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(extend("oneOf" = [
     { "required": ["data"], "properties": { "data": { "type": "string" } } },
-    { "required": ["url"], "properties": { "url": { "type": "string" } } }
+    { "required": ["url"], "properties": { "url": { "type": "string" } } },
+    { "required": ["path"], "properties": { "path": { "type": "string" } } }
 ]))]
 pub struct FileInput {
     /// The file's bytes, base64 (standard or URL-safe alphabet, padding optional).
@@ -30,6 +34,11 @@ pub struct FileInput {
     /// A public http(s) URL to fetch the file from instead of `data`.
     #[serde(default)]
     pub url: Option<String>,
+    /// Local servers only: the absolute path of a file inside a folder the user granted
+    /// (`files.folders` in config.toml, `--folder`), instead of `data`.
+    #[serde(default)]
+    #[schemars(length(min = 1))]
+    pub path: Option<String>,
     /// The file's name, used to name outputs.
     #[serde(default)]
     pub filename: Option<String>,
@@ -44,6 +53,7 @@ impl std::fmt::Debug for FileInput {
         f.debug_struct("FileInput")
             .field("data_len", &self.data.as_ref().map(String::len))
             .field("url", &self.url)
+            .field("path", &self.path)
             .field("filename", &self.filename)
             .field("password", &self.password.as_ref().map(|_| "<hidden>"))
             .finish()
@@ -64,6 +74,17 @@ impl FileInput {
     /// Decodes or fetches the file; errors name `field` (a JSON pointer such as `/file`).
     pub async fn resolve(&self, ctx: &Context, field: &str, fallback_name: &str) -> Result<FileBytes, EngineError> {
         let max = ctx.limits.max_file_bytes;
+        if self.path.is_some() {
+            // A local server's call path has read it already; only a hosted service gets here.
+            return Err(EngineError::invalid_with(
+                "path_not_here",
+                format!("{field}/path"),
+                format!(
+                    "{field}/path: a path is read only by Paperchain on your own machine (paperchain serve, \
+                     the app, MCP over stdio); here send the file as `data` or `url`"
+                ),
+            ));
+        }
         let (bytes, fetched_name) = match (&self.data, &self.url) {
             (Some(_), Some(_)) => {
                 return Err(EngineError::invalid(field, format!("{field}: give either `data` or `url`, not both")));
@@ -71,7 +92,7 @@ impl FileInput {
             (None, None) => {
                 return Err(EngineError::invalid(
                     format!("{field}/data"),
-                    format!("{field}: a file needs `data` (base64) or `url`"),
+                    format!("{field}: a file needs `data` (base64), `url` or, on your own machine, `path`"),
                 ));
             }
             (Some(data), None) => (decode_base64(data, max, &format!("{field}/data"))?, None),
