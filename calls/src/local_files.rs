@@ -586,42 +586,39 @@ mod tests {
     #[test]
     fn reads_inside_the_granted_folders_only() {
         let (_root, granted, outside) = folders();
-        let ok =
-            read_granted(&[granted.clone()], granted.join("in.pdf").to_str().unwrap(), "/file/path", 1024).unwrap();
+        let grant = vec![granted.clone()];
+        let ok = read_granted(&grant, granted.join("in.pdf").to_str().unwrap(), "/file/path", 1024).unwrap();
         assert_eq!(ok.bytes, b"%PDF-in");
         assert_eq!(ok.filename, "in.pdf");
 
         let escape = format!("{}/../outside/secret.pdf", granted.display());
-        let error = read_granted(&[granted.clone()], &escape, "/file/path", 1024).unwrap_err();
+        let error = read_granted(&grant, &escape, "/file/path", 1024).unwrap_err();
         assert_eq!(code(error), ("path_not_granted".into(), Some("/file/path".into())));
 
         std::os::unix::fs::symlink(outside.join("secret.pdf"), granted.join("link.pdf")).unwrap();
-        let error =
-            read_granted(&[granted.clone()], granted.join("link.pdf").to_str().unwrap(), "/f/path", 1024).unwrap_err();
+        let error = read_granted(&grant, granted.join("link.pdf").to_str().unwrap(), "/f/path", 1024).unwrap_err();
         assert_eq!(error.code, "path_not_granted");
 
         std::os::unix::fs::symlink(&outside, granted.join("dir")).unwrap();
-        let error = read_granted(&[granted.clone()], granted.join("dir/secret.pdf").to_str().unwrap(), "/f/path", 1024)
-            .unwrap_err();
+        let error =
+            read_granted(&grant, granted.join("dir/secret.pdf").to_str().unwrap(), "/f/path", 1024).unwrap_err();
         assert_eq!(error.code, "path_not_granted");
 
         // Whether a file outside exists is not told.
-        let missing = read_granted(&[granted.clone()], outside.join("nope.pdf").to_str().unwrap(), "/f/path", 1024);
+        let missing = read_granted(&grant, outside.join("nope.pdf").to_str().unwrap(), "/f/path", 1024);
         assert_eq!(missing.unwrap_err().code, "path_not_granted");
-        let missing = read_granted(&[granted.clone()], granted.join("nope.pdf").to_str().unwrap(), "/f/path", 1024);
+        let missing = read_granted(&grant, granted.join("nope.pdf").to_str().unwrap(), "/f/path", 1024);
         assert_eq!(missing.unwrap_err().code, "path_not_found");
     }
 
     #[test]
     fn refuses_what_is_not_a_granted_file() {
         let (_root, granted, _outside) = folders();
+        let grant = vec![granted.clone()];
         assert_eq!(read_granted(&[], "/etc/passwd", "/f/path", 1024).unwrap_err().code, "no_folder_granted");
-        assert_eq!(read_granted(&[granted.clone()], "in.pdf", "/f/path", 1024).unwrap_err().code, "path_not_absolute");
-        assert_eq!(
-            read_granted(&[granted.clone()], granted.to_str().unwrap(), "/f/path", 1024).unwrap_err().code,
-            "not_a_file"
-        );
-        let big = read_granted(&[granted.clone()], granted.join("in.pdf").to_str().unwrap(), "/f/path", 3).unwrap_err();
+        assert_eq!(read_granted(&grant, "in.pdf", "/f/path", 1024).unwrap_err().code, "path_not_absolute");
+        assert_eq!(read_granted(&grant, granted.to_str().unwrap(), "/f/path", 1024).unwrap_err().code, "not_a_file");
+        let big = read_granted(&grant, granted.join("in.pdf").to_str().unwrap(), "/f/path", 3).unwrap_err();
         assert_eq!(big.code, "file_too_large");
         assert_eq!(big.kind, ErrorKind::TooLarge);
     }
@@ -629,28 +626,29 @@ mod tests {
     #[test]
     fn saves_atomically_and_never_overwrites_unasked() {
         let (_root, granted, outside) = folders();
+        let grant = vec![granted.clone()];
         let save =
             |path: &Path, overwrite| SaveTo { path: path.display().to_string(), overwrite, field: "/save_to".into() };
         let one = || FileSet::single(OutFile::pdf("rotated.pdf", b"%PDF-new".to_vec()), Default::default());
 
-        let target = check_target(&[granted.clone()], &save(&granted.join("out.pdf"), false)).unwrap();
+        let target = check_target(&grant, &save(&granted.join("out.pdf"), false)).unwrap();
         let answer = target.save(one()).unwrap();
         assert_eq!(std::fs::read(granted.join("out.pdf")).unwrap(), b"%PDF-new");
         assert_eq!(answer["files"][0]["filename"], "out.pdf");
         assert!(answer["files"][0]["uri"].as_str().unwrap().starts_with("file:///"), "{answer}");
 
-        let error = check_target(&[granted.clone()], &save(&granted.join("in.pdf"), false)).unwrap_err();
+        let error = check_target(&grant, &save(&granted.join("in.pdf"), false)).unwrap_err();
         assert_eq!(code(error), ("file_exists".into(), Some("/save_to".into())));
         assert_eq!(std::fs::read(granted.join("in.pdf")).unwrap(), b"%PDF-in");
-        check_target(&[granted.clone()], &save(&granted.join("in.pdf"), true)).unwrap().save(one()).unwrap();
+        check_target(&grant, &save(&granted.join("in.pdf"), true)).unwrap().save(one()).unwrap();
         assert_eq!(std::fs::read(granted.join("in.pdf")).unwrap(), b"%PDF-new");
 
-        let error = check_target(&[granted.clone()], &save(&outside.join("x.pdf"), false)).unwrap_err();
+        let error = check_target(&grant, &save(&outside.join("x.pdf"), false)).unwrap_err();
         assert_eq!(error.code, "path_not_granted");
-        let error = check_target(&[granted.clone()], &save(&granted.join("../outside/x.pdf"), false)).unwrap_err();
+        let error = check_target(&grant, &save(&granted.join("../outside/x.pdf"), false)).unwrap_err();
         assert_eq!(error.code, "path_not_granted");
         std::os::unix::fs::symlink(&outside, granted.join("away")).unwrap();
-        let error = check_target(&[granted.clone()], &save(&granted.join("away/x.pdf"), false)).unwrap_err();
+        let error = check_target(&grant, &save(&granted.join("away/x.pdf"), false)).unwrap_err();
         assert_eq!(error.code, "path_not_granted");
         assert!(!outside.join("x.pdf").exists());
 
@@ -662,7 +660,7 @@ mod tests {
         );
         let sub = granted.join("pages");
         std::fs::create_dir(&sub).unwrap();
-        let answer = check_target(&[granted.clone()], &save(&sub, false)).unwrap().save(pages).unwrap();
+        let answer = check_target(&grant, &save(&sub, false)).unwrap().save(pages).unwrap();
         assert_eq!(answer["files"].as_array().unwrap().len(), 2);
         let mut names: Vec<String> =
             std::fs::read_dir(&sub).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();

@@ -15,6 +15,11 @@ use crate::error::ApiError;
 pub const ROUTE_HEADER: &str = "paperchain-route";
 /// Request header asking only what the hosted service would charge: `only`.
 pub const QUOTE_HEADER: &str = "paperchain-quote";
+/// Request header: save the file result at this absolute path (a file, or a folder to
+/// write the files into), inside a folder the user granted; the answer is then JSON.
+pub const SAVE_TO_HEADER: &str = "paperchain-save-to";
+/// Request header: `true` lets `Paperchain-Save-To` replace an existing file.
+pub const OVERWRITE_HEADER: &str = "paperchain-overwrite";
 /// Answer header: where the call ran (`local` or `hosted`).
 pub const RAN_HEADER: &str = "paperchain-ran";
 /// Answer header: what the call cost (`0.002 USDC`), when it was paid.
@@ -46,6 +51,27 @@ pub fn quote_only(headers: &HeaderMap) -> Result<bool, ApiError> {
             format!("header Paperchain-Quote: `{text}` is not `only`"),
         )),
     }
+}
+
+/// Where a request's `Paperchain-Save-To` header asks its file result saved (a path in
+/// UTF-8), and whether `Paperchain-Overwrite: true` lets it replace a file.
+pub fn save_to(headers: &HeaderMap) -> Result<Option<paperchain_calls::local_files::SaveTo>, ApiError> {
+    let invalid = |message: String| ApiError::new(StatusCode::BAD_REQUEST, "invalid_input", message);
+    let overwrite = match headers.get(OVERWRITE_HEADER).map(|v| v.to_str().unwrap_or("?")) {
+        None => false,
+        Some(text) if text.eq_ignore_ascii_case("true") => true,
+        Some(text) if text.eq_ignore_ascii_case("false") => false,
+        Some(text) => return Err(invalid(format!("header Paperchain-Overwrite: `{text}` is not true or false"))),
+    };
+    let Some(value) = headers.get(SAVE_TO_HEADER) else {
+        return match overwrite {
+            true => Err(invalid("header Paperchain-Overwrite: it goes with Paperchain-Save-To".into())),
+            false => Ok(None),
+        };
+    };
+    let path = String::from_utf8(value.as_bytes().to_vec())
+        .map_err(|_| invalid("header Paperchain-Save-To: the path is not UTF-8".into()))?;
+    Ok(Some(paperchain_calls::local_files::SaveTo { path, overwrite, field: "Paperchain-Save-To".into() }))
 }
 
 /// A routed call's failure as an API error: what went wrong, and whether money moved.

@@ -107,6 +107,7 @@ async fn call(state: &AppState, path: &'static str, request: Request) -> Result<
     let route = calls.catalog().by_path(path).ok_or_else(|| ApiError::not_found(format!("no route {path}")))?;
     let headers = request.headers();
     let mut call = Call::new(path, bytes::Bytes::new(), Caller { front_door: "http", client: None });
+    call.save_to = routed::save_to(headers)?;
     match calls.paywall() {
         Some(paywall) => {
             call.client_ip = paid::client_ip_of(headers, request.extensions(), paywall.client_ip_header());

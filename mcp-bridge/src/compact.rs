@@ -22,7 +22,7 @@ use paperchain_wallet::money::Dollars;
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
-use crate::tools::{UNTRUSTED, dollars};
+use crate::tools::{self, UNTRUSTED, dollars};
 
 /// The tool that describes one operation.
 pub const DESCRIBE: &str = "describe_operation";
@@ -45,8 +45,9 @@ pub fn family_of_tool(name: &str) -> Option<Family> {
 }
 
 /// The compact tools of `families`: one run tool per family, then `describe_operation`.
-pub fn tools(catalog: &Catalog, families: &[Family]) -> Vec<Tool> {
-    let mut tools: Vec<Tool> = families.iter().map(|family| run_tool(catalog, *family)).collect();
+/// With `local_files` (a local server) file inputs may be paths and results may be saved.
+pub fn tools(catalog: &Catalog, families: &[Family], local_files: bool) -> Vec<Tool> {
+    let mut tools: Vec<Tool> = families.iter().map(|family| run_tool(catalog, *family, local_files)).collect();
     tools.push(describe_tool(catalog, families));
     tools
 }
@@ -56,7 +57,7 @@ fn routes_of<'a>(catalog: &'a Catalog, families: &[Family]) -> impl Iterator<Ite
     catalog.routes().filter(move |r| families.contains(&r.info().family))
 }
 
-fn run_tool(catalog: &Catalog, family: Family) -> Tool {
+fn run_tool(catalog: &Catalog, family: Family, local_files: bool) -> Tool {
     let routes: Vec<&RouteEntry> = routes_of(catalog, &[family]).collect();
     let (what, files) = match family {
         Family::Chain => ("Reads public blockchain data (EVM chains, Solana, Hyperliquid)", false),
@@ -72,7 +73,9 @@ fn run_tool(catalog: &Catalog, family: Family) -> Tool {
         let summary = info.summary.trim_end_matches('.');
         text.push_str(&format!("- {}: {summary} (${})\n", info.operation, dollars(info.base_price.units())));
     }
-    if files {
+    if files && local_files {
+        text.push_str(&format!("\n{}\n", tools::LOCAL_FILES));
+    } else if files {
         text.push_str(
             "\nFile inputs are `{\"data\": base64, \"filename\"}` or `{\"url\"}`; files come back as embedded \
              resources, or as links valid 24 hours with `\"output\": \"url\"`.\n",
@@ -81,7 +84,7 @@ fn run_tool(catalog: &Catalog, family: Family) -> Tool {
     text.push('\n');
     text.push_str(UNTRUSTED);
     let operations: Vec<&str> = routes.iter().map(|r| r.info().operation).collect();
-    let input = json!({
+    let mut input = json!({
         "type": "object",
         "properties": {
             "operation": {"type": "string", "enum": operations, "description": "The operation to run."},
@@ -93,6 +96,9 @@ fn run_tool(catalog: &Catalog, family: Family) -> Tool {
         "required": ["operation", "input"],
         "additionalProperties": false,
     });
+    if files && local_files {
+        tools::add_save_properties(&mut input);
+    }
     let reads_only = routes.iter().all(|r| !r.info().produces.files());
     let annotations = ToolAnnotations::with_title(what.to_string())
         .open_world(routes.iter().any(|r| r.info().open_world))
@@ -222,7 +228,8 @@ pub fn operation_and_input(arguments: &JsonObject) -> Result<(&str, Value), (&'s
         Some(_) => return Err(("/input", "/input: must be an object, the operation's input".into())),
         None => return Err(("/input", "/input: missing: give the operation's input (an object)".into())),
     };
-    if let Some(extra) = arguments.keys().find(|k| *k != "operation" && *k != "input") {
+    let known = ["operation", "input", tools::SAVE_TO, tools::OVERWRITE];
+    if let Some(extra) = arguments.keys().find(|k| !known.contains(&k.as_str())) {
         return Err(("/", format!("unknown argument `{extra}`: the arguments are `operation` and `input`")));
     }
     Ok((operation, input))

@@ -113,6 +113,60 @@ async fn files(set: FileSet, links: Option<&Links>) -> Result<CallToolResult, Ap
     Ok(result)
 }
 
+/// A saved result (`save_to`): its JSON, a file:// resource link per file written, and a
+/// line saying where each went.
+pub fn with_saved_links(mut result: CallToolResult) -> CallToolResult {
+    if result.is_error == Some(true) {
+        return result;
+    }
+    let files = result.structured_content.as_ref().and_then(|v| v["files"].as_array()).cloned().unwrap_or_default();
+    let mut lines = Vec::with_capacity(files.len());
+    for file in files {
+        let (Some(uri), Some(name)) = (file["uri"].as_str(), file["filename"].as_str()) else { continue };
+        if !uri.starts_with("file://") {
+            continue;
+        }
+        let bytes = file["bytes"].as_u64().unwrap_or_default();
+        let mut resource = Resource::new(uri, name).with_size(bytes).with_description("Saved on this machine");
+        if let Some(media_type) = file["media_type"].as_str() {
+            resource = resource.with_mime_type(media_type);
+        }
+        result.content.push(ContentBlock::resource_link(resource));
+        let path = url::Url::parse(uri).ok().and_then(|u| u.to_file_path().ok());
+        let shown = path.map(|p| p.display().to_string()).unwrap_or_else(|| uri.to_string());
+        lines.push(format!("Saved {shown} ({bytes} bytes)."));
+    }
+    if !lines.is_empty() {
+        result.content.push(ContentBlock::text(lines.join("\n")));
+    }
+    result
+}
+
+/// The media type of a file by its extension (for files read back from disk).
+pub fn media_type_of(name: &str) -> &'static str {
+    match name.rsplit_once('.').map(|(_, ext)| ext.to_ascii_lowercase()).as_deref() {
+        Some("pdf") => "application/pdf",
+        Some("zip") => "application/zip",
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("md") => "text/markdown",
+        Some("csv") => "text/csv",
+        Some("txt") => "text/plain",
+        Some("json") => "application/json",
+        Some("html" | "htm") => "text/html",
+        Some("ofx") => "application/x-ofx",
+        Some("docx") => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        Some("xlsx") => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        Some("pptx") => "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Bytes as standard base64.
+pub fn base64(bytes: &[u8]) -> String {
+    B64.encode(bytes)
+}
+
 /// A failed call as a tool error: `{"error": {"code", "message", "field"}}` as text, the
 /// same body the HTTP API answers. An internal error's details are logged, not sent.
 pub fn failure(error: ApiError) -> CallToolResult {

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use paperchain_calls::local_files::{self, SaveTo};
 use paperchain_calls::paywall::{Answer, FreeAsk, Payment};
 use paperchain_calls::{Call, CallPath, Outcome};
 use paperchain_engine::catalog::RouteEntry;
@@ -18,7 +19,8 @@ use paperchain_protocol::x402::{MCP_PAYMENT, MCP_PAYMENT_RESPONSE};
 use paperchain_wallet::ledger::Caller;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, Implementation, ListToolsResult, MetaObject, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -95,14 +97,19 @@ impl McpServer {
     /// A server with `options`; the tools are generated once, here.
     pub fn new(options: ServerOptions) -> McpServer {
         let (catalog, ctx) = (options.calls.catalog(), options.calls.ctx());
-        let per_route = match options.calls.paywall() {
-            None => tools::tools(catalog, &options.families, ctx),
-            Some(_) => tools::hosted_tools(catalog, &options.families, ctx),
+        let local = options.calls.paywall().is_none();
+        let per_route = match local {
+            true => {
+                let mut tools = tools::tools(catalog, &options.families, ctx);
+                tools::offer_local_files(&mut tools, catalog);
+                tools
+            }
+            false => tools::hosted_tools(catalog, &options.families, ctx),
         };
         let tools = match options.surface {
             Surface::Full => per_route.clone(),
             Surface::Compact => {
-                let mut listed = compact::tools(catalog, &options.families);
+                let mut listed = compact::tools(catalog, &options.families, local);
                 if options.calls.client().is_some() {
                     listed.extend(compact::money_tools(catalog, &options.families));
                 }
@@ -145,7 +152,26 @@ impl McpServer {
             return results::failure(ApiError::not_found(format!("no tool {name}")));
         };
         let tool = self.inner.tools.iter().find(|t| t.name == name);
-        self.run(route, tool, "", arguments, requester).await
+        let mut arguments = arguments;
+        // A local server's file tools take where to save beside the route's own input.
+        let save_to = match (self.local(), arguments.as_object_mut()) {
+            (true, Some(arguments)) => {
+                let save_to = save_to_of(arguments);
+                arguments.remove(tools::SAVE_TO);
+                arguments.remove(tools::OVERWRITE);
+                match save_to {
+                    Ok(save_to) => save_to,
+                    Err((field, message)) => return results::failure(EngineError::invalid(field, message).into()),
+                }
+            }
+            _ => None,
+        };
+        self.run(route, tool, "", arguments, requester, save_to).await
+    }
+
+    /// Whether this is a local server (no paywall): files on this machine may be used.
+    fn local(&self) -> bool {
+        self.inner.options.calls.paywall().is_none()
     }
 
     /// A call to a compact tool: `describe_operation`, or a family's run tool.
@@ -179,6 +205,10 @@ impl McpServer {
             Ok(found) => found,
             Err((field, message)) => return invalid(field, message),
         };
+        let save_to = match save_to_of(&arguments) {
+            Ok(save_to) => save_to,
+            Err((field, message)) => return invalid(field, message),
+        };
         let Some(route) = self.route(operation).filter(|r| r.info().family == family) else {
             return invalid(
                 "/operation",
@@ -186,7 +216,7 @@ impl McpServer {
             );
         };
         let tool = self.inner.tools.iter().find(|t| t.name == name);
-        self.run(route, tool, "/input", input, requester).await
+        self.run(route, tool, "/input", input, requester, save_to).await
     }
 
     /// `wallet_budget`: the policy as the configuration file says now, and the ledger's sums.
@@ -230,6 +260,7 @@ impl McpServer {
         at: &str,
         arguments: Value,
         requester: Requester,
+        save_to: Option<SaveTo>,
     ) -> CallToolResult {
         let Requester { payment, address: client, name: client_name } = requester;
         let operation = route.info().operation;
@@ -255,18 +286,41 @@ impl McpServer {
         call.payment = payment.map(Payment::X402Json);
         call.free = FreeAsk::Yes;
         call.client_ip = client;
+        let saves = save_to.is_some();
+        call.save_to = save_to;
+        let saved = |result: CallToolResult| if saves { results::with_saved_links(result) } else { result };
         match self.inner.options.calls.run(call).await {
             Outcome::Local(Ok(reply), _) => {
-                results::success(reply, wrap, links.as_ref()).await.unwrap_or_else(results::failure)
+                saved(results::success(reply, wrap, links.as_ref()).await.unwrap_or_else(results::failure))
             }
             Outcome::Local(Err(error), _) => results::failure(under(at, error).into()),
-            Outcome::Hosted(Ok(answer)) => results::hosted(answer, wrap, links.as_ref()).await,
+            Outcome::Hosted(Ok(answer)) => saved(results::hosted(answer, wrap, links.as_ref()).await),
             Outcome::Hosted(Err(error)) => results::failure(routed::call_error(&error)),
             // Tools never ask for a quote only.
             Outcome::Quote(_) => results::failure(EngineError::internal("a quote was not asked for").into()),
             Outcome::Paywall(answer) => answer_result(answer, tool, wrap, links.as_ref()).await,
             Outcome::Refused(failure) => results::failure(ApiError::from(failure)),
         }
+    }
+}
+
+/// The `save_to` and `overwrite` arguments of a tool call, or the tool error naming the
+/// one that is wrong.
+fn save_to_of(arguments: &rmcp::model::JsonObject) -> Result<Option<SaveTo>, (&'static str, String)> {
+    let overwrite = match arguments.get(tools::OVERWRITE) {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(overwrite)) => *overwrite,
+        Some(_) => return Err(("/overwrite", "/overwrite: must be true or false".into())),
+    };
+    match arguments.get(tools::SAVE_TO) {
+        None | Some(Value::Null) if overwrite => {
+            Err(("/overwrite", "/overwrite: it goes with `save_to`, the path a result is saved to".into()))
+        }
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(path)) => {
+            Ok(Some(SaveTo { path: path.clone(), overwrite, field: format!("/{}", tools::SAVE_TO) }))
+        }
+        Some(_) => Err(("/save_to", "/save_to: must be an absolute path (a string)".into())),
     }
 }
 
@@ -342,7 +396,12 @@ impl ServerHandler for McpServer {
                  _meta[\"x402/payment\"]; the settlement comes back in _meta[\"x402/payment-response\"].",
             );
         }
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = match self.local() {
+            // Saved results are file:// resource links, read with resources/read.
+            true => ServerCapabilities::builder().enable_tools().enable_resources().build(),
+            false => ServerCapabilities::builder().enable_tools().build(),
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("paperchain", env!("CARGO_PKG_VERSION")).with_title("Paperchain"))
             .with_instructions(instructions)
     }
@@ -353,6 +412,31 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let not_found = |message: String| ErrorData::resource_not_found(message, Some(json!({ "uri": request.uri })));
+        let path = match url::Url::parse(&request.uri) {
+            Ok(url) if url.scheme() == "file" && self.local() => {
+                url.to_file_path().map_err(|()| not_found(format!("{} is not a file path", request.uri)))?
+            }
+            _ => return Err(not_found(format!("no resource {}: only saved files (file://) are read", request.uri))),
+        };
+        let folders = self.inner.options.calls.client().map(|c| c.config().folders.clone()).unwrap_or_default();
+        let max = self.inner.options.calls.ctx().limits.max_file_bytes;
+        let text = path.to_string_lossy().into_owned();
+        let read = tokio::task::spawn_blocking(move || local_files::read_granted(&folders, &text, "uri", max))
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+            .map_err(|e| not_found(e.message.to_string()))?;
+        let media_type = results::media_type_of(&read.filename);
+        let blob = results::base64(&read.bytes);
+        Ok(ReadResourceResult::new(vec![ResourceContents::blob(blob, request.uri.clone()).with_mime_type(media_type)])
+            .into())
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

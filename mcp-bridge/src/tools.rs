@@ -49,6 +49,54 @@ pub struct FileItem {
     pub expires_at: Option<String>,
 }
 
+/// The argument naming where a file result is saved (local servers).
+pub const SAVE_TO: &str = "save_to";
+/// The argument letting `save_to` replace an existing file.
+pub const OVERWRITE: &str = "overwrite";
+
+/// What a local server's file tools say about files on the user's machine.
+pub const LOCAL_FILES: &str = "On this machine a file input may be `{\"path\": \"/absolute/path\"}` instead of \
+    `{\"data\": base64}`, and `save_to` writes the result to a path instead of returning it, both inside the \
+    folders the user granted; a saved file comes back as a file:// resource link. Otherwise files come back \
+    embedded.";
+
+/// Adds `save_to` and `overwrite` to a tool's input schema (an object schema).
+pub fn add_save_properties(schema: &mut Value) {
+    let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else { return };
+    properties.insert(
+        SAVE_TO.into(),
+        json!({
+            "type": "string",
+            "minLength": 1,
+            "description": "Save the file result here instead of returning it: an absolute path of a new file, \
+                or of a folder to write the files into, inside a folder the user granted.",
+        }),
+    );
+    properties.insert(
+        OVERWRITE.into(),
+        json!({"type": "boolean", "description": "Let `save_to` replace an existing file (default false)."}),
+    );
+}
+
+/// The per-route `tools` of a local server, offering files on the user's machine: each tool
+/// of a route that makes files takes `save_to` and `overwrite` and says so.
+pub fn offer_local_files(tools: &mut [Tool], catalog: &Catalog) {
+    for tool in tools {
+        let Some(route) = catalog.by_operation(&tool.name) else { continue };
+        if !route.info().produces.files() {
+            continue;
+        }
+        let mut schema = Value::Object(tool.input_schema.as_ref().clone());
+        add_save_properties(&mut schema);
+        if let Value::Object(schema) = schema {
+            tool.input_schema = Arc::new(schema);
+        }
+        if let Some(description) = &mut tool.description {
+            *description = format!("{description}\n\n{LOCAL_FILES}").into();
+        }
+    }
+}
+
 /// Where a JSON answer that is not an object goes in `structuredContent` (MCP wants an object).
 pub const WRAPPED_RESULT: &str = "result";
 

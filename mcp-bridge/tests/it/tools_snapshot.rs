@@ -44,7 +44,8 @@ fn no_tool_input_schema_has_a_combinator_at_its_top() {
 /// tools whose descriptions list every operation with its price.
 #[test]
 fn the_compact_tool_list() {
-    let tools = paperchain_mcp::compact::tools(&paperchain_engine::catalog::standard(), &[Family::Chain, Family::Docs]);
+    let tools =
+        paperchain_mcp::compact::tools(&paperchain_engine::catalog::standard(), &[Family::Chain, Family::Docs], true);
     insta::with_settings!({ snapshot_path => "../snapshots", prepend_module_to_snapshot => false }, {
         insta::assert_json_snapshot!("tools_snapshot__compact_tools", tools);
     });
@@ -72,7 +73,7 @@ fn the_compact_tool_schemas_are_portable() {
     }
     let catalog = paperchain_engine::catalog::standard();
     let families = [Family::Chain, Family::Docs];
-    let mut tools = paperchain_mcp::compact::tools(&catalog, &families);
+    let mut tools = paperchain_mcp::compact::tools(&catalog, &families, true);
     tools.extend(paperchain_mcp::compact::money_tools(&catalog, &families));
     for tool in &tools {
         let schema = serde_json::Value::Object(tool.input_schema.as_ref().clone());
