@@ -330,9 +330,10 @@ fn no_operation(operation: &str) -> CallToolResult {
     results::failure(EngineError::invalid("/operation", message).into())
 }
 
-/// `error` with its field (and the message that opens with it) named under `at`.
+/// `error` with its field (and the message that opens with it) named under `at`; an error
+/// about `save_to`, an argument beside the input, stays as it is.
 fn under(at: &str, mut error: EngineError) -> EngineError {
-    if at.is_empty() {
+    if at.is_empty() || error.field.as_deref().is_some_and(|f| f.strip_prefix('/') == Some(tools::SAVE_TO)) {
         return error;
     }
     if let Some(field) = error.field.take() {

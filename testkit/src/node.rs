@@ -35,7 +35,6 @@ impl NodeRun<'_> {
     /// Runs the script with the npm packages of `tools`; panics unless it exits 0 within
     /// the timeout; answers its last line, which must be JSON.
     pub async fn last_json_line(self, tools: &Path) -> Value {
-        let label = self.label;
         let mut command = tokio::process::Command::new("node");
         command
             .arg(&self.script)
@@ -43,25 +42,33 @@ impl NodeRun<'_> {
             .env("PAPERCHAIN_TOOLS", tools)
             .envs(self.env.iter().map(|(k, v)| (*k, v.as_str())))
             // Nothing preloaded that could get round the script's loopback-only fetch.
-            .env_remove("NODE_OPTIONS")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = command.spawn().unwrap_or_else(|e| panic!("starting node: {e}; run `cargo xtask setup`"));
-        let mut stdin = child.stdin.take().expect("node's stdin is piped");
-        if let Some(bytes) = self.stdin {
-            stdin.write_all(bytes).await.unwrap_or_else(|e| panic!("{label}: writing to node: {e}"));
-        }
-        drop(stdin);
-        let out = tokio::time::timeout(self.timeout, child.wait_with_output())
-            .await
-            .unwrap_or_else(|_| panic!("{label}: node did not finish within {:?}", self.timeout))
-            .unwrap_or_else(|e| panic!("{label}: waiting for node: {e}"));
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{label}: node failed ({}):\n{stderr}{stdout}", out.status);
-        let line = stdout.lines().last().unwrap_or_else(|| panic!("{label}: node printed nothing; stderr:\n{stderr}"));
-        serde_json::from_str(line).unwrap_or_else(|e| panic!("{label}: node's line is not JSON ({e}): {line}"))
+            .env_remove("NODE_OPTIONS");
+        last_json_line_of(command, self.stdin, self.timeout, self.label).await
     }
+}
+
+/// Runs `command` (an interop script under its interpreter) with `stdin` written to it;
+/// panics unless it exits 0 within `timeout`; answers its last line, which must be JSON.
+pub async fn last_json_line_of(
+    mut command: tokio::process::Command,
+    stdin: Option<&[u8]>,
+    timeout: Duration,
+    label: &str,
+) -> Value {
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    let mut child = command.spawn().unwrap_or_else(|e| panic!("{label}: starting it: {e}; run `cargo xtask setup`"));
+    let mut input = child.stdin.take().expect("stdin is piped");
+    if let Some(bytes) = stdin {
+        input.write_all(bytes).await.unwrap_or_else(|e| panic!("{label}: writing to it: {e}"));
+    }
+    drop(input);
+    let out = tokio::time::timeout(timeout, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("{label}: it did not finish within {timeout:?}"))
+        .unwrap_or_else(|e| panic!("{label}: waiting for it: {e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{label}: failed ({}):\n{stderr}{stdout}", out.status);
+    let line = stdout.lines().last().unwrap_or_else(|| panic!("{label}: printed nothing; stderr:\n{stderr}"));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{label}: the last line is not JSON ({e}): {line}"))
 }

@@ -8,6 +8,7 @@ mod app_ui;
 mod call_files;
 mod corpus;
 mod faults;
+mod local_files;
 mod mcp;
 mod ocr;
 mod office;

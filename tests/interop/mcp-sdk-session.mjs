@@ -1,0 +1,84 @@
+// One MCP session with the official MCP TypeScript SDK client (@modelcontextprotocol/sdk 1.x,
+// as `cargo xtask setup` installs it), as a desktop agent runs one: connect over stdio (the
+// server started as a child process) or streamable HTTP, list the tools, then take the steps
+// in order: call a tool, or read a resource. Reads the plan on stdin:
+//   {"server": {"url": "http://127.0.0.1:…/mcp"} | {"command": "…", "args": […], "env": {…}},
+//    "steps": [{"call": "tool", "arguments": {…}} | {"read": "file:///…"}]}
+// and prints one JSON line: {"sdk": "1.x.y", "tools": [names], "steps": [answer per step]},
+// an answer being {"result": …} or {"error": {"code", "message"}}.
+//
+// Only loopback addresses may be fetched. Exit 0 once the line is printed; 2 on a usage or
+// setup mistake; 1 when connecting or listing fails.
+
+import { join } from "node:path";
+import { readFileSync } from "node:fs";
+import { guardFetch, toolsRequire } from "./common.mjs";
+
+function fail(code, message) {
+  process.stderr.write(`mcp-sdk-session: ${message}\n`);
+  process.exit(code);
+}
+
+let plan;
+try {
+  plan = JSON.parse(readFileSync(0, "utf8"));
+} catch (error) {
+  fail(2, `the plan on stdin is not JSON: ${error.message}`);
+}
+
+const { tools, require } = toolsRequire();
+let Client, StreamableHTTPClientTransport, StdioClientTransport, getDefaultEnvironment, sdk;
+try {
+  ({ Client } = require("@modelcontextprotocol/sdk/client/index.js"));
+  ({ StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js"));
+  ({ StdioClientTransport, getDefaultEnvironment } = require("@modelcontextprotocol/sdk/client/stdio.js"));
+  const manifest = join(tools, "npm/node_modules/@modelcontextprotocol/sdk/package.json");
+  sdk = JSON.parse(readFileSync(manifest, "utf8")).version;
+} catch (error) {
+  fail(2, `the MCP TypeScript SDK is not installed in ${join(tools, "npm")}; run \`cargo xtask setup\` (${error.message})`);
+}
+
+let transport;
+if (plan.server?.url) {
+  try {
+    guardFetch(plan.server.url);
+  } catch (error) {
+    fail(2, error.message);
+  }
+  transport = new StreamableHTTPClientTransport(new URL(plan.server.url));
+} else if (plan.server?.command) {
+  transport = new StdioClientTransport({
+    command: plan.server.command,
+    args: plan.server.args ?? [],
+    env: { ...getDefaultEnvironment(), ...(plan.server.env ?? {}) },
+    stderr: "inherit",
+  });
+} else {
+  fail(2, "the plan's server is neither {url} nor {command}");
+}
+
+const client = new Client({ name: "paperchain-interop", version: "0.0.0" });
+let names;
+try {
+  await client.connect(transport);
+  names = (await client.listTools()).tools.map((tool) => tool.name);
+} catch (error) {
+  fail(1, `connecting and listing the tools failed: ${error.message}`);
+}
+
+const answers = [];
+for (const step of plan.steps ?? []) {
+  try {
+    if (step.call) {
+      answers.push({ result: await client.callTool({ name: step.call, arguments: step.arguments ?? {} }) });
+    } else if (step.read) {
+      answers.push({ result: await client.readResource({ uri: step.read }) });
+    } else {
+      fail(2, `a step is neither {call} nor {read}: ${JSON.stringify(step)}`);
+    }
+  } catch (error) {
+    answers.push({ error: { code: error.code ?? null, message: String(error.message) } });
+  }
+}
+process.stdout.write(`${JSON.stringify({ sdk, tools: names, steps: answers })}\n`);
+await client.close();
