@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use paperchain_calls::local_files::{self, SaveTo};
-use paperchain_calls::paywall::{Answer, FreeAsk, Payment};
+use paperchain_calls::paywall::{Answer, Failure, FreeAsk, Payment};
 use paperchain_calls::{Call, CallPath, Outcome};
 use paperchain_engine::catalog::RouteEntry;
 use paperchain_engine::{Context, EngineError, Family};
@@ -298,6 +298,8 @@ impl McpServer {
             Outcome::Hosted(Err(error)) => results::failure(routed::call_error(&error)),
             // Tools never ask for a quote only.
             Outcome::Quote(_) => results::failure(EngineError::internal("a quote was not asked for").into()),
+            // A paid call's input error names its field under `input` too.
+            Outcome::Paywall(Answer::Failed(Failure::Engine(error))) => results::failure(under(at, error).into()),
             Outcome::Paywall(answer) => answer_result(answer, tool, wrap, links.as_ref()).await,
             Outcome::Refused(failure) => results::failure(ApiError::from(failure)),
         }

@@ -198,3 +198,38 @@ async fn a_compact_run_tool_is_paid_as_the_operations_own_tool() {
     assert_eq!(hosted.balances().await, after);
     client.cancel().await.unwrap();
 }
+
+/// A hosted service takes no path on anyone's machine. As every input error: without a
+/// payment the 402 says why (`path_not_here`), with one it is refused naming
+/// `/input/file/path` and the payment is not used. `Paperchain-Save-To` is refused (422).
+#[tokio::test]
+async fn a_hosted_service_refuses_paths_and_saving() {
+    let hosted = start(&[("PAPERCHAIN_FREE_DOCS", "0")]).await;
+    let http = reqwest::Client::new();
+    let rotate = format!("{}/v1/pdf/rotate", hosted.server.base);
+    let by_path = json!({ "file": { "path": "/etc/hostname" }, "degrees": 90 });
+    let answer = http.post(&rotate).json(&by_path).send().await.unwrap();
+    assert_eq!(answer.status(), 402);
+    let required: Value = answer.json().await.unwrap();
+    let why = required["error"].as_str().unwrap_or_default();
+    assert!(why.contains("path_not_here") && why.contains("/file/path"), "{required}");
+
+    let inline = json!({ "file": file_input("sample-files/pdflatex-4-pages.pdf"), "degrees": 90 });
+    let answer = http.post(&rotate).header("paperchain-save-to", "/tmp/out.pdf").json(&inline).send().await.unwrap();
+    assert_eq!(answer.status(), 422);
+    let error: Value = answer.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "path_not_here", "{error}");
+    assert_eq!(error["error"]["field"], "Paperchain-Save-To", "{error}");
+
+    let client = http_client(&format!("{}/mcp", hosted.server.base)).await;
+    let arguments = json!({ "operation": "rotate_pdf_pages", "input": by_path });
+    let required = payment_required(&call(&client, "document_operation", arguments.clone(), None).await);
+    assert!(required["error"].as_str().unwrap_or_default().contains("path_not_here"), "{required}");
+    let before = hosted.balances().await;
+    let payment = sign_x402_payload(&hosted.chain.payer_signer(), &required["accepts"][0]).await;
+    let meta = json!({ "x402/payment": payment });
+    let error = common::tool_error(&call(&client, "document_operation", arguments, Some(meta)).await);
+    assert_eq!(error["code"], "path_not_here", "{error}");
+    assert_eq!(error["field"], "/input/file/path", "{error}");
+    assert_eq!(hosted.balances().await, before, "the payment was not used");
+}
