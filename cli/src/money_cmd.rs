@@ -59,6 +59,7 @@ Keys are dotted paths into config.toml; quote a part with dots or colons in it:
   paperchain config set 'policy.networks.\"eip155:8453\"' 2.00
   paperchain config set routing.routes.rotate_pdf_pages hosted
   paperchain config add policy.hosts mirror.example.com
+  paperchain config add files.folders ~/Documents
   paperchain config add --asset eip155:8453,0x60a3E35Cc302bFA44Cb288Bc5a4F316Fdb1adb42,EURC,6
   paperchain config unset policy.approve_above
 Every change is checked as a whole before the file is replaced.")]
@@ -73,7 +74,7 @@ enum ConfigCommand {
     Show,
     /// Sets a value (dollar amounts and modes are written as strings).
     Set { key: String, value: String },
-    /// Adds a value to a list (policy.hosts, policy.payees), or an asset to policy.assets.
+    /// Adds a value to a list (policy.hosts, policy.payees, files.folders), or an asset to policy.assets.
     Add {
         #[arg(required_unless_present = "asset", requires = "value")]
         key: Option<String>,

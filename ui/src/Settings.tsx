@@ -1,6 +1,6 @@
 // The wallet and the settings only the user changes (here, with the CLI, or in the file):
 // the wallet's address and balances per network, the hosted service, routing per route,
-// caps and budgets.
+// caps and budgets, and the folders whose files local calls may read and write by path.
 
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, appApi } from "./api";
@@ -13,6 +13,7 @@ type SettingsInfo = {
   problem: string | null;
   service_url: string | null;
   routing: { default: string; routes: Record<string, string> };
+  files: { folders: string[] };
   policy: {
     per_call: string | null;
     per_day: string | null;
@@ -89,6 +90,7 @@ export function SettingsPanel({ catalog }: { catalog: Catalog }) {
   const [error, setError] = useState<{ key: string; message: string } | undefined>();
   const [newRoute, setNewRoute] = useState("");
   const [newMode, setNewMode] = useState("hosted");
+  const [newFolder, setNewFolder] = useState("");
 
   const load = () => appApi<SettingsInfo>("/settings").then(setInfo, (e) => setStatus((e as Error).message));
   useEffect(() => {
@@ -96,10 +98,11 @@ export function SettingsPanel({ catalog }: { catalog: Catalog }) {
   }, []);
   if (!info) return <p role="status">{status || "Reading the settings…"}</p>;
 
-  const change = async (key: string, value: string | null) => {
+  const change = async (key: string, value: string | null, list?: "add" | "remove") => {
     setError(undefined);
     try {
-      const next = await appApi<SettingsInfo>("/settings", { method: "POST", body: JSON.stringify({ key, value }) });
+      const body = list ? { key, [list]: value } : { key, value };
+      const next = await appApi<SettingsInfo>("/settings", { method: "POST", body: JSON.stringify(body) });
       setInfo(next);
       setStatus(`${key} saved.`);
       return true;
@@ -226,6 +229,50 @@ export function SettingsPanel({ catalog }: { catalog: Catalog }) {
           Set
         </button>
         {error?.key.startsWith("routing.routes.") && <p class="field-error">{error.message}</p>}
+      </form>
+      <h4>Folders agents may use</h4>
+      <p class="muted">
+        Local calls (agents over MCP, the HTTP API) may read files given by path and save results only inside these folders.
+      </p>
+      {info.files.folders.length === 0 ? (
+        <p>No folder yet: agents send files as data, and results come back in the answer.</p>
+      ) : (
+        <ul class="folders" aria-label="Granted folders">
+          {info.files.folders.map((folder) => (
+            <li>
+              <code>{folder}</code>{" "}
+              <button type="button" aria-label={`Stop granting ${folder}`} onClick={() => change("files.folders", folder, "remove")}>
+                Remove
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+      <form
+        class="filters"
+        aria-label="Grant a folder"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          if (newFolder.trim() && (await change("files.folders", newFolder.trim(), "add"))) setNewFolder("");
+        }}
+      >
+        <label for="folder-new">Folder</label>
+        <input
+          id="folder-new"
+          type="text"
+          placeholder="~/Documents"
+          value={newFolder}
+          aria-invalid={error?.key === "files.folders" || undefined}
+          onInput={(e) => setNewFolder((e.currentTarget as HTMLInputElement).value)}
+        />
+        <button type="submit" disabled={!newFolder.trim()}>
+          Grant
+        </button>
+        {error?.key === "files.folders" && (
+          <p class="field-error" role="alert">
+            {error.message}
+          </p>
+        )}
       </form>
     </section>
   );

@@ -11,10 +11,13 @@ use crate::config::{Asset, ClientConfig, ConfigError, same_address};
 pub enum Change {
     /// Sets the value (dollar amounts and modes are written as strings).
     Set(String),
-    /// Adds a value to a list (policy.hosts, policy.payees).
+    /// Adds a value to a list (policy.hosts, policy.payees, files.folders).
     Add(String),
     /// Removes the key.
     Unset,
+    /// Removes a value from a list (a granted folder matches however it is written:
+    /// `~/Documents` and `/home/me/Documents` are one folder).
+    Remove(String),
     /// Adds an asset to `policy.assets` (a list of tables), once.
     AddAsset(Asset),
 }
@@ -97,6 +100,22 @@ pub fn edited(text: &str, file: &Path, key: &str, change: &Change) -> Result<Str
             let list = item.as_array_mut().ok_or_else(|| ConfigError(format!("`{key}` is not a list")))?;
             if !list.iter().any(|v| v.as_str() == Some(value)) {
                 list.push(value.as_str());
+            }
+        }
+        Change::Remove(value) => {
+            let list = table
+                .get_mut(last)
+                .and_then(|item| item.as_array_mut())
+                .ok_or_else(|| ConfigError(format!("`{key}` is not a list in {}", file.display())))?;
+            let same = |entry: &str| {
+                entry == value
+                    || (path == ["files", "folders"]
+                        && crate::config::granted_folder(entry).ok() == crate::config::granted_folder(value).ok())
+            };
+            let before = list.len();
+            list.retain(|v| !v.as_str().is_some_and(same));
+            if list.len() == before {
+                return Err(ConfigError(format!("`{value}` is not in {key}")));
             }
         }
         Change::AddAsset(_) => unreachable!("added above"),
@@ -187,6 +206,24 @@ pub fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn granted_folders_are_added_and_removed_however_they_are_written() {
+        let file = Path::new("config.toml");
+        let home = std::env::var("HOME").unwrap();
+        let out = edited("", file, "files.folders", &Change::Add("~/Documents".into())).unwrap();
+        let out = edited(&out, file, "files.folders", &Change::Add("/srv/scans".into())).unwrap();
+        let config = ClientConfig::parse(&out, None).unwrap();
+        assert_eq!(config.folders, [Path::new(&home).join("Documents"), "/srv/scans".into()]);
+        let out = edited(&out, file, "files.folders", &Change::Remove(format!("{home}/Documents"))).unwrap();
+        assert_eq!(ClientConfig::parse(&out, None).unwrap().folders, [Path::new("/srv/scans")]);
+        let missing = edited(&out, file, "files.folders", &Change::Remove("/elsewhere".into())).unwrap_err();
+        assert!(missing.0.contains("not in files.folders"), "{missing}");
+        let wide = edited(&out, file, "files.folders", &Change::Add("/".into())).unwrap_err();
+        assert!(wide.0.contains("too much"), "{wide}");
+        let relative = edited(&out, file, "files.folders", &Change::Add("Documents".into())).unwrap_err();
+        assert!(relative.0.contains("not an absolute path"), "{relative}");
+    }
 
     #[test]
     fn a_change_keeps_comments_and_a_bad_one_changes_nothing() {

@@ -271,6 +271,31 @@ async fn agents_rotate_a_pdf_by_path_over_stdio_and_http_and_cannot_leave_the_gr
     assert_eq!(answer.status(), 200);
     assert!(answer.bytes().await.unwrap().starts_with(b"%PDF"));
 
+    // A folder granted in the app's settings holds from the next call, and so does its removal.
+    let later = machine.path("later");
+    std::fs::create_dir(&later).unwrap();
+    std::fs::copy(machine.granted("report.pdf"), later.join("scan.pdf")).unwrap();
+    let body = json!({ "file": { "path": later.join("scan.pdf") }, "degrees": 90 });
+    let status = |answer: reqwest::Response| answer.status().as_u16();
+    assert_eq!(status(http.post(&rotate).json(&body).send().await.unwrap()), 422);
+    let token = crate::common::app_token(&server.base).await;
+    let settings = format!("{}/app/api/settings", server.base);
+    let grant = json!({ "key": "files.folders", "add": later });
+    let answer = http.post(&settings).header("x-paperchain-token", &token).json(&grant).send().await.unwrap();
+    assert_eq!(answer.status(), 200);
+    let shown: Value = answer.json().await.unwrap();
+    assert!(shown["files"]["folders"].as_array().unwrap().contains(&json!(later)), "{shown}");
+    assert_eq!(status(http.post(&rotate).json(&body).send().await.unwrap()), 200);
+    let revoke = json!({ "key": "files.folders", "remove": later });
+    let answer = http.post(&settings).header("x-paperchain-token", &token).json(&revoke).send().await.unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(status(http.post(&rotate).json(&body).send().await.unwrap()), 422);
+    let wide = json!({ "key": "files.folders", "add": "/" });
+    let answer = http.post(&settings).header("x-paperchain-token", &token).json(&wide).send().await.unwrap();
+    assert_eq!(answer.status(), 422);
+    let error: Value = answer.json().await.unwrap();
+    assert_eq!(error["error"]["field"], "/add", "{error}");
+
     // Nothing was written outside, nor over the input; no temporary file stayed.
     assert_eq!(machine.names_in("outside"), ["secret.pdf"]);
     assert_eq!(std::fs::read(machine.granted("report.pdf")).unwrap(), report_before);

@@ -366,8 +366,7 @@ async fn auto_goes_to_the_service_only_when_the_engine_cannot_run_the_call_here(
 
 /// The app's settings as the page at `/app/` reads them, with the token it carries.
 async fn app_settings(base: &str) -> Value {
-    let page = client().get(format!("{base}/app/")).send().await.unwrap().text().await.unwrap();
-    let token = page.split("name=\"paperchain-token\" content=\"").nth(1).and_then(|t| t.split('"').next()).unwrap();
+    let token = crate::common::app_token(base).await;
     let settings = client().get(format!("{base}/app/api/settings")).header("x-paperchain-token", token);
     settings.send().await.unwrap().json().await.unwrap()
 }

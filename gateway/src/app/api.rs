@@ -97,6 +97,7 @@ async fn settings(State(app): State<AppApi>) -> Result<Json<Value>, ApiError> {
         "problem": problem,
         "service_url": config.service_url,
         "routing": { "default": config.default_route.as_str(), "routes": routes },
+        "files": { "folders": config.folders },
         "policy": {
             "per_call": dollars(config.policy.per_call),
             "per_day": dollars(config.policy.per_day),
@@ -115,7 +116,14 @@ struct SettingChange {
     /// `policy.per_day`, `routing.routes.rotate_pdf_pages`, `policy.networks."eip155:8453"`…
     key: String,
     /// The new value; `null` removes the key.
+    #[serde(default)]
     value: Option<String>,
+    /// A value to add to a list (`files.folders`).
+    #[serde(default)]
+    add: Option<String>,
+    /// A value to take out of a list.
+    #[serde(default)]
+    remove: Option<String>,
 }
 
 /// The keys the app may change: the service, routing, caps and budgets.
@@ -126,10 +134,11 @@ fn editable(key: &str) -> Result<(), String> {
         ["service", "url"] | ["routing", "default"] => Ok(()),
         ["policy", "per_call" | "per_day" | "per_session" | "approve_above"] => Ok(()),
         ["routing", "routes", _] | ["policy", "networks" | "clients", _] => Ok(()),
+        ["files", "folders"] => Ok(()),
         _ => Err(format!(
             "`{key}` is not a setting the app changes (service.url, routing.default, routing.routes.<route>, \
-             policy.per_call, per_day, per_session, approve_above, policy.networks.<network>, policy.clients.<client>); \
-             edit the file for the rest"
+             policy.per_call, per_day, per_session, approve_above, policy.networks.<network>, policy.clients.<client>, \
+             files.folders); edit the file for the rest"
         )),
     }
 }
@@ -145,16 +154,30 @@ async fn change_setting(
         body.map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", e.body_text()))?;
     let client = app.client.as_ref().ok_or_else(no_client)?;
     editable(&change.key).map_err(|e| invalid("/key", e))?;
-    let edit = match change.value {
-        Some(value) => paperchain_wallet::config_edit::Change::Set(value),
-        None => paperchain_wallet::config_edit::Change::Unset,
+    let list = change.key == "files.folders";
+    let field = match (&change.add, &change.remove) {
+        (Some(_), _) => "/add",
+        (None, Some(_)) => "/remove",
+        (None, None) => "/value",
+    };
+    let edit = match (change.value, change.add, change.remove) {
+        (None, Some(value), None) if list => paperchain_wallet::config_edit::Change::Add(value),
+        (None, None, Some(value)) if list => paperchain_wallet::config_edit::Change::Remove(value),
+        (_, _, _) if list => {
+            return Err(invalid("/add", "files.folders is a list: give one of `add` and `remove`, a folder".into()));
+        }
+        (value, None, None) => match value {
+            Some(value) => paperchain_wallet::config_edit::Change::Set(value),
+            None => paperchain_wallet::config_edit::Change::Unset,
+        },
+        _ => return Err(invalid("/add", format!("`{}` is not a list: give `value`", change.key))),
     };
     let file = paperchain_wallet::config::config_file();
     let (key, edited) = (change.key.clone(), file.clone());
     tokio::task::spawn_blocking(move || paperchain_wallet::config_edit::edit_file(&edited, &key, &edit))
         .await
         .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "changing the settings failed"))?
-        .map_err(|e| invalid("/value", e.0))?;
+        .map_err(|e| invalid(field, e.0))?;
     // Calls made from now on follow the new file.
     client.reload().map_err(|e| ApiError::new(StatusCode::CONFLICT, "config_not_applied", e.0))?;
     settings(State(app)).await

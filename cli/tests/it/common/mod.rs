@@ -149,3 +149,11 @@ pub fn wait_until_listening(child: &mut Child, port: u16) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The token the page at `/app/` of the server at `base` carries, which its calls to
+/// `/app/api/…` send as `x-paperchain-token`.
+pub async fn app_token(base: &str) -> String {
+    let page = reqwest::get(format!("{base}/app/")).await.unwrap().text().await.unwrap();
+    let token = page.split("name=\"paperchain-token\" content=\"").nth(1).and_then(|t| t.split('"').next());
+    token.unwrap_or_else(|| panic!("no token in the app's page: {page}")).to_string()
+}
