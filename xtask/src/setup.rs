@@ -3,7 +3,8 @@
 //!
 //! What the project needs is listed once, in the constants at the top; adding a tool is
 //! adding a line there. Native libraries come out of PyPI wheels (libpdfium from
-//! `pypdfium2`); anvil, cast, solcjs and the x402 TypeScript client come from npm into
+//! `pypdfium2`); anvil, cast, solcjs, the x402 TypeScript client and the MCP tools (the
+//! Inspector, the TypeScript SDK, the bundle tool) come from npm into
 //! `$PAPERCHAIN_TOOLS/npm`. The wallet's keyring tests need a real Secret Service:
 //! gnome-keyring on a private D-Bus session bus, both from Debian. Later work adds
 //! LibreOffice, tesseract and Chromium (Debian) the same way.
@@ -142,6 +143,27 @@ pub const PYTHON_TOOLS: &[PythonTool] = &[
         probe: &["ocrmypdf", "--version"],
         why: "the reference for /v1/pdf/ocr in `cargo xtask bench ocr` (same Tesseract, Ghostscript from Debian)",
     },
+    PythonTool {
+        // 2.x has both clients the tests drive: stdio and streamable HTTP.
+        requirement: "mcp==2.3.0",
+        probe: &[
+            "python",
+            "-c",
+            "import sys, importlib.metadata, mcp.client.stdio, mcp.client.streamable_http; \
+             sys.exit(importlib.metadata.version('mcp') != '2.3.0')",
+        ],
+        why: "the official MCP Python SDK client in the file-path tests of mcp-bridge/tests/it",
+    },
+    PythonTool {
+        requirement: "check-jsonschema==0.39.0",
+        probe: &[
+            "python",
+            "-c",
+            "import sys, importlib.metadata; sys.exit(importlib.metadata.version('check-jsonschema') != '0.39.0')",
+        ],
+        why: "validates the server.json of `cargo xtask bundle --bundles mcpb` against the MCP registry's schema \
+              in cli/tests/it/mcpb.rs",
+    },
 ];
 
 /// Native libraries taken out of PyPI wheels into `$PAPERCHAIN_TOOLS`.
@@ -231,6 +253,14 @@ pub const NPM_TOOLS: &[NpmTool] = &[
         version: "1.32.2",
         program: None,
         why: "the official MCP TypeScript SDK client, which calls the hosted sandbox in mcp-bridge/tests/it/mcp_ts_sdk.rs",
+    },
+    NpmTool {
+        // Its command line runs under Debian 12's Node.js 20.
+        package: "@anthropic-ai/mcpb",
+        version: "2.1.2",
+        program: Some("mcpb"),
+        why: "the official MCP bundle tool: packs the .mcpb of `cargo xtask bundle --bundles mcpb`, and validates, \
+              unpacks and reads it in cli/tests/it/mcpb.rs",
     },
 ];
 
