@@ -104,7 +104,7 @@ export function SettingsPanel({ catalog }: { catalog: Catalog }) {
       const body = list ? { key, [list]: value } : { key, value };
       const next = await appApi<SettingsInfo>("/settings", { method: "POST", body: JSON.stringify(body) });
       setInfo(next);
-      setStatus(`${key} saved.`);
+      setStatus(list === "add" ? `${value} granted.` : list === "remove" ? `${value} no longer granted.` : `${key} saved.`);
       return true;
     } catch (e) {
       setError({ key, message: e instanceof ApiError ? e.message : String(e) });
@@ -241,7 +241,7 @@ export function SettingsPanel({ catalog }: { catalog: Catalog }) {
           {info.files.folders.map((folder) => (
             <li>
               <code>{folder}</code>{" "}
-              <button type="button" aria-label={`Stop granting ${folder}`} onClick={() => change("files.folders", folder, "remove")}>
+              <button type="button" aria-label={`Remove the folder ${folder}`} onClick={() => change("files.folders", folder, "remove")}>
                 Remove
               </button>
             </li>

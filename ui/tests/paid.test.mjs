@@ -102,3 +102,24 @@ test("the wallet shows its balances; a limit changed in the app applies to the n
   assert.ok(answer.headers.get("paperchain-paid"));
   assert.equal(await page().$("dialog.approval[open]"), null);
 });
+
+test("a folder granted in the settings is listed, a too-wide one refused, and it can be taken back", async () => {
+  const folder = process.env.PAPERCHAIN_GRANT_FOLDER;
+  await open("spend");
+  await page().waitForSelector("#folder-new");
+  // The root would grant every file: refused next to the field, nothing listed.
+  await page().type("#folder-new", "/");
+  await page().click("form[aria-label='Grant a folder'] button[type=submit]");
+  await page().waitForSelector("#folder-new[aria-invalid=true]");
+  assert.match(await page().$eval("form[aria-label='Grant a folder'] .field-error", (e) => e.textContent), /too much/);
+  assert.equal(await page().$("ul[aria-label='Granted folders']"), null);
+  await page().$eval("#folder-new", (e) => (e.value = ""));
+  await page().type("#folder-new", folder);
+  await page().click("form[aria-label='Grant a folder'] button[type=submit]");
+  await page().waitForSelector("ul[aria-label='Granted folders'] li code");
+  assert.deepEqual(await page().$$eval("ul[aria-label='Granted folders'] li code", (l) => l.map((c) => c.textContent)), [folder]);
+  await accessible("the granted folders");
+  await screenshot("13-granted-folders");
+  await page().click(`button[aria-label='Remove the folder ${folder}']`);
+  await page().waitForFunction(() => !document.querySelector("ul[aria-label='Granted folders']"));
+});

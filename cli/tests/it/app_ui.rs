@@ -124,8 +124,10 @@ async fn paid_calls_wait_for_the_users_approval_and_show_in_the_ledger() {
         ("PAPERCHAIN_SERVICE_HOST", service_host),
         ("PAPERCHAIN_QUOTE", dollars(atomic)),
         ("PAPERCHAIN_PAYER", payer.to_checksum(None)),
+        ("PAPERCHAIN_GRANT_FOLDER", home.dir.path().join("Documents").display().to_string()),
     ];
-    run_browser_tests("paid.test.mjs", &env, 4).await;
+    std::fs::create_dir(home.dir.path().join("Documents")).unwrap();
+    run_browser_tests("paid.test.mjs", &env, 5).await;
 
     // Two payments, the approved one and the one after the limit was raised: exactly twice
     // the quote left the payer, and the denied call paid nothing.
