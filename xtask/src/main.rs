@@ -4,7 +4,7 @@
 //! - `run` serves the HTTP API from a release build, after a quiet `setup`.
 //! - `test` checks formatting and lints, then runs every test (CI's one command).
 //! - `bench` times document operations against reference tools (qpdf, Ghostscript, pdftoppm).
-//! - `bundle` packages the desktop app for Linux (.deb, AppImage).
+//! - `bundle` packages the desktop app for Linux (.deb, AppImage), and the MCP bundle (.mcpb).
 //! - `fuzz` mutates corpus files and JSON bodies through every route, in process.
 //!
 //! Nothing here is linked into the product; it only runs programs.
@@ -12,6 +12,7 @@
 mod bench;
 mod bundle;
 mod cmd;
+mod mcpb;
 mod setup;
 mod test;
 
@@ -54,7 +55,8 @@ enum Task {
     /// Benchmarks: operations against reference tools (qpdf, Ghostscript, pdftoppm, cast) on the same
     /// inputs, the hosted paywall under load, and the paying client's own cost on a paid call.
     Bench(bench::BenchArgs),
-    /// The desktop app's Linux packages (.deb and AppImage) with Tauri's command line.
+    /// The desktop app's Linux packages (.deb and AppImage) with Tauri's command line, or the MCP
+    /// bundle desktop agents install (`--bundles mcpb`: a .mcpb and its server.json).
     Bundle(bundle::BundleArgs),
     /// Mutation fuzzing of every route's prepare and run, in process, for a time budget
     /// (`paperchain-fuzz --help` lists its options, after `--`). Findings are saved as
