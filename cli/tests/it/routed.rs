@@ -100,6 +100,30 @@ async fn every_front_door_routed_to_the_sandbox_pays_the_quote_once_and_the_ledg
     let local = http.post(format!("{}/v1/pdf/rotate", server.base)).header("paperchain-route", "local");
     let local = local.json(&rotate_body()).send().await.unwrap();
     assert_eq!((local.status().as_u16(), local.headers()["paperchain-ran"].to_str().unwrap()), (200, "local"));
+    // A file by path, routed: read here and sent as bytes; the paid result is saved here.
+    let docs = home.dir.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::write(docs.join("four.pdf"), corpus_file("sample-files/pdflatex-4-pages.pdf")).unwrap();
+    home.run(&["config", "add", "files.folders", docs.to_str().unwrap()], "");
+    let price = quote(&hosted, "/v1/pdf/rotate", &rotate_body()).await;
+    let before = hosted.balance(payer).await;
+    let by_path = json!({"file": {"path": docs.join("four.pdf")}, "degrees": 90});
+    let routed = http
+        .post(format!("{}/v1/pdf/rotate", server.base))
+        .header("paperchain-save-to", docs.join("rotated.pdf").to_str().unwrap())
+        .json(&by_path)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(routed.status(), 200);
+    assert_eq!(routed.headers()["paperchain-ran"], "hosted");
+    assert!(routed.headers().contains_key("paperchain-paid"));
+    let saved: Value = routed.json().await.unwrap();
+    assert_eq!(saved["files"][0]["uri"], format!("file://{}", docs.join("rotated.pdf").display()), "{saved}");
+    assert_eq!(hosted.balance(payer).await, before - price, "paid the quote of the bytes sent, once");
+    let direct = hosted.post("/v1/pdf/rotate", &rotate_body(), &[("X-Svc-Free", "1")]).await;
+    let direct = direct.bytes().await.unwrap();
+    assert_eq!(std::fs::read(docs.join("rotated.pdf")).unwrap(), direct, "the service's file, saved as it came");
     // A quote only: nothing paid.
     let before = hosted.balance(payer).await;
     let quoted = http
@@ -167,13 +191,13 @@ async fn every_front_door_routed_to_the_sandbox_pays_the_quote_once_and_the_ledg
     assert_eq!(hosted.balance(payer).await, before - price);
     mcp.cancel().await.unwrap();
 
-    // The ledger: every call, four paid ones, each transaction on chain for its amount.
+    // The ledger: every call, five paid ones, each transaction on chain for its amount.
     let rows = home.json(&["ledger", "--json"]);
     let rows = rows.as_array().unwrap();
     let paid: Vec<&Value> = rows.iter().filter(|r| r["state"] == "paid").collect();
-    assert_eq!(paid.len(), 4, "{rows:#?}");
+    assert_eq!(paid.len(), 5, "{rows:#?}");
     let doors: Vec<&str> = paid.iter().map(|r| r["front_door"].as_str().unwrap()).collect();
-    assert_eq!(doors, ["http", "http", "cli", "mcp"]);
+    assert_eq!(doors, ["http", "http", "http", "cli", "mcp"]);
     for row in &paid {
         assert_eq!(hosted.tx_succeeded(row["tx"].as_str().unwrap()).await, Some(true));
         assert_eq!(row["payer"], payer.to_checksum(None));
@@ -185,7 +209,7 @@ async fn every_front_door_routed_to_the_sandbox_pays_the_quote_once_and_the_ledg
     );
     let checks = home.json(&["ledger", "reconcile", "--json"]);
     let verdicts: Vec<&str> = checks.as_array().unwrap().iter().map(|c| c["verdict"].as_str().unwrap()).collect();
-    assert_eq!(verdicts, ["ok", "ok", "ok", "ok"], "{checks:#}");
+    assert_eq!(verdicts, ["ok", "ok", "ok", "ok", "ok"], "{checks:#}");
     // The wallet's balance, read through the engine's chain code, is the chain's.
     let balance = home.json(&["wallet", "balance", "--json"]);
     assert_eq!(balance["address"], payer.to_checksum(None));
@@ -198,7 +222,7 @@ async fn every_front_door_routed_to_the_sandbox_pays_the_quote_once_and_the_ledg
     assert!(base_usdc["gas"].as_str().is_some(), "{balance:#}");
     let spend = home.json(&["spend", "--json", "--by", "network"]);
     assert_eq!(spend["network"][0]["key"], "eip155:8453");
-    assert_eq!(spend["network"][0]["paid_calls"], 4);
+    assert_eq!(spend["network"][0]["paid_calls"], 5);
     // No key in the ledger, the server's debug log or any other file (the keystore holds it
     // encrypted).
     let logs: Vec<PathBuf> =
