@@ -10,6 +10,7 @@ mod corpus;
 mod faults;
 mod local_files;
 mod mcp;
+mod mcpb;
 mod ocr;
 mod office;
 mod readme;
