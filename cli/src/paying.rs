@@ -22,8 +22,9 @@ pub struct RoutingArgs {
     #[arg(long = "route", value_name = "MODE", value_parser = ["local", "hosted", "auto"])]
     pub default_route: Option<String>,
     /// A folder whose files calls may read by path (`{"path": …}`) and save results into,
-    /// besides config.toml's files.folders (repeatable; absolute or `~/…`).
-    #[arg(long = "folder", value_name = "DIR")]
+    /// besides config.toml's files.folders (absolute or `~/…`; repeatable, or several after
+    /// one --folder, or none: an MCP bundle's empty folder list passes a bare --folder).
+    #[arg(long = "folder", value_name = "DIR", num_args = 0..)]
     pub folders: Vec<String>,
 }
 

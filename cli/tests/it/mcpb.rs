@@ -181,24 +181,7 @@ async fn the_mcp_bundle_installs_as_an_agent_app_runs_it() {
     assert_eq!(args, expected, "{config}");
     assert_eq!(config["env"], json!({ "PAPERCHAIN_PDFIUM": extension.join("lib") }), "{config}");
 
-    // Run as the app runs it: that command, that environment, and a fresh home (none of
-    // this machine's tools folders: the renderer can only be the bundle's).
-    let mut command = tokio::process::Command::new(&program);
-    command
-        .args(&args)
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("HOME", &home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("XDG_DATA_HOME", home.join(".local/share"))
-        .env("XDG_CACHE_HOME", home.join(".cache"))
-        .env("XDG_STATE_HOME", home.join(".local/state"))
-        .env("XDG_RUNTIME_DIR", &runtime);
-    for (key, value) in config["env"].as_object().unwrap() {
-        command.env(key, value.as_str().unwrap());
-    }
-    let transport = TokioChildProcess::new(command).expect("starting the bundle's command");
-    let client = ().serve(transport).await.unwrap_or_else(|e| panic!("the MCP handshake with the bundle: {e}"));
+    let client = start_bundle(&program, &args, &config, &home, &runtime).await;
     let listed = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = listed.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, TOOLS, "the tools the manifest promises");
@@ -236,6 +219,25 @@ async fn the_mcp_bundle_installs_as_an_agent_app_runs_it() {
     assert_eq!(error["error"]["field"], "/input/file/path", "{error}");
     client.cancel().await.unwrap();
 
+    // No folder granted (the default install: a bare --folder) and two (--folder a b): the
+    // command starts, and a file of the second folder is read only when it is granted.
+    let second = home.join("Scans");
+    std::fs::create_dir_all(&second).unwrap();
+    std::fs::write(second.join("b.pdf"), &pdf).unwrap();
+    for folders in [json!([]), json!([granted, second])] {
+        let settings = json!({ "route_mode": "local", "allowed_folders": folders });
+        let config = mcp_config(&extension, &settings, &home);
+        let args: Vec<String> =
+            config["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
+        let client = start_bundle(&program, &args, &config, &home, &runtime).await;
+        let listed = client.list_all_tools().await.unwrap();
+        assert_eq!(listed.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>(), TOOLS, "{args:?}");
+        let result = client.call_tool(render(&second.join("b.pdf"))).await.unwrap();
+        let granted_both = folders.as_array().unwrap().len() == 2;
+        assert_eq!(result.is_error != Some(true), granted_both, "{args:?}: {:?}", result.content);
+        client.cancel().await.unwrap();
+    }
+
     // server.json: the registry's schema, the release asset's URL and the bundle's SHA-256.
     let schema = workspace().join(SERVER_SCHEMA);
     assert_eq!(sha256_hex(&std::fs::read(&schema).unwrap()), SERVER_SCHEMA_SHA256, "the kept schema is unchanged");
@@ -250,4 +252,32 @@ async fn the_mcp_bundle_installs_as_an_agent_app_runs_it() {
     );
     assert_eq!(package["fileSha256"], sha256_hex(&std::fs::read(&bundle).unwrap()));
     assert_eq!(entry["version"], version);
+}
+
+/// The bundle's command started as the app starts it: `args`, the manifest's `env` of
+/// `config`, and a fresh `home` (none of this machine's tools folders: the renderer can
+/// only be the bundle's); an MCP client over its stdio.
+async fn start_bundle(
+    program: &Path,
+    args: &[String],
+    config: &Value,
+    home: &Path,
+    runtime: &Path,
+) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("XDG_STATE_HOME", home.join(".local/state"))
+        .env("XDG_RUNTIME_DIR", runtime);
+    for (key, value) in config["env"].as_object().unwrap() {
+        command.env(key, value.as_str().unwrap());
+    }
+    let transport = TokioChildProcess::new(command).expect("starting the bundle's command");
+    ().serve(transport).await.unwrap_or_else(|e| panic!("the MCP handshake with the bundle ({args:?}): {e}"))
 }
