@@ -11,12 +11,15 @@
 //! the HTTP API's calls do: in local mode it runs here or is routed and paid as the user's
 //! configuration says; in hosted mode it goes through the paywall with the free pool asked
 //! for, and payments travel as the x402 MCP transport says (`_meta["x402/payment"]`,
-//! `_meta["x402/payment-response"]`). [`results`] turns the outcome into a tool result.
+//! `_meta["x402/payment-response"]`). [`results`] turns the outcome into a tool result; a
+//! local server answers a large file as a link [`kept`] for `resources/read`, and files on
+//! the user's machine (paths in, `save_to` out) as `file://` links.
 //!
 //! Must not: name a route, or decide anything about payments (the paywall does).
 
 pub mod compact;
 pub mod http;
+pub mod kept;
 pub mod relay;
 pub mod results;
 pub mod server;

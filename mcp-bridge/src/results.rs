@@ -1,6 +1,8 @@
 //! Replies as MCP tool results: JSON as `structuredContent` and the same JSON as text;
-//! files as embedded resources, or as resource links for `output: "url"` (stored and
-//! described by the gateway's own link code); errors as tool errors naming the field.
+//! files as embedded resources, as resource links for `output: "url"` (stored and
+//! described by the gateway's own link code), or, on a local server, a file larger than
+//! [`EMBED_LIMIT`] as a link to the copy [`Kept`] for `resources/read`; errors as tool errors
+//! naming the field.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -14,7 +16,21 @@ use paperchain_wallet::client::HostedAnswer;
 use rmcp::model::{CallToolResult, ContentBlock, EmbeddedResource, MetaObject, Resource, ResourceContents, Tool};
 use serde_json::{Value, json};
 
+use crate::kept::Kept;
 use crate::tools::{FileItem, FilesResult, WRAPPED_RESULT};
+
+/// The largest file embedded in a local server's tool result (`output` left as `file`);
+/// a larger one is kept for `resources/read` and answered as a link.
+pub const EMBED_LIMIT: usize = 256 * 1024;
+
+/// Where a result's files may go besides the result itself.
+#[derive(Clone, Copy, Default)]
+pub struct Delivery<'a> {
+    /// The HTTP server's link store, for `output: "url"`.
+    pub links: Option<&'a Links>,
+    /// A local server's kept results, for large files.
+    pub kept: Option<&'a Kept>,
+}
 
 /// Where `output: "url"` results are stored and linked from (the HTTP server's own store).
 #[derive(Clone, Debug)]
@@ -27,20 +43,20 @@ pub struct Links {
 
 /// The tool result of a successful call; `wrap` puts a JSON answer that is not an object
 /// under [`WRAPPED_RESULT`].
-pub async fn success(reply: Reply<Value>, wrap: bool, links: Option<&Links>) -> Result<CallToolResult, ApiError> {
+pub async fn success(reply: Reply<Value>, wrap: bool, delivery: Delivery<'_>) -> Result<CallToolResult, ApiError> {
     match reply {
         Reply::Json(value) => {
             let value = if wrap { json!({ WRAPPED_RESULT: value }) } else { value };
             Ok(CallToolResult::structured(value))
         }
-        Reply::Files(set) => files(set, links).await,
+        Reply::Files(set) => files(set, delivery).await,
     }
 }
 
-async fn files(set: FileSet, links: Option<&Links>) -> Result<CallToolResult, ApiError> {
+async fn files(set: FileSet, delivery: Delivery<'_>) -> Result<CallToolResult, ApiError> {
     let mut blocks = Vec::with_capacity(set.files.len() + 1);
-    let described = match (set.mode, links) {
-        (OutputMode::Url, Some(links)) => {
+    let described = match (set.mode, delivery.links, delivery.kept) {
+        (OutputMode::Url, Some(links), _) => {
             let stored = links.files.links(&links.base_url, set).await?;
             let report = match stored.as_slice() {
                 [one] => one.report.clone(),
@@ -65,7 +81,7 @@ async fn files(set: FileSet, links: Option<&Links>) -> Result<CallToolResult, Ap
             }
             FilesResult { files: items, report }
         }
-        (OutputMode::Url, None) => {
+        (OutputMode::Url, None, _) => {
             return Err(EngineError::invalid(
                 "/output",
                 "/output: \"url\" needs the HTTP server (paperchain serve, MCP at /mcp/…); over stdio files \
@@ -73,35 +89,44 @@ async fn files(set: FileSet, links: Option<&Links>) -> Result<CallToolResult, Ap
             )
             .into());
         }
-        // Several files are several resources: MCP carries them without a ZIP.
-        (OutputMode::File | OutputMode::Base64, _) => {
+        // Several files are several resources: MCP carries them without a ZIP. On a local
+        // server a large file the caller did not ask for as base64 is a link, read with
+        // resources/read.
+        (mode, _, kept) => {
             let report = if set.bundle.is_some() { None } else { set.report };
+            let keep = if mode == OutputMode::File { kept } else { None };
             // Base64 and hashing of large files is CPU work: off the async threads.
-            let encoded = blocking(move || {
+            let linked = keep.is_some();
+            let prepared = blocking(move || {
                 Ok(set
                     .files
                     .into_iter()
                     .map(|file| {
                         let sha256 = file.sha256();
-                        let data = B64.encode(&file.bytes);
-                        (file.filename, file.media_type, file.bytes.len() as u64, sha256, data)
+                        let embed = !linked || file.bytes.len() <= EMBED_LIMIT;
+                        let block = embed.then(|| embedded(&file, &sha256));
+                        (file, sha256, block)
                     })
                     .collect::<Vec<_>>())
             })
             .await?;
-            let mut items = Vec::with_capacity(encoded.len());
-            for (filename, media_type, bytes, sha256, data) in encoded {
-                let uri = format!("paperchain://files/{sha256}/{}", encode_segment(&filename));
-                let mut meta = MetaObject::default();
-                meta.0.insert("filename".into(), json!(filename));
-                let resource = ResourceContents::BlobResourceContents {
-                    uri: uri.clone(),
-                    mime_type: Some(media_type.clone()),
-                    blob: data,
-                    meta: Some(meta),
+            let mut items = Vec::with_capacity(prepared.len());
+            for (file, sha256, block) in prepared {
+                let (filename, media_type, bytes) = (file.filename.clone(), file.media_type.clone(), file.bytes.len());
+                let (uri, block) = match (block, keep) {
+                    (Some(embedded), _) => embedded,
+                    (None, Some(kept)) => {
+                        let uri = kept.keep(file);
+                        let link = Resource::new(uri.clone(), filename.clone())
+                            .with_mime_type(media_type.clone())
+                            .with_size(bytes as u64)
+                            .with_description("The result, kept for an hour: read it with resources/read");
+                        (uri, ContentBlock::resource_link(link))
+                    }
+                    (None, None) => unreachable!("a file is embedded unless it is kept"),
                 };
-                blocks.push(ContentBlock::Resource(EmbeddedResource::new(resource)));
-                items.push(FileItem { filename, media_type, bytes, sha256, uri, expires_at: None });
+                blocks.push(block);
+                items.push(FileItem { filename, media_type, bytes: bytes as u64, sha256, uri, expires_at: None });
             }
             FilesResult { files: items, report }
         }
@@ -245,9 +270,9 @@ fn mcp_bazaar(tool: &Tool) -> Value {
 
 /// The hosted service's answer to a routed call as a tool result: its JSON or its file,
 /// as a local call would give them, or its error; what was paid in `_meta`.
-pub async fn hosted(answer: HostedAnswer, wrap: bool, links: Option<&Links>) -> CallToolResult {
+pub async fn hosted(answer: HostedAnswer, wrap: bool, delivery: Delivery<'_>) -> CallToolResult {
     let mut result = match paperchain_calls::routed::answer_reply(&answer) {
-        Ok(reply) => success(reply, wrap, links).await.unwrap_or_else(failure),
+        Ok(reply) => success(reply, wrap, delivery).await.unwrap_or_else(failure),
         Err((_, message)) => {
             let mut result = CallToolResult::error(vec![ContentBlock::text(message)]);
             result.structured_content = serde_json::from_slice(&answer.body).ok().filter(Value::is_object);
@@ -272,8 +297,22 @@ pub const RAN_META: &str = "paperchain/ran";
 /// Tool result `_meta` key: what a routed call cost (`0.002 USDC`).
 pub const PAID_META: &str = "paperchain/paid";
 
+/// `file` as an embedded resource, and its `paperchain://files/…` URI.
+fn embedded(file: &paperchain_engine::OutFile, sha256: &str) -> (String, ContentBlock) {
+    let uri = format!("paperchain://files/{sha256}/{}", encode_segment(&file.filename));
+    let mut meta = MetaObject::default();
+    meta.0.insert("filename".into(), json!(file.filename));
+    let resource = ResourceContents::BlobResourceContents {
+        uri: uri.clone(),
+        mime_type: Some(file.media_type.clone()),
+        blob: B64.encode(&file.bytes),
+        meta: Some(meta),
+    };
+    (uri, ContentBlock::Resource(EmbeddedResource::new(resource)))
+}
+
 /// A file name as one URI path segment (RFC 3986 unreserved characters kept).
-fn encode_segment(name: &str) -> String {
+pub fn encode_segment(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for byte in name.bytes() {
         if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
@@ -300,7 +339,7 @@ mod tests {
     async fn files_are_embedded_and_described() {
         let set = FileSet::single(OutFile::pdf("x.pdf", b"%PDF-1.7".to_vec()), OutputMode::File)
             .with_report(json!({"ok": true}));
-        let result = success(Reply::Files(set), false, None).await.unwrap();
+        let result = success(Reply::Files(set), false, Delivery::default()).await.unwrap();
         let structured = result.structured_content.clone().unwrap();
         assert_eq!(structured["files"][0]["filename"], "x.pdf");
         assert_eq!(structured["report"]["ok"], true);
@@ -312,7 +351,7 @@ mod tests {
         assert_eq!(B64.decode(blob).unwrap(), b"%PDF-1.7");
         assert_eq!(mime_type.as_deref(), Some("application/pdf"));
         let set = FileSet::single(OutFile::pdf("x.pdf", b"%PDF".to_vec()), OutputMode::Url);
-        let error = success(Reply::Files(set), false, None).await.unwrap_err();
+        let error = success(Reply::Files(set), false, Delivery::default()).await.unwrap_err();
         assert_eq!(error.error.field.as_deref(), Some("/output"));
     }
 }

@@ -26,7 +26,8 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
 
-use crate::results::{self, Links};
+use crate::kept::{self, Kept};
+use crate::results::{self, Delivery, Links};
 use crate::{compact, tools};
 
 /// Free calls left today in the pool a free call used (hosted mode).
@@ -91,6 +92,8 @@ struct Inner {
     per_route: Vec<Tool>,
     /// Per operation: whether its JSON answer is wrapped to be an object.
     wraps: HashMap<&'static str, bool>,
+    /// A local server's large results, kept for `resources/read`.
+    kept: Option<Kept>,
 }
 
 impl McpServer {
@@ -121,7 +124,8 @@ impl McpServer {
             .filter(|r| options.families.contains(&r.info().family))
             .map(|r| (r.info().operation, tools::wraps_json(r, ctx)))
             .collect();
-        McpServer { inner: Arc::new(Inner { options, tools, per_route, wraps }) }
+        let kept = local.then(Kept::default);
+        McpServer { inner: Arc::new(Inner { options, tools, per_route, wraps, kept }) }
     }
 
     /// The tools this server lists.
@@ -289,18 +293,19 @@ impl McpServer {
         let saves = save_to.is_some();
         call.save_to = save_to;
         let saved = |result: CallToolResult| if saves { results::with_saved_links(result) } else { result };
+        let delivery = Delivery { links: links.as_ref(), kept: self.inner.kept.as_ref() };
         match self.inner.options.calls.run(call).await {
             Outcome::Local(Ok(reply), _) => {
-                saved(results::success(reply, wrap, links.as_ref()).await.unwrap_or_else(results::failure))
+                saved(results::success(reply, wrap, delivery).await.unwrap_or_else(results::failure))
             }
             Outcome::Local(Err(error), _) => results::failure(under(at, error).into()),
-            Outcome::Hosted(Ok(answer)) => saved(results::hosted(answer, wrap, links.as_ref()).await),
+            Outcome::Hosted(Ok(answer)) => saved(results::hosted(answer, wrap, delivery).await),
             Outcome::Hosted(Err(error)) => results::failure(routed::call_error(&error)),
             // Tools never ask for a quote only.
             Outcome::Quote(_) => results::failure(EngineError::internal("a quote was not asked for").into()),
             // A paid call's input error names its field under `input` too.
             Outcome::Paywall(Answer::Failed(Failure::Engine(error))) => results::failure(under(at, error).into()),
-            Outcome::Paywall(answer) => answer_result(answer, tool, wrap, links.as_ref()).await,
+            Outcome::Paywall(answer) => answer_result(answer, tool, wrap, delivery).await,
             Outcome::Refused(failure) => results::failure(ApiError::from(failure)),
         }
     }
@@ -350,10 +355,10 @@ fn under(at: &str, mut error: EngineError) -> EngineError {
 
 /// The paywall's answer as a tool result (x402 MCP transport: a 402 is a tool error whose
 /// structured content, and first text, is the PaymentRequired object, naming `tool`).
-async fn answer_result(answer: Answer, tool: Option<&Tool>, wrap: bool, links: Option<&Links>) -> CallToolResult {
+async fn answer_result(answer: Answer, tool: Option<&Tool>, wrap: bool, delivery: Delivery<'_>) -> CallToolResult {
     match answer {
         Answer::Delivered { reply, receipt, free_left } => {
-            let mut result = results::success(reply, wrap, links).await.unwrap_or_else(results::failure);
+            let mut result = results::success(reply, wrap, delivery).await.unwrap_or_else(results::failure);
             let mut meta = MetaObject::default();
             if let Some(receipt) = receipt {
                 meta.0.insert(MCP_PAYMENT_RESPONSE.into(), json!(receipt.settlement));
@@ -400,7 +405,7 @@ impl ServerHandler for McpServer {
             );
         }
         let capabilities = match self.local() {
-            // Saved results are file:// resource links, read with resources/read.
+            // Kept and saved results are resource links, read with resources/read.
             true => ServerCapabilities::builder().enable_tools().enable_resources().build(),
             false => ServerCapabilities::builder().enable_tools().build(),
         };
@@ -423,11 +428,26 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let not_found = |message: String| ErrorData::resource_not_found(message, Some(json!({ "uri": request.uri })));
+        if request.uri.starts_with(kept::SCHEME) {
+            let kept = self.inner.kept.as_ref().and_then(|kept| kept.read(&request.uri));
+            let (media_type, bytes) = kept.ok_or_else(|| {
+                not_found(format!("{} is not kept (any more): results are kept an hour", request.uri))
+            })?;
+            let contents =
+                ResourceContents::blob(results::base64(&bytes), request.uri.clone()).with_mime_type(media_type);
+            return Ok(ReadResourceResult::new(vec![contents]).into());
+        }
         let path = match url::Url::parse(&request.uri) {
             Ok(url) if url.scheme() == "file" && self.local() => {
                 url.to_file_path().map_err(|()| not_found(format!("{} is not a file path", request.uri)))?
             }
-            _ => return Err(not_found(format!("no resource {}: only saved files (file://) are read", request.uri))),
+            _ => {
+                return Err(not_found(format!(
+                    "no resource {}: kept results ({}…) and saved files (file://) are read",
+                    request.uri,
+                    kept::SCHEME
+                )));
+            }
         };
         let folders = self.inner.options.calls.client().map(|c| c.config().folders.clone()).unwrap_or_default();
         let max = self.inner.options.calls.ctx().limits.max_file_bytes;

@@ -42,7 +42,8 @@ pub struct FileItem {
     /// Lower-case hex SHA-256 of the bytes.
     pub sha256: String,
     /// The URI of the content block carrying the file: the download link (valid 24 hours)
-    /// for `output: "url"`, else the embedded resource's `paperchain://` URI.
+    /// for `output: "url"`, a saved file's `file://` URI, a kept result's
+    /// `paperchain://results/…` link, else the embedded resource's `paperchain://` URI.
     pub uri: String,
     /// When the link stops working (RFC 3339, UTC); only for `output: "url"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -57,8 +58,8 @@ pub const OVERWRITE: &str = "overwrite";
 /// What a local server's file tools say about files on the user's machine.
 pub const LOCAL_FILES: &str = "On this machine a file input may be `{\"path\": \"/absolute/path\"}` instead of \
     `{\"data\": base64}`, and `save_to` writes the result to a path instead of returning it, both inside the \
-    folders the user granted; a saved file comes back as a file:// resource link. Otherwise files come back \
-    embedded.";
+    folders the user granted; a saved file comes back as a file:// resource link. Otherwise a file comes back \
+    embedded, or past 256 KB as a link read with resources/read.";
 
 /// Adds `save_to` and `overwrite` to a tool's input schema (an object schema).
 pub fn add_save_properties(schema: &mut Value) {

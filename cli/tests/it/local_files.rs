@@ -342,3 +342,53 @@ async fn with_no_folder_granted_a_path_is_refused_saying_how_to_grant_one() {
     assert_ne!(line["steps"][0]["result"]["isError"], true, "{line}");
     assert_eq!(qpdf_pages_of(&machine.granted("granted-by-flag.pdf")), 4);
 }
+
+/// A result larger than what is embedded comes back as a link to a copy the server keeps,
+/// which `resources/read` reads; a small one stays embedded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_result_is_a_link_read_back_with_resources_read() {
+    use rmcp::ServiceExt as _;
+    use rmcp::model::{CallToolRequestParams, ContentBlock, ReadResourceRequestParams, ResourceContents};
+
+    let machine = Machine::new();
+    let large = paperchain_testkit::corpus::corpus_file("sample-files/cmyk-image.pdf");
+    assert!(large.len() > paperchain_mcp::results::EMBED_LIMIT, "the input is larger than what is embedded");
+    std::fs::write(machine.granted("large.pdf"), &large).unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_paperchain"));
+    command.args(["mcp", "--stdio", "--standalone"]).env_remove("PAPERCHAIN_CLIENT_CONFIG").envs(machine.env());
+    let client = ().serve(rmcp::transport::TokioChildProcess::new(command).unwrap()).await.unwrap();
+    let rotate = |name: &str| {
+        let input = json!({ "file": { "path": machine.granted(name) }, "degrees": 90 });
+        let arguments = json!({ "operation": "rotate_pdf_pages", "input": input });
+        CallToolRequestParams::new("document_operation").with_arguments(arguments.as_object().cloned().unwrap())
+    };
+
+    let result = client.call_tool(rotate("large.pdf")).await.unwrap();
+    assert_ne!(result.is_error, Some(true), "{:?}", result.content);
+    let file = result.structured_content.as_ref().unwrap()["files"][0].clone();
+    let uri = file["uri"].as_str().unwrap().to_string();
+    assert!(uri.starts_with("paperchain://results/") && uri.ends_with("/large-rotated.pdf"), "{file}");
+    assert!(!result.content.iter().any(|c| matches!(c, ContentBlock::Resource(_))), "nothing embedded");
+    assert!(
+        result.content.iter().any(|c| matches!(c, ContentBlock::ResourceLink(link) if link.uri == uri)),
+        "a resource link to the kept result: {:?}",
+        result.content
+    );
+    let read = client.read_resource(ReadResourceRequestParams::new(uri.clone())).await.unwrap();
+    let ResourceContents::BlobResourceContents { blob, mime_type, .. } = &read.contents[0] else {
+        panic!("a blob: {read:?}")
+    };
+    let bytes = paperchain_testkit::b64_decode(blob).unwrap();
+    assert_eq!(mime_type.as_deref(), Some("application/pdf"));
+    assert_eq!(bytes.len() as u64, file["bytes"].as_u64().unwrap());
+    use sha2::Digest as _;
+    assert_eq!(hex::encode(sha2::Sha256::digest(&bytes)), file["sha256"], "the bytes the result describes");
+    assert!(bytes.starts_with(b"%PDF"));
+    let unknown = uri.replace("/results/", "/results/0");
+    assert!(client.read_resource(ReadResourceRequestParams::new(unknown)).await.is_err(), "only kept ids are read");
+
+    // A small result stays embedded.
+    let result = client.call_tool(rotate("report.pdf")).await.unwrap();
+    assert!(result.content.iter().any(|c| matches!(c, ContentBlock::Resource(_))), "{:?}", result.content);
+    client.cancel().await.unwrap();
+}
