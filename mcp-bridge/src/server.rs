@@ -397,6 +397,10 @@ impl ServerHandler for McpServer {
                 tools::UNTRUSTED
             ),
         };
+        if self.local() {
+            instructions.push(' ');
+            instructions.push_str(tools::LOCAL_FILES);
+        }
         if self.inner.options.calls.paywall().is_some() {
             instructions.push_str(
                 " Calls use the caller's free pool first; past it a call answers isError with the x402 \

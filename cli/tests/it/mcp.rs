@@ -323,18 +323,22 @@ async fn the_mcp_inspector_lists_and_calls_tools_over_stdio_and_http() {
     let chain_url = format!("{}/mcp/chain", served.base);
     let docs_url = format!("{}/mcp/docs", served.base);
 
-    // The default surface passes the Inspector's tool-schema portability check: no problem
+    // Every surface passes the Inspector's tool-schema portability check: no problem
     // reported at all (`--strict` lists each one on stderr, and exits 6 on an error).
-    let compact_url = format!("{}/mcp", served.base);
-    let strict = Command::new(inspector())
-        .args(["--cli", &compact_url, "--transport", "http", "--method", "tools/list", "--strict"])
-        .output()
-        .expect("running the MCP Inspector");
-    let (stdout, stderr) = (String::from_utf8_lossy(&strict.stdout), String::from_utf8_lossy(&strict.stderr));
-    assert!(strict.status.success(), "--strict failed on /mcp: {stderr}");
-    assert!(!stderr.contains("Warning") && !stderr.contains("Error"), "--strict reports problems on /mcp: {stderr}");
-    let listed: Value = serde_json::from_str(&stdout).expect("the Inspector's answer is JSON");
+    let strict = |endpoint: &str| {
+        let url = format!("{}{endpoint}", served.base);
+        let strict = Command::new(inspector())
+            .args(["--cli", &url, "--transport", "http", "--method", "tools/list", "--strict"])
+            .output()
+            .expect("running the MCP Inspector");
+        let (stdout, stderr) = (String::from_utf8_lossy(&strict.stdout), String::from_utf8_lossy(&strict.stderr));
+        assert!(strict.status.success(), "--strict failed on {endpoint}: {stderr}");
+        assert!(!stderr.contains("Warning") && !stderr.contains("Error"), "--strict reports on {endpoint}: {stderr}");
+        serde_json::from_str::<Value>(&stdout).expect("the Inspector's answer is JSON")
+    };
+    let listed = strict("/mcp");
     assert_eq!(names(&listed)[..3], ["chain_read", "document_operation", "describe_operation"]);
+    assert_eq!(names(&strict("/mcp/full")).len(), operations(&[Family::Chain, Family::Docs]).len());
     let list = run_inspector(&[&docs_url, "--transport", "http", "--method", "tools/list"]);
     assert_eq!(names(&list), operations(&[Family::Docs]));
     let list = run_inspector(&[&chain_url, "--transport", "http", "--method", "tools/list"]);
