@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use paperchain_engine_core::catalog::{Admission, RouteEntry};
 use paperchain_engine_core::{Catalog, Context, EngineError, ErrorKind, Reply};
-use paperchain_wallet::client::{CallError, HostedAnswer, PayingClient, Quote};
+use paperchain_wallet::client::{Approver, CallError, HostedAnswer, PayingClient, Quote};
 use paperchain_wallet::config::RouteMode;
 use paperchain_wallet::ledger::Caller;
 use serde_json::Value;
@@ -74,6 +74,9 @@ pub struct Call {
     /// Local mode: save the file result there instead of answering with it; the answer is
     /// then JSON naming the files written.
     pub save_to: Option<SaveTo>,
+    /// Local mode: who approves a routed payment above the approval threshold, instead of
+    /// the paying client's own approver (the door can ask the user through its caller).
+    pub approver: Option<Arc<dyn Approver>>,
     /// Hosted mode: the payment the call carries.
     pub payment: Option<Payment>,
     /// Hosted mode: whether the caller asks for the free pool.
@@ -99,6 +102,7 @@ impl Call {
             mode: None,
             quote_only: false,
             save_to: None,
+            approver: None,
             payment: None,
             free: FreeAsk::No,
             client_ip: None,
@@ -223,6 +227,7 @@ impl CallPath {
             mode,
             quote_only,
             save_to,
+            approver,
             payment,
             free,
             client_ip,
@@ -270,7 +275,7 @@ impl CallPath {
                     },
                     None => None,
                 };
-                let call = routed::LocalCall { route, body, caller, mode, quote_only, admission };
+                let call = routed::LocalCall { route, body, caller, mode, quote_only, admission, approver };
                 let outcome = routed::run(client.as_ref(), &self.ctx, call, *timeout).await;
                 match target {
                     Some(target) => local_files::save_outcome(outcome, target).await,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use paperchain_engine_core::catalog::{Admission, RouteEntry};
 use paperchain_engine_core::output::OutputMode;
 use paperchain_engine_core::{Context, EngineError, ErrorKind, Family, FileSet, OutFile, Reply};
-use paperchain_wallet::client::{HostedAnswer, PayingClient, Quote, Request};
+use paperchain_wallet::client::{Approver, HostedAnswer, PayingClient, Quote, Request};
 use paperchain_wallet::config::RouteMode;
 use paperchain_wallet::ledger::{Caller, Finish, NewCall};
 use serde_json::{Value, json};
@@ -58,6 +58,7 @@ pub(crate) struct LocalCall<'a> {
     pub mode: Option<RouteMode>,
     pub quote_only: bool,
     pub admission: Admission,
+    pub approver: Option<Arc<dyn Approver>>,
 }
 
 /// Whether the engine's failure means it cannot do this call here (so `auto` goes hosted):
@@ -84,7 +85,13 @@ pub(crate) async fn run(
     };
     let info = call.route.info();
     let mode = mode_for(Some(client), call.route, call.mode);
-    let request = Request { operation: info.operation, path: info.path, body: call.body.clone(), caller: &call.caller };
+    let request = Request {
+        operation: info.operation,
+        path: info.path,
+        body: call.body.clone(),
+        caller: &call.caller,
+        approver: call.approver.clone(),
+    };
     if call.quote_only {
         return Outcome::Quote(Box::new(client.quote(&request).await));
     }

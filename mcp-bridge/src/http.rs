@@ -2,6 +2,12 @@
 //! the compact surface (three tools); `/mcp/full`, one tool per route; `/mcp/chain` and
 //! `/mcp/docs`, one tool per route of one family. The gateway mounts this router behind its own layers, so the Host
 //! check and request tracing are the HTTP API's.
+//!
+//! A hosted server is stateless and answers in JSON: any instance behind a name can answer
+//! any request, and nothing is kept between them. A local server keeps a session per
+//! client (for clients before protocol 2026-07-28) and answers over an event stream, so a
+//! call can ask the user something through the client mid-way (a payment's approval page,
+//! [`crate::approval`]).
 
 use std::sync::Arc;
 
@@ -9,6 +15,7 @@ use axum::Router;
 use paperchain_engine::Family;
 use paperchain_gateway::routes::BODY_LIMIT;
 use paperchain_gateway::server::Mount;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
@@ -42,19 +49,28 @@ pub fn mount(api: &Mount<'_>) -> Router {
         (endpoint(Family::Docs), vec![Family::Docs], Surface::Full),
     ];
     for (path, families, surface) in endpoints {
-        let options = ServerOptions { families, calls: api.calls.clone(), links: Some(links.clone()), surface };
+        let approvals = api.approvals.cloned();
+        let options =
+            ServerOptions { families, calls: api.calls.clone(), links: Some(links.clone()), surface, approvals };
         let server = McpServer::new(options);
-        // Stateless, JSON answers: every tool call stands alone, so any server behind a
-        // name can answer any request and nothing is kept between them.
+        let local = api.calls.paywall().is_none();
         let config = StreamableHttpServerConfig::default()
-            .with_legacy_session_mode(false)
-            .with_json_response(true)
+            .with_legacy_session_mode(local)
+            .with_json_response(!local)
             .with_max_request_body_bytes(BODY_LIMIT)
             // The gateway's Host check (loopback, the public URL, --allow-host) runs in front.
             .disable_allowed_hosts();
-        let service =
-            StreamableHttpService::new(move || Ok(server.clone()), Arc::new(NeverSessionManager::default()), config);
-        router = router.route_service(path, service);
+        let make = move || Ok(server.clone());
+        router = match local {
+            true => {
+                let sessions = Arc::new(LocalSessionManager::default());
+                router.route_service(path, StreamableHttpService::new(make, sessions, config))
+            }
+            false => {
+                let stateless = Arc::new(NeverSessionManager::default());
+                router.route_service(path, StreamableHttpService::new(make, stateless, config))
+            }
+        };
     }
     router
 }

@@ -17,6 +17,7 @@
 //!
 //! Must not: name a route, or decide anything about payments (the paywall does).
 
+pub mod approval;
 pub mod compact;
 pub mod http;
 pub mod kept;

@@ -2,11 +2,14 @@
 //! input are relayed to its MCP endpoint, its answers written to standard output. One
 //! engine and one ledger serve the desktop agent, the app and the CLI alike.
 //!
-//! The server's endpoint is stateless and answers in JSON, so each message is one POST:
-//! a request gets its response (or a JSON-RPC error naming what failed), a notification
-//! gets nothing. Requests run side by side; answers are written whole, one per line, in
-//! the order they finish. The MCP client's name from `initialize` goes as the user agent,
-//! so the server's ledger records which agent called.
+//! Each message is one POST in the session the server opened at `initialize` (its
+//! `Mcp-Session-Id`, closed when standard input ends): a request gets its response (or a
+//! JSON-RPC error naming what failed), a notification gets nothing. An answer that comes
+//! as an event stream is relayed message by message as it arrives, so a request the
+//! server sends mid-call (asking the user to approve a payment) reaches the client, whose
+//! reply is relayed back like any message. Requests run side by side; messages are written
+//! whole, one per line. The MCP client's name from `initialize` goes as the user agent, so
+//! the server's ledger records which agent called.
 
 use std::sync::Arc;
 
@@ -29,7 +32,12 @@ pub fn endpoint_of(base_url: &str, surface: crate::Surface) -> String {
 struct Session {
     client_name: Option<String>,
     protocol_version: Option<String>,
+    /// The server's session (`Mcp-Session-Id`), when it keeps one.
+    id: Option<String>,
 }
+
+/// The header naming the server's session.
+const SESSION_HEADER: &str = "mcp-session-id";
 
 /// Relays stdin to `endpoint` and the answers to stdout until stdin closes and every
 /// request in flight is answered.
@@ -85,6 +93,10 @@ pub async fn relay(
         }
     }
     while in_flight.join_next().await.is_some() {}
+    // The client is gone: so is its session on the server.
+    if let Some(id) = session.lock().await.id.clone() {
+        let _ = http.delete(&endpoint).header(SESSION_HEADER, id).send().await;
+    }
     drop(answers);
     writer.await.map_err(std::io::Error::other)?
 }
@@ -111,6 +123,9 @@ async fn forward(
         if let Some(version) = &session.protocol_version {
             request = request.header("mcp-protocol-version", version.as_str());
         }
+        if let Some(id) = &session.id {
+            request = request.header(SESSION_HEADER, id.as_str());
+        }
     }
     let fail = |text: String| {
         // Only a request is owed an answer.
@@ -118,7 +133,7 @@ async fn forward(
             let _ = answers.send(error_line(id, -32603, text));
         }
     };
-    let response = match request.send().await {
+    let mut response = match request.send().await {
         Ok(response) => response,
         Err(e) => {
             return fail(format!(
@@ -127,20 +142,63 @@ async fn forward(
             ));
         }
     };
+    if let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
+        session.lock().await.id = Some(id.to_string());
+    }
     let status = response.status();
     let is_sse = response
         .headers()
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
+    let emit = |answer: Value| {
+        let session = session.clone();
+        let answers = answers.clone();
+        async move {
+            if let Some(version) = answer.pointer("/result/protocolVersion").and_then(Value::as_str) {
+                session.lock().await.protocol_version = Some(version.to_string());
+            }
+            let _ = answers.send(answer.to_string());
+        }
+    };
+    if is_sse {
+        // Message by message as the events arrive: one may be a request the client must
+        // answer before the call can end.
+        let (mut pending, mut relayed) = (Vec::new(), false);
+        loop {
+            let chunk = match response.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(e) if !relayed => return fail(format!("the Paperchain server at {endpoint} broke off: {e}")),
+                Err(_) => return,
+            };
+            pending.extend(chunk.iter().filter(|b| **b != b'\r'));
+            while let Some(end) = pending.windows(2).position(|w| w == b"\n\n") {
+                let event: Vec<u8> = pending.drain(..end + 2).collect();
+                for data in sse_data(&String::from_utf8_lossy(&event)) {
+                    if let Ok(message) = serde_json::from_str::<Value>(&data) {
+                        relayed = true;
+                        emit(message).await;
+                    }
+                }
+            }
+        }
+        for data in sse_data(&String::from_utf8_lossy(&pending)) {
+            if let Ok(message) = serde_json::from_str::<Value>(&data) {
+                relayed = true;
+                emit(message).await;
+            }
+        }
+        if !relayed && !status.is_success() {
+            fail(format!("the Paperchain server answered {status}"));
+        }
+        return;
+    }
     let body = match response.text().await {
         Ok(body) => body,
         Err(e) => return fail(format!("the Paperchain server at {endpoint} broke off its answer: {e}")),
     };
-    let messages: Vec<Value> = match is_sse {
-        true => sse_data(&body).filter_map(|data| serde_json::from_str(&data).ok()).collect(),
-        false => serde_json::from_str::<Value>(&body).into_iter().filter(|v| !v.is_null()).collect(),
-    };
+    let messages: Vec<Value> = serde_json::from_str::<Value>(&body).into_iter().filter(|v| !v.is_null()).collect();
     if messages.is_empty() {
         if !status.is_success() {
             let text: String = body.chars().take(300).collect();
@@ -149,10 +207,7 @@ async fn forward(
         return;
     }
     for answer in messages {
-        if let Some(version) = answer.pointer("/result/protocolVersion").and_then(Value::as_str) {
-            session.lock().await.protocol_version = Some(version.to_string());
-        }
-        let _ = answers.send(answer.to_string());
+        emit(answer).await;
     }
 }
 

@@ -16,6 +16,8 @@ use paperchain_gateway::error::ApiError;
 use paperchain_gateway::paid::client_ip_of;
 use paperchain_gateway::routed;
 use paperchain_protocol::x402::{MCP_PAYMENT, MCP_PAYMENT_RESPONSE};
+use paperchain_wallet::approvals::ApprovalQueue;
+use paperchain_wallet::client::Approver;
 use paperchain_wallet::ledger::Caller;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, Implementation, ListToolsResult, MetaObject, PaginatedRequestParams,
@@ -26,6 +28,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
 
+use crate::approval::ElicitingApprover;
 use crate::kept::{self, Kept};
 use crate::results::{self, Delivery, Links};
 use crate::{compact, tools};
@@ -45,6 +48,9 @@ pub struct ServerOptions {
     pub links: Option<Links>,
     /// Which tools are listed: a few that cover every operation, or one per route.
     pub surface: Surface,
+    /// Local mode over HTTP: the queue where payments wait for the user's approval, which a
+    /// client with URL-mode elicitation is asked to open a page of ([`ElicitingApprover`]).
+    pub approvals: Option<Arc<ApprovalQueue>>,
 }
 
 /// The tools a server lists.
@@ -63,12 +69,12 @@ impl ServerOptions {
     pub fn local(families: Vec<Family>, ctx: Context) -> ServerOptions {
         let catalog = Arc::new(paperchain_engine::catalog::standard());
         let calls = CallPath::local(catalog, ctx, None, Duration::from_secs(120));
-        ServerOptions { families, calls, links: None, surface: Surface::Compact }
+        ServerOptions { families, calls, links: None, surface: Surface::Compact, approvals: None }
     }
 }
 
 /// Who sent one tool call, and the payment it carried.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct Requester {
     /// `_meta["x402/payment"]`, when the call carries one (hosted mode).
     pub payment: Option<Value>,
@@ -76,6 +82,8 @@ pub struct Requester {
     pub address: Option<IpAddr>,
     /// The MCP client's name (from `initialize`), else the HTTP caller's user agent.
     pub name: Option<String>,
+    /// Who approves a routed payment of this call, when its client can ask the user.
+    pub approver: Option<Arc<dyn Approver>>,
 }
 
 /// One MCP server (cheap to clone: the streamable HTTP transport makes one per session).
@@ -266,7 +274,7 @@ impl McpServer {
         requester: Requester,
         save_to: Option<SaveTo>,
     ) -> CallToolResult {
-        let Requester { payment, address: client, name: client_name } = requester;
+        let Requester { payment, address: client, name: client_name, approver } = requester;
         let operation = route.info().operation;
         let wrap = self.inner.wraps.get(operation).copied().unwrap_or(false);
         let links = self.inner.options.links.clone();
@@ -292,6 +300,7 @@ impl McpServer {
         call.client_ip = client;
         let saves = save_to.is_some();
         call.save_to = save_to;
+        call.approver = approver;
         let saved = |result: CallToolResult| if saves { results::with_saved_links(result) } else { result };
         let delivery = Delivery { links: links.as_ref(), kept: self.inner.kept.as_ref() };
         match self.inner.options.calls.run(call).await {
@@ -499,7 +508,15 @@ impl ServerHandler for McpServer {
                 .map(str::to_string)
         });
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let requester = Requester { payment, address: client, name: client_name };
+        // Local mode over HTTP: a client that can open a page for the user approves there.
+        let approver = match (&self.inner.options.approvals, &self.inner.options.links) {
+            (Some(queue), Some(links)) if self.local() => {
+                ElicitingApprover::for_session(queue, &context.peer, &links.base_url)
+                    .map(|approver| Arc::new(approver) as Arc<dyn Approver>)
+            }
+            _ => None,
+        };
+        let requester = Requester { payment, address: client, name: client_name, approver };
         Ok(self.call(&request.name, arguments, requester).await.into())
     }
 }

@@ -7,6 +7,12 @@
 // and prints one JSON line: {"sdk": "1.x.y", "tools": [names], "steps": [answer per step]},
 // an answer being {"result": …} or {"error": {"code", "message"}}.
 //
+// With "elicitation": "approve" or "deny" in the plan the client takes URL-mode elicitation,
+// as an agent's app that shows the user a page does: for each request it opens the page
+// (loopback only), answers it with that decision as the user would, and accepts the
+// elicitation; the line then also has "elicitations": [{"params", "page", "answer"}] with the
+// page's status and text. Without it the client declares no elicitation.
+//
 // Only loopback addresses may be fetched. Exit 0 once the line is printed; 2 on a usage or
 // setup mistake; 1 when connecting or listing fails.
 
@@ -27,9 +33,10 @@ try {
 }
 
 const { tools, require } = toolsRequire();
-let Client, StreamableHTTPClientTransport, StdioClientTransport, getDefaultEnvironment, sdk;
+let Client, StreamableHTTPClientTransport, StdioClientTransport, getDefaultEnvironment, ElicitRequestSchema, sdk;
 try {
   ({ Client } = require("@modelcontextprotocol/sdk/client/index.js"));
+  ({ ElicitRequestSchema } = require("@modelcontextprotocol/sdk/types.js"));
   ({ StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js"));
   ({ StdioClientTransport, getDefaultEnvironment } = require("@modelcontextprotocol/sdk/client/stdio.js"));
   const manifest = join(tools, "npm/node_modules/@modelcontextprotocol/sdk/package.json");
@@ -57,7 +64,34 @@ if (plan.server?.url) {
   fail(2, "the plan's server is neither {url} nor {command}");
 }
 
-const client = new Client({ name: "paperchain-interop", version: "0.0.0" });
+const decision = plan.elicitation;
+const capabilities = decision ? { elicitation: { url: {} } } : {};
+const client = new Client({ name: "paperchain-interop", version: "0.0.0" }, { capabilities });
+const elicitations = [];
+if (decision) {
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    const params = request.params;
+    const seen = { params };
+    try {
+      // The user opens the page and answers it with the planned decision.
+      const { hostname } = new URL(params.url);
+      if (!["127.0.0.1", "localhost", "[::1]"].includes(hostname)) throw new Error(`not a loopback page: ${params.url}`);
+      const page = await fetch(params.url);
+      seen.page = { status: page.status, text: await page.text(), frameOptions: page.headers.get("x-frame-options") };
+      const token = new URL(params.url).searchParams.get("token");
+      const answer = await fetch(params.url.split("?")[0], {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ token, decision }).toString(),
+      });
+      seen.answer = { status: answer.status, text: await answer.text() };
+    } catch (error) {
+      seen.error = String(error.message);
+    }
+    elicitations.push(seen);
+    return { action: "accept" };
+  });
+}
 let names;
 try {
   await client.connect(transport);
@@ -80,5 +114,5 @@ for (const step of plan.steps ?? []) {
     answers.push({ error: { code: error.code ?? null, message: String(error.message) } });
   }
 }
-process.stdout.write(`${JSON.stringify({ sdk, tools: names, steps: answers })}\n`);
+process.stdout.write(`${JSON.stringify({ sdk, tools: names, steps: answers, elicitations })}\n`);
 await client.close();

@@ -93,6 +93,7 @@ async fn run(calls: usize, bench: bool, parent: &Path) {
         path: PATH,
         body: json!({"chain": "base"}).to_string().into(),
         caller: &caller,
+        approver: None,
     };
 
     // The bare side: the same reqwest settings as the client's, and one real signed

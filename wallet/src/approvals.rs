@@ -1,5 +1,10 @@
 //! Payments waiting for the user: an [`Approver`] that queues each approval until a user
-//! interface (the desktop app, the page at `/app`) answers it, or the wait runs out.
+//! interface (the desktop app, the page at `/app`, or the one-time page an agent's client
+//! opens for it) answers it, or the wait runs out.
+//!
+//! Each approval has a one-time token besides its id: the page of one approval
+//! (`/app/approve/<id>?token=…`) shows and answers that approval only, for as long as it
+//! waits, and nothing without the token can.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -34,12 +39,28 @@ pub struct Waiting {
 
 /// Approvals waiting for the user; at most one answer each.
 pub struct ApprovalQueue {
-    waiting: Mutex<BTreeMap<u64, (Waiting, oneshot::Sender<bool>)>>,
+    waiting: Mutex<BTreeMap<u64, Entry>>,
     next: AtomicU64,
     /// How long a call waits for an answer before it is refused.
     patience: Duration,
     /// Woken whenever an approval is added (a native notification can follow it).
     added: Notify,
+}
+
+struct Entry {
+    waiting: Waiting,
+    /// The one-time token of this approval's page.
+    token: String,
+    reply: oneshot::Sender<bool>,
+}
+
+/// An approval asked and waiting: its id and page token, and the answer to come.
+pub struct Asked {
+    /// Its id in the queue.
+    pub id: u64,
+    /// The token of its one-time page.
+    pub token: String,
+    answer: oneshot::Receiver<bool>,
 }
 
 impl ApprovalQueue {
@@ -48,16 +69,75 @@ impl ApprovalQueue {
         ApprovalQueue { waiting: Mutex::new(BTreeMap::new()), next: AtomicU64::new(1), patience, added: Notify::new() }
     }
 
+    /// How long an approval waits for its answer.
+    pub fn patience(&self) -> Duration {
+        self.patience
+    }
+
     /// The approvals waiting, oldest first.
     pub fn waiting(&self) -> Vec<Waiting> {
-        self.lock().values().map(|(w, _)| w.clone()).collect()
+        self.lock().values().map(|e| e.waiting.clone()).collect()
     }
 
     /// Answers approval `id`; `false` when no such approval waits (answered, or given up).
     pub fn answer(&self, id: u64, approve: bool) -> bool {
         match self.lock().remove(&id) {
-            Some((_, reply)) => reply.send(approve).is_ok(),
+            Some(entry) => entry.reply.send(approve).is_ok(),
             None => false,
+        }
+    }
+
+    /// Approval `id` as its one-time page shows it, when it waits and `token` is its own.
+    pub fn with_token(&self, id: u64, token: &str) -> Option<Waiting> {
+        self.lock().get(&id).filter(|e| same_token(&e.token, token)).map(|e| e.waiting.clone())
+    }
+
+    /// Answers approval `id` from its one-time page; `false` when it does not wait or the
+    /// token is not its own.
+    pub fn answer_with_token(&self, id: u64, token: &str, approve: bool) -> bool {
+        let mut waiting = self.lock();
+        if !waiting.get(&id).is_some_and(|e| same_token(&e.token, token)) {
+            return false;
+        }
+        waiting.remove(&id).is_some_and(|entry| entry.reply.send(approve).is_ok())
+    }
+
+    /// Queues `approval`; [`ApprovalQueue::wait`] gives its answer.
+    pub fn ask(&self, approval: &Approval) -> Asked {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let token = hex::encode(rand::random::<[u8; 16]>());
+        let (reply, answer) = oneshot::channel();
+        let waiting = Waiting {
+            id,
+            route: approval.route.clone(),
+            host: approval.host.clone(),
+            client: approval.client.clone(),
+            front_door: approval.front_door.to_string(),
+            description: approval.description.clone(),
+            dollars: approval.dollars.to_string().trim_start_matches('$').to_string(),
+            asked_at_ms: crate::ledger::now_ms(),
+        };
+        self.lock().insert(id, Entry { waiting, token: token.clone(), reply });
+        self.added.notify_waiters();
+        Asked { id, token, answer }
+    }
+
+    /// The answer to `asked` (`approval`): `Ok` when approved; a refusal, a closed app or no
+    /// answer within the patience is an error saying which.
+    pub async fn wait(&self, asked: Asked, approval: &Approval) -> Result<(), String> {
+        let Asked { id, answer, .. } = asked;
+        // Removed however this ends, so an answer that comes late finds nothing.
+        let outcome = tokio::time::timeout(self.patience, answer).await;
+        self.lock().remove(&id);
+        match outcome {
+            Ok(Ok(true)) => Ok(()),
+            Ok(Ok(false)) => Err(format!("the user refused {}", approval.description)),
+            Ok(Err(_)) => Err(format!("{} was not answered (the app closed)", approval.description)),
+            Err(_) => Err(format!(
+                "{} waited {} s for the user's approval and got none",
+                approval.description,
+                self.patience.as_secs()
+            )),
         }
     }
 
@@ -66,42 +146,20 @@ impl ApprovalQueue {
         self.added.notified().await;
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, (Waiting, oneshot::Sender<bool>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Entry>> {
         self.waiting.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
+/// Compares two tokens in time that does not depend on where they differ.
+fn same_token(kept: &str, offered: &str) -> bool {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(kept.as_bytes()) == sha2::Sha256::digest(offered.as_bytes())
+}
+
 impl Approver for ApprovalQueue {
     fn approve<'a>(&'a self, approval: &'a Approval) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(async move {
-            let id = self.next.fetch_add(1, Ordering::Relaxed);
-            let (reply, answer) = oneshot::channel();
-            let waiting = Waiting {
-                id,
-                route: approval.route.clone(),
-                host: approval.host.clone(),
-                client: approval.client.clone(),
-                front_door: approval.front_door.to_string(),
-                description: approval.description.clone(),
-                dollars: approval.dollars.to_string().trim_start_matches('$').to_string(),
-                asked_at_ms: crate::ledger::now_ms(),
-            };
-            self.lock().insert(id, (waiting, reply));
-            self.added.notify_waiters();
-            // Removed however this ends, so an answer that comes late finds nothing.
-            let outcome = tokio::time::timeout(self.patience, answer).await;
-            self.lock().remove(&id);
-            match outcome {
-                Ok(Ok(true)) => Ok(()),
-                Ok(Ok(false)) => Err(format!("the user refused {}", approval.description)),
-                Ok(Err(_)) => Err(format!("{} was not answered (the app closed)", approval.description)),
-                Err(_) => Err(format!(
-                    "{} waited {} s for the user's approval and got none",
-                    approval.description,
-                    self.patience.as_secs()
-                )),
-            }
-        })
+        Box::pin(async move { self.wait(self.ask(approval), approval).await })
     }
 }
 
@@ -143,6 +201,23 @@ mod tests {
             assert!(!queue.answer(id, true), "answered once");
             assert!(queue.waiting().is_empty());
         }
+    }
+
+    #[tokio::test]
+    async fn a_page_answers_its_own_approval_only_with_its_token() {
+        let queue = std::sync::Arc::new(ApprovalQueue::new(Duration::from_secs(30)));
+        let asked = queue.ask(&approval());
+        let (id, token) = (asked.id, asked.token.clone());
+        assert_eq!(token.len(), 32);
+        assert!(queue.with_token(id, "0".repeat(32).as_str()).is_none());
+        assert!(queue.with_token(id + 1, &token).is_none());
+        assert_eq!(queue.with_token(id, &token).unwrap().route, "rotate_pdf_pages");
+        assert!(!queue.answer_with_token(id, "wrong", true), "a wrong token answers nothing");
+        assert_eq!(queue.waiting().len(), 1);
+        assert!(queue.answer_with_token(id, &token, false));
+        let refused = queue.wait(asked, &approval()).await.unwrap_err();
+        assert!(refused.contains("refused"), "{refused}");
+        assert!(!queue.answer_with_token(id, &token, true), "answered once");
     }
 
     #[tokio::test]

@@ -121,7 +121,7 @@ pub enum OpenError {
 pub type KeyLoader = Arc<dyn Fn() -> Result<PrivateKeySigner, String> + Send + Sync>;
 
 /// One call to send.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Request<'a> {
     /// The operation (`rotate_pdf_pages`).
     pub operation: &'a str,
@@ -131,6 +131,21 @@ pub struct Request<'a> {
     pub body: bytes::Bytes,
     /// Who calls, through which door.
     pub caller: &'a Caller,
+    /// Who approves this call's payment when it needs approval, instead of the client's
+    /// approver (an agent's client that can show the user a page, say).
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+impl std::fmt::Debug for Request<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("operation", &self.operation)
+            .field("path", &self.path)
+            .field("body_bytes", &self.body.len())
+            .field("caller", &self.caller)
+            .field("own_approver", &self.approver.is_some())
+            .finish()
+    }
 }
 
 /// What was paid for a call.
@@ -481,7 +496,12 @@ impl PayingClient {
                 client: request.caller.client.clone(),
                 front_door: request.caller.front_door,
             };
-            self.approver.approve(&approval).await.map_err(Refusal::Approval)?;
+            let approver = request.approver.as_deref().unwrap_or(self.approver.as_ref());
+            if let Err(why) = approver.approve(&approval).await {
+                // Nothing signed: the ledger says the user (or the wait) denied it.
+                self.ledger.deny(call_id, &why).await?;
+                return Err(Refusal::Approval(why).into());
+            }
             // An approval can wait minutes: what the policy says after it is what holds.
             config = self.config();
             let again = policy::select(&config, host, &required)?;

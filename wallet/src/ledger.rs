@@ -469,6 +469,16 @@ impl Ledger {
         self.apply(update, &self.full).await
     }
 
+    /// A call whose payment the user denied (or left unanswered): nothing was reserved or
+    /// signed.
+    pub async fn deny(&self, call_id: &str, why: &str) -> Result<(), LedgerError> {
+        let update =
+            sqlx::query("UPDATE calls SET state = 'denied', error = ?2 WHERE call_id = ?1 AND state = 'started'")
+                .bind(call_id)
+                .bind(crate::clean(why, 1000));
+        self.apply(update, &self.full).await
+    }
+
     /// The reservation of a call that signed nothing is given back.
     pub async fn release(&self, call_id: &str, why: &str) -> Result<(), LedgerError> {
         let update = sqlx::query(

@@ -5,6 +5,7 @@
 mod common;
 
 mod app_ui;
+mod approval_in_conversation;
 mod call_files;
 mod corpus;
 mod faults;

@@ -13,6 +13,7 @@
 
 mod agents;
 mod api;
+pub mod approve;
 mod assets;
 mod desktop;
 
@@ -83,6 +84,7 @@ pub fn mount(api: &Mount<'_>) -> Router {
         .route("/app/", get(page).with_state(session))
         .route("/app/assets/{*path}", get(assets::asset))
         .nest("/app/api", api_routes)
+        .merge(approve::router(api.approvals.cloned()))
 }
 
 /// The page, with this run's token in it.

@@ -67,6 +67,7 @@ async fn gas(client: &PayingClient) -> Result<paperchain_wallet::client::HostedA
         path: GAS,
         body: json!({"chain": "base"}).to_string().into(),
         caller: &caller,
+        approver: None,
     };
     client.call(&request).await
 }
@@ -134,8 +135,13 @@ async fn on_solana_a_lost_paid_answer_is_found_by_its_memo_and_not_paid_twice() 
     let client = solana_client(&hosted, &proxy, dir.path()).await;
     let before = solana.balance_of(&solana.payer()).await.unwrap();
     let caller = caller();
-    let request =
-        Outgoing { operation: "get_solana_status", path: "/v1/solana/status", body: "{}".into(), caller: &caller };
+    let request = Outgoing {
+        operation: "get_solana_status",
+        path: "/v1/solana/status",
+        body: "{}".into(),
+        caller: &caller,
+        approver: None,
+    };
     let error = client.call(&request).await.unwrap_err();
     let CallError::PaidAnswerLost { tx, call_id, .. } = &error else { panic!("{error}") };
     let sent = sent.lock().await.clone();
@@ -168,8 +174,13 @@ async fn on_solana_a_paid_call_moves_exactly_the_quote_and_both_ledgers_agree() 
         (solana.balance_of(&solana.payer()).await.unwrap(), solana.balance_of(&solana.pay_to()).await.unwrap());
 
     let caller = caller();
-    let request =
-        Outgoing { operation: "get_solana_status", path: "/v1/solana/status", body: "{}".into(), caller: &caller };
+    let request = Outgoing {
+        operation: "get_solana_status",
+        path: "/v1/solana/status",
+        body: "{}".into(),
+        caller: &caller,
+        approver: None,
+    };
     let answer = client.call(&request).await.unwrap();
     assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
     let paid = answer.paid.clone().expect("the call was paid");

@@ -89,6 +89,7 @@ async fn the_paying_client_without_the_server_crate_pays_the_sandbox_process() {
         path: "/v1/chain/gas",
         body: json!({ "chain": "base" }).to_string().into(),
         caller: &caller,
+        approver: None,
     };
     let answer = client.call(&request).await.unwrap();
     assert_eq!(answer.status, 200);
