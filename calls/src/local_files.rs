@@ -72,7 +72,8 @@ pub(crate) async fn inline_paths(
     }
     for pointer in found {
         let Some(input) = value.pointer_mut(&pointer).and_then(Value::as_object_mut) else { continue };
-        let Some(path) = input.get("path") else { continue };
+        // A null counts as not given.
+        let Some(path) = input.get("path").filter(|p| !p.is_null()) else { continue };
         let field = format!("{pointer}/path");
         let Some(path) = path.as_str().map(str::to_string) else {
             return Err(EngineError::invalid(&field, format!("{field}: a path is a string")));
@@ -91,6 +92,7 @@ pub(crate) async fn inline_paths(
                 .map_err(|e| EngineError::internal(format!("reading a file: {e}")))??
         };
         input.remove("path");
+        input.remove("url");
         input.insert("data".into(), json!(base64::engine::general_purpose::STANDARD.encode(&read.bytes)));
         if input.get("filename").is_none_or(Value::is_null) {
             input.insert("filename".into(), json!(read.filename));
@@ -118,7 +120,7 @@ fn find_file_inputs(
     if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
         let name = reference.rsplit('/').next().unwrap_or_default();
         if name == FILE_INPUT {
-            if value.get("path").is_some() {
+            if value.get("path").is_some_and(|p| !p.is_null()) {
                 found.push(pointer.to_string());
             }
             return;
@@ -685,7 +687,7 @@ mod tests {
         });
         let value = json!({
             "file": { "path": "/a" },
-            "files": [ { "data": "x" }, { "path": "/b" } ],
+            "files": [ { "data": "x" }, { "path": "/b" }, { "path": null, "data": "y" } ],
             "steps": [ { "image": { "path": "/c" } } ],
             "note": { "path": "/not-a-file" }
         });

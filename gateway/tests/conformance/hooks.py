@@ -63,7 +63,7 @@ SAMPLES = {
 FILES = os.environ["PAPERCHAIN_CONFORMANCE_FILES"]
 
 # The keys of a file input object (FileInput in the OpenAPI document).
-FILE_KEYS = {"data", "url", "filename", "password"}
+FILE_KEYS = {"data", "url", "path", "filename", "password"}
 
 # Routes whose top-level `url` names a document to fetch, and the type it must be.
 URL_ROUTES = {"/v1/pdf": "pdf", "/v1/ocr": "png", "/v1/pdf/html-to-pdf": "html"}
@@ -310,7 +310,7 @@ def _is_file(value):
     return (
         isinstance(value, dict)
         and set(value) <= FILE_KEYS
-        and (isinstance(value.get("data"), str) or isinstance(value.get("url"), str))
+        and any(key in value for key in ("data", "url", "path"))
     )
 
 
@@ -320,6 +320,13 @@ def _replace_files(value, ext):
             value["data"] = SAMPLES[ext]
         if isinstance(value.get("url"), str):
             value["url"] = f"{FILES}/sample.{ext}"
+        if isinstance(value.get("path"), str) or not any(
+            isinstance(value.get(key), str) for key in ("data", "url")
+        ):
+            # This server grants no folder (its refusal of paths is tested elsewhere), and a
+            # file whose every source is null is not one: the sample goes inline instead.
+            value.pop("path", None)
+            value["data"] = SAMPLES[ext]
         if isinstance(value.get("filename"), str):
             value["filename"] = f"sample.{ext}"
         return
@@ -390,6 +397,44 @@ def _string_schema(schema, spec):
     return None
 
 
+def _file_inputs(value, schema, spec, depth=0):
+    """The objects of `value` its schema calls a FileInput (every branch of a combinator)."""
+    if depth > 40 or not isinstance(schema, dict):
+        return
+    if schema.get("$ref", "").endswith("/FileInput"):
+        if isinstance(value, dict):
+            yield value
+        return
+    schema = _resolve(schema, spec)
+    if not isinstance(schema, dict):
+        return
+    for key in ("allOf", "anyOf", "oneOf"):
+        for branch in schema.get(key, []):
+            yield from _file_inputs(value, branch, spec, depth + 1)
+    for key in ("then", "else"):
+        if key in schema:
+            yield from _file_inputs(value, schema[key], spec, depth + 1)
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        for key, item in value.items():
+            if key in properties:
+                yield from _file_inputs(item, properties[key], spec, depth + 1)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for item in value:
+            yield from _file_inputs(item, schema["items"], spec, depth + 1)
+
+
+def _fill_empty_files(context, body, ext):
+    """A file input with no source at all (`{}`, which the coverage phase offers as valid
+    though the schema's `oneOf` refuses it) gets the sample inline."""
+    spec = context.operation.schema.raw_schema
+    raw = context.operation.definition.raw or {}
+    media = raw.get("requestBody", {}).get("content", {}).get("application/json", {})
+    for file in list(_file_inputs(body, media.get("schema", {}), spec)):
+        if not any(isinstance(file.get(key), str) for key in ("data", "url", "path")):
+            file["data"] = SAMPLES[ext]
+
+
 def _give_formats_real_values(context, body):
     spec = context.operation.schema.raw_schema
     raw = context.operation.definition.raw or {}
@@ -420,6 +465,7 @@ def map_case(context, case):
         ext = named if isinstance(named, str) and named in accepts and named in SAMPLES else _choose(accepts, case.body)
         if ext is not None:
             _replace_files(case.body, ext)
+            _fill_empty_files(context, case.body, ext)
     if path in URL_ROUTES and isinstance(case.body.get("url"), str):
         case.body["url"] = f"{FILES}/sample.{URL_ROUTES[path]}"
     return case

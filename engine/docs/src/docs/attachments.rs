@@ -79,14 +79,34 @@ pub enum AttachmentsAction {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAttachment {
-    /// The attachment's file name as readers show it (no directories).
-    #[schemars(regex(pattern = r"\S"))]
+    /// The attachment's file name as readers show it (no directories, no control characters).
+    #[schemars(length(min = 1, max = MAX_FILENAME_CHARS), regex(pattern = FILENAME_PATTERN))]
     pub filename: String,
     /// The file's bytes (base64) or URL.
     pub file: FileInput,
     /// A description readers show beside the file.
     #[serde(default)]
     pub description: Option<String>,
+}
+
+/// What a new attachment's name may be, as its schema states it: something besides white
+/// space, no `/` or `\`, no control character (Unicode's Cc: U+0000-U+001F, U+007F-U+009F).
+pub const FILENAME_PATTERN: &str =
+    r"^[^/\\\u0000-\u001F\u007F-\u009F]*[^/\\\s\u0000-\u001F\u007F-\u009F][^/\\\u0000-\u001F\u007F-\u009F]*$";
+
+/// Why `name` cannot name a new attachment; `None` when it can.
+fn filename_problem(name: &str) -> Option<String> {
+    if name.chars().any(char::is_control) {
+        Some("the file name has control characters".to_string())
+    } else if name.trim().is_empty() {
+        Some("the file name is empty".to_string())
+    } else if name.chars().count() > MAX_FILENAME_CHARS {
+        Some(format!("the file name is longer than {MAX_FILENAME_CHARS} characters"))
+    } else if name.contains(['/', '\\']) {
+        Some("a file name, not a path: remove the directories".to_string())
+    } else {
+        None
+    }
 }
 
 /// The answer of `list`.
@@ -276,18 +296,7 @@ fn check_fields(
     };
     for (i, item) in add.iter().enumerate() {
         let field = format!("/add/{i}/filename");
-        let name = item.filename.trim();
-        let problem = if name.is_empty() {
-            Some("the file name is empty".to_string())
-        } else if name.chars().count() > MAX_FILENAME_CHARS {
-            Some(format!("the file name is longer than {MAX_FILENAME_CHARS} characters"))
-        } else if name.contains(['/', '\\']) {
-            Some("a file name, not a path: remove the directories".to_string())
-        } else if name.chars().any(char::is_control) {
-            Some("the file name has control characters".to_string())
-        } else {
-            None
-        };
+        let problem = filename_problem(&item.filename);
         if let Some(problem) = problem {
             return Err(EngineError::invalid(field.clone(), format!("{field}: {problem}")));
         }
@@ -437,6 +446,39 @@ fn now() -> OffsetDateTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_published_filename_pattern_takes_exactly_the_names_the_route_takes() {
+        let validator = crate::patterns::validator(FILENAME_PATTERN);
+        let names = [
+            "a.pdf",
+            " a.pdf ",
+            "rapport final.pdf",
+            "Über.txt",
+            "x",
+            " ",
+            "",
+            "\t",
+            "a\tb",
+            "a\nb",
+            "a\u{7f}",
+            "a\u{85}b",
+            "a\u{9f}",
+            "\u{a0}",
+            "a\u{a0}b",
+            "dir/a.pdf",
+            "dir\\a.pdf",
+            "a\u{2028}",
+            "\u{2028}",
+            "a\u{0}b",
+            ".",
+            "..",
+        ];
+        for name in names {
+            let taken = filename_problem(name).is_none();
+            assert_eq!(validator.is_valid(&serde_json::json!(name)), taken, "{name:?}");
+        }
+    }
     use crate::context::Limits;
     use crate::pdf::embedded_files::embedded_files_root;
     use crate::pdf::inspect::AttachmentSource;

@@ -16,6 +16,12 @@ use crate::price::Price;
 /// Fields of `/v1/pdf/crop` besides `file` and `output`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend(
+    "if" = { "required": ["unit"], "properties": { "unit": { "const": "percent" } } },
+    "then" = { "properties": { "margins": { "properties": {
+        "top": { "maximum": 100 }, "right": { "maximum": 100 }, "bottom": { "maximum": 100 }, "left": { "maximum": 100 }
+    } } } }
+))]
 pub struct CropOptions {
     /// How much to trim from each side of the page as displayed (after its rotation); at least one above 0.
     pub margins: Margins,
