@@ -117,6 +117,9 @@ pub struct Mount<'a> {
     pub data_dir: &'a std::path::Path,
     /// The desktop app around this server, when there is one.
     pub desktop: Option<&'a Arc<dyn crate::app::Desktop>>,
+    /// Cancelled when the server stops: what a mount keeps running of its own (MCP
+    /// sessions and their event streams) ends with it.
+    pub stopping: &'a tokio_util::sync::CancellationToken,
 }
 
 type SharedPaywall = Arc<dyn ServedPaywall>;
@@ -176,10 +179,14 @@ impl HttpServer {
     /// The application as it answers at `local_addr` (used for the default base URL),
     /// without the background work [`HttpServer::start_on`] runs beside it.
     pub fn router(self, local_addr: SocketAddr) -> std::io::Result<Router> {
-        Ok(self.assemble(local_addr)?.0)
+        Ok(self.assemble(local_addr, &tokio_util::sync::CancellationToken::new())?.0)
     }
 
-    fn assemble(self, local_addr: SocketAddr) -> std::io::Result<(Router, FileStore, Option<SharedPaywall>)> {
+    fn assemble(
+        self,
+        local_addr: SocketAddr,
+        stopping: &tokio_util::sync::CancellationToken,
+    ) -> std::io::Result<(Router, FileStore, Option<SharedPaywall>)> {
         let HttpServer { config, ctx, paywall, client, approvals, desktop, mounts } = self;
         let catalog = Arc::new(paperchain_engine::catalog::standard());
         let base_url = config.base_url(local_addr);
@@ -206,6 +213,7 @@ impl HttpServer {
                 approvals: approvals.as_ref(),
                 data_dir: &config.data_dir,
                 desktop: desktop.as_ref(),
+                stopping,
             };
             mounted = mounted.merge(mount(&shared));
         }
@@ -235,7 +243,8 @@ impl HttpServer {
         let local_addr = listener.local_addr()?;
         let base_url = self.config.base_url(local_addr);
         let mode = if self.paywall.is_some() { "hosted" } else { "local" };
-        let (app, files, paywall) = self.assemble(local_addr)?;
+        let stopping = tokio_util::sync::CancellationToken::new();
+        let (app, files, paywall) = self.assemble(local_addr, &stopping)?;
         let (stop, mut stopped) = watch::channel(false);
         let task = tokio::spawn(async move {
             let mut background = JoinSet::new();
@@ -249,6 +258,8 @@ impl HttpServer {
                 .with_graceful_shutdown(async move {
                     let _ = stopped.wait_for(|stop| *stop).await;
                     tracing::info!("shutting down: finishing calls in flight");
+                    // Long-lived streams (MCP sessions) end now rather than hold the stop.
+                    stopping.cancel();
                 })
                 .await;
             background.shutdown().await;

@@ -58,6 +58,8 @@ pub fn mount(api: &Mount<'_>) -> Router {
             .with_legacy_session_mode(local)
             .with_json_response(!local)
             .with_max_request_body_bytes(BODY_LIMIT)
+            // Sessions end when the server stops.
+            .with_cancellation_token(api.stopping.child_token())
             // The gateway's Host check (loopback, the public URL, --allow-host) runs in front.
             .disable_allowed_hosts();
         let make = move || Ok(server.clone());

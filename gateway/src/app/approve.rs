@@ -16,6 +16,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Router};
+use paperchain_engine::xml::escape;
 use paperchain_wallet::approvals::{ApprovalQueue, Waiting};
 use serde::Deserialize;
 
@@ -151,29 +152,13 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response {
     response
 }
 
-/// Text made safe inside HTML elements and attribute values.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn what_a_caller_names_is_escaped() {
-        assert_eq!(escape("<script>\"x\"&'"), "&lt;script&gt;&quot;x&quot;&amp;&#39;");
+        assert_eq!(escape("<script>\"x\"&'"), "&lt;script&gt;&quot;x&quot;&amp;&apos;");
         let waiting = Waiting {
             id: 1,
             route: "rotate<b>".into(),

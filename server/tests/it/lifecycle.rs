@@ -54,17 +54,33 @@ async fn exercise(server: &Server) {
     let file = http.get(url).send().await.unwrap();
     assert_eq!(file.status(), 200);
     assert!(file.bytes().await.unwrap().starts_with(b"%PDF-"));
+    // A local server's MCP endpoint keeps a session per client: the handshake opens one and
+    // answers come as an event stream. The session is left open, as a client that goes
+    // away leaves it: the server's stop must end it too.
+    let endpoint = format!("{base}/mcp/docs");
+    let post = |body: Value, session: Option<&str>| {
+        let mut request = http
+            .post(&endpoint)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send()
+    };
+    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "lifecycle", "version": "0" }
+    }});
+    let opened = post(init, None).await.unwrap();
+    let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    let _ = opened.text().await.unwrap();
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let _ = post(initialized, Some(&session)).await.unwrap().text().await.unwrap();
     let list = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {} });
-    let tools: Value = http
-        .post(format!("{base}/mcp/docs"))
-        .header("accept", "application/json, text/event-stream")
-        .json(&list)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let text = post(list, Some(&session)).await.unwrap().text().await.unwrap();
+    let data = text.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).filter(|d| !d.is_empty()).last();
+    let tools: Value = serde_json::from_str(data.unwrap_or(&text)).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert!(tools["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{tools}");
 }
 
