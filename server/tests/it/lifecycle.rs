@@ -79,8 +79,7 @@ async fn exercise(server: &Server) {
     let _ = post(initialized, Some(&session)).await.unwrap().text().await.unwrap();
     let list = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {} });
     let text = post(list, Some(&session)).await.unwrap().text().await.unwrap();
-    let data =
-        text.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).filter(|d| !d.is_empty()).next_back();
+    let data = text.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).rfind(|d| !d.is_empty());
     let tools: Value = serde_json::from_str(data.unwrap_or(&text)).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert!(tools["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{tools}");
 }
