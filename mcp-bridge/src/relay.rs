@@ -68,6 +68,7 @@ pub async fn relay(
     });
     let mut lines = tokio::io::BufReader::new(input).lines();
     let mut in_flight = tokio::task::JoinSet::new();
+    let mut server_stream: Option<tokio::task::JoinHandle<()>> = None;
     while let Some(line) = lines.next_line().await? {
         if line.trim().is_empty() {
             continue;
@@ -80,6 +81,7 @@ pub async fn relay(
             }
         };
         let is_initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
+        let is_initialized = message.get("method").and_then(Value::as_str) == Some("notifications/initialized");
         if is_initialize {
             let name = message.pointer("/params/clientInfo/name").and_then(Value::as_str);
             session.lock().await.client_name = name.map(|n| n.chars().take(200).collect());
@@ -88,11 +90,20 @@ pub async fn relay(
         if is_initialize {
             // Everything after depends on the version the server chose.
             task.await;
+        } else if is_initialized {
+            // The session is set up: the server's own stream opens beside the calls.
+            task.await;
+            server_stream.get_or_insert_with(|| {
+                tokio::spawn(relay_server_stream(http.clone(), endpoint.clone(), session.clone(), answers.clone()))
+            });
         } else {
             in_flight.spawn(task);
         }
     }
     while in_flight.join_next().await.is_some() {}
+    if let Some(stream) = server_stream {
+        stream.abort();
+    }
     // The client is gone: so is its session on the server.
     if let Some(id) = session.lock().await.id.clone() {
         let _ = http.delete(&endpoint).header(SESSION_HEADER, id).send().await;
@@ -164,33 +175,11 @@ async fn forward(
     if is_sse {
         // Message by message as the events arrive: one may be a request the client must
         // answer before the call can end.
-        let (mut pending, mut relayed) = (Vec::new(), false);
-        loop {
-            let chunk = match response.chunk().await {
-                Ok(Some(chunk)) => chunk,
-                Ok(None) => break,
-                Err(e) if !relayed => return fail(format!("the Paperchain server at {endpoint} broke off: {e}")),
-                Err(_) => return,
-            };
-            pending.extend(chunk.iter().filter(|b| **b != b'\r'));
-            while let Some(end) = pending.windows(2).position(|w| w == b"\n\n") {
-                let event: Vec<u8> = pending.drain(..end + 2).collect();
-                for data in sse_data(&String::from_utf8_lossy(&event)) {
-                    if let Ok(message) = serde_json::from_str::<Value>(&data) {
-                        relayed = true;
-                        emit(message).await;
-                    }
-                }
-            }
-        }
-        for data in sse_data(&String::from_utf8_lossy(&pending)) {
-            if let Ok(message) = serde_json::from_str::<Value>(&data) {
-                relayed = true;
-                emit(message).await;
-            }
-        }
-        if !relayed && !status.is_success() {
-            fail(format!("the Paperchain server answered {status}"));
+        let (relayed, broke) = relay_events(&mut response, &session, &answers).await;
+        match broke {
+            Some(e) if !relayed => fail(format!("the Paperchain server at {endpoint} broke off: {e}")),
+            _ if !relayed && !status.is_success() => fail(format!("the Paperchain server answered {status}")),
+            _ => {}
         }
         return;
     }
@@ -208,6 +197,78 @@ async fn forward(
     }
     for answer in messages {
         emit(answer).await;
+    }
+}
+
+/// Relays each JSON-RPC message of an event stream as it arrives (noting the protocol
+/// version an `initialize` answer names); whether any was, and the error that cut the
+/// stream short, if one did.
+async fn relay_events(
+    response: &mut reqwest::Response,
+    session: &Mutex<Session>,
+    answers: &mpsc::UnboundedSender<String>,
+) -> (bool, Option<reqwest::Error>) {
+    let (mut pending, mut relayed) = (Vec::new(), false);
+    let mut broke = None;
+    loop {
+        let last = match response.chunk().await {
+            Ok(Some(chunk)) => {
+                pending.extend(chunk.iter().filter(|b| **b != b'\r'));
+                false
+            }
+            Ok(None) => true,
+            Err(e) => {
+                broke = Some(e);
+                true
+            }
+        };
+        let mut events = Vec::new();
+        while let Some(end) = pending.windows(2).position(|w| w == b"\n\n") {
+            events.push(pending.drain(..end + 2).collect::<Vec<u8>>());
+        }
+        if last {
+            events.push(std::mem::take(&mut pending));
+        }
+        for event in events {
+            for data in sse_data(&String::from_utf8_lossy(&event)) {
+                let Ok(message) = serde_json::from_str::<Value>(&data) else { continue };
+                if let Some(version) = message.pointer("/result/protocolVersion").and_then(Value::as_str) {
+                    session.lock().await.protocol_version = Some(version.to_string());
+                }
+                relayed = true;
+                let _ = answers.send(message.to_string());
+            }
+        }
+        if last {
+            return (relayed, broke);
+        }
+    }
+}
+
+/// The server's own stream of a session (`GET` on the endpoint): what it sends the client
+/// outside any one call's answer, such as a request to open an approval page. Relayed until
+/// the server ends it or the relay stops.
+async fn relay_server_stream(
+    http: reqwest::Client,
+    endpoint: String,
+    session: Arc<Mutex<Session>>,
+    answers: mpsc::UnboundedSender<String>,
+) {
+    let (id, version) = {
+        let session = session.lock().await;
+        (session.id.clone(), session.protocol_version.clone())
+    };
+    let Some(id) = id else { return };
+    let mut request = http.get(&endpoint).header(http::header::ACCEPT, "text/event-stream").header(SESSION_HEADER, id);
+    if let Some(version) = version {
+        request = request.header("mcp-protocol-version", version);
+    }
+    match request.send().await {
+        Ok(mut response) if response.status().is_success() => {
+            let _ = relay_events(&mut response, &session, &answers).await;
+        }
+        // A server that offers no such stream sends everything in the calls' answers.
+        _ => {}
     }
 }
 

@@ -27,8 +27,13 @@ async fn price(hosted: &HostedServer) -> U256 {
 /// One session of the TypeScript SDK client at `/mcp` of `base` reading a balance routed
 /// to the service; with `elicitation` the client takes URL-mode elicitation and answers so.
 async fn session(base: &str, elicitation: Option<&str>) -> Value {
+    session_with(json!({ "url": format!("{base}/mcp") }), elicitation).await
+}
+
+/// The same session with the client speaking to `server` (a URL, or a command over stdio).
+async fn session_with(server: Value, elicitation: Option<&str>) -> Value {
     let mut plan = json!({
-        "server": { "url": format!("{base}/mcp") },
+        "server": server,
         "steps": [{ "call": "chain_read", "arguments": { "operation": "get_wallet_balance", "input": balance_body() } }],
     });
     if let Some(decision) = elicitation {
@@ -100,6 +105,24 @@ async fn an_agent_asks_the_user_to_approve_a_payment_through_its_client() {
     assert_eq!(hosted.balance(payer).await, before, "nothing paid");
     let row = last_row(&home);
     assert_eq!((row["state"].as_str(), row["micros"].as_i64()), (Some("denied"), Some(0)), "{row}");
+
+    // Over stdio, relayed to the running server: the request to open the page reaches the
+    // client through the relay, and its approval pays once.
+    let before = hosted.balance(payer).await;
+    let home_dir = home.dir.path();
+    let env = json!({
+        "HOME": home_dir,
+        "XDG_CONFIG_HOME": home_dir.join("config"),
+        "XDG_DATA_HOME": home_dir.join("data"),
+        "PAPERCHAIN_WALLET_STORE": "keystore",
+        "PAPERCHAIN_WALLET_PASSWORD_FILE": home_dir.join("password"),
+        "PAPERCHAIN_RPC_BASE": home.rpc,
+    });
+    let stdio = json!({ "command": env!("CARGO_BIN_EXE_paperchain"), "args": ["mcp", "--stdio"], "env": env });
+    let line = session_with(stdio, Some("approve")).await;
+    assert_ne!(line["steps"][0]["result"]["isError"], true, "{line}");
+    assert_eq!(line["elicitations"][0]["answer"]["status"], 200, "{line}");
+    assert_eq!(hosted.balance(payer).await, before - price, "paid once, approved through the relay");
 
     // A page of another approval's id, or with a wrong token, answers nothing.
     let forged = reqwest::Client::new()
