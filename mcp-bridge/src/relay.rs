@@ -7,7 +7,8 @@
 //! JSON-RPC error naming what failed), a notification gets nothing. An answer that comes
 //! as an event stream is relayed message by message as it arrives, so a request the
 //! server sends mid-call (asking the user to approve a payment) reaches the client, whose
-//! reply is relayed back like any message. Requests run side by side; messages are written
+//! reply is relayed back like any message; so is what the server sends on the session's own
+//! stream (`GET`), opened once the session is set up. Requests run side by side; messages are written
 //! whole, one per line. The MCP client's name from `initialize` goes as the user agent, so
 //! the server's ledger records which agent called.
 
