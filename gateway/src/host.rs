@@ -7,7 +7,10 @@
 //! A server listening on all addresses has no specific address to accept, so it refuses
 //! to start unless the public URL or an allowed name says which names it answers
 //! (`ServerConfig::bind`). The check is a layer over everything the server serves, the
-//! MCP endpoints and the app included.
+//! MCP endpoints and the app included. A request with several Host headers is refused.
+//!
+//! The MCP endpoints also check `Origin` ([`require_same_origin`]), as the MCP transport
+//! asks: a browser's request from a page of another origin is refused.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -84,6 +87,10 @@ fn valid_port(text: &str) -> bool {
 
 /// Middleware refusing requests whose Host the policy does not allow.
 pub async fn require_allowed_host(State(policy): State<Arc<HostPolicy>>, request: Request, next: Next) -> Response {
+    if request.headers().get_all(axum::http::header::HOST).iter().count() > 1 {
+        return ApiError::new(StatusCode::FORBIDDEN, "forbidden_host", "a request names one Host, not several")
+            .into_response();
+    }
     let host = request
         .headers()
         .get(axum::http::header::HOST)
@@ -105,9 +112,65 @@ pub async fn require_allowed_host(State(policy): State<Arc<HostPolicy>>, request
     }
 }
 
+/// Lets through a request with no `Origin` (not from a browser page) or one of the server
+/// it addresses: the same host and port as its `Host`, or a loopback name of that port
+/// (`localhost` and `127.0.0.1` are one machine). Anything else, `null` included, is 403
+/// `forbidden_origin`.
+pub async fn require_same_origin(request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let origins: Vec<&str> =
+        headers.get_all(axum::http::header::ORIGIN).iter().map(|v| v.to_str().unwrap_or("?")).collect();
+    let host = headers.get(axum::http::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
+    let allowed = match origins.as_slice() {
+        [] => true,
+        [origin] => same_origin(origin, host),
+        _ => false,
+    };
+    if allowed {
+        return next.run(request).await;
+    }
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "forbidden_origin",
+        "the MCP endpoints answer this server's own pages and clients that are not web pages; this request comes \
+         from another origin",
+    )
+    .into_response()
+}
+
+/// Whether `origin` (`http://127.0.0.1:8402`) is the server reached as `host` (`localhost:8402`).
+fn same_origin(origin: &str, host: &str) -> bool {
+    let Ok(origin) = url::Url::parse(origin) else { return false };
+    let (Some(origin_host), Some(origin_port)) = (origin.host_str(), origin.port_or_known_default()) else {
+        return false;
+    };
+    let Ok(addressed) = url::Url::parse(&format!("{}://{host}", origin.scheme())) else { return false };
+    let (Some(host_name), Some(host_port)) = (addressed.host_str(), addressed.port_or_known_default()) else {
+        return false;
+    };
+    let loopback = |name: &str| {
+        let bare = name.trim_start_matches('[').trim_end_matches(']');
+        bare.eq_ignore_ascii_case("localhost") || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    };
+    origin_port == host_port
+        && (origin_host.eq_ignore_ascii_case(host_name) || (loopback(origin_host) && loopback(host_name)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_origin_is_the_server_it_addresses_or_refused() {
+        assert!(same_origin("http://127.0.0.1:8402", "127.0.0.1:8402"));
+        assert!(same_origin("http://localhost:8402", "127.0.0.1:8402"));
+        assert!(same_origin("http://[::1]:8402", "localhost:8402"));
+        assert!(same_origin("https://api.example.com", "api.example.com"));
+        assert!(!same_origin("http://localhost:3000", "localhost:8402"), "another port is another site");
+        assert!(!same_origin("https://attacker.example", "127.0.0.1:8402"));
+        assert!(!same_origin("null", "127.0.0.1:8402"));
+        assert!(!same_origin("http://127.0.0.1.attacker.example:8402", "127.0.0.1:8402"));
+    }
 
     fn local() -> HostPolicy {
         HostPolicy::new("127.0.0.1:8402".parse().unwrap(), None, &[])

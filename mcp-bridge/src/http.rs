@@ -74,5 +74,6 @@ pub fn mount(api: &Mount<'_>) -> Router {
             }
         };
     }
-    router
+    // As the MCP transport asks: a browser page of another origin is refused.
+    router.layer(axum::middleware::from_fn(paperchain_gateway::host::require_same_origin))
 }

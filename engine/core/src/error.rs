@@ -112,6 +112,7 @@ pub const CODES: &[(&str, &str)] = &[
     ("not_found", "no such route or file, or the chain has no such record (a receipt, a block)"),
     ("method_not_allowed", "the route exists but takes POST"),
     ("forbidden_host", "the Host header is not a loopback name"),
+    ("forbidden_origin", "an MCP request from a web page of another origin"),
     ("timeout", "the operation took longer than the limit"),
     ("upstream_error", "an upstream answer could not be used"),
     (

@@ -136,6 +136,37 @@ async fn the_host_check_guards_the_mcp_endpoints() {
     assert_eq!(body["error"]["code"], "forbidden_host");
     let answered = post("localhost").await.unwrap();
     assert_eq!(answered.status(), 200);
+
+    // Origin, as the MCP transport asks: none, or this server's own (any loopback name of
+    // its port), is answered; another site's, `null` or another local port's is 403.
+    let authority = server.base.trim_start_matches("http://").to_string();
+    let port = authority.rsplit_once(':').unwrap().1.to_string();
+    let with_origin = |origin: String| {
+        http.post(format!("{}/mcp/docs", server.base))
+            .header("origin", origin)
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize)
+            .send()
+    };
+    for refused in ["https://attacker.example".to_string(), "null".into(), "http://localhost:1".into()] {
+        let answer = with_origin(refused.clone()).await.unwrap();
+        assert_eq!(answer.status(), 403, "{refused}");
+        let body: Value = answer.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "forbidden_origin", "{refused}");
+    }
+    for own in [server.base.clone(), format!("http://localhost:{port}")] {
+        assert_eq!(with_origin(own.clone()).await.unwrap().status(), 200, "{own}");
+    }
+
+    // Two Host headers, the good one and another: refused, the app's page included.
+    let mut socket = tokio::net::TcpStream::connect(&authority).await.unwrap();
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let head = format!("GET /app/ HTTP/1.1\r\nHost: {authority}\r\nHost: evil.example\r\nConnection: close\r\n\r\n");
+    socket.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    socket.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 403") || answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(!answer.contains("paperchain-token"), "no token in the answer: {answer}");
 }
 
 /// Sends a request head announcing `length` body bytes and the first of them, nothing
