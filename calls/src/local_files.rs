@@ -380,7 +380,7 @@ impl Target {
                         if name.is_empty() {
                             name = "result".into();
                         }
-                        let name = unique(&name, &mut used);
+                        let name = paperchain_engine_core::output::unique_name(&name, &mut used);
                         (name, file)
                     })
                     .collect()
@@ -462,20 +462,6 @@ fn set_mode(file: &std::fs::File, replacing: &Path) {
 
 #[cfg(not(unix))]
 fn set_mode(_: &std::fs::File, _: &Path) {}
-
-fn unique(name: &str, used: &mut std::collections::HashSet<String>) -> String {
-    let (stem, ext) = match name.rsplit_once('.') {
-        Some((stem, ext)) if !stem.is_empty() => (stem.to_string(), format!(".{ext}")),
-        _ => (name.to_string(), String::new()),
-    };
-    let mut candidate = name.to_string();
-    let mut n = 2;
-    while !used.insert(candidate.clone()) {
-        candidate = format!("{stem} ({n}){ext}");
-        n += 1;
-    }
-    candidate
-}
 
 /// The granted folders that exist, as real paths; an error saying how to grant one when
 /// none is granted.

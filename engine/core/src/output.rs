@@ -185,7 +185,9 @@ fn is_compressed_media(media_type: &str) -> bool {
         || media_type.starts_with("application/vnd.openxmlformats-officedocument.")
 }
 
-fn unique_name(name: &str, used: &mut std::collections::HashSet<String>) -> String {
+/// `name`, or `name (2)`, `name (3)`… before the extension when `used` has it already; the
+/// name returned is added to `used`.
+pub fn unique_name(name: &str, used: &mut std::collections::HashSet<String>) -> String {
     let mut candidate = name.to_string();
     let (stem, ext) = match name.rsplit_once('.') {
         Some((s, e)) if !s.is_empty() => (s.to_string(), format!(".{e}")),

@@ -12,8 +12,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, Form, Path, Query};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use axum::routing::get;
 use axum::{Extension, Router};
 use paperchain_engine::xml::escape;
@@ -141,15 +141,7 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response {
          .approve{{background:#1f5bd6;color:#fff;border:0;border-radius:4px}}.note{{color:#555}}</style></head>\
          <body><h1>{title}</h1>{body}</body></html>"
     );
-    let mut response = (status, html).into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
-    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(PAGE_POLICY));
-    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    response
+    super::html_page(status, html, PAGE_POLICY)
 }
 
 #[cfg(test)]

@@ -99,9 +99,15 @@ async fn page(State(session): State<Arc<Session>>) -> Response {
             .into_response();
     };
     let html = String::from_utf8_lossy(html).replace(TOKEN_PLACEHOLDER, &session.token);
-    let mut response = ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response();
+    html_page(StatusCode::OK, html, CONTENT_SECURITY_POLICY)
+}
+
+/// An HTML page of the app with `policy` as its content security policy: never framed,
+/// cached, sniffed or named in a referrer.
+pub(crate) fn html_page(status: StatusCode, html: String, policy: &'static str) -> Response {
+    let mut response = (status, [(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response();
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(policy));
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
