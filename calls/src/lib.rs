@@ -35,6 +35,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use paperchain_engine_core::cancel::{self, Stop};
 use paperchain_engine_core::catalog::{Admission, RouteEntry};
 use paperchain_engine_core::{Catalog, Context, EngineError, ErrorKind, Reply};
 use paperchain_wallet::client::{Approver, CallError, HostedAnswer, PayingClient, Quote};
@@ -90,6 +91,10 @@ pub struct Call {
     pub admission: Admission,
     /// Held until the call ends, wherever it runs (the HTTP door's share of its body budget).
     pub hold: Option<Box<dyn Any + Send>>,
+    /// The call's stop signal. [`CallPath::run`] gives it when the door stops waiting (its
+    /// caller went away); a door gives it when its caller asks to cancel (MCP
+    /// `notifications/cancelled`). The work stops, and a routed call not yet paid pays nothing.
+    pub stop: Stop,
 }
 
 impl Call {
@@ -109,6 +114,7 @@ impl Call {
             over_http: false,
             admission: Admission::default(),
             hold: None,
+            stop: Stop::new(),
         }
     }
 }
@@ -207,16 +213,20 @@ impl CallPath {
 
     /// Runs `call` where it belongs and says what came of it. The call runs in its own
     /// task: a door whose caller goes away cannot cut a payment, a settlement or a ledger
-    /// row short.
+    /// row short. It stops the call instead ([`Call::stop`]): the work stops between its
+    /// steps, and the call ends as the ledger then says (`cancelled`).
     pub async fn run(&self, call: Call) -> Outcome {
         let path = self.clone();
-        match tokio::spawn(async move { path.run_here(call).await }).await {
+        let stop_if_left = call.stop.on_drop();
+        let outcome = match tokio::spawn(async move { path.run_here(call).await }).await {
             Ok(outcome) => outcome,
             Err(e) => {
                 tracing::error!(error = %e, "a call's task failed");
                 Outcome::Refused(Failure::Engine(EngineError::internal("the call's task failed")))
             }
-        }
+        };
+        stop_if_left.disarm();
+        outcome
     }
 
     async fn run_here(&self, call: Call) -> Outcome {
@@ -234,6 +244,7 @@ impl CallPath {
             over_http,
             admission,
             hold,
+            stop,
         } = call;
         let _hold = hold;
         let Some(route) = self.catalog.by_path(path) else {
@@ -254,7 +265,8 @@ impl CallPath {
             }
             Gate::Paywall(paywall) => {
                 let call = PaidCall { route, body: &body, payment, free, client: client_ip, over_http, admission };
-                Outcome::Paywall(paywall.handle(call, &self.ctx).await)
+                // The paywall runs the operation as this call: its caller going away stops it, unsettled.
+                Outcome::Paywall(cancel::within(stop, paywall.handle(call, &self.ctx)).await)
             }
             Gate::Local { client, timeout } => {
                 let body = match body {
@@ -275,7 +287,7 @@ impl CallPath {
                     },
                     None => None,
                 };
-                let call = routed::LocalCall { route, body, caller, mode, quote_only, admission, approver };
+                let call = routed::LocalCall { route, body, caller, mode, quote_only, admission, approver, stop };
                 let outcome = routed::run(client.as_ref(), &self.ctx, call, *timeout).await;
                 match target {
                     Some(target) => local_files::save_outcome(outcome, target).await,
@@ -297,6 +309,7 @@ pub fn status_of(kind: &ErrorKind) -> u16 {
         ErrorKind::BadUpstream => 502,
         ErrorKind::Unavailable { .. } => 503,
         ErrorKind::Timeout => 504,
+        ErrorKind::Cancelled => 499,
         ErrorKind::Internal => 500,
     }
 }

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use paperchain_engine_core::cancel::{self, Stop};
 use paperchain_engine_core::catalog::{Admission, RouteEntry};
 use paperchain_engine_core::output::OutputMode;
 use paperchain_engine_core::{Context, EngineError, ErrorKind, Family, FileSet, OutFile, Reply};
@@ -59,6 +60,7 @@ pub(crate) struct LocalCall<'a> {
     pub quote_only: bool,
     pub admission: Admission,
     pub approver: Option<Arc<dyn Approver>>,
+    pub stop: Stop,
 }
 
 /// Whether the engine's failure means it cannot do this call here (so `auto` goes hosted):
@@ -81,7 +83,7 @@ pub(crate) async fn run(
     timeout: Duration,
 ) -> Outcome {
     let Some(client) = client else {
-        return Outcome::Local(local(&call, ctx, timeout).await, None);
+        return Outcome::Local(local(&call, ctx, &call.stop, timeout).await, None);
     };
     let info = call.route.info();
     let mode = mode_for(Some(client), call.route, call.mode);
@@ -91,6 +93,7 @@ pub(crate) async fn run(
         body: call.body.clone(),
         caller: &call.caller,
         approver: call.approver.clone(),
+        stop: call.stop.clone(),
     };
     if call.quote_only {
         return Outcome::Quote(Box::new(client.quote(&request).await));
@@ -114,7 +117,9 @@ pub(crate) async fn run(
         }
     };
     let started = Instant::now();
-    let outcome = local(&call, ctx, timeout).await;
+    // A time-out here stops the work here only: `auto` may then send the call to the hosted service.
+    let here = call.stop.child();
+    let outcome = local(&call, ctx, &here, timeout).await;
     if let Some(call_id) = &call_id {
         let finish = match &outcome {
             Ok(reply) => Finish {
@@ -122,12 +127,14 @@ pub(crate) async fn run(
                 duration: started.elapsed(),
                 output_sha256: Some(reply_sha256(reply)),
                 error: None,
+                stopped: None,
             },
             Err(error) => Finish {
                 status: status_of(&error.kind),
                 duration: started.elapsed(),
                 output_sha256: None,
                 error: Some(format!("{}: {}", error.code, error.message)),
+                stopped: here.why(),
             },
         };
         if let Err(e) = ledger.finish(call_id, &finish).await {
@@ -165,19 +172,19 @@ pub(crate) fn runs_here_only(
     !quote_only && mode_for(client, route, asked) == RouteMode::Local
 }
 
-async fn local(call: &LocalCall<'_>, ctx: &Context, timeout: Duration) -> Result<Reply<Value>, EngineError> {
-    let run = async {
+/// Runs `call` here, within `timeout`; stopped by the time-out or by `stop` (the call's
+/// own or a child of it), its work stops too ([`cancel::bounded`]).
+async fn local(
+    call: &LocalCall<'_>,
+    ctx: &Context,
+    stop: &Stop,
+    timeout: Duration,
+) -> Result<Reply<Value>, EngineError> {
+    cancel::bounded(stop, timeout, async {
         let prepared = call.route.prepare_admitted(call.admission.clone(), &call.body, ctx).await?;
         prepared.run(ctx.clone()).await
-    };
-    match tokio::time::timeout(timeout, run).await {
-        Ok(outcome) => outcome,
-        Err(_) => Err(EngineError::new(
-            ErrorKind::Timeout,
-            "timeout",
-            format!("the operation took longer than {} s", timeout.as_secs()),
-        )),
-    }
+    })
+    .await
 }
 
 /// SHA-256 of a reply: of its JSON text, or of its files' bytes in order.

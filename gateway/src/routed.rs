@@ -6,6 +6,7 @@
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use paperchain_calls::routed::{PaymentNote, quote_json};
+use paperchain_engine::cancel::Why;
 use paperchain_wallet::client::{CallError, HostedAnswer, Quote};
 use paperchain_wallet::config::RouteMode;
 
@@ -84,6 +85,11 @@ pub fn call_error(error: &CallError) -> ApiError {
         CallError::PaymentRefused { .. } => (StatusCode::PAYMENT_REQUIRED, "payment_refused"),
         CallError::PaidAnswerLost { .. } => (StatusCode::BAD_GATEWAY, "paid_answer_lost"),
         CallError::Ledger(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        CallError::Stopped(Why::TimedOut) => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
+        // Nobody reads it: the caller went away. 499 is what proxies record for that.
+        CallError::Stopped(Why::Cancelled) => {
+            (StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST), "cancelled")
+        }
     };
     ApiError::new(status, code, error.to_string())
 }

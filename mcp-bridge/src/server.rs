@@ -10,6 +10,7 @@ use std::time::Duration;
 use paperchain_calls::local_files::{self, SaveTo};
 use paperchain_calls::paywall::{Answer, Failure, FreeAsk, Payment};
 use paperchain_calls::{Call, CallPath, Outcome};
+use paperchain_engine::cancel::Stop;
 use paperchain_engine::catalog::RouteEntry;
 use paperchain_engine::{Context, EngineError, Family};
 use paperchain_gateway::error::ApiError;
@@ -84,6 +85,9 @@ pub struct Requester {
     pub name: Option<String>,
     /// Who approves a routed payment of this call, when its client can ask the user.
     pub approver: Option<Arc<dyn Approver>>,
+    /// The call's stop signal: given when the client sends `notifications/cancelled` for
+    /// it, or its session ends.
+    pub stop: Stop,
 }
 
 /// One MCP server (cheap to clone: the streamable HTTP transport makes one per session).
@@ -274,7 +278,7 @@ impl McpServer {
         requester: Requester,
         save_to: Option<SaveTo>,
     ) -> CallToolResult {
-        let Requester { payment, address: client, name: client_name, approver } = requester;
+        let Requester { payment, address: client, name: client_name, approver, stop } = requester;
         let operation = route.info().operation;
         let wrap = self.inner.wraps.get(operation).copied().unwrap_or(false);
         let links = self.inner.options.links.clone();
@@ -301,6 +305,7 @@ impl McpServer {
         let saves = save_to.is_some();
         call.save_to = save_to;
         call.approver = approver;
+        call.stop = stop;
         let saved = |result: CallToolResult| if saves { results::with_saved_links(result) } else { result };
         let delivery = Delivery { links: links.as_ref(), kept: self.inner.kept.as_ref() };
         match self.inner.options.calls.run(call).await {
@@ -516,7 +521,9 @@ impl ServerHandler for McpServer {
             }
             _ => None,
         };
-        let requester = Requester { payment, address: client, name: client_name, approver };
+        // The server cancels the request's token on `notifications/cancelled`.
+        let stop = Stop::from_token(context.ct.clone());
+        let requester = Requester { payment, address: client, name: client_name, approver, stop };
         Ok(self.call(&request.name, arguments, requester).await.into())
     }
 }

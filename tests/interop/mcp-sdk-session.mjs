@@ -3,9 +3,12 @@
 // server started as a child process) or streamable HTTP, list the tools, then take the steps
 // in order: call a tool, or read a resource. Reads the plan on stdin:
 //   {"server": {"url": "http://127.0.0.1:…/mcp"} | {"command": "…", "args": […], "env": {…}},
-//    "steps": [{"call": "tool", "arguments": {…}} | {"read": "file:///…"}]}
+//    "steps": [{"call": "tool", "arguments": {…}, "cancel_after_ms": n?} | {"read": "file:///…"}
+//              | {"sleep_ms": n}]}
 // and prints one JSON line: {"sdk": "1.x.y", "tools": [names], "steps": [answer per step]},
-// an answer being {"result": …} or {"error": {"code", "message"}}.
+// an answer being {"result": …} or {"error": {"code", "message"}}. A call with
+// "cancel_after_ms" is aborted after that long, as a user stopping an agent does: the SDK
+// sends notifications/cancelled for it; its answer then also has "cancelled_at" (epoch ms).
 //
 // With "elicitation": "approve" or "deny" in the plan the client takes URL-mode elicitation,
 // as an agent's app that shows the user a page does: for each request it opens the page
@@ -103,12 +106,32 @@ try {
 const answers = [];
 for (const step of plan.steps ?? []) {
   try {
+    if (step.call && step.cancel_after_ms !== undefined) {
+      const abort = new AbortController();
+      let cancelledAt = null;
+      const timer = setTimeout(() => {
+        cancelledAt = Date.now();
+        abort.abort("the user stopped the agent");
+      }, step.cancel_after_ms);
+      try {
+        const call = { name: step.call, arguments: step.arguments ?? {} };
+        answers.push({ result: await client.callTool(call, undefined, { signal: abort.signal, timeout: 600000 }) });
+      } catch (error) {
+        answers.push({ error: { code: error.code ?? null, message: String(error.message ?? error) }, cancelled_at: cancelledAt });
+      } finally {
+        clearTimeout(timer);
+      }
+      continue;
+    }
     if (step.call) {
       answers.push({ result: await client.callTool({ name: step.call, arguments: step.arguments ?? {} }) });
+    } else if (step.sleep_ms !== undefined) {
+      await new Promise((done) => setTimeout(done, step.sleep_ms));
+      answers.push({ slept: step.sleep_ms });
     } else if (step.read) {
       answers.push({ result: await client.readResource({ uri: step.read }) });
     } else {
-      fail(2, `a step is neither {call} nor {read}: ${JSON.stringify(step)}`);
+      fail(2, `a step is neither {call}, {read} nor {sleep_ms}: ${JSON.stringify(step)}`);
     }
   } catch (error) {
     answers.push({ error: { code: error.code ?? null, message: String(error.message) } });

@@ -94,6 +94,7 @@ async fn run(calls: usize, bench: bool, parent: &Path) {
         body: json!({"chain": "base"}).to_string().into(),
         caller: &caller,
         approver: None,
+        stop: Default::default(),
     };
 
     // The bare side: the same reqwest settings as the client's, and one real signed

@@ -14,6 +14,10 @@
 //! after an approval (which can wait minutes): unless the policy then still picks the same
 //! requirement, nothing is paid. [`PayingClient::quote`] asks what a call would cost, and
 //! whether the policy would pay it, without paying.
+//!
+//! A call stopped by its caller or its time-out ([`Request::stop`]) before its payment is
+//! signed pays nothing and the ledger says `cancelled` or `timed_out`; once signed, it
+//! goes on to its answer, which the ledger records with the payment.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -21,6 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alloy::signers::local::PrivateKeySigner;
+use paperchain_engine_core::cancel::{Stop, Why};
 use paperchain_engine_core::evm::Chains;
 use paperchain_engine_core::http_client::LazyClient;
 use paperchain_engine_core::solana::Clusters;
@@ -134,6 +139,10 @@ pub struct Request<'a> {
     /// Who approves this call's payment when it needs approval, instead of the client's
     /// approver (an agent's client that can show the user a page, say).
     pub approver: Option<Arc<dyn Approver>>,
+    /// The call's stop signal (its caller went away, its time ran out): until the payment
+    /// is signed the call stops and nothing is paid; once it is signed, the call goes on to
+    /// its answer so that the payment is recorded with it.
+    pub stop: Stop,
 }
 
 impl std::fmt::Debug for Request<'_> {
@@ -144,6 +153,7 @@ impl std::fmt::Debug for Request<'_> {
             .field("body_bytes", &self.body.len())
             .field("caller", &self.caller)
             .field("own_approver", &self.approver.is_some())
+            .field("stopped", &self.stop.why())
             .finish()
     }
 }
@@ -257,6 +267,27 @@ pub enum CallError {
     /// The ledger could not record the call; nothing more was done.
     #[error("{0}")]
     Ledger(#[from] LedgerError),
+    /// The call was stopped (its caller went away, its time ran out) before its payment
+    /// was signed; nothing was paid.
+    #[error("the call was {} before its payment was signed; nothing was paid", stopped_words(*.0))]
+    Stopped(Why),
+}
+
+fn stopped_words(why: Why) -> &'static str {
+    match why {
+        Why::Cancelled => "cancelled",
+        Why::TimedOut => "stopped for taking too long",
+    }
+}
+
+/// `work`, unless `stop` is given first: then [`CallError::Stopped`] (nothing of `work`
+/// may have been signed).
+async fn unless_stopped<T>(stop: &Stop, work: impl Future<Output = Result<T, CallError>>) -> Result<T, CallError> {
+    tokio::select! {
+        biased;
+        () = stop.stopped() => Err(CallError::Stopped(stop.why().unwrap_or(Why::Cancelled))),
+        done = work => done,
+    }
 }
 
 /// The paying client.
@@ -453,16 +484,30 @@ impl PayingClient {
             })
             .await?;
         let outcome = self.exchange(request, &url, &host, &call_id).await;
+        let stopped = request.stop.why();
         let finish = match &outcome {
             Ok(answer) => Finish {
                 status: answer.status,
                 duration: started.elapsed(),
                 output_sha256: Some(hex::encode(Sha256::digest(&answer.body))),
-                error: (answer.status >= 400).then(|| format!("the hosted service answered {}", answer.status)),
+                error: match stopped {
+                    // Stopped once the payment was signed: the answer is recorded here, nobody took it.
+                    Some(why) => Some(format!(
+                        "{} after its payment was signed; the service's answer ({}) was recorded, not delivered",
+                        stopped_words(why),
+                        answer.status
+                    )),
+                    None => (answer.status >= 400).then(|| format!("the hosted service answered {}", answer.status)),
+                },
+                stopped,
             },
-            Err(error) => {
-                Finish { status: 0, duration: started.elapsed(), output_sha256: None, error: Some(error.to_string()) }
-            }
+            Err(error) => Finish {
+                status: 0,
+                duration: started.elapsed(),
+                output_sha256: None,
+                error: Some(error.to_string()),
+                stopped,
+            },
         };
         kept(self.ledger.finish(&call_id, &finish).await);
         outcome.map(|mut answer| {
@@ -478,7 +523,8 @@ impl PayingClient {
         host: &str,
         call_id: &str,
     ) -> Result<HostedAnswer, CallError> {
-        let first = self.send(url, host, &request.body, None).await?;
+        let stop = &request.stop;
+        let first = unless_stopped(stop, self.send(url, host, &request.body, None)).await?;
         if first.status != 402 {
             return Ok(first.answer(None));
         }
@@ -497,7 +543,8 @@ impl PayingClient {
                 front_door: request.caller.front_door,
             };
             let approver = request.approver.as_deref().unwrap_or(self.approver.as_ref());
-            if let Err(why) = approver.approve(&approval).await {
+            let approved = unless_stopped(stop, async { Ok(approver.approve(&approval).await) }).await?;
+            if let Err(why) = approved {
                 // Nothing signed: the ledger says the user (or the wait) denied it.
                 self.ledger.deny(call_id, &why).await?;
                 return Err(Refusal::Approval(why).into());
@@ -521,7 +568,11 @@ impl PayingClient {
             per_network: policy.networks.get(&selected.network).copied(),
         };
         // The key first (a keyring may ask to be unlocked): nothing is reserved while waiting.
-        let key = self.key_for(&selected.network).await.map_err(CallError::Keys)?;
+        let key =
+            unless_stopped(stop, async { self.key_for(&selected.network).await.map_err(CallError::Keys) }).await?;
+        if let Some(why) = stop.why() {
+            return Err(CallError::Stopped(why));
+        }
         if let Err(why) = self.ledger.reserve(call_id, &selected, &caps, request.caller.client.as_deref()).await? {
             return Err(Refusal::Cap(why).into());
         }
@@ -541,6 +592,11 @@ impl PayingClient {
             let mut echoed = extension.clone();
             echoed["info"] = info;
             payload.extensions.insert(PAYMENT_IDENTIFIER.into(), echoed);
+        }
+        if let Some(why) = stop.why() {
+            // The last moment to stop: past it the payment leaves this process.
+            self.ledger.release(call_id, &format!("{} before signing", stopped_words(why))).await?;
+            return Err(CallError::Stopped(why));
         }
         // On disk before the signature leaves this process: a crash from here on leaves a
         // row the reconciliation checks on chain.

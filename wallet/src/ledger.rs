@@ -153,6 +153,9 @@ pub struct Finish {
     pub output_sha256: Option<String>,
     /// What went wrong, in words (no secrets).
     pub error: Option<String>,
+    /// Why the call was stopped before it ended, if it was (a time-out, a caller who went
+    /// away): a call that moved no money is then `timed_out` or `cancelled`.
+    pub stopped: Option<paperchain_engine_core::cancel::Why>,
 }
 
 /// The caps a reservation must stay within, besides the per-call cap already checked.
@@ -350,19 +353,22 @@ impl Ledger {
         Ok(call_id)
     }
 
-    /// Ends a call that moved no money (`done`, or `failed` with an error), or records the
-    /// answer of a paid one without touching its money state.
+    /// Ends a call that moved no money (`done`; `failed` with an error; `timed_out` or
+    /// `cancelled` when it was stopped), or records the answer of a paid one without
+    /// touching its money state (its error then says it was stopped).
     pub async fn finish(&self, call_id: &str, finish: &Finish) -> Result<(), LedgerError> {
         let update = sqlx::query(
             "UPDATE calls SET status = ?2, duration_ms = ?3, output_sha256 = ?4, error = COALESCE(?5, error),
-                 state = CASE WHEN state = 'started' THEN (CASE WHEN ?5 IS NULL THEN 'done' ELSE 'failed' END) ELSE state END
+                 state = CASE WHEN state <> 'started' THEN state WHEN ?6 IS NOT NULL THEN ?6
+                              WHEN ?5 IS NULL THEN 'done' ELSE 'failed' END
              WHERE call_id = ?1",
         )
         .bind(call_id)
         .bind(i64::from(finish.status))
         .bind(i64::try_from(finish.duration.as_millis()).unwrap_or(i64::MAX))
         .bind(finish.output_sha256.as_deref())
-        .bind(finish.error.as_deref().map(|e| crate::clean(e, 1000)));
+        .bind(finish.error.as_deref().map(|e| crate::clean(e, 1000)))
+        .bind(finish.stopped.map(paperchain_engine_core::cancel::Why::as_str));
         // The money a call moved is already on disk (FULL) by now; this row's rest is not money.
         self.apply(update, &self.normal).await
     }

@@ -19,3 +19,4 @@ mod routed;
 mod sanctions;
 mod serve;
 mod visual;
+mod work_stops;

@@ -287,10 +287,16 @@ impl<R: Route> ErasedRoute for Erased<R> {
             let price = R::quote(&prepared);
             let run = Box::new(move |ctx: Context| -> BoxFuture<'static, _> {
                 Box::pin(async move {
-                    let _turn = match &ticket {
-                        Some(ticket) => Some(ticket.turn().await?),
+                    // The place is kept until the call's last work has ended (a thread
+                    // still stopping after a time-out included), not until it answers.
+                    let _kept_here = match ticket {
+                        Some(ticket) => {
+                            let turn = ticket.turn().await?;
+                            crate::cancel::hold((ticket, turn))
+                        }
                         None => None,
                     };
+                    crate::cancel::check()?;
                     match R::run(prepared, &ctx).await? {
                         Reply::Json(value) => serde_json::to_value(value)
                             .map(Reply::Json)
@@ -661,5 +667,93 @@ mod tests {
         assert_eq!(err("{").code, "invalid_json");
         assert_eq!(err(r#"{"files": [], "degrees": 1} x"#).code, "invalid_json");
         assert_eq!(err("").code, "invalid_json");
+    }
+
+    /// A heavy route whose work ignores its stop signal until the test lets it go: what a
+    /// step that cannot be interrupted (one long page) looks like to the gate.
+    struct Stall;
+
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Nothing {}
+
+    /// Lets the stalled work go.
+    struct Release(std::sync::Mutex<std::sync::mpsc::Receiver<()>>);
+
+    impl Route for Stall {
+        type Input = Nothing;
+        type Prepared = ();
+        type Output = serde_json::Value;
+        const INFO: RouteInfo = RouteInfo {
+            path: "/v1/test/stall",
+            operation: "stall",
+            family: Family::Docs,
+            summary: "Stalls",
+            description: "Stalls until released.",
+            base_price: Price::micros(1),
+            price_rule: "fixed",
+            free_pool: FreePool::Docs,
+            produces: Produces::Json,
+            open_world: false,
+            accepts: accepts::NONE,
+        };
+        const HEAVY: bool = true;
+
+        async fn prepare(_: Nothing, _: &Context) -> Result<(), EngineError> {
+            Ok(())
+        }
+
+        fn quote(_: &()) -> Price {
+            Self::INFO.base_price
+        }
+
+        async fn run(_: (), ctx: &Context) -> Result<Reply<serde_json::Value>, EngineError> {
+            let release = ctx.state.get::<Release>().expect("the test presets the release");
+            crate::context::blocking(move || {
+                let _ = release.0.lock().unwrap().recv();
+                crate::cancel::check()?;
+                Ok(Reply::Json(serde_json::json!({})))
+            })
+            .await
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_timed_out_call_keeps_its_place_until_its_work_has_stopped() {
+        let mut ctx = Context::new();
+        ctx.heavy = Arc::new(crate::work_gate::WorkGate::new(crate::work_gate::GateConfig { workers: 1, queue: 0 }));
+        let (release, released) = std::sync::mpsc::channel();
+        ctx.state.insert(Release(std::sync::Mutex::new(released)));
+        let mut catalog = Catalog::empty();
+        catalog.add::<Stall>();
+        let route = catalog.by_operation("stall").unwrap();
+
+        let stop = crate::cancel::Stop::new();
+        let work = async { route.prepare(b"{}", &ctx).await?.run(ctx.clone()).await };
+        let timed_out = crate::cancel::bounded(&stop, std::time::Duration::from_millis(50), work).await;
+        assert_eq!(timed_out.unwrap_err().code, "timeout");
+        assert_eq!(stop.why(), Some(crate::cancel::Why::TimedOut));
+
+        // The call answered, its work still runs: the one place is still taken.
+        assert_eq!(ctx.heavy.running(), 1);
+        assert_eq!(route.admit(&ctx).unwrap_err().code, "busy");
+
+        // Once the work has seen the signal and returned, the place is free again.
+        release.send(()).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while ctx.heavy.is_full() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert_eq!(ctx.heavy.running(), 0);
+        route.admit(&ctx).expect("admitted once the work stopped");
+
+        // A call never stopped runs to its end and gives its place back at once.
+        release.send(()).unwrap();
+        let done = crate::cancel::bounded(&crate::cancel::Stop::new(), std::time::Duration::from_secs(5), async {
+            route.prepare(b"{}", &ctx).await?.run(ctx.clone()).await
+        })
+        .await;
+        assert!(done.is_ok(), "{done:?}");
+        assert!(!ctx.heavy.is_full());
     }
 }

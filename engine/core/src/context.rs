@@ -10,17 +10,16 @@
 //! set of caches. The context names no route.
 //!
 //! CPU work runs off the async threads through [`blocking`], where a panic becomes an
-//! internal error (500) instead of taking the server down. Work already started is not
-//! killed when its caller gives up (a timeout is answered 504 at once); long work that can
-//! stop between steps runs through [`blocking_abandonable`], whose flag is set as soon as
-//! nobody waits for the result.
+//! internal error (500) instead of taking the server down. The thread works as part of
+//! its call ([`crate::cancel`]): it sees the call's stop signal (long work checks it
+//! between steps), and the call's place at the heavy-work gate is kept until it returns.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use crate::error::{EngineError, ErrorKind};
+use crate::error::EngineError;
 use crate::fetch::{AddressPolicy, FetchLimits, SafeFetcher};
 
 /// Fixed input limits (`../shared/spec/routebook.md` §6).
@@ -190,14 +189,15 @@ pub fn env_number(name: &str) -> Option<u64> {
     }
 }
 
-/// Runs CPU-bound work off the async threads; a panic becomes an internal error
-/// instead of taking the server down.
+/// Runs CPU-bound work off the async threads, as part of the current call
+/// ([`crate::cancel`]); a panic becomes an internal error instead of taking the server down.
 pub async fn blocking<T, F>(work: F) -> Result<T, EngineError>
 where
     F: FnOnce() -> Result<T, EngineError> + Send + 'static,
     T: Send + 'static,
 {
-    match tokio::task::spawn_blocking(work).await {
+    let call = crate::cancel::carry();
+    match tokio::task::spawn_blocking(move || call.enter(work)).await {
         Ok(result) => result,
         Err(join) => {
             tracing::error!(error = %join, "an operation panicked");
@@ -206,70 +206,9 @@ where
     }
 }
 
-/// Set once the caller stopped waiting for a [`blocking_abandonable`] run: its future was
-/// dropped (a timeout, a closed connection). Long work checks it between steps and stops.
-#[derive(Clone, Debug, Default)]
-pub struct Abandoned(Arc<std::sync::atomic::AtomicBool>);
-
-impl Abandoned {
-    /// Whether nobody waits for the result any more.
-    pub fn is_set(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// The error long work answers when it stops because nobody waits.
-    pub fn error() -> EngineError {
-        EngineError::new(ErrorKind::Timeout, "timeout", "the caller stopped waiting; the work was stopped")
-    }
-}
-
-/// Sets the flag when the waiting future is dropped (or completes).
-struct SetOnDrop(Abandoned);
-
-impl Drop for SetOnDrop {
-    fn drop(&mut self) {
-        self.0.0.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
-/// [`blocking`] for long work that can stop between steps: `work` gets a flag that is set
-/// as soon as the caller's future is dropped, so a call the gateway gave up on (504) does
-/// not keep the cores busy.
-pub async fn blocking_abandonable<T, F>(work: F) -> Result<T, EngineError>
-where
-    F: FnOnce(&Abandoned) -> Result<T, EngineError> + Send + 'static,
-    T: Send + 'static,
-{
-    let flag = Abandoned::default();
-    let _set_when_dropped = SetOnDrop(flag.clone());
-    blocking(move || work(&flag)).await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn abandoned_work_sees_the_flag() {
-        let (started, wait_started) = std::sync::mpsc::channel();
-        let (seen, saw) = std::sync::mpsc::channel();
-        let call = tokio::spawn(blocking_abandonable(move |abandoned| {
-            started.send(()).unwrap();
-            // Bounded, so a failing test ends rather than hangs.
-            let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            while !abandoned.is_set() && std::time::Instant::now() < give_up {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            if abandoned.is_set() {
-                seen.send(()).unwrap();
-            }
-            Err::<(), _>(Abandoned::error())
-        }));
-        wait_started.recv().unwrap();
-        call.abort();
-        // The work notices within a second that nobody waits.
-        assert!(saw.recv_timeout(std::time::Duration::from_secs(5)).is_ok());
-    }
 
     #[test]
     fn route_state_is_made_once_and_shared_by_clones() {

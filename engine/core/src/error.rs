@@ -30,6 +30,9 @@ pub enum ErrorKind {
     Timeout,
     /// A defect on our side (HTTP 500). Never caused by input alone.
     Internal,
+    /// The caller went away or asked to stop the call, and its work was stopped (499, the
+    /// status proxies record for a client that closed its request; nobody reads the answer).
+    Cancelled,
 }
 
 /// An operation's failure: kind, stable snake_case code, message, and the field at fault.
@@ -114,6 +117,7 @@ pub const CODES: &[(&str, &str)] = &[
     ("forbidden_host", "the Host header is not a loopback name"),
     ("forbidden_origin", "an MCP request from a web page of another origin"),
     ("timeout", "the operation took longer than the limit"),
+    ("cancelled", "the caller went away or cancelled the call, and its work was stopped"),
     ("upstream_error", "an upstream answer could not be used"),
     (
         "rate_limited",

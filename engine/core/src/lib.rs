@@ -11,6 +11,7 @@
 //! What this crate must not do: know about HTTP, MCP or payments, name a route, or depend
 //! on a document library (PDF, Office, HTML): the wallet builds on it.
 
+pub mod cancel;
 pub mod catalog;
 pub mod context;
 pub mod error;

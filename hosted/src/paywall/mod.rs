@@ -43,7 +43,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use paperchain_engine::catalog::{Admission, PreparedCall, Produces, RouteEntry};
-use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, Price, Reply};
+use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, Price, Reply, cancel};
 use paperchain_protocol::exact_svm;
 use paperchain_protocol::x402::{
     self, PaymentPayload, PaymentRequired, Requirements, ResourceInfo, SettlementResponse, Version2,
@@ -741,16 +741,9 @@ impl Paywall {
     /// Runs the operation and, for `output: "url"`, stores its files: what is delivered is
     /// complete before anything is settled.
     async fn run(&self, prepared: PreparedCall, ctx: &Context) -> Result<Reply<Value>, EngineError> {
-        let reply = match tokio::time::timeout(self.run_timeout, prepared.run(ctx.clone())).await {
-            Ok(result) => result?,
-            Err(_) => {
-                return Err(EngineError::new(
-                    ErrorKind::Timeout,
-                    "timeout",
-                    format!("the operation took longer than {} s", self.run_timeout.as_secs()),
-                ));
-            }
-        };
+        // The call's own stop signal (its caller went away) or, outside a call, one for the time-out only.
+        let stop = cancel::current().unwrap_or_default();
+        let reply = cancel::bounded(&stop, self.run_timeout, prepared.run(ctx.clone())).await?;
         let files = self.files.read().unwrap_or_else(|e| e.into_inner()).clone();
         match files {
             Some((files, base_url)) => files.keep(&base_url, reply).await,

@@ -68,6 +68,7 @@ async fn gas(client: &PayingClient) -> Result<paperchain_wallet::client::HostedA
         body: json!({"chain": "base"}).to_string().into(),
         caller: &caller,
         approver: None,
+        stop: Default::default(),
     };
     client.call(&request).await
 }
@@ -141,6 +142,7 @@ async fn on_solana_a_lost_paid_answer_is_found_by_its_memo_and_not_paid_twice() 
         body: "{}".into(),
         caller: &caller,
         approver: None,
+        stop: Default::default(),
     };
     let error = client.call(&request).await.unwrap_err();
     let CallError::PaidAnswerLost { tx, call_id, .. } = &error else { panic!("{error}") };
@@ -180,6 +182,7 @@ async fn on_solana_a_paid_call_moves_exactly_the_quote_and_both_ledgers_agree() 
         body: "{}".into(),
         caller: &caller,
         approver: None,
+        stop: Default::default(),
     };
     let answer = client.call(&request).await.unwrap();
     assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));

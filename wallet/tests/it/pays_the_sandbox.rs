@@ -90,6 +90,7 @@ async fn the_paying_client_without_the_server_crate_pays_the_sandbox_process() {
         body: json!({ "chain": "base" }).to_string().into(),
         caller: &caller,
         approver: None,
+        stop: Default::default(),
     };
     let answer = client.call(&request).await.unwrap();
     assert_eq!(answer.status, 200);

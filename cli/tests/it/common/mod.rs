@@ -101,6 +101,11 @@ impl Home {
     }
 
     pub fn serve(&self) -> Server {
+        self.serve_with(&[])
+    }
+
+    /// `paperchain serve` with these settings in its environment besides the home's.
+    pub fn serve_with(&self, env: &[(&str, &str)]) -> Server {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         // Its log, at debug level, stays in the home: no key may appear in it.
         let log = std::fs::File::options()
@@ -111,6 +116,7 @@ impl Home {
         let mut child = self
             .command(&["serve", "--listen", &format!("127.0.0.1:{port}")])
             .env("PAPERCHAIN_LOG", "debug,lopdf=off")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)

@@ -27,6 +27,8 @@ pub enum CdpError {
     Timeout,
     /// The pipe is closed: the browser is gone.
     Closed,
+    /// The call it worked for was stopped before the answer came ([`crate::cancel`]).
+    Stopped,
 }
 
 impl std::fmt::Display for CdpError {
@@ -35,6 +37,7 @@ impl std::fmt::Display for CdpError {
             CdpError::Protocol(message) => write!(f, "the browser answered: {message}"),
             CdpError::Timeout => write!(f, "the browser did not answer in time"),
             CdpError::Closed => write!(f, "the browser stopped"),
+            CdpError::Stopped => write!(f, "the call was stopped"),
         }
     }
 }
@@ -84,6 +87,30 @@ impl Connection {
             Ok(answer) => answer,
             Err(RecvTimeoutError::Timeout) => Err(CdpError::Timeout),
             Err(RecvTimeoutError::Disconnected) => Err(CdpError::Closed),
+        }
+    }
+
+    /// [`Connection::call`] for a long command (printing): it is given up as soon as the
+    /// call it works for is stopped, looked at every 100 ms.
+    pub fn call_stoppable(
+        &self,
+        session: Option<&str>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, CdpError> {
+        let answered = self.send(session, method, params)?;
+        let give_up = Instant::now() + timeout;
+        loop {
+            if crate::cancel::is_stopped() {
+                return Err(CdpError::Stopped);
+            }
+            let Some(left) = give_up.checked_duration_since(Instant::now()) else { return Err(CdpError::Timeout) };
+            match answered.recv_timeout(left.min(Duration::from_millis(100))) {
+                Ok(answer) => return answer,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return Err(CdpError::Closed),
+            }
         }
     }
 

@@ -375,8 +375,16 @@ fn load_and_print(
     let mut settle_until: Option<Instant> = None;
     let mut document_served = false;
     loop {
+        if let Err(stopped) = crate::cancel::check() {
+            // The context is disposed of by the caller: the page's scripts stop with it.
+            return Err(Failure::Page(stopped));
+        }
         let deadline = settle_until.unwrap_or(load_deadline).min(load_deadline);
-        let Some(event) = cdp::next_event(events, deadline) else {
+        // At most 100 ms at a time, to look at the call's stop signal between events.
+        let Some(event) = cdp::next_event(events, deadline.min(Instant::now() + Duration::from_millis(100))) else {
+            if Instant::now() < deadline && !cdp.is_closed() {
+                continue;
+            }
             if settle_until.is_some() {
                 break;
             }
@@ -475,9 +483,14 @@ fn load_and_print(
         "marginLeft": left,
         "preferCSSPageSize": false,
     });
-    let answer = match cdp.call(session, "Page.printToPDF", params, limit) {
+    let answer = match cdp.call_stoppable(session, "Page.printToPDF", params, limit) {
         Ok(answer) => answer,
         Err(CdpError::Timeout) => return Err(page_timeout("printing", limit)),
+        Err(CdpError::Stopped) => {
+            return Err(Failure::Page(
+                crate::cancel::check().err().unwrap_or_else(|| EngineError::internal("printing was stopped")),
+            ));
+        }
         Err(CdpError::Protocol(why)) => {
             return Err(Failure::Page(EngineError::invalid_with(
                 "conversion_failed",

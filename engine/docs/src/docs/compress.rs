@@ -101,8 +101,12 @@ pub fn compress_document(
         stats.images_skipped_because = outcome.gave_up;
         final_streams = outcome.replaced;
     }
+    // Between the passes over every stream, a stopped call goes no further.
+    crate::cancel::check()?;
     stats.streams_recompressed = recompress_streams(&mut doc, &final_streams, limits.max_stream_bytes);
+    crate::cancel::check()?;
     stats.duplicate_streams_merged = pdf::dedupe::share_identical(&mut doc).streams;
+    crate::cancel::check()?;
     let saved = pdf::save(&mut doc)?;
     drop(doc);
     // qpdf writes the object streams and drops every object nothing refers to; stream
@@ -151,6 +155,10 @@ fn recompress_streams(doc: &mut Document, skip: &HashSet<ObjectId>, cap: usize) 
     let mut count = 0;
     let mut budget = MAX_DECODED_BYTES;
     for (id, object) in doc.objects.iter_mut() {
+        if crate::cancel::is_stopped() {
+            // The call was stopped: its caller checks and answers so.
+            break;
+        }
         let Object::Stream(stream) = object else { continue };
         if !skip.contains(id) && shrink_stream(stream, cap.min(budget), &mut budget) {
             count += 1;

@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Abandoned, Context, Limits, NoProgress, Progress, blocking, blocking_abandonable};
+use crate::context::{Context, Limits, NoProgress, Progress, blocking};
 use crate::docs::rasterize::{image_page, jpeg};
 use crate::error::EngineError;
 use crate::ocr::{self, Image, TextLayer};
@@ -136,9 +136,9 @@ impl Route for OcrRoute {
 
     async fn run(call: OcrCall, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
         let progress = ctx.progress.clone();
-        blocking_abandonable(move |abandoned| {
+        blocking(move || {
             let OcrCall { bytes, password, mut doc, filename, sorted, languages, dpi, auto_rotate, output } = call;
-            let job = Reading { languages: &languages, dpi, auto_rotate, abandoned };
+            let job = Reading { languages: &languages, dpi, auto_rotate };
             let done = read_pages(&bytes, password.as_deref(), &mut doc, &sorted, &job, &*progress)?;
             let bytes = pdf::save(&mut doc)?;
             let confidence =
@@ -229,9 +229,7 @@ impl Transform for Ocr {
         if sorted.read.is_empty() {
             return Ok(Pdf::Doc(doc));
         }
-        let never = Abandoned::default();
-        let job =
-            Reading { languages: &plan.languages, dpi: plan.dpi, auto_rotate: plan.auto_rotate, abandoned: &never };
+        let job = Reading { languages: &plan.languages, dpi: plan.dpi, auto_rotate: plan.auto_rotate };
         read_pages(&bytes, None, &mut doc, &sorted, &job, &NoProgress)?;
         Ok(Pdf::Doc(doc))
     }
@@ -273,8 +271,6 @@ struct Reading<'a> {
     languages: &'a str,
     dpi: u32,
     auto_rotate: bool,
-    /// Set when the caller stopped waiting: reading stops at the next page.
-    abandoned: &'a Abandoned,
 }
 
 /// The route's description, shared by the route and the pipeline step.
@@ -358,7 +354,7 @@ fn read_pages(
     progress: &dyn Progress,
 ) -> Result<Vec<PageRead>, EngineError> {
     let (read, forced) = (&sorted.read, &sorted.forced);
-    let (languages, dpi, auto_rotate, abandoned) = (job.languages, job.dpi, job.auto_rotate, job.abandoned);
+    let (languages, dpi, auto_rotate) = (job.languages, job.dpi, job.auto_rotate);
     let readers = ocr::parallel_pages(read.len());
     let total = read.len() as u64;
     let done_count = AtomicU64::new(0);
@@ -372,44 +368,46 @@ fn read_pages(
         let workers: Vec<_> = (0..readers)
             .map(|reader| {
                 let (receiver, failed, done_count, languages) = (&receiver, &failed, &done_count, languages);
+                // Each reader works for the call: Tesseract stops mid-page once it is stopped.
+                let call = crate::cancel::carry();
                 scope.spawn(move || -> Result<Reader, EngineError> {
-                    let next = || receiver.lock().unwrap_or_else(|e| e.into_inner()).recv().ok();
-                    let work = || -> Result<Reader, EngineError> {
-                        let mut lent = ocr::lend(languages)?;
-                        let mut layer = TextLayer::new(ocr::library()?).map_err(EngineError::internal)?;
-                        let mut pages = Vec::new();
-                        while let Some(job) = next() {
-                            let what = format!("page {}", job.number);
-                            let image =
-                                Image { pixels: &job.grey, width: job.width, height: job.height, channels: 1, dpi };
-                            let (reading, turned) = ocr::read_upright(&mut lent, &image, auto_rotate, &what)?;
-                            lent.api().add_to(&mut layer).map_err(|f| ocr::failure(f, &what))?;
-                            pages.push(PageRead {
-                                number: job.number,
-                                turned,
-                                confidence: reading.confidence,
-                                words: reading.words.len(),
-                                reader,
-                                layer_page: pages.len() as u32 + 1,
-                            });
-                            let done = done_count.fetch_add(1, Ordering::Relaxed) + 1;
-                            progress.advance("pages", done, total);
-                            if failed.load(Ordering::Relaxed) {
-                                break;
+                    call.enter(|| {
+                        let next = || receiver.lock().unwrap_or_else(|e| e.into_inner()).recv().ok();
+                        let work = || -> Result<Reader, EngineError> {
+                            let mut lent = ocr::lend(languages)?;
+                            let mut layer = TextLayer::new(ocr::library()?).map_err(EngineError::internal)?;
+                            let mut pages = Vec::new();
+                            while let Some(job) = next() {
+                                let what = format!("page {}", job.number);
+                                let image =
+                                    Image { pixels: &job.grey, width: job.width, height: job.height, channels: 1, dpi };
+                                let (reading, turned) = ocr::read_upright(&mut lent, &image, auto_rotate, &what)?;
+                                lent.api().add_to(&mut layer).map_err(|f| ocr::failure(f, &what))?;
+                                pages.push(PageRead {
+                                    number: job.number,
+                                    turned,
+                                    confidence: reading.confidence,
+                                    words: reading.words.len(),
+                                    reader,
+                                    layer_page: pages.len() as u32 + 1,
+                                });
+                                let done = done_count.fetch_add(1, Ordering::Relaxed) + 1;
+                                progress.advance("pages", done, total);
+                                if failed.load(Ordering::Relaxed) {
+                                    break;
+                                }
+                                crate::cancel::check()?;
                             }
-                            if abandoned.is_set() {
-                                return Err(Abandoned::error());
-                            }
+                            Ok(Reader { pages, layer: layer.finish().map_err(EngineError::internal)? })
+                        };
+                        let outcome = work();
+                        if outcome.is_err() {
+                            failed.store(true, Ordering::Relaxed);
+                            // Keeps taking pages so the renderer never waits on a full queue.
+                            while next().is_some() {}
                         }
-                        Ok(Reader { pages, layer: layer.finish().map_err(EngineError::internal)? })
-                    };
-                    let outcome = work();
-                    if outcome.is_err() {
-                        failed.store(true, Ordering::Relaxed);
-                        // Keeps taking pages so the renderer never waits on a full queue.
-                        while next().is_some() {}
-                    }
-                    outcome
+                        outcome
+                    })
                 })
             })
             .collect();
@@ -417,9 +415,7 @@ fn read_pages(
             if failed.load(Ordering::Relaxed) {
                 return Err(EngineError::internal("a page could not be read"));
             }
-            if abandoned.is_set() {
-                return Err(Abandoned::error());
-            }
+            crate::cancel::check()?;
             let grey = ocr::grey_of_rgb(&page.rgb);
             let job = Job { number: page.number, grey, width: page.width, height: page.height };
             if forced.contains(&page.number) {

@@ -155,6 +155,8 @@ impl Route for PipelineRoute {
             let mut report = Vec::with_capacity(steps.len());
             let mut state = Pdf::Doc(source.doc);
             for (i, Planned { op, step, pages_out }) in steps.into_iter().enumerate() {
+                // A stopped call takes no further step.
+                crate::cancel::check()?;
                 let doc = state.into_doc(&limits).map_err(|e| step_error(e, i, op))?;
                 state = step.run(doc, &limits).map_err(|e| step_error(e, i, op))?;
                 report.push(json!({ "op": op, "pages": pages_out }));

@@ -177,6 +177,7 @@ pub fn failure(failure: Failure, what: &str) -> EngineError {
             format!("reading {what} took longer than {} seconds", PAGE_DEADLINE_MS / 1000),
         ),
         Failure::Engine(why) => EngineError::internal(format!("OCR of {what} failed: {why}")),
+        Failure::Stopped => crate::cancel::check().err().unwrap_or_else(|| EngineError::internal("OCR was stopped")),
     }
 }
 

@@ -62,6 +62,7 @@ struct Fns {
     monitor_create: unsafe extern "C" fn() -> Handle,
     monitor_delete: unsafe extern "C" fn(Handle),
     monitor_set_deadline: unsafe extern "C" fn(Handle, c_int),
+    monitor_set_cancel_func: unsafe extern "C" fn(Handle, CancelFunc),
     pdf_renderer_create: unsafe extern "C" fn(*const c_char, *const c_char, c_int) -> Handle,
     renderer_delete: unsafe extern "C" fn(Handle),
     renderer_begin: unsafe extern "C" fn(Handle, *const c_char) -> c_int,
@@ -147,6 +148,7 @@ impl Tesseract {
             monitor_create: sym!("TessMonitorCreate"),
             monitor_delete: sym!("TessMonitorDelete"),
             monitor_set_deadline: sym!("TessMonitorSetDeadlineMSecs"),
+            monitor_set_cancel_func: sym!("TessMonitorSetCancelFunc"),
             pdf_renderer_create: sym!("TessPDFRendererCreate"),
             renderer_delete: sym!("TessDeleteResultRenderer"),
             renderer_begin: sym!("TessResultRendererBeginDocument"),
@@ -258,8 +260,19 @@ pub struct Orientation {
 pub enum Failure {
     /// The deadline passed.
     Deadline,
+    /// The call this reading works for was stopped ([`crate::cancel`]).
+    Stopped,
     /// Tesseract refused (the message says what it was doing).
     Engine(String),
+}
+
+/// Tesseract's cancel callback (`TessCancelFunc`): asked as recognition goes, with the
+/// monitor's `cancel_this` and the words read so far; `true` stops it.
+type CancelFunc = unsafe extern "C" fn(*mut std::ffi::c_void, c_int) -> bool;
+
+/// Whether the call the reading thread works for was stopped.
+unsafe extern "C" fn stopped(_cancel_this: *mut std::ffi::c_void, _words: c_int) -> bool {
+    crate::cancel::is_stopped()
 }
 
 /// One initialised `TessBaseAPI`.
@@ -342,7 +355,8 @@ impl Api {
         Ok(())
     }
 
-    /// Runs recognition on `image`; stops at `deadline_ms` milliseconds.
+    /// Runs recognition on `image`; stops at `deadline_ms` milliseconds, or within a few
+    /// words once the call it works for was stopped (Tesseract asks [`stopped`] as it goes).
     fn recognize(&mut self, image: &Image, deadline_ms: u32) -> Result<(), Failure> {
         self.set_image(image)?;
         let f = &self.lib.fns;
@@ -350,11 +364,14 @@ impl Api {
         unsafe {
             let monitor = (f.monitor_create)();
             (f.monitor_set_deadline)(monitor, deadline_ms.min(i32::MAX as u32) as c_int);
+            (f.monitor_set_cancel_func)(monitor, stopped);
             let started = std::time::Instant::now();
             let status = (f.recognize)(self.handle, monitor);
             (f.monitor_delete)(monitor);
             if status != 0 {
-                return Err(if started.elapsed().as_millis() >= deadline_ms as u128 {
+                return Err(if crate::cancel::is_stopped() {
+                    Failure::Stopped
+                } else if started.elapsed().as_millis() >= deadline_ms as u128 {
                     Failure::Deadline
                 } else {
                     Failure::Engine("Tesseract could not recognise the page".into())

@@ -206,6 +206,8 @@ pub fn render_pages(
     let doc_pages = doc.pages();
     let count = doc_pages.len();
     for &number in pages {
+        // A call stopped (timed out, its caller gone) renders no further page.
+        crate::cancel::check()?;
         let unreadable = || {
             EngineError::invalid_with("damaged_pdf", field, format!("{field}: the renderer cannot read page {number}"))
         };
@@ -406,6 +408,7 @@ pub fn page_layouts(
     let doc_pages = doc.pages();
     let mut layouts = Vec::with_capacity(pages.len());
     for &number in pages {
+        crate::cancel::check()?;
         let unreadable = || unreadable_text(number, field);
         let page = text_page(doc_pages, number, field)?;
         let height = page.height().value;

@@ -239,6 +239,9 @@ impl OfficePool {
                 "engine_failed",
                 "LibreOffice stopped during the conversion; a new one is started, send the call again",
             ),
+            Failure::Stopped => {
+                crate::cancel::check().err().unwrap_or_else(|| EngineError::internal("the conversion was stopped"))
+            }
             Failure::Internal(why) => {
                 tracing::error!(reason = %why, "an Office conversion failed on our side");
                 EngineError::internal("the conversion could not be run")
@@ -302,7 +305,14 @@ impl OfficePool {
                 state.waiting -= 1;
                 return Err(busy(config));
             }
-            state = self.shared.freed.wait_timeout(state, give_up - now).unwrap_or_else(|e| e.into_inner()).0;
+            if let Err(stopped) = crate::cancel::check() {
+                // Its call was stopped while it waited: the place in the queue goes at once.
+                state.waiting -= 1;
+                return Err(stopped);
+            }
+            // Woken when a worker is freed, and every 100 ms to see whether the call was stopped.
+            let wait = (give_up - now).min(Duration::from_millis(100));
+            state = self.shared.freed.wait_timeout(state, wait).unwrap_or_else(|e| e.into_inner()).0;
         }
     }
 

@@ -42,6 +42,8 @@ pub(super) enum Failure {
     TimedOut,
     /// The worker stopped during the conversion (killed, or crashed).
     WorkerDied,
+    /// The call it worked for was stopped; the worker was killed.
+    Stopped,
     /// Our side failed (a folder could not be written, a program not started).
     Internal(String),
 }
@@ -168,6 +170,11 @@ impl Worker {
                 self.kill();
                 return Err(Failure::TimedOut);
             }
+            Ok(Ended::Cancelled) => {
+                // The worker may be half-way through the document: it goes too.
+                self.kill();
+                return Err(Failure::Stopped);
+            }
             Ok(Ended::Stopped) => return Err(Failure::WorkerDied),
             Ok(Ended::Done) => {}
         }
@@ -240,10 +247,13 @@ enum Ended {
     TimedOut,
     /// The worker it talks to stopped, and it was killed.
     Stopped,
+    /// The call it works for was stopped, and it was killed.
+    Cancelled,
 }
 
 /// Runs `command` to its end, or until `timeout`, or until `worker_alive` says the worker
-/// it hands its request to has stopped (killed with its process group in both cases).
+/// it hands its request to has stopped, or until the call it works for is stopped (killed
+/// with its process group in each case).
 fn run_while(
     command: &mut Command,
     timeout: Duration,
@@ -257,6 +267,8 @@ fn run_while(
             Ok(Some(_)) => return Ok(Ended::Done),
             Err(e) => return Err(format!("waiting for soffice: {e}")),
             Ok(None) if Instant::now() >= give_up => Ended::TimedOut,
+            // The call it works for was stopped (its caller went away, its time ran out).
+            Ok(None) if crate::cancel::is_stopped() => Ended::Cancelled,
             // The worker is looked at every 100 ms: a crash mid-conversion answers at once.
             Ok(None) if polls % 20 == 19 && !worker_alive() => Ended::Stopped,
             Ok(None) => {

@@ -71,6 +71,10 @@ pub fn recompress_images(doc: &mut Document, settings: ImageSettings, limits: &L
     };
     let mut budget = MAX_TOTAL_DECODE_BYTES;
     for (id, usage) in usages {
+        if crate::cancel::is_stopped() {
+            // The call was stopped: its caller checks and answers so.
+            break;
+        }
         let Some(Object::Stream(stream)) = doc.objects.get(&id) else { continue };
         let Some((replacement, downsampled)) = recompress(doc, stream, usage, settings, &mut budget) else {
             continue;

@@ -1,0 +1,202 @@
+//! Work ends when its call ends. `paperchain serve` with one heavy worker and no queue runs
+//! a 20-page OCR, which takes far longer than its call may: the call stops by its time-out,
+//! by its HTTP client going away (what the app's Cancel does: it aborts its request), and
+//! by an MCP client's `notifications/cancelled` (the official TypeScript SDK aborting a tool
+//! call). Each time the server's CPU is back at rest within two seconds, measured on the
+//! process itself, and the ledger says how the call ended; a time-out keeps the call's place
+//! at the heavy-work gate only until its work has stopped.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use paperchain_testkit::node::{NodeRun, interop_script};
+use paperchain_testkit::sandbox::{self, Setup};
+use paperchain_testkit::scan::{image_pdf, render, sample_page};
+use paperchain_testkit::tools::{require_node_packages, tools_dir};
+use serde_json::{Value, json};
+
+use crate::common::{Home, Server};
+
+/// A 20-page scan at 300 dpi: minutes of OCR on this machine's cores.
+fn twenty_page_scan(dir: &Path) -> std::path::PathBuf {
+    let (pdf, _) = sample_page();
+    let source = dir.join("page.pdf");
+    std::fs::write(&source, pdf).unwrap();
+    let page = render(&source, 1, 300);
+    let pages: Vec<_> = (0..20).map(|_| &page).collect();
+    let scan = dir.join("scan.pdf");
+    std::fs::write(&scan, image_pdf(&pages, 300)).unwrap();
+    scan
+}
+
+/// The CPU time a process has used: its user and system clock ticks (`/proc/<pid>/stat`).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command's name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split_whitespace().collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// `/proc` counts CPU time in USER_HZ, which Linux fixes at 100 a second for user space.
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// The CPU a process used, sampled every 100 ms while the trace lives.
+struct CpuTrace {
+    samples: Arc<Mutex<Vec<(Instant, u64)>>>,
+    running: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl CpuTrace {
+    fn start(pid: u32) -> CpuTrace {
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let running = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let (kept, on) = (Arc::clone(&samples), Arc::clone(&running));
+        std::thread::spawn(move || {
+            while on.load(std::sync::atomic::Ordering::SeqCst) {
+                kept.lock().unwrap().push((Instant::now(), cpu_ticks(pid)));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        CpuTrace { samples, running }
+    }
+
+    /// CPU seconds used from `from` to `to` (the samples nearest inside the window).
+    fn seconds(&self, from: Instant, to: Instant) -> f64 {
+        let samples = self.samples.lock().unwrap();
+        let first = samples.iter().find(|(at, _)| *at >= from).expect("a sample after the window's start");
+        let last = samples.iter().rev().find(|(at, _)| *at <= to).expect("a sample before the window's end");
+        assert!(last.0 > first.0, "the window holds samples");
+        (last.1 - first.1) as f64 / TICKS_PER_SECOND
+    }
+}
+
+impl Drop for CpuTrace {
+    fn drop(&mut self) {
+        self.running.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Waits until `at`, then says the CPU seconds used in the second after it.
+async fn cpu_in_the_second_after(trace: &CpuTrace, at: Instant) -> f64 {
+    tokio::time::sleep_until((at + Duration::from_millis(1100)).into()).await;
+    trace.seconds(at, at + Duration::from_secs(1))
+}
+
+fn ocr_body(scan: &Path) -> Value {
+    json!({ "file": { "path": scan.display().to_string() } })
+}
+
+fn last_ocr_row(home: &Home) -> Value {
+    let rows = home.json(&["ledger", "--json"]);
+    rows.as_array().unwrap().iter().rev().find(|r| r["route"] == "ocr_pdf").cloned().expect("an OCR row")
+}
+
+/// A user's home with a wallet (so calls are in the ledger) whose folder with the scan is
+/// granted, and its server with one heavy worker, no queue, and calls of at most 3 s.
+async fn rig() -> (sandbox::HostedServer, Home, Server, std::path::PathBuf) {
+    let hosted = sandbox::start(Setup::default()).await;
+    let home = Home::new(&hosted);
+    home.set_up(&hosted, &hosted.base);
+    let files = home.dir.path().join("files");
+    std::fs::create_dir(&files).unwrap();
+    let scan = twenty_page_scan(&files);
+    home.run(&["config", "add", "files.folders", files.to_str().unwrap()], "");
+    let server = home.serve_with(&[
+        ("PAPERCHAIN_HEAVY_WORKERS", "1"),
+        ("PAPERCHAIN_HEAVY_QUEUE", "0"),
+        ("PAPERCHAIN_REQUEST_TIMEOUT", "3"),
+        ("OMP_THREAD_LIMIT", "1"),
+    ]);
+    (hosted, home, server, scan)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_stopped_by_its_time_out_or_its_caller_stops_its_work() {
+    let (_hosted, home, server, scan) = rig().await;
+    let trace = CpuTrace::start(server.child.id());
+    let http = reqwest::Client::new();
+    let ocr =
+        || http.post(format!("{}/v1/pdf/ocr", server.base)).header("paperchain-route", "local").json(&ocr_body(&scan));
+
+    // The time-out: 504 after 3 s, the CPU at rest 2 s later, the ledger says timed_out.
+    let sent = Instant::now();
+    let answer = ocr().send().await.unwrap();
+    let answered = Instant::now();
+    let status = answer.status().as_u16();
+    let text = answer.text().await.unwrap();
+    assert_eq!(status, 504, "{text}");
+    assert!(text.contains("\"timeout\""), "{text}");
+    assert!(answered - sent < Duration::from_secs(6), "answered at the time-out: {:?}", answered - sent);
+    let working = trace.seconds(sent + Duration::from_millis(500), answered);
+    assert!(working > 1.0, "the OCR was really working before its time-out: {working:.2} CPU s");
+    let after = cpu_in_the_second_after(&trace, answered + Duration::from_secs(2)).await;
+    eprintln!("time-out: {working:.2} CPU s before it, {after:.2} CPU s in the second 2 s after it");
+    assert!(after < 0.15, "2 s after the time-out the server still works: {after:.2} CPU s in one second");
+    let row = last_ocr_row(&home);
+    assert_eq!(row["state"], "timed_out", "{row}");
+
+    // The place at the gate was given back once the work stopped: the next heavy call runs
+    // (and times out in turn) instead of being refused as busy.
+    let next = ocr().send().await.unwrap();
+    assert_eq!(next.status(), 504, "{}", next.text().await.unwrap());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // The caller goes away (the app's Cancel aborts its request the same way): the work
+    // stops, and the ledger says cancelled.
+    let sent = Instant::now();
+    let gone = tokio::time::timeout(Duration::from_millis(1500), ocr().send()).await;
+    assert!(gone.is_err(), "the call was still running when its caller left");
+    let left = Instant::now();
+    let working = trace.seconds(sent + Duration::from_millis(500), left);
+    assert!(working > 0.5, "the OCR was really working before its caller left: {working:.2} CPU s");
+    let after = cpu_in_the_second_after(&trace, left + Duration::from_secs(2)).await;
+    eprintln!("caller gone: {working:.2} CPU s before, {after:.2} CPU s in the second 2 s after");
+    assert!(after < 0.15, "2 s after its caller left the server still works: {after:.2} CPU s in one second");
+    let row = last_ocr_row(&home);
+    assert_eq!(row["state"], "cancelled", "{row}");
+    assert_eq!(row["status"], 499, "{row}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_that_cancels_a_tool_call_stops_its_work() {
+    require_node_packages(&tools_dir(), "the MCP TypeScript SDK", &["@modelcontextprotocol/sdk"]);
+    let (_hosted, home, server, scan) = rig().await;
+    let trace = CpuTrace::start(server.child.id());
+    // Called with no time-out of its own: the route's 3 s would stop it first otherwise.
+    // The session stays open for 4 s after the cancel: what stops the work is the
+    // notification, not the end of the session.
+    let plan = json!({
+        "server": { "url": format!("{}/mcp", server.base) },
+        "steps": [
+            { "call": "document_operation", "cancel_after_ms": 1500,
+              "arguments": { "operation": "ocr_pdf", "input": ocr_body(&scan) } },
+            { "sleep_ms": 4000 },
+        ],
+    })
+    .to_string();
+    let started = SystemTime::now();
+    let started_at = Instant::now();
+    let line = NodeRun {
+        script: interop_script("mcp-sdk-session.mjs"),
+        args: Vec::new(),
+        stdin: Some(plan.as_bytes()),
+        env: Vec::new(),
+        timeout: Duration::from_secs(120),
+        label: "a cancelled tool call",
+    }
+    .last_json_line(&tools_dir())
+    .await;
+    let step = &line["steps"][0];
+    let cancelled_ms = step["cancelled_at"].as_u64().unwrap_or_else(|| panic!("the call was cancelled: {line}"));
+    let since_start = cancelled_ms - started.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+    let cancelled = started_at + Duration::from_millis(since_start);
+    let working = trace.seconds(cancelled - Duration::from_millis(1000), cancelled);
+    assert!(working > 0.5, "the OCR was really working before the cancel: {working:.2} CPU s");
+    let after = trace.seconds(cancelled + Duration::from_secs(2), cancelled + Duration::from_secs(3));
+    eprintln!("MCP cancel: {working:.2} CPU s in the second before, {after:.2} CPU s in the second 2 s after");
+    assert!(after < 0.15, "2 s after the cancel the server still works: {after:.2} CPU s in one second");
+    let row = last_ocr_row(&home);
+    assert_eq!(row["state"], "cancelled", "{row}");
+    assert_eq!(row["front_door"], "mcp", "{row}");
+}
