@@ -254,7 +254,9 @@ export function Documents({ catalog }: { catalog: Catalog }) {
         out.push({ source, answer });
       } catch (e) {
         if ((e as Error).name === "AbortError") {
-          out.push({ source, error: new Error("cancelled") });
+          // The server stops the work when the request goes; nothing is kept of it.
+          out.push({ source, error: new Error("Cancelled: the work was stopped, nothing was saved.") });
+          setResults([...out]);
           break;
         }
         if (e instanceof ApiError && !each) setFormError({ field: e.field, message: e.message });

@@ -12,7 +12,7 @@ use paperchain_testkit::anvil::Anvil;
 use paperchain_testkit::corpus::corpus;
 use paperchain_testkit::sandbox::{self, Setup};
 
-fn ui_dir() -> PathBuf {
+pub(crate) fn ui_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui")
 }
 
@@ -79,7 +79,7 @@ async fn the_app_works_in_a_real_browser() {
 }
 
 /// Runs one file of `ui/tests` with `env`; every one of its `tests` tests must pass.
-async fn run_browser_tests(file: &str, env: &[(&str, String)], tests: usize) {
+pub(crate) async fn run_browser_tests(file: &str, env: &[(&str, String)], tests: usize) {
     let ui = ui_dir();
     assert!(
         ui.join("node_modules/puppeteer-core").is_dir(),

@@ -200,3 +200,26 @@ async fn an_mcp_client_that_cancels_a_tool_call_stops_its_work() {
     assert_eq!(row["state"], "cancelled", "{row}");
     assert_eq!(row["front_door"], "mcp", "{row}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_apps_cancel_stops_its_work() {
+    let (_hosted, home, server, scan) = rig().await;
+    let trace = CpuTrace::start(server.child.id());
+    let artifacts = crate::app_ui::ui_dir().join("test-artifacts");
+    let _ = std::fs::remove_file(artifacts.join("cancelled-at.json"));
+    let started = SystemTime::now();
+    let started_at = Instant::now();
+    let env = [("PAPERCHAIN_APP_URL", server.base.clone()), ("PAPERCHAIN_PDF", scan.display().to_string())];
+    crate::app_ui::run_browser_tests("cancel.test.mjs", &env, 1).await;
+    let said: Value = serde_json::from_slice(&std::fs::read(artifacts.join("cancelled-at.json")).unwrap()).unwrap();
+    let since_start =
+        said["cancelled_at"].as_u64().unwrap() - started.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+    let cancelled = started_at + Duration::from_millis(since_start);
+    let working = trace.seconds(cancelled - Duration::from_millis(1000), cancelled);
+    assert!(working > 0.5, "the OCR was really working before Cancel: {working:.2} CPU s");
+    let after = cpu_in_the_second_after(&trace, cancelled + Duration::from_secs(2)).await;
+    eprintln!("app's Cancel: {working:.2} CPU s in the second before, {after:.2} CPU s in the second 2 s after");
+    assert!(after < 0.15, "2 s after Cancel the server still works: {after:.2} CPU s in one second");
+    let row = last_ocr_row(&home);
+    assert_eq!(row["state"], "cancelled", "{row}");
+}
