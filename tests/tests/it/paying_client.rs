@@ -560,3 +560,107 @@ async fn a_server_with_payment_identifiers_answers_the_resent_payment_from_its_c
     let row = rig.client.ledger().get(&answer.call_id).await.unwrap().unwrap();
     assert_eq!(row.state, "paid");
 }
+
+/// Never answers: a user who has not looked at the dialog yet.
+struct Waiting;
+
+impl Approver for Waiting {
+    fn approve<'a>(&'a self, _: &'a Approval) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_stopped_before_its_payment_is_signed_pays_nothing() {
+    let rig = rig_with(&format!("{CAPPED}\napprove_above = \"0.000001\""), None, Arc::new(Waiting)).await;
+    let before = rig.hosted.balances().await;
+    let caller = caller();
+    let stop = paperchain_engine::cancel::Stop::new();
+    let request = Outgoing {
+        operation: "get_gas_price",
+        path: GAS,
+        body: json!({"chain": "base"}).to_string().into(),
+        caller: &caller,
+        approver: None,
+        stop: stop.clone(),
+    };
+    // The caller goes away while the payment waits for the user's approval.
+    let stopping = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        stop.stop(paperchain_engine::cancel::Why::Cancelled);
+    });
+    let error = rig.client.call(&request).await.unwrap_err();
+    stopping.await.unwrap();
+    assert!(matches!(error, CallError::Stopped(paperchain_engine::cancel::Why::Cancelled)), "{error}");
+    assert!(error.to_string().contains("nothing was paid"), "{error}");
+    assert_eq!(rig.hosted.balances().await, before, "nothing moved");
+    let rows = rig.client.ledger().rows(0).await.unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!((rows[0].state.as_str(), rows[0].nonce.as_deref()), ("cancelled", None), "{rows:?}");
+}
+
+/// A proxy to the sandbox that holds each paid request for a second before passing it on,
+/// and tells `signed` when one arrives: the signature has left the client by then.
+async fn slow_paid_proxy(hosted: &HostedServer, signed: Arc<tokio::sync::Notify>) -> String {
+    let (upstream, client) = (hosted.base.clone(), hosted.client.clone());
+    let router = axum::Router::new().fallback(move |State(()): State<()>, request: Request| {
+        let (upstream, client, signed) = (upstream.clone(), client.clone(), signed.clone());
+        async move {
+            let path = request.uri().path().to_string();
+            let payment = request.headers().get("payment-signature").cloned();
+            let body = axum::body::to_bytes(request.into_body(), usize::MAX).await.unwrap();
+            let mut forward =
+                client.post(format!("{upstream}{path}")).header("content-type", "application/json").body(body);
+            if let Some(payment) = payment {
+                signed.notify_one();
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                forward = forward.header("payment-signature", payment);
+            }
+            let answer = forward.send().await.unwrap();
+            let mut response = Response::builder().status(answer.status());
+            for (name, value) in answer.headers() {
+                response = response.header(name, value);
+            }
+            response.body(Body::from(answer.bytes().await.unwrap())).unwrap()
+        }
+    });
+    let (listener, _, base) = loopback_listener().await;
+    spawn_router(listener, router.with_state(()));
+    base
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_stopped_after_its_payment_is_signed_is_recorded_with_its_payment() {
+    let hosted = sandbox::start(Setup::default()).await;
+    let signed = Arc::new(tokio::sync::Notify::new());
+    let proxy = slow_paid_proxy(&hosted, signed.clone()).await;
+    let rig = client_for(hosted, CAPPED, Some(&proxy), Arc::new(NobodyToAsk)).await;
+    let price = quote(&rig.hosted).await;
+    let (payer_before, _) = rig.hosted.balances().await;
+    let caller = caller();
+    let stop = paperchain_engine::cancel::Stop::new();
+    let request = Outgoing {
+        operation: "get_gas_price",
+        path: GAS,
+        body: json!({"chain": "base"}).to_string().into(),
+        caller: &caller,
+        approver: None,
+        stop: stop.clone(),
+    };
+    let stopping = tokio::spawn(async move {
+        signed.notified().await;
+        stop.stop(paperchain_engine::cancel::Why::Cancelled);
+    });
+    // Once signed, the call goes on to its answer: the payment is not lost, nor made twice.
+    let answer = rig.client.call(&request).await.unwrap();
+    stopping.await.unwrap();
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    let paid = answer.paid.clone().expect("paid");
+    assert_eq!(paid.amount, price.to_string());
+    let (payer_after, _) = rig.hosted.balances().await;
+    assert_eq!(payer_before - payer_after, U256::from(price), "paid once");
+    let row = rig.client.ledger().get(&answer.call_id).await.unwrap().unwrap();
+    assert_eq!((row.state.as_str(), row.tx.as_deref()), ("paid", Some(paid.tx.as_str())), "{row:?}");
+    let error = row.error.unwrap_or_default();
+    assert!(error.contains("cancelled after its payment was signed"), "{error}");
+}
