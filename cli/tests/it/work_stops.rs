@@ -223,3 +223,69 @@ async fn the_apps_cancel_stops_its_work() {
     let row = last_ocr_row(&home);
     assert_eq!(row["state"], "cancelled", "{row}");
 }
+
+/// The most memory a process has held at once (`VmHWM`), in bytes.
+fn peak_memory(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+/// Sends `body` to `path` of `server`: its status, its text, and how much the server's
+/// peak memory grew meanwhile.
+async fn peak_growth(server: &Server, path: &str, body: String) -> (u16, String, u64) {
+    let before = peak_memory(server.child.id());
+    let answer = reqwest::Client::new()
+        .post(format!("{}{path}", server.base))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = answer.status().as_u16();
+    let text = answer.text().await.unwrap();
+    (status, text, peak_memory(server.child.id()).saturating_sub(before))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_far_over_the_limits_is_refused_while_it_is_read() {
+    let data = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_paperchain"));
+    crate::common::unconfigured(&mut command, data.path());
+    let mut child = command
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::common::wait_until_listening(&mut child, port);
+    let server = Server { child, base: format!("http://127.0.0.1:{port}") };
+
+    // Any route: 60 MiB of numbers where data of any shape goes (a template's data) is
+    // refused by its count of values, before it is parsed.
+    let numbers = vec!["1"; (60 << 20) / 2].join(",");
+    let body = format!(r#"{{"template": {{"data": "AA=="}}, "data": {{"rows": [{numbers}]}}}}"#);
+    let (status, text, grew) = peak_growth(&server, "/v1/docs/fill-template", body).await;
+    eprintln!("a 60 MiB body of 31 million values: {status}, the server's peak memory grew {} MiB", grew >> 20);
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("too_many_values"), "{text}");
+    assert!(grew < 256 << 20, "the server's peak memory grew {} MiB", grew >> 20);
+
+    // xlsx-build: 60 MiB of ten-number rows, about 29 million cells, 14 times the limit; the
+    // cells past the limit are counted, not kept, and the sheet at fault is named.
+    let row = "[1,2,3,4,5,6,7,8,9,0]";
+    let rows = (60 << 20) / (row.len() + 1);
+    let columns = vec![r#"{"name": "n", "type": "number"}"#; 10].join(",");
+    let rows = vec![row; rows].join(",");
+    let body = format!(r#"{{"sheets": [{{"name": "big", "columns": [{columns}], "rows": [{rows}]}}]}}"#);
+    let (status, text, grew) = peak_growth(&server, "/v1/docs/xlsx-build", body).await;
+    eprintln!(
+        "a 60 MiB xlsx-build body over the cell limit: {status}, the server's peak memory grew {} MiB",
+        grew >> 20
+    );
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("too_many_cells") && text.contains("/sheets/0/rows"), "{text}");
+    assert!(grew < 256 << 20, "the server's peak memory grew {} MiB", grew >> 20);
+}

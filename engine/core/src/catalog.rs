@@ -205,6 +205,11 @@ pub trait Route: Send + Sync + 'static {
     /// Path, name, family, texts, price, pool.
     const INFO: RouteInfo;
 
+    /// Most JSON values the body may hold ([`check_value_count`], before it is parsed). A
+    /// route whose own reading bounds what it keeps may raise it (xlsx-build keeps cells up
+    /// to its cell limit and only counts the rest, to name the sheet at fault).
+    const MAX_BODY_VALUES: u64 = MAX_BODY_VALUES;
+
     /// Whether `run` is heavy work (rendering, compression, OCR, a conversion): it then
     /// waits for a turn at the context's [`crate::work_gate::WorkGate`], and past its queue
     /// the call is 503 `busy`.
@@ -282,6 +287,7 @@ impl<R: Route> ErasedRoute for Erased<R> {
                 None if R::HEAVY => Some(Arc::new(ctx.heavy.admit()?)),
                 None => None,
             };
+            check_value_count(body, R::MAX_BODY_VALUES)?;
             let input: R::Input = parse_body(body)?;
             let prepared = R::prepare(input, ctx).await?;
             let price = R::quote(&prepared);
@@ -506,6 +512,112 @@ fn whole_numbers(value: &mut serde_json::Value) -> bool {
     }
 }
 
+/// Most JSON values a route's body may hold unless it says otherwise
+/// ([`Route::MAX_BODY_VALUES`]).
+pub const MAX_BODY_VALUES: u64 = 1_000_000;
+
+/// Refuses a body of more than `max` JSON values (each number, string, `true`, `false`,
+/// `null`, list and object counts one) with 413 `too_many_values`, before it is parsed:
+/// the count is taken by reading the body once without keeping anything, so a refused
+/// body costs no more than its own bytes. A body that is not JSON passes here and is
+/// refused by the parser, which says where.
+pub fn check_value_count(body: &[u8], max: u64) -> Result<(), EngineError> {
+    let mut left = max;
+    let mut over = false;
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let _ = serde::de::DeserializeSeed::deserialize(ValueCounter { left: &mut left, over: &mut over }, &mut de);
+    if over {
+        return Err(EngineError::too_large(
+            "too_many_values",
+            None,
+            format!(
+                "the body holds more than {max} JSON values (numbers, strings, lists, objects), more than this route \
+                 takes; send less per call"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Counts the values it reads against `left`, keeping none; sets `over` and stops past it.
+struct ValueCounter<'a> {
+    left: &'a mut u64,
+    over: &'a mut bool,
+}
+
+impl ValueCounter<'_> {
+    fn take<E: serde::de::Error>(&mut self) -> Result<(), E> {
+        match self.left.checked_sub(1) {
+            Some(left) => {
+                *self.left = left;
+                Ok(())
+            }
+            None => {
+                *self.over = true;
+                Err(E::custom("too many values"))
+            }
+        }
+    }
+
+    fn again(&mut self) -> ValueCounter<'_> {
+        ValueCounter { left: &mut *self.left, over: &mut *self.over }
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for ValueCounter<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ValueCounter<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: serde::de::Error>(mut self, _: bool) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_i64<E: serde::de::Error>(mut self, _: i64) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_u64<E: serde::de::Error>(mut self, _: u64) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_f64<E: serde::de::Error>(mut self, _: f64) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_str<E: serde::de::Error>(mut self, _: &str) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_unit<E: serde::de::Error>(mut self) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        self.take()?;
+        while seq.next_element_seed(self.again())?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        self.take()?;
+        while map.next_key::<serde::de::IgnoredAny>()?.is_some() {
+            map.next_value_seed(self.again())?;
+        }
+        Ok(())
+    }
+}
+
 /// Parses a JSON body into `T`, naming the field at fault as a JSON pointer.
 fn parse_body_exact<T: DeserializeOwned>(body: &[u8]) -> Result<T, EngineError> {
     let mut de = serde_json::Deserializer::from_slice(body);
@@ -523,6 +635,11 @@ fn parse_body_exact<T: DeserializeOwned>(body: &[u8]) -> Result<T, EngineError> 
 /// fraction (`326.0`), the same body with those numbers as integers.
 pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, EngineError> {
     parse_body_exact(body).or_else(|err| {
+        // Read again as JSON values only for the one failure that can mend (a fraction
+        // where a whole number goes), never for every refused body.
+        if !err.message.contains("floating point") {
+            return Err(err);
+        }
         let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(body) else { return Err(err) };
         if !whole_numbers(&mut value) {
             return Err(err);
@@ -660,6 +777,33 @@ mod tests {
         assert_eq!((e.code.as_ref(), e.field.as_deref()), ("invalid_input", Some("/mode")));
         // Broken JSON is still the body's fault, even where an enum was expected.
         assert_eq!(err(r#"{"files": [], "degrees": 1, "mode": ]"#).code, "invalid_json");
+    }
+
+    #[test]
+    fn a_body_of_too_many_values_is_refused_before_it_is_parsed() {
+        // 1 object + 1 list + 3 numbers.
+        let body = br#"{"a": [1, 2, 3]}"#;
+        assert!(check_value_count(body, 5).is_ok());
+        let refused = check_value_count(body, 4).unwrap_err();
+        assert_eq!((refused.code.as_ref(), refused.kind), ("too_many_values", ErrorKind::TooLarge));
+        assert!(refused.message.contains("more than 4 JSON values"), "{}", refused.message);
+        // Keys do not count; nested objects do.
+        assert!(check_value_count(br#"{"a": {"b": null}}"#, 3).is_ok());
+        assert!(check_value_count(br#"{"a": {"b": null}}"#, 2).is_err());
+        // A body that is not JSON is the parser's to refuse, naming where.
+        assert!(check_value_count(b"{\"a\": [1, 2", 100).is_ok());
+    }
+
+    #[test]
+    fn only_a_fraction_where_a_whole_number_goes_is_read_again() {
+        #[derive(Debug, Deserialize)]
+        struct Whole {
+            #[allow(dead_code)]
+            n: u32,
+        }
+        assert!(parse_body::<Whole>(br#"{"n": 326.0}"#).is_ok());
+        assert_eq!(parse_body::<Whole>(br#"{"n": 326.5}"#).unwrap_err().field.as_deref(), Some("/n"));
+        assert_eq!(parse_body::<Whole>(br#"{"n": "326"}"#).unwrap_err().field.as_deref(), Some("/n"));
     }
 
     #[test]

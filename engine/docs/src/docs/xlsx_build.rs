@@ -30,6 +30,7 @@ pub const MAX_TEXT_CHARS: usize = 32_767;
 pub struct XlsxBuildInput {
     /// The sheets, in order (1 to 100).
     #[schemars(length(min = 1, max = 100))]
+    #[serde(deserialize_with = "sheets_within_budget")]
     pub sheets: Vec<SheetSpec>,
     /// The file's name (`.xlsx` is added when missing). Default `workbook.xlsx`, also for a name with nothing usable (blank, a folder).
     #[serde(default)]
@@ -56,7 +57,8 @@ pub struct SheetSpec {
     pub columns: Vec<ColumnSpec>,
     /// The rows below the header: each a list of one value per column, null for an empty cell.
     #[serde(default)]
-    pub rows: Vec<Vec<Value>>,
+    #[schemars(with = "Vec<Vec<Value>>")]
+    pub rows: Rows,
     /// Keep the header row in view while scrolling. Default true.
     #[serde(default = "yes")]
     pub freeze_header: bool,
@@ -67,6 +69,199 @@ pub struct SheetSpec {
 
 fn yes() -> bool {
     true
+}
+
+/// A sheet's rows as read. The cells are kept while the body's budget of
+/// [`MAX_CELLS`]` + 1` lasts, and past it only counted: a body far over the cell limit is
+/// refused having cost little more than its own size, not a value per cell.
+#[derive(Debug, Default)]
+pub struct Rows {
+    kept: Vec<Vec<InCell>>,
+    /// Rows read, kept or not.
+    count: usize,
+    /// Whether values were read past the budget (and not kept).
+    over_budget: bool,
+}
+
+/// A cell's value as read: what [`cell`] needs of it, without a list's or object's content.
+#[derive(Debug)]
+enum InCell {
+    Null,
+    Bool(bool),
+    Number(serde_json::Number),
+    Text(String),
+    List,
+    Object,
+}
+
+impl InCell {
+    fn into_value(self) -> Value {
+        match self {
+            InCell::Null => Value::Null,
+            InCell::Bool(b) => Value::Bool(b),
+            InCell::Number(n) => Value::Number(n),
+            InCell::Text(t) => Value::String(t),
+            InCell::List => Value::Array(Vec::new()),
+            InCell::Object => Value::Object(serde_json::Map::new()),
+        }
+    }
+}
+
+thread_local! {
+    /// Cells the body being read may still keep ([`sheets_within_budget`] sets it).
+    static CELLS_LEFT: std::cell::Cell<u64> = const { std::cell::Cell::new(u64::MAX) };
+}
+
+/// The sheets, their rows read within one budget of cells for the whole body.
+fn sheets_within_budget<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<SheetSpec>, D::Error> {
+    CELLS_LEFT.set(MAX_CELLS + 1);
+    let sheets = Vec::<SheetSpec>::deserialize(deserializer);
+    CELLS_LEFT.set(u64::MAX);
+    sheets
+}
+
+impl<'de> Deserialize<'de> for Rows {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Rows, D::Error> {
+        deserializer.deserialize_seq(RowsVisitor)
+    }
+}
+
+struct RowsVisitor;
+
+impl<'de> serde::de::Visitor<'de> for RowsVisitor {
+    type Value = Rows;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of rows, each a list of values")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Rows, A::Error> {
+        let mut rows = Rows::default();
+        loop {
+            if CELLS_LEFT.get() == 0 {
+                match seq.next_element::<serde::de::IgnoredAny>()? {
+                    Some(_) => {
+                        rows.count += 1;
+                        rows.over_budget = true;
+                    }
+                    None => break,
+                }
+                continue;
+            }
+            match seq.next_element::<Row>()? {
+                Some(row) => {
+                    rows.over_budget |= row.over_budget;
+                    rows.kept.push(row.cells);
+                    rows.count += 1;
+                }
+                None => break,
+            }
+        }
+        Ok(rows)
+    }
+}
+
+/// One row as read: its cells while the budget lasts.
+struct Row {
+    cells: Vec<InCell>,
+    over_budget: bool,
+}
+
+impl<'de> Deserialize<'de> for Row {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Row, D::Error> {
+        deserializer.deserialize_seq(RowVisitor)
+    }
+}
+
+struct RowVisitor;
+
+impl<'de> serde::de::Visitor<'de> for RowVisitor {
+    type Value = Row;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a row: a list of values, one per column")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Row, A::Error> {
+        let mut row = Row { cells: Vec::new(), over_budget: false };
+        loop {
+            let left = CELLS_LEFT.get();
+            if left == 0 {
+                match seq.next_element::<serde::de::IgnoredAny>()? {
+                    Some(_) => row.over_budget = true,
+                    None => break,
+                }
+                continue;
+            }
+            match seq.next_element::<InCell>()? {
+                Some(cell) => {
+                    CELLS_LEFT.set(left - 1);
+                    row.cells.push(cell);
+                }
+                None => break,
+            }
+        }
+        Ok(row)
+    }
+}
+
+impl<'de> Deserialize<'de> for InCell {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<InCell, D::Error> {
+        deserializer.deserialize_any(InCellVisitor)
+    }
+}
+
+struct InCellVisitor;
+
+impl<'de> serde::de::Visitor<'de> for InCellVisitor {
+    type Value = InCell;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a cell's value")
+    }
+
+    fn visit_unit<E>(self) -> Result<InCell, E> {
+        Ok(InCell::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<InCell, E> {
+        Ok(InCell::Null)
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<InCell, E> {
+        Ok(InCell::Bool(b))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<InCell, E> {
+        Ok(InCell::Number(n.into()))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<InCell, E> {
+        Ok(InCell::Number(n.into()))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<InCell, E> {
+        serde_json::Number::from_f64(n).map(InCell::Number).ok_or_else(|| E::custom("a number JSON cannot hold"))
+    }
+
+    fn visit_str<E>(self, text: &str) -> Result<InCell, E> {
+        Ok(InCell::Text(text.to_string()))
+    }
+
+    fn visit_string<E>(self, text: String) -> Result<InCell, E> {
+        Ok(InCell::Text(text))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<InCell, A::Error> {
+        // Not a cell's value: its content is skipped, only its kind is said.
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(InCell::List)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<InCell, A::Error> {
+        while map.next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?.is_some() {}
+        Ok(InCell::Object)
+    }
 }
 
 /// One column.
@@ -154,6 +349,10 @@ impl Route for XlsxBuildRoute {
     type Prepared = XlsxBuild;
     type Output = NoJson;
 
+    // The rows keep at most the cell limit and only count the rest (`Rows`): the
+    // reading bounds itself, and a body over the limit is told which sheet is at fault.
+    const MAX_BODY_VALUES: u64 = u64::MAX;
+
     const INFO: RouteInfo = RouteInfo {
         path: "/v1/docs/xlsx-build",
         operation: "build_xlsx",
@@ -218,19 +417,19 @@ fn check(input: XlsxBuildInput) -> Result<XlsxBuild, EngineError> {
                 format!("{at}/columns: give 1 to {MAX_COLUMNS} columns"),
             ));
         }
-        if spec.rows.len() > MAX_ROWS {
+        if spec.rows.over_budget {
+            // Values past the budget were read and not kept: the workbook is over the limit.
+            return Err(too_many_cells(&at));
+        }
+        if spec.rows.count > MAX_ROWS {
             return Err(EngineError::invalid(
                 format!("{at}/rows"),
                 format!("{at}/rows: a sheet holds at most {MAX_ROWS} rows below its header"),
             ));
         }
-        cells += (spec.rows.len() as u64 + 1) * spec.columns.len() as u64;
+        cells += (spec.rows.count as u64 + 1) * spec.columns.len() as u64;
         if cells > MAX_CELLS {
-            return Err(EngineError::too_large(
-                "too_many_cells",
-                Some(format!("{at}/rows")),
-                format!("{at}/rows: the workbook would hold more than {MAX_CELLS} cells; split it across calls"),
-            ));
+            return Err(too_many_cells(&at));
         }
         let mut columns = Vec::with_capacity(spec.columns.len());
         let mut kinds = Vec::with_capacity(spec.columns.len());
@@ -270,8 +469,8 @@ fn check(input: XlsxBuildInput) -> Result<XlsxBuild, EngineError> {
             columns.push(Column { name: column.name.clone(), format, width: column.width });
             kinds.push(column.kind);
         }
-        let mut rows = Vec::with_capacity(spec.rows.len());
-        for (r, row) in spec.rows.into_iter().enumerate() {
+        let mut rows = Vec::with_capacity(spec.rows.kept.len());
+        for (r, row) in spec.rows.kept.into_iter().enumerate() {
             let at = format!("{at}/rows/{r}");
             if row.len() != kinds.len() {
                 return Err(EngineError::invalid_with(
@@ -288,7 +487,7 @@ fn check(input: XlsxBuildInput) -> Result<XlsxBuild, EngineError> {
                 .into_iter()
                 .zip(&kinds)
                 .enumerate()
-                .map(|(c, (value, kind))| cell(value, *kind, &format!("{at}/{c}")))
+                .map(|(c, (value, kind))| cell(value.into_value(), *kind, &format!("{at}/{c}")))
                 .collect::<Result<Vec<_>, _>>()?;
             rows.push(cells);
         }
@@ -301,6 +500,15 @@ fn check(input: XlsxBuildInput) -> Result<XlsxBuild, EngineError> {
         });
     }
     Ok(XlsxBuild { sheets, filename, output: input.output })
+}
+
+/// The sheet at `at` takes the workbook past [`MAX_CELLS`].
+fn too_many_cells(at: &str) -> EngineError {
+    EngineError::too_large(
+        "too_many_cells",
+        Some(format!("{at}/rows")),
+        format!("{at}/rows: the workbook would hold more than {MAX_CELLS} cells; split it across calls"),
+    )
 }
 
 /// Excel's rules for sheet names.
@@ -561,6 +769,48 @@ mod tests {
 
     fn build(body: Value) -> Result<XlsxBuild, EngineError> {
         check(serde_json::from_value(body).unwrap())
+    }
+
+    /// A body of `sheets` sheets, each `rows` rows of `columns` numbers.
+    fn numbers(sheets: usize, rows: usize, columns: usize) -> Vec<u8> {
+        let row = format!("[{}]", vec!["1"; columns].join(","));
+        let rows = vec![row.as_str(); rows].join(",");
+        let columns = vec![r#"{"name": "n", "type": "number"}"#; columns].join(",");
+        let sheet = |i: usize| format!(r#"{{"name": "s{i}", "columns": [{columns}], "rows": [{rows}]}}"#);
+        format!(r#"{{"sheets": [{}]}}"#, (0..sheets).map(sheet).collect::<Vec<_>>().join(",")).into_bytes()
+    }
+
+    #[test]
+    fn rows_past_the_cell_limit_are_counted_not_kept() {
+        // 3 million cells in one sheet: read, a little over the limit kept, the sheet named.
+        let body = numbers(1, 1_000_000, 3);
+        let input: XlsxBuildInput = crate::catalog::parse_body(&body).unwrap();
+        let rows = &input.sheets[0].rows;
+        assert_eq!(rows.count, 1_000_000);
+        assert!(rows.over_budget);
+        assert_eq!(rows.kept.iter().map(Vec::len).sum::<usize>() as u64, MAX_CELLS + 1);
+        let refused = check(input).map(|_| ()).unwrap_err();
+        assert_eq!((refused.code.as_ref(), refused.field.as_deref()), ("too_many_cells", Some("/sheets/0/rows")));
+
+        // The budget is the body's, across its sheets: the second sheet is the one past it.
+        let input: XlsxBuildInput = crate::catalog::parse_body(&numbers(2, 600_000, 2)).unwrap();
+        assert!(!input.sheets[0].rows.over_budget && input.sheets[1].rows.over_budget);
+        let refused = check(input).map(|_| ()).unwrap_err();
+        assert_eq!(refused.field.as_deref(), Some("/sheets/1/rows"));
+
+        // And it starts afresh for the next body.
+        let input: XlsxBuildInput = crate::catalog::parse_body(&numbers(1, 10, 1)).unwrap();
+        assert!(check(input).is_ok());
+    }
+
+    #[test]
+    fn a_list_or_object_in_a_cell_is_named_without_its_content() {
+        let body = json!({"sheets": [{"name": "s", "columns": [{"name": "n", "type": "number"}],
+            "rows": [[[1, 2, 3]], [{"a": 1}]]}]});
+        let input: XlsxBuildInput = crate::catalog::parse_body(body.to_string().as_bytes()).unwrap();
+        let refused = check(input).map(|_| ()).unwrap_err();
+        assert_eq!(refused.field.as_deref(), Some("/sheets/0/rows/0/0"));
+        assert!(refused.message.ends_with("not a list"), "{}", refused.message);
     }
 
     #[test]
