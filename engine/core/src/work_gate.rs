@@ -8,8 +8,10 @@
 //! knows the route admits it before it reads the request body, so a refused call costs
 //! neither its upload nor its parsing; the engine admits the calls that come without a
 //! ticket before it parses them. An admitted call then waits for its [`Turn`] to run. The
-//! bound holds from admission to the end of the run: at most `workers + queue` heavy calls
-//! hold their input at once.
+//! bound holds from admission to the end of the run's last work: the catalog keeps the
+//! ticket and the turn with the call ([`crate::cancel::hold`]) until every thread working
+//! for it has returned, also after a time-out or a cancel has answered the caller. At most
+//! `workers + queue` heavy calls hold their input, and at most `workers` work, at once.
 //!
 //! The gate is the context's (shared by its clones, so by every front door of one server).
 //! A call waits in arrival order; a call whose caller stops waiting (a timeout, a closed
