@@ -289,3 +289,99 @@ async fn a_body_far_over_the_limits_is_refused_while_it_is_read() {
     assert!(text.contains("too_many_cells") && text.contains("/sheets/0/rows"), "{text}");
     assert!(grew < 256 << 20, "the server's peak memory grew {} MiB", grew >> 20);
 }
+
+/// The processes below `root` (its children, theirs, and so on) with their names.
+fn descendants(root: u32) -> Vec<(u32, String)> {
+    let mut parent_of = std::collections::HashMap::new();
+    let mut name_of = std::collections::HashMap::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
+        let ppid = stat[close + 2..].split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok()).unwrap_or(0);
+        parent_of.insert(pid, ppid);
+        name_of.insert(pid, stat[open + 1..close].to_string());
+    }
+    let below = |mut pid: u32| {
+        while let Some(&parent) = parent_of.get(&pid) {
+            if parent == root {
+                return true;
+            }
+            pid = parent;
+        }
+        false
+    };
+    name_of.iter().filter(|(pid, _)| below(**pid)).map(|(pid, name)| (*pid, name.clone())).collect()
+}
+
+/// CPU seconds the process tree below and including `root` uses in the second after now,
+/// counting the processes alive at both ends.
+async fn tree_cpu_in_the_next_second(root: u32) -> f64 {
+    let sample = || {
+        let mut pids: Vec<u32> = descendants(root).into_iter().map(|(pid, _)| pid).collect();
+        pids.push(root);
+        pids.into_iter()
+            .filter_map(|pid| std::fs::metadata(format!("/proc/{pid}")).ok().map(|_| (pid, cpu_ticks(pid))))
+            .collect::<std::collections::HashMap<_, _>>()
+    };
+    let first = sample();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let second = sample();
+    let ticks: u64 = second.iter().filter_map(|(pid, t)| first.get(pid).map(|f| t.saturating_sub(*f))).sum();
+    ticks as f64 / TICKS_PER_SECOND
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversion_stopped_by_its_time_out_kills_libreoffice() {
+    let data = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_paperchain"));
+    crate::common::unconfigured(&mut command, data.path());
+    let mut child = command
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("PAPERCHAIN_REQUEST_TIMEOUT", "5")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::common::wait_until_listening(&mut child, port);
+    let server = Server { child, base: format!("http://127.0.0.1:{port}") };
+    let http = reqwest::Client::new();
+
+    // A workbook of 200,000 numbers: far more than LibreOffice prints in 5 s.
+    let columns: Vec<Value> = (0..40).map(|i| json!({"name": format!("c{i}"), "type": "number"})).collect();
+    let rows: Vec<Value> = (0..5_000).map(|r| json!((0..40).map(|c| r * 40 + c).collect::<Vec<_>>())).collect();
+    let workbook = json!({"sheets": [{"name": "numbers", "columns": columns, "rows": rows}], "output": "base64"});
+    let built: Value = http
+        .post(format!("{}/v1/docs/xlsx-build", server.base))
+        .json(&workbook)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let xlsx = built["data"].as_str().unwrap_or_else(|| panic!("a workbook: {}", built["error"])).to_string();
+
+    let answer = http
+        .post(format!("{}/v1/docs/to-pdf", server.base))
+        .json(&json!({"file": {"data": xlsx, "filename": "numbers.xlsx"}}))
+        .send()
+        .await
+        .unwrap();
+    let status = answer.status().as_u16();
+    let text = answer.text().await.unwrap();
+    assert_eq!(status, 504, "{text}");
+    let office_after =
+        descendants(server.child.id()).into_iter().filter(|(_, name)| name.starts_with("soffice")).count();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let office = descendants(server.child.id());
+    assert!(
+        office.iter().all(|(_, name)| !name.starts_with("soffice")),
+        "2 s after the time-out LibreOffice still runs ({office_after} right after): {office:?}"
+    );
+    let cpu = tree_cpu_in_the_next_second(server.child.id()).await;
+    eprintln!("office time-out: {cpu:.2} CPU s in the second 2 s after, for the server and its children");
+    assert!(cpu < 0.15, "2 s after the time-out the server or a child still works: {cpu:.2} CPU s");
+}
