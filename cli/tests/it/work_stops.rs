@@ -277,7 +277,7 @@ async fn a_body_far_over_the_limits_is_refused_while_it_is_read() {
     // cells past the limit are counted, not kept, and the sheet at fault is named.
     let row = "[1,2,3,4,5,6,7,8,9,0]";
     let rows = (60 << 20) / (row.len() + 1);
-    let columns = vec![r#"{"name": "n", "type": "number"}"#; 10].join(",");
+    let columns = [r#"{"name": "n", "type": "number"}"#; 10].join(",");
     let rows = vec![row; rows].join(",");
     let body = format!(r#"{{"sheets": [{{"name": "big", "columns": [{columns}], "rows": [{rows}]}}]}}"#);
     let (status, text, grew) = peak_growth(&server, "/v1/docs/xlsx-build", body).await;
