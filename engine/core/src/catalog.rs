@@ -522,11 +522,7 @@ pub const MAX_BODY_VALUES: u64 = 1_000_000;
 /// body costs no more than its own bytes. A body that is not JSON passes here and is
 /// refused by the parser, which says where.
 pub fn check_value_count(body: &[u8], max: u64) -> Result<(), EngineError> {
-    let mut left = max;
-    let mut over = false;
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let _ = serde::de::DeserializeSeed::deserialize(ValueCounter { left: &mut left, over: &mut over }, &mut de);
-    if over {
+    if BodyShape::of(body, max).over {
         return Err(EngineError::too_large(
             "too_many_values",
             None,
@@ -539,10 +535,30 @@ pub fn check_value_count(body: &[u8], max: u64) -> Result<(), EngineError> {
     Ok(())
 }
 
-/// Counts the values it reads against `left`, keeping none; sets `over` and stops past it.
+/// What one pass over a body that keeps nothing finds.
+#[derive(Default)]
+struct BodyShape {
+    /// More values than the most counted.
+    over: bool,
+    /// A whole number written with a fraction (`326.0`), before the count stopped.
+    whole_fraction: bool,
+}
+
+impl BodyShape {
+    /// The shape of `body`, counting at most `max` values.
+    fn of(body: &[u8], max: u64) -> BodyShape {
+        let mut left = max;
+        let mut shape = BodyShape::default();
+        let mut de = serde_json::Deserializer::from_slice(body);
+        let _ = serde::de::DeserializeSeed::deserialize(ValueCounter { left: &mut left, shape: &mut shape }, &mut de);
+        shape
+    }
+}
+
+/// Counts the values it reads against `left`, keeping none; notes `over` and stops past it.
 struct ValueCounter<'a> {
     left: &'a mut u64,
-    over: &'a mut bool,
+    shape: &'a mut BodyShape,
 }
 
 impl ValueCounter<'_> {
@@ -553,14 +569,14 @@ impl ValueCounter<'_> {
                 Ok(())
             }
             None => {
-                *self.over = true;
+                self.shape.over = true;
                 Err(E::custom("too many values"))
             }
         }
     }
 
     fn again(&mut self) -> ValueCounter<'_> {
-        ValueCounter { left: &mut *self.left, over: &mut *self.over }
+        ValueCounter { left: &mut *self.left, shape: &mut *self.shape }
     }
 }
 
@@ -591,7 +607,8 @@ impl<'de> serde::de::Visitor<'de> for ValueCounter<'_> {
         self.take()
     }
 
-    fn visit_f64<E: serde::de::Error>(mut self, _: f64) -> Result<(), E> {
+    fn visit_f64<E: serde::de::Error>(mut self, x: f64) -> Result<(), E> {
+        self.shape.whole_fraction |= x.fract() == 0.0;
         self.take()
     }
 
@@ -635,9 +652,10 @@ fn parse_body_exact<T: DeserializeOwned>(body: &[u8]) -> Result<T, EngineError> 
 /// fraction (`326.0`), the same body with those numbers as integers.
 pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, EngineError> {
     parse_body_exact(body).or_else(|err| {
-        // Read again as JSON values only for the one failure that can mend (a fraction
-        // where a whole number goes), never for every refused body.
-        if !err.message.contains("floating point") {
+        // Read again as JSON values only when that can mend the body (it has a whole number
+        // written with a fraction) and it is small enough to hold as values.
+        let shape = BodyShape::of(body, MAX_BODY_VALUES);
+        if shape.over || !shape.whole_fraction {
             return Err(err);
         }
         let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(body) else { return Err(err) };
@@ -795,7 +813,7 @@ mod tests {
     }
 
     #[test]
-    fn only_a_fraction_where_a_whole_number_goes_is_read_again() {
+    fn a_body_is_read_again_only_when_a_whole_number_with_a_fraction_can_mend_it() {
         #[derive(Debug, Deserialize)]
         struct Whole {
             #[allow(dead_code)]
@@ -804,6 +822,10 @@ mod tests {
         assert!(parse_body::<Whole>(br#"{"n": 326.0}"#).is_ok());
         assert_eq!(parse_body::<Whole>(br#"{"n": 326.5}"#).unwrap_err().field.as_deref(), Some("/n"));
         assert_eq!(parse_body::<Whole>(br#"{"n": "326"}"#).unwrap_err().field.as_deref(), Some("/n"));
+        let shape = BodyShape::of(br#"{"a": [1, 2.5], "b": "3.0"}"#, 10);
+        assert!(!shape.over && !shape.whole_fraction, "a fraction, and text that reads like one");
+        assert!(BodyShape::of(br#"[1, 2.0]"#, 10).whole_fraction);
+        assert!(BodyShape::of(br#"[1, 2.0]"#, 2).over);
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub struct SheetSpec {
     pub columns: Vec<ColumnSpec>,
     /// The rows below the header: each a list of one value per column, null for an empty cell.
     #[serde(default)]
-    #[schemars(with = "Vec<Vec<Value>>")]
+    #[schemars(with = "Vec<Vec<Value>>", extend("default" = []))]
     pub rows: Rows,
     /// Keep the header row in view while scrolling. Default true.
     #[serde(default = "yes")]
