@@ -37,6 +37,7 @@ use std::time::Duration;
 
 use paperchain_engine_core::cancel::{self, Stop};
 use paperchain_engine_core::catalog::{Admission, RouteEntry};
+use paperchain_engine_core::context::Progress;
 use paperchain_engine_core::{Catalog, Context, EngineError, ErrorKind, Reply};
 use paperchain_wallet::client::{Approver, CallError, HostedAnswer, PayingClient, Quote};
 use paperchain_wallet::config::RouteMode;
@@ -95,6 +96,9 @@ pub struct Call {
     /// caller went away); a door gives it when its caller asks to cancel (MCP
     /// `notifications/cancelled`). The work stops, and a routed call not yet paid pays nothing.
     pub stop: Stop,
+    /// Where the call's progress goes (pages done of the total) when its caller asked for
+    /// it (an MCP `progressToken`); the path's own sink otherwise.
+    pub progress: Option<Arc<dyn Progress>>,
 }
 
 impl Call {
@@ -115,6 +119,7 @@ impl Call {
             admission: Admission::default(),
             hold: None,
             stop: Stop::new(),
+            progress: None,
         }
     }
 }
@@ -245,8 +250,14 @@ impl CallPath {
             admission,
             hold,
             stop,
+            progress,
         } = call;
         let _hold = hold;
+        let ctx = match progress {
+            Some(progress) => self.ctx.clone().with_progress(progress),
+            None => self.ctx.clone(),
+        };
+        let ctx = &ctx;
         let Some(route) = self.catalog.by_path(path) else {
             return Outcome::Refused(Failure::Engine(EngineError::new(
                 ErrorKind::NotFound,
@@ -266,7 +277,7 @@ impl CallPath {
             Gate::Paywall(paywall) => {
                 let call = PaidCall { route, body: &body, payment, free, client: client_ip, over_http, admission };
                 // The paywall runs the operation as this call: its caller going away stops it, unsettled.
-                Outcome::Paywall(cancel::within(stop, paywall.handle(call, &self.ctx)).await)
+                Outcome::Paywall(cancel::within(stop, paywall.handle(call, ctx)).await)
             }
             Gate::Local { client, timeout } => {
                 let body = match body {
@@ -275,7 +286,7 @@ impl CallPath {
                     Body::TooLarge(limit) => return Outcome::Refused(Failure::TooLarge(limit)),
                 };
                 let folders = client.as_ref().map(|c| c.config().folders.clone()).unwrap_or_default();
-                let max = self.ctx.limits.max_file_bytes;
+                let max = ctx.limits.max_file_bytes;
                 let body = match local_files::inline_paths(route, body, &folders, max).await {
                     Ok(body) => body,
                     Err(error) => return Outcome::Local(Err(error), None),
@@ -288,7 +299,7 @@ impl CallPath {
                     None => None,
                 };
                 let call = routed::LocalCall { route, body, caller, mode, quote_only, admission, approver, stop };
-                let outcome = routed::run(client.as_ref(), &self.ctx, call, *timeout).await;
+                let outcome = routed::run(client.as_ref(), ctx, call, *timeout).await;
                 match target {
                     Some(target) => local_files::save_outcome(outcome, target).await,
                     None => outcome,

@@ -21,6 +21,7 @@ pub mod approval;
 pub mod compact;
 pub mod http;
 pub mod kept;
+pub mod progress;
 pub mod relay;
 pub mod results;
 pub mod server;

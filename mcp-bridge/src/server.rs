@@ -12,6 +12,7 @@ use paperchain_calls::paywall::{Answer, Failure, FreeAsk, Payment};
 use paperchain_calls::{Call, CallPath, Outcome};
 use paperchain_engine::cancel::Stop;
 use paperchain_engine::catalog::RouteEntry;
+use paperchain_engine::context::Progress;
 use paperchain_engine::{Context, EngineError, Family};
 use paperchain_gateway::error::ApiError;
 use paperchain_gateway::paid::client_ip_of;
@@ -88,6 +89,8 @@ pub struct Requester {
     /// The call's stop signal: given when the client sends `notifications/cancelled` for
     /// it, or its session ends.
     pub stop: Stop,
+    /// Where the call's progress goes, when the client asked for it (a `progressToken`).
+    pub progress: Option<Arc<dyn Progress>>,
 }
 
 /// One MCP server (cheap to clone: the streamable HTTP transport makes one per session).
@@ -278,7 +281,7 @@ impl McpServer {
         requester: Requester,
         save_to: Option<SaveTo>,
     ) -> CallToolResult {
-        let Requester { payment, address: client, name: client_name, approver, stop } = requester;
+        let Requester { payment, address: client, name: client_name, approver, stop, progress } = requester;
         let operation = route.info().operation;
         let wrap = self.inner.wraps.get(operation).copied().unwrap_or(false);
         let links = self.inner.options.links.clone();
@@ -306,6 +309,7 @@ impl McpServer {
         call.save_to = save_to;
         call.approver = approver;
         call.stop = stop;
+        call.progress = progress;
         let saved = |result: CallToolResult| if saves { results::with_saved_links(result) } else { result };
         let delivery = Delivery { links: links.as_ref(), kept: self.inner.kept.as_ref() };
         match self.inner.options.calls.run(call).await {
@@ -523,7 +527,10 @@ impl ServerHandler for McpServer {
         };
         // The server cancels the request's token on `notifications/cancelled`.
         let stop = Stop::from_token(context.ct.clone());
-        let requester = Requester { payment, address: client, name: client_name, approver, stop };
+        let progress = context.meta.get_progress_token().map(|token| {
+            Arc::new(crate::progress::ToolProgress::start(context.peer.clone(), token)) as Arc<dyn Progress>
+        });
+        let requester = Requester { payment, address: client, name: client_name, approver, stop, progress };
         Ok(self.call(&request.name, arguments, requester).await.into())
     }
 }

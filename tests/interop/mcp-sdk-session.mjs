@@ -9,6 +9,8 @@
 // an answer being {"result": …} or {"error": {"code", "message"}}. A call with
 // "cancel_after_ms" is aborted after that long, as a user stopping an agent does: the SDK
 // sends notifications/cancelled for it; its answer then also has "cancelled_at" (epoch ms).
+// A call with "progress": true asks for progress; its answer then also has "progress", the
+// notifications/progress received, in order.
 //
 // With "elicitation": "approve" or "deny" in the plan the client takes URL-mode elicitation,
 // as an agent's app that shows the user a page does: for each request it opens the page
@@ -123,7 +125,13 @@ for (const step of plan.steps ?? []) {
       }
       continue;
     }
-    if (step.call) {
+    if (step.call && step.progress) {
+      // The SDK sends a progressToken and hands each notifications/progress to onprogress.
+      const progress = [];
+      const call = { name: step.call, arguments: step.arguments ?? {} };
+      const options = { onprogress: (p) => progress.push(p), timeout: 600000 };
+      answers.push({ result: await client.callTool(call, undefined, options), progress });
+    } else if (step.call) {
       answers.push({ result: await client.callTool({ name: step.call, arguments: step.arguments ?? {} }) });
     } else if (step.sleep_ms !== undefined) {
       await new Promise((done) => setTimeout(done, step.sleep_ms));
