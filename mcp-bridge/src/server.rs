@@ -507,15 +507,22 @@ impl ServerHandler for McpServer {
             (Some(paywall), Some(parts)) => client_ip_of(&parts.headers, &parts.extensions, paywall.client_ip_header()),
             _ => None,
         };
-        // The MCP client's own name (from `initialize`), else the HTTP caller's user agent.
-        let client_name = context.peer.peer_info().map(|info| info.client_info.name.clone()).or_else(|| {
-            context
-                .extensions
-                .get::<http::request::Parts>()
-                .and_then(|parts| parts.headers.get(http::header::USER_AGENT))
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        });
+        // The name the request itself carries (the 2026-07-28 revision has no handshake, and
+        // its session's own info is then a placeholder), else the one from `initialize`, else
+        // the HTTP caller's user agent.
+        let client_name = context
+            .meta
+            .client_info()
+            .map(|info| info.name)
+            .or_else(|| context.peer.peer_info().map(|info| info.client_info.name.clone()))
+            .or_else(|| {
+                context
+                    .extensions
+                    .get::<http::request::Parts>()
+                    .and_then(|parts| parts.headers.get(http::header::USER_AGENT))
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string)
+            });
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         // Local mode over HTTP: a client that can open a page for the user approves there.
         let approver = match (&self.inner.options.approvals, &self.inner.options.links) {

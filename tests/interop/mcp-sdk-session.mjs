@@ -71,7 +71,8 @@ if (plan.server?.url) {
 
 const decision = plan.elicitation;
 const capabilities = decision ? { elicitation: { url: {} } } : {};
-const client = new Client({ name: "paperchain-interop", version: "0.0.0" }, { capabilities });
+// "client_name" in the plan names the client as a desktop agent names itself in `initialize`.
+const client = new Client({ name: plan.client_name ?? "paperchain-interop", version: "0.0.0" }, { capabilities });
 const elicitations = [];
 if (decision) {
   client.setRequestHandler(ElicitRequestSchema, async (request) => {

@@ -4,6 +4,7 @@ started as a child process) or streamable HTTP, list the tools, then take the st
 
 Reads the same plan on stdin as mcp-sdk-session.mjs:
   {"server": {"url": ...} | {"command": ..., "args": [...], "env": {...}},
+   "client_name": "..." (optional, the name the client gives itself),
    "steps": [{"call": "tool", "arguments": {...}} | {"read": "file:///..."}]}
 and prints one JSON line: {"sdk": "x.y.z", "tools": [names], "steps": [answer per step]}, an
 answer being {"result": ...} or {"error": {"code", "message"}}.
@@ -46,8 +47,14 @@ async def session(plan):
     else:
         fail(2, "the plan's server is neither {url} nor {command}")
 
+    options = {}
+    if plan.get("client_name"):
+        # Named as a desktop agent names itself (in `initialize`, or in each request's metadata).
+        from mcp.types import Implementation
+
+        options["client_info"] = Implementation(name=plan["client_name"], version="0.0.0")
     try:
-        client = Client(target)
+        client = Client(target, **options)
         await client.__aenter__()
         names = [tool.name for tool in (await client.list_tools()).tools]
     except Exception as error:  # noqa: BLE001 - any failure to connect is reported the same way

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod agent_budgets;
 mod app_ui;
 mod approval_in_conversation;
 mod call_files;

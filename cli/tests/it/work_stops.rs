@@ -397,7 +397,7 @@ async fn an_mcp_client_that_asks_for_progress_gets_each_page() {
     std::fs::write(files.join("page.pdf"), pdf).unwrap();
     let page = render(&files.join("page.pdf"), 1, 150);
     use base64::Engine as _;
-    let scan = base64::engine::general_purpose::STANDARD.encode(image_pdf(&vec![&page; 6], 150));
+    let scan = base64::engine::general_purpose::STANDARD.encode(image_pdf(&[&page; 6], 150));
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_paperchain"));
     crate::common::unconfigured(&mut command, data.path());
