@@ -224,6 +224,23 @@ async fn the_apps_cancel_stops_its_work() {
     assert_eq!(row["state"], "cancelled", "{row}");
 }
 
+/// `paperchain serve` for a user with no wallet whose folders are in `data`, with `env`.
+fn unconfigured_server(data: &Path, env: &[(&str, &str)]) -> Server {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_paperchain"));
+    crate::common::unconfigured(&mut command, data);
+    let mut child = command
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::common::wait_until_listening(&mut child, port);
+    Server { child, base: format!("http://127.0.0.1:{port}") }
+}
+
 /// The most memory a process has held at once (`VmHWM`), in bytes.
 fn peak_memory(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
@@ -250,18 +267,7 @@ async fn peak_growth(server: &Server, path: &str, body: String) -> (u16, String,
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_far_over_the_limits_is_refused_while_it_is_read() {
     let data = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_paperchain"));
-    crate::common::unconfigured(&mut command, data.path());
-    let mut child = command
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    crate::common::wait_until_listening(&mut child, port);
-    let server = Server { child, base: format!("http://127.0.0.1:{port}") };
+    let server = unconfigured_server(data.path(), &[]);
 
     // Any route: 60 MiB of numbers where data of any shape goes (a template's data) is
     // refused by its count of values, before it is parsed.
@@ -334,19 +340,7 @@ async fn tree_cpu_in_the_next_second(root: u32) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conversion_stopped_by_its_time_out_kills_libreoffice() {
     let data = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_paperchain"));
-    crate::common::unconfigured(&mut command, data.path());
-    let mut child = command
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .env("PAPERCHAIN_REQUEST_TIMEOUT", "5")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    crate::common::wait_until_listening(&mut child, port);
-    let server = Server { child, base: format!("http://127.0.0.1:{port}") };
+    let server = unconfigured_server(data.path(), &[("PAPERCHAIN_REQUEST_TIMEOUT", "5")]);
     let http = reqwest::Client::new();
 
     // A workbook of 1,000,000 numbers, some 20,000 pages: far more than LibreOffice prints
@@ -398,19 +392,7 @@ async fn an_mcp_client_that_asks_for_progress_gets_each_page() {
     let page = render(&files.join("page.pdf"), 1, 150);
     use base64::Engine as _;
     let scan = base64::engine::general_purpose::STANDARD.encode(image_pdf(&[&page; 6], 150));
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_paperchain"));
-    crate::common::unconfigured(&mut command, data.path());
-    let mut child = command
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .env("OMP_THREAD_LIMIT", "1")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    crate::common::wait_until_listening(&mut child, port);
-    let server = Server { child, base: format!("http://127.0.0.1:{port}") };
+    let server = unconfigured_server(data.path(), &[("OMP_THREAD_LIMIT", "1")]);
     let plan = json!({
         "server": { "url": format!("{}/mcp", server.base) },
         "steps": [{ "call": "document_operation", "progress": true,

@@ -60,17 +60,21 @@ fn caller() -> Caller {
     Caller { front_door: "http", client: Some("test-agent".into()) }
 }
 
-async fn gas(client: &PayingClient) -> Result<paperchain_wallet::client::HostedAnswer, CallError> {
-    let caller = caller();
-    let request = Outgoing {
+/// A gas price read from `caller`, stopped by `stop`.
+fn gas_request<'a>(caller: &'a Caller, stop: paperchain_engine::cancel::Stop) -> Outgoing<'a> {
+    Outgoing {
         operation: "get_gas_price",
         path: GAS,
         body: json!({"chain": "base"}).to_string().into(),
-        caller: &caller,
+        caller,
         approver: None,
-        stop: Default::default(),
-    };
-    client.call(&request).await
+        stop,
+    }
+}
+
+async fn gas(client: &PayingClient) -> Result<paperchain_wallet::client::HostedAnswer, CallError> {
+    let caller = caller();
+    client.call(&gas_request(&caller, Default::default())).await
 }
 
 /// The sandbox's quote for the gas route, in atomic units.
@@ -576,14 +580,7 @@ async fn a_call_stopped_before_its_payment_is_signed_pays_nothing() {
     let before = rig.hosted.balances().await;
     let caller = caller();
     let stop = paperchain_engine::cancel::Stop::new();
-    let request = Outgoing {
-        operation: "get_gas_price",
-        path: GAS,
-        body: json!({"chain": "base"}).to_string().into(),
-        caller: &caller,
-        approver: None,
-        stop: stop.clone(),
-    };
+    let request = gas_request(&caller, stop.clone());
     // The caller goes away while the payment waits for the user's approval.
     let stopping = tokio::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
@@ -639,14 +636,7 @@ async fn a_call_stopped_after_its_payment_is_signed_is_recorded_with_its_payment
     let (payer_before, _) = rig.hosted.balances().await;
     let caller = caller();
     let stop = paperchain_engine::cancel::Stop::new();
-    let request = Outgoing {
-        operation: "get_gas_price",
-        path: GAS,
-        body: json!({"chain": "base"}).to_string().into(),
-        caller: &caller,
-        approver: None,
-        stop: stop.clone(),
-    };
+    let request = gas_request(&caller, stop.clone());
     let stopping = tokio::spawn(async move {
         signed.notified().await;
         stop.stop(paperchain_engine::cancel::Why::Cancelled);

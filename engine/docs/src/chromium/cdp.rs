@@ -82,12 +82,7 @@ impl Connection {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, CdpError> {
-        let answered = self.send(session, method, params)?;
-        match answered.recv_timeout(timeout) {
-            Ok(answer) => answer,
-            Err(RecvTimeoutError::Timeout) => Err(CdpError::Timeout),
-            Err(RecvTimeoutError::Disconnected) => Err(CdpError::Closed),
-        }
+        self.call_with(session, method, params, timeout, false)
     }
 
     /// [`Connection::call`] for a long command (printing): it is given up as soon as the
@@ -99,14 +94,26 @@ impl Connection {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, CdpError> {
+        self.call_with(session, method, params, timeout, true)
+    }
+
+    fn call_with(
+        &self,
+        session: Option<&str>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        stoppable: bool,
+    ) -> Result<Value, CdpError> {
         let answered = self.send(session, method, params)?;
         let give_up = Instant::now() + timeout;
         loop {
-            if crate::cancel::is_stopped() {
+            if stoppable && crate::cancel::is_stopped() {
                 return Err(CdpError::Stopped);
             }
             let Some(left) = give_up.checked_duration_since(Instant::now()) else { return Err(CdpError::Timeout) };
-            match answered.recv_timeout(left.min(Duration::from_millis(100))) {
+            let slice = if stoppable { left.min(Duration::from_millis(100)) } else { left };
+            match answered.recv_timeout(slice) {
                 Ok(answer) => return answer,
                 Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => return Err(CdpError::Closed),
