@@ -4,7 +4,8 @@
 //! budget is refused at once with 503 `busy` and a Retry-After, so many large uploads at
 //! once cost a bounded amount of memory, never an out-of-memory kill.
 //!
-//! The limit is `routes::BODY_LIMIT` (64 MiB, 413 past it); the budget is
+//! The limit is `routes::BODY_LIMIT` (64 MiB, 413 past it, the rest of the body read and
+//! thrown away so that its sender sees the answer); the budget is
 //! [`DEFAULT_BUDGET`] (1 GiB) unless `PAPERCHAIN_BODY_BUDGET_MIB` says otherwise. The route
 //! API reads through [`read_body`]; the routers mounted beside it (MCP's) count their
 //! bodies against the same budget through the [`hold_body`] middleware.
@@ -131,6 +132,36 @@ pub async fn hold_body(
     }
 }
 
+/// Most bytes of a refused body read and thrown away so that its sender sees the 413.
+const DRAIN_BYTES: u64 = 1024 * 1024 * 1024;
+
+/// Longest a refused body is read and thrown away.
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A body over the limit is refused; unless its sender waits for `100 Continue` before
+/// sending it, the rest is read and thrown away first (up to [`DRAIN_BYTES`] or
+/// [`DRAIN_TIME`], nothing kept): a server that answers and closes while the client still
+/// sends makes the client see a reset instead of the 413 and its reason.
+async fn refuse_too_large(headers: &HeaderMap, mut stream: axum::body::BodyDataStream, limit: usize) -> ApiError {
+    let waits_to_send = headers
+        .get(header::EXPECT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("100-continue"));
+    if !waits_to_send {
+        let drain = async {
+            let mut read = 0u64;
+            while let Some(Ok(chunk)) = stream.next().await {
+                read += chunk.len() as u64;
+                if read > DRAIN_BYTES {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(DRAIN_TIME, drain).await;
+    }
+    too_large(limit)
+}
+
 async fn read_parts(
     headers: &HeaderMap,
     incoming: Body,
@@ -140,7 +171,7 @@ async fn read_parts(
     let declared =
         headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
-        return Err(too_large(limit));
+        return Err(refuse_too_large(headers, incoming.into_data_stream(), limit).await);
     }
     let declared = declared.unwrap_or(0) as usize;
     let mut hold = BodyHold::default();
@@ -153,7 +184,9 @@ async fn read_parts(
         })?;
         let size = body.len() + chunk.len();
         if size > limit {
-            return Err(too_large(limit));
+            // Nothing of it is kept while the rest is thrown away.
+            drop((body, hold));
+            return Err(refuse_too_large(headers, stream, limit).await);
         }
         let more = size.saturating_sub(hold.bytes());
         budget.grow(&mut hold, more)?;

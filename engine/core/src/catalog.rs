@@ -288,6 +288,7 @@ impl<R: Route> ErasedRoute for Erased<R> {
                 None => None,
             };
             check_value_count(body, R::MAX_BODY_VALUES)?;
+            check_object(body)?;
             let input: R::Input = parse_body(body)?;
             let prepared = R::prepare(input, ctx).await?;
             let price = R::quote(&prepared);
@@ -533,6 +534,21 @@ pub fn check_value_count(body: &[u8], max: u64) -> Result<(), EngineError> {
         ));
     }
     Ok(())
+}
+
+/// Refuses a body that is JSON but not an object (`[]`, `"x"`, `1`): every route's request
+/// is an object, and the parser would take a list for one, field by field. A body that is
+/// not JSON at all is left to the parser, which says where it breaks.
+pub fn check_object(body: &[u8]) -> Result<(), EngineError> {
+    match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        None | Some(b'{') => Ok(()),
+        Some(_) if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() => Err(EngineError::invalid_with(
+            "invalid_input",
+            "",
+            "the body must be a JSON object ({…}), as the route's schema says",
+        )),
+        Some(_) => Ok(()),
+    }
 }
 
 /// What one pass over a body that keeps nothing finds.
@@ -810,6 +826,17 @@ mod tests {
         assert!(check_value_count(br#"{"a": {"b": null}}"#, 2).is_err());
         // A body that is not JSON is the parser's to refuse, naming where.
         assert!(check_value_count(b"{\"a\": [1, 2", 100).is_ok());
+    }
+
+    #[test]
+    fn a_body_must_be_an_object() {
+        for body in ["[]", " [1, 2]", "\"text\"", "1", "null", "true"] {
+            let refused = check_object(body.as_bytes()).unwrap_err();
+            assert_eq!((refused.code.as_ref(), refused.field.as_deref()), ("invalid_input", Some("")), "{body}");
+        }
+        for body in ["{}", "  {\"a\": 1}", "", "[1,", "x"] {
+            assert!(check_object(body.as_bytes()).is_ok(), "{body}: an object, or for the parser to refuse");
+        }
     }
 
     #[test]

@@ -107,6 +107,56 @@ async fn content_type_and_size_rules() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "body_too_large");
 
+    // Far past the limit, declared or streamed without a length: a sender that writes its
+    // whole body before it reads (as most HTTP clients do without `Expect: 100-continue`)
+    // still reads the 413 and its reason, not a reset: the rest is read and thrown away.
+    let authority = server.base.trim_start_matches("http://").to_string();
+    for chunked in [false, true] {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let mut stream = tokio::net::TcpStream::connect(&authority).await.unwrap();
+        let length = 200 * 1024 * 1024;
+        let framing =
+            if chunked { "transfer-encoding: chunked".to_string() } else { format!("content-length: {length}") };
+        let head = format!(
+            "POST /v1/pdf/rotate HTTP/1.1\r\nhost: {authority}\r\nconnection: close\r\ncontent-type: application/json\r\n{framing}\r\n\r\n"
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let block = vec![b' '; 1024 * 1024];
+        for _ in 0..length / block.len() {
+            if chunked {
+                stream.write_all(format!("{:x}\r\n", block.len()).as_bytes()).await.unwrap();
+            }
+            stream.write_all(&block).await.unwrap_or_else(|e| panic!("chunked {chunked}: the body was cut off: {e}"));
+            if chunked {
+                stream.write_all(b"\r\n").await.unwrap();
+            }
+        }
+        if chunked {
+            stream.write_all(b"0\r\n\r\n").await.unwrap();
+        }
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(std::time::Duration::from_secs(60), stream.read_to_end(&mut answer)).await;
+        assert!(read.is_ok(), "chunked {chunked}: the connection ends after the answer");
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 413"), "chunked {chunked}: {answer}");
+        assert!(answer.contains("body_too_large"), "chunked {chunked}: {answer}");
+    }
+
+    // JSON that is not an object is refused as such, not read as a list of fields.
+    for not_an_object in ["[]", "[\"x\"]", "1"] {
+        let response = server
+            .client
+            .post(format!("{}/v1/chain/status", server.base))
+            .header("content-type", "application/json")
+            .body(not_an_object)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 422, "{not_an_object}");
+        let body: Value = response.json().await.unwrap();
+        assert!(body["error"]["message"].as_str().unwrap().contains("must be a JSON object"), "{body}");
+    }
+
     let (status, body) = {
         let response = server
             .client
