@@ -26,6 +26,7 @@ pub mod relay;
 pub mod results;
 pub mod server;
 pub mod stdio;
+pub mod tasks;
 pub mod tools;
 
 pub use results::Links;

@@ -109,6 +109,8 @@ struct Inner {
     wraps: HashMap<&'static str, bool>,
     /// A local server's large results, kept for `resources/read`.
     kept: Option<Kept>,
+    /// A local server's heavy calls run as tasks ([`crate::tasks`]), shared by its sessions.
+    tasks: rmcp::task_manager::TaskManager,
 }
 
 impl McpServer {
@@ -140,7 +142,8 @@ impl McpServer {
             .map(|r| (r.info().operation, tools::wraps_json(r, ctx)))
             .collect();
         let kept = local.then(Kept::default);
-        McpServer { inner: Arc::new(Inner { options, tools, per_route, wraps, kept }) }
+        let tasks = rmcp::task_manager::TaskManager::new();
+        McpServer { inner: Arc::new(Inner { options, tools, per_route, wraps, kept, tasks }) }
     }
 
     /// The tools this server lists.
@@ -186,6 +189,16 @@ impl McpServer {
             _ => None,
         };
         self.run(route, tool, "", arguments, requester, save_to).await
+    }
+
+    /// Whether a call of tool `name` with `arguments` is heavy work (its route's
+    /// [`RouteEntry::heavy`]): such a call runs as a task for a client that takes them.
+    fn heavy_call(&self, name: &str, arguments: &Value) -> bool {
+        let route = match self.inner.options.surface {
+            Surface::Compact => arguments.get("operation").and_then(Value::as_str).and_then(|op| self.route(op)),
+            Surface::Full => self.route(name),
+        };
+        route.is_some_and(RouteEntry::heavy)
     }
 
     /// Whether this is a local server (no paywall): files on this machine may be used.
@@ -428,7 +441,8 @@ impl ServerHandler for McpServer {
         }
         let capabilities = match self.local() {
             // Kept and saved results are resource links, read with resources/read.
-            true => ServerCapabilities::builder().enable_tools().enable_resources().build(),
+            // Heavy operations run as tasks for clients that take them.
+            true => ServerCapabilities::builder().enable_tools().enable_resources().enable_tasks().build(),
             false => ServerCapabilities::builder().enable_tools().build(),
         };
         ServerConfig::new(capabilities)
@@ -442,6 +456,22 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.inner.tasks.get_task(&request.task_id).map(rmcp::model::GetTaskResult::new)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.inner.tasks.cancel_task(&request.task_id)
     }
 
     async fn read_resource(
@@ -538,6 +568,19 @@ impl ServerHandler for McpServer {
             Arc::new(crate::progress::ToolProgress::start(context.peer.clone(), token)) as Arc<dyn Progress>
         });
         let requester = Requester { payment, address: client, name: client_name, approver, stop, progress };
+        let takes_tasks = context.client_capabilities().is_some_and(|c| c.supports_tasks());
+        if takes_tasks && self.local() && self.heavy_call(&request.name, &arguments) {
+            let (server, name) = (self.clone(), request.name.to_string());
+            let own_progress = requester.progress.clone();
+            let call: crate::tasks::TaskCall = Box::new(move |stop, progress| {
+                Box::pin(async move {
+                    let requester = Requester { stop, progress: Some(progress), ..requester };
+                    server.call(&name, arguments, requester).await
+                })
+            });
+            let task = crate::tasks::start(&self.inner.tasks, own_progress, call);
+            return Ok(rmcp::model::CallToolResponse::Task(rmcp::model::CreateTaskResult::new(task)));
+        }
         Ok(self.call(&request.name, arguments, requester).await.into())
     }
 }

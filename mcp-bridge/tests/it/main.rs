@@ -6,5 +6,6 @@ mod common;
 mod mcp_compact;
 mod mcp_hosted;
 mod mcp_http;
+mod mcp_tasks;
 mod mcp_ts_sdk;
 mod tools_snapshot;
