@@ -138,10 +138,14 @@ const DRAIN_BYTES: u64 = 1024 * 1024 * 1024;
 /// Longest a refused body is read and thrown away.
 const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// Longest a refused body's sender may pause while the rest is thrown away.
+const DRAIN_IDLE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A body over the limit is refused; unless its sender waits for `100 Continue` before
 /// sending it, the rest is read and thrown away first (up to [`DRAIN_BYTES`] or
-/// [`DRAIN_TIME`], nothing kept): a server that answers and closes while the client still
-/// sends makes the client see a reset instead of the 413 and its reason.
+/// [`DRAIN_TIME`], and while it keeps coming, nothing kept): a server that answers and
+/// closes while the client still sends makes the client see a reset instead of the 413
+/// and its reason.
 async fn refuse_too_large(headers: &HeaderMap, mut stream: axum::body::BodyDataStream, limit: usize) -> ApiError {
     let waits_to_send = headers
         .get(header::EXPECT)
@@ -150,7 +154,8 @@ async fn refuse_too_large(headers: &HeaderMap, mut stream: axum::body::BodyDataS
     if !waits_to_send {
         let drain = async {
             let mut read = 0u64;
-            while let Some(Ok(chunk)) = stream.next().await {
+            // A sender that stops sending is answered after a short wait, not kept waiting.
+            while let Ok(Some(Ok(chunk))) = tokio::time::timeout(DRAIN_IDLE, stream.next()).await {
                 read += chunk.len() as u64;
                 if read > DRAIN_BYTES {
                     break;
