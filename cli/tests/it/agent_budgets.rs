@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use alloy::primitives::U256;
-use paperchain_testkit::node::{NodeRun, interop_script, last_json_line_of};
+use paperchain_testkit::node::{interop_script, last_json_line_of};
 use paperchain_testkit::sandbox::{self, Setup};
 use paperchain_testkit::tools::{require_node_packages, tools_dir};
 use serde_json::{Value, json};
@@ -24,17 +24,8 @@ fn balance_call() -> Value {
 
 /// One session of the SDK client named `AGENT` at `server` taking `calls` balance reads.
 async fn agent_session(server: Value, calls: usize) -> Value {
-    let plan = json!({ "server": server, "client_name": AGENT, "steps": vec![balance_call(); calls] }).to_string();
-    NodeRun {
-        script: interop_script("mcp-sdk-session.mjs"),
-        args: Vec::new(),
-        stdin: Some(plan.as_bytes()),
-        env: Vec::new(),
-        timeout: Duration::from_secs(120),
-        label: "an agent's session",
-    }
-    .last_json_line(&tools_dir())
-    .await
+    let plan = json!({ "server": server, "client_name": AGENT, "steps": vec![balance_call(); calls] });
+    crate::common::ts_sdk_session(&plan, Duration::from_secs(120), "an agent's session").await
 }
 
 fn refused_for_the_budget(step: &Value) -> bool {

@@ -7,7 +7,6 @@
 use std::time::Duration;
 
 use alloy::primitives::U256;
-use paperchain_testkit::node::{NodeRun, interop_script};
 use paperchain_testkit::sandbox::{self, HostedServer, Setup};
 use paperchain_testkit::tools::{require_node_packages, tools_dir};
 use serde_json::{Value, json};
@@ -39,17 +38,7 @@ async fn session_with(server: Value, elicitation: Option<&str>) -> Value {
     if let Some(decision) = elicitation {
         plan["elicitation"] = json!(decision);
     }
-    let plan = plan.to_string();
-    NodeRun {
-        script: interop_script("mcp-sdk-session.mjs"),
-        args: Vec::new(),
-        stdin: Some(plan.as_bytes()),
-        env: Vec::new(),
-        timeout: Duration::from_secs(120),
-        label: elicitation.unwrap_or("no elicitation"),
-    }
-    .last_json_line(&tools_dir())
-    .await
+    crate::common::ts_sdk_session(&plan, Duration::from_secs(120), elicitation.unwrap_or("no elicitation")).await
 }
 
 fn last_row(home: &Home) -> Value {

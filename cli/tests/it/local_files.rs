@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use paperchain_testkit::node::{NodeRun, interop_script, last_json_line_of};
+use paperchain_testkit::node::{interop_script, last_json_line_of};
 use paperchain_testkit::pdf::qpdf_pages_of;
 use paperchain_testkit::tools::{require_node_packages, tools_dir};
 use serde_json::{Value, json};
@@ -188,18 +188,9 @@ fn check(machine: &Machine, tag: &str, line: &Value) {
 }
 
 /// The plan through the TypeScript SDK client.
-async fn typescript(tools: &Path, server: Value, steps: Vec<Value>, label: &str) -> Value {
-    let plan = json!({ "server": server, "steps": steps }).to_string();
-    let line = NodeRun {
-        script: interop_script("mcp-sdk-session.mjs"),
-        args: Vec::new(),
-        stdin: Some(plan.as_bytes()),
-        env: Vec::new(),
-        timeout: SESSION_TIMEOUT,
-        label,
-    }
-    .last_json_line(tools)
-    .await;
+async fn typescript(server: Value, steps: Vec<Value>, label: &str) -> Value {
+    let plan = json!({ "server": server, "steps": steps });
+    let line = crate::common::ts_sdk_session(&plan, SESSION_TIMEOUT, label).await;
     assert!(line["sdk"].as_str().is_some_and(|v| v.starts_with("1.")), "{label}: {line}");
     line
 }
@@ -221,14 +212,14 @@ async fn agents_rotate_a_pdf_by_path_over_stdio_and_http_and_cannot_leave_the_gr
     let machine = Machine::new();
     let report_before = std::fs::read(machine.granted("report.pdf")).unwrap();
 
-    let line = typescript(&tools, machine.stdio_server(), steps(&machine, "ts-stdio"), "ts-stdio").await;
+    let line = typescript(machine.stdio_server(), steps(&machine, "ts-stdio"), "ts-stdio").await;
     check(&machine, "ts-stdio", &line);
     let line = python(&tools, machine.stdio_server(), steps(&machine, "py-stdio"), "py-stdio").await;
     check(&machine, "py-stdio", &line);
 
     let server = machine.serve();
     let mcp = json!({ "url": format!("{}/mcp", server.base) });
-    let line = typescript(&tools, mcp.clone(), steps(&machine, "ts-http"), "ts-http").await;
+    let line = typescript(mcp.clone(), steps(&machine, "ts-http"), "ts-http").await;
     check(&machine, "ts-http", &line);
     let line = python(&tools, mcp, steps(&machine, "py-http"), "py-http").await;
     check(&machine, "py-http", &line);
@@ -240,7 +231,7 @@ async fn agents_rotate_a_pdf_by_path_over_stdio_and_http_and_cannot_leave_the_gr
         "file": { "path": machine.granted("report.pdf") }, "degrees": 180,
         "save_to": machine.granted("turned.pdf"),
     }});
-    let line = typescript(&tools, full, vec![per_route], "ts-per-route").await;
+    let line = typescript(full, vec![per_route], "ts-per-route").await;
     let result = &line["steps"][0]["result"];
     assert_ne!(result["isError"], true, "{line}");
     assert_eq!(result["structuredContent"]["files"][0]["uri"], url_of(&machine.granted("turned.pdf")), "{line}");

@@ -10,7 +10,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use paperchain_testkit::node::{NodeRun, interop_script};
 use paperchain_testkit::sandbox::{self, Setup};
 use paperchain_testkit::scan::{image_pdf, render, sample_page};
 use paperchain_testkit::tools::{require_node_packages, tools_dir};
@@ -173,20 +172,10 @@ async fn an_mcp_client_that_cancels_a_tool_call_stops_its_work() {
               "arguments": { "operation": "ocr_pdf", "input": ocr_body(&scan) } },
             { "sleep_ms": 4000 },
         ],
-    })
-    .to_string();
+    });
     let started = SystemTime::now();
     let started_at = Instant::now();
-    let line = NodeRun {
-        script: interop_script("mcp-sdk-session.mjs"),
-        args: Vec::new(),
-        stdin: Some(plan.as_bytes()),
-        env: Vec::new(),
-        timeout: Duration::from_secs(120),
-        label: "a cancelled tool call",
-    }
-    .last_json_line(&tools_dir())
-    .await;
+    let line = crate::common::ts_sdk_session(&plan, Duration::from_secs(120), "a cancelled tool call").await;
     let step = &line["steps"][0];
     let cancelled_ms = step["cancelled_at"].as_u64().unwrap_or_else(|| panic!("the call was cancelled: {line}"));
     let since_start = cancelled_ms - started.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
@@ -397,18 +386,8 @@ async fn an_mcp_client_that_asks_for_progress_gets_each_page() {
         "server": { "url": format!("{}/mcp", server.base) },
         "steps": [{ "call": "document_operation", "progress": true,
                     "arguments": { "operation": "ocr_pdf", "input": { "file": { "data": scan } } } }],
-    })
-    .to_string();
-    let line = NodeRun {
-        script: interop_script("mcp-sdk-session.mjs"),
-        args: Vec::new(),
-        stdin: Some(plan.as_bytes()),
-        env: Vec::new(),
-        timeout: Duration::from_secs(300),
-        label: "a tool call with progress",
-    }
-    .last_json_line(&tools_dir())
-    .await;
+    });
+    let line = crate::common::ts_sdk_session(&plan, Duration::from_secs(300), "a tool call with progress").await;
     let step = &line["steps"][0];
     assert_ne!(step["result"]["isError"], true, "{line}");
     let progress = step["progress"].as_array().unwrap_or_else(|| panic!("{line}"));

@@ -72,6 +72,18 @@ fn gas_request<'a>(caller: &'a Caller, stop: paperchain_engine::cancel::Stop) ->
     }
 }
 
+/// A Solana status read from `caller`.
+fn solana_status_request(caller: &Caller) -> Outgoing<'_> {
+    Outgoing {
+        operation: "get_solana_status",
+        path: "/v1/solana/status",
+        body: "{}".into(),
+        caller,
+        approver: None,
+        stop: Default::default(),
+    }
+}
+
 async fn gas(client: &PayingClient) -> Result<paperchain_wallet::client::HostedAnswer, CallError> {
     let caller = caller();
     client.call(&gas_request(&caller, Default::default())).await
@@ -140,14 +152,7 @@ async fn on_solana_a_lost_paid_answer_is_found_by_its_memo_and_not_paid_twice() 
     let client = solana_client(&hosted, &proxy, dir.path()).await;
     let before = solana.balance_of(&solana.payer()).await.unwrap();
     let caller = caller();
-    let request = Outgoing {
-        operation: "get_solana_status",
-        path: "/v1/solana/status",
-        body: "{}".into(),
-        caller: &caller,
-        approver: None,
-        stop: Default::default(),
-    };
+    let request = solana_status_request(&caller);
     let error = client.call(&request).await.unwrap_err();
     let CallError::PaidAnswerLost { tx, call_id, .. } = &error else { panic!("{error}") };
     let sent = sent.lock().await.clone();
@@ -180,14 +185,7 @@ async fn on_solana_a_paid_call_moves_exactly_the_quote_and_both_ledgers_agree() 
         (solana.balance_of(&solana.payer()).await.unwrap(), solana.balance_of(&solana.pay_to()).await.unwrap());
 
     let caller = caller();
-    let request = Outgoing {
-        operation: "get_solana_status",
-        path: "/v1/solana/status",
-        body: "{}".into(),
-        caller: &caller,
-        approver: None,
-        stop: Default::default(),
-    };
+    let request = solana_status_request(&caller);
     let answer = client.call(&request).await.unwrap();
     assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
     let paid = answer.paid.clone().expect("the call was paid");

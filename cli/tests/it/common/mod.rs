@@ -163,3 +163,19 @@ pub async fn app_token(base: &str) -> String {
     let token = page.split("name=\"paperchain-token\" content=\"").nth(1).and_then(|t| t.split('"').next());
     token.unwrap_or_else(|| panic!("no token in the app's page: {page}")).to_string()
 }
+
+/// One session of the official MCP TypeScript SDK client following `plan`
+/// (`tests/interop/mcp-sdk-session.mjs`): its JSON line. Panics unless it ends within `timeout`.
+pub async fn ts_sdk_session(plan: &Value, timeout: Duration, label: &str) -> Value {
+    let plan = plan.to_string();
+    paperchain_testkit::node::NodeRun {
+        script: paperchain_testkit::node::interop_script("mcp-sdk-session.mjs"),
+        args: Vec::new(),
+        stdin: Some(plan.as_bytes()),
+        env: Vec::new(),
+        timeout,
+        label,
+    }
+    .last_json_line(&paperchain_testkit::tools::tools_dir())
+    .await
+}
