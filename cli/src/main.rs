@@ -6,6 +6,11 @@
 //! `config` are the paying client's. Everything else lives in the engine and the wallet.
 
 mod call;
+
+/// Every allocation counted, and charged to the call it is made for (a call's memory budget:
+/// `paperchain_engine::memory`).
+#[global_allocator]
+static ALLOCATOR: paperchain_engine::memory::Counting = paperchain_engine::memory::Counting;
 mod call_server;
 mod money_cmd;
 mod paying;

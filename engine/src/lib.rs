@@ -21,8 +21,8 @@ pub use paperchain_docs::{
 };
 pub use paperchain_engine_core::{
     Catalog, Context, EngineError, ErrorKind, Family, FileSet, FreePool, OutFile, OutputMode, Price, Reply, RouteInfo,
-    cancel, context, data_dir, error, evm, fetch, http_client, input, output, patterns, price, rpc_http, solana,
-    user_data_dir, work_gate,
+    cancel, context, data_dir, error, evm, fetch, http_client, input, memory, output, patterns, price, rpc_http,
+    solana, user_data_dir, work_gate,
 };
 
 /// The route catalog: the core's types, and the catalog of every route Paperchain serves.

@@ -10,6 +10,11 @@
 
 mod desktop;
 
+/// Every allocation counted, and charged to the call it is made for (a call's memory budget:
+/// `paperchain_engine::memory`).
+#[global_allocator]
+static ALLOCATOR: paperchain_engine::memory::Counting = paperchain_engine::memory::Counting;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};

@@ -24,6 +24,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{EngineError, ErrorKind};
+use crate::memory::{Budget, Charged};
 
 /// Why a call was stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,6 +144,7 @@ impl Drop for StopOnDrop {
 struct Scope {
     stop: Stop,
     held: Mutex<Vec<Box<dyn Any + Send>>>,
+    budget: Arc<Budget>,
 }
 
 tokio::task_local! {
@@ -163,7 +165,9 @@ pub async fn within<F: Future>(stop: Stop, work: F) -> F::Output {
     if current().is_some() {
         return work.await;
     }
-    CALL.scope(Arc::new(Scope { stop, held: Mutex::new(Vec::new()) }), work).await
+    let budget = Arc::new(Budget::for_call());
+    let scope = Arc::new(Scope { stop, held: Mutex::new(Vec::new()), budget: Arc::clone(&budget) });
+    CALL.scope(scope, Charged::new(budget, work)).await
 }
 
 /// Runs `work` as the call `stop` signals ([`within`]) for at most `limit`: past it the
@@ -199,18 +203,23 @@ pub fn current() -> Option<Stop> {
     scope().map(|s| s.stop.clone())
 }
 
-/// Whether the call this code works for was stopped.
+/// Whether the call this code works for was stopped, or went over its memory budget.
 pub fn is_stopped() -> bool {
-    scope().is_some_and(|s| s.stop.is_stopped())
+    scope().is_some_and(|s| s.stop.is_stopped() || s.budget.check().is_err())
 }
 
-/// The call's error once the call this code works for was stopped: what long work answers
-/// between its steps.
+/// The call's error once the call this code works for was stopped or went over its memory
+/// budget ([`crate::memory`]): what long work answers between its steps.
 pub fn check() -> Result<(), EngineError> {
     match scope() {
-        Some(scope) => scope.stop.check(),
+        Some(scope) => scope.stop.check().and_then(|()| scope.budget.check()),
         None => Ok(()),
     }
+}
+
+/// The memory budget of the call this code works for.
+pub(crate) fn budget() -> Option<Arc<Budget>> {
+    scope().map(|s| Arc::clone(&s.budget))
 }
 
 /// Keeps `value` until the last work of the current call has ended (its place at the
@@ -248,7 +257,11 @@ impl Carried {
             }
         }
         let _restore = Restore(previous);
-        work()
+        let budget = WORKING_FOR.with(|w| w.borrow().as_ref().map(|s| Arc::clone(&s.budget)));
+        match budget {
+            Some(budget) => crate::memory::charging(&budget, work),
+            None => work(),
+        }
     }
 }
 

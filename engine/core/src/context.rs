@@ -31,11 +31,19 @@ pub struct Limits {
     pub max_pages: u32,
     /// Largest size any one PDF stream may decompress to while loading.
     pub max_stream_bytes: usize,
+    /// Most bytes all streams of one PDF may decode to together, checked before pdfium or
+    /// qpdf is given the file (a small file of many small bombs).
+    pub max_decoded_bytes: u64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_file_bytes: 50 * 1024 * 1024, max_pages: 5_000, max_stream_bytes: 128 * 1024 * 1024 }
+        Limits {
+            max_file_bytes: 50 * 1024 * 1024,
+            max_pages: 5_000,
+            max_stream_bytes: 128 * 1024 * 1024,
+            max_decoded_bytes: 1024 * 1024 * 1024,
+        }
     }
 }
 

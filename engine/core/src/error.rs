@@ -65,6 +65,7 @@ pub const CODES: &[(&str, &str)] = &[
     ("blocked_target", "a URL input points to an address that may not be fetched"),
     ("fetch_failed", "a URL input could not be fetched"),
     ("file_too_large", "a file is larger than the limit"),
+    ("memory_budget", "the input needs more memory than one call may use (PAPERCHAIN_CALL_MEMORY_MIB)"),
     ("too_many_values", "the body holds more JSON values (numbers, strings, lists, objects) than the route takes"),
     ("path_not_here", "a file path or a place to save to was given to a service that is not on the caller's machine"),
     ("no_folder_granted", "a file path was given, and no folder is granted to local calls (files.folders)"),

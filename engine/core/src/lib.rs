@@ -19,6 +19,7 @@ pub mod evm;
 pub mod fetch;
 pub mod http_client;
 pub mod input;
+pub mod memory;
 pub mod output;
 pub mod patterns;
 pub mod price;

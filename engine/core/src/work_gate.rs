@@ -48,7 +48,9 @@ impl GateConfig {
     /// 65536).
     pub fn from_env() -> GateConfig {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let workers = env_number("PAPERCHAIN_HEAVY_WORKERS").map_or(cores, |n| n.clamp(1, 256) as usize);
+        // Never more than fit under the memory ceiling, one call's budget each (crate::memory).
+        let by_memory = crate::memory::settings().heavy_calls();
+        let workers = env_number("PAPERCHAIN_HEAVY_WORKERS").map_or(cores, |n| n.clamp(1, 256) as usize).min(by_memory);
         let queue = env_number("PAPERCHAIN_HEAVY_QUEUE").map_or(workers * 8, |n| n.min(65_536) as usize);
         GateConfig { workers, queue }
     }
@@ -70,12 +72,15 @@ pub struct WorkGate {
 pub struct Ticket {
     running: Arc<Semaphore>,
     admitted: Arc<AtomicUsize>,
+    workers: usize,
 }
 
 /// A heavy operation's turn to run, given back when dropped.
 #[derive(Debug)]
 pub struct Turn {
-    _permit: OwnedSemaphorePermit,
+    permit: Option<OwnedSemaphorePermit>,
+    running: Arc<Semaphore>,
+    workers: usize,
 }
 
 impl WorkGate {
@@ -109,13 +114,20 @@ impl WorkGate {
         self.config.workers + self.config.queue
     }
 
-    /// A place for one heavy call, or 503 `busy` when `workers + queue` calls hold one.
+    /// A place for one heavy call, or 503 `busy` when `workers + queue` calls hold one, or
+    /// when the process holds so much memory that one more call could pass its ceiling
+    /// ([`crate::memory::admit`]).
     pub fn admit(&self) -> Result<Ticket, EngineError> {
+        crate::memory::admit()?;
         let capacity = self.capacity();
         self.admitted
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < capacity).then_some(n + 1))
             .map_err(|_| self.busy())?;
-        Ok(Ticket { running: Arc::clone(&self.running), admitted: Arc::clone(&self.admitted) })
+        Ok(Ticket {
+            running: Arc::clone(&self.running),
+            admitted: Arc::clone(&self.admitted),
+            workers: self.config.workers,
+        })
     }
 
     /// Admission and a turn in one step: at once when a worker is free, after the calls
@@ -149,7 +161,18 @@ impl Ticket {
             .acquire_owned()
             .await
             .map_err(|_| EngineError::internal("the heavy-work gate was closed"))?;
-        Ok(Turn { _permit: permit })
+        Ok(Turn { permit: Some(permit), running: Arc::clone(&self.running), workers: self.workers })
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        drop(self.permit.take());
+        // The last heavy call to end gives what its work freed back to the system, so that
+        // the process comes back to its resting size between bursts.
+        if self.running.available_permits() == self.workers {
+            crate::memory::give_back();
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 
 pub mod assemble;
 pub mod dates;
+pub mod decoded;
 pub mod dedupe;
 pub mod embedded_files;
 pub mod flate;

@@ -165,6 +165,8 @@ impl RenderSource {
         let field = field.to_string();
         blocking(move || {
             let doc = pdf::open(&input.bytes, input.password.as_deref(), &limits).map_err(|e| e.under(&field))?;
+            // pdfium inflates streams outside the call's counted memory: refused here first.
+            pdf::decoded::check(&doc, &limits).map_err(|e| e.under(&field))?;
             let page_count = doc.get_pages().len() as u32;
             let pdf = SourcePdf { doc, filename: input.filename, page_count, field };
             Ok(RenderSource { pdf, bytes: input.bytes, password: input.password })

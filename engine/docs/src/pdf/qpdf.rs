@@ -137,10 +137,12 @@ fn open_with(bytes: &[u8], password: Option<&str>, limits: &Limits, headerless: 
     Ok(Opened { pdf, page_count: pages })
 }
 
-/// libqpdf inflates object and cross-reference streams while reading, with no size
-/// limit the crate can set. lopdf reads the same structure with a per-stream cap
-/// first: a stream that would inflate past it is refused before qpdf sees the file.
-/// Other lopdf failures are left to qpdf, whose recovery reads more damaged files.
+/// libqpdf inflates object and cross-reference streams while reading, and any stream it
+/// is asked to decode, with no size limit the crate can set. lopdf reads the same
+/// structure with a per-stream cap first: a stream that would inflate past it is refused
+/// before qpdf sees the file, and so is a file whose streams decode past the limits of
+/// [`super::decoded`]. Other lopdf failures are left to qpdf, whose recovery reads more
+/// damaged files.
 fn refuse_stream_bombs(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Result<(), EngineError> {
     let options = lopdf::LoadOptions {
         password: password.map(str::to_string),
@@ -148,6 +150,7 @@ fn refuse_stream_bombs(bytes: &[u8], password: Option<&str>, limits: &Limits) ->
         ..lopdf::LoadOptions::default()
     };
     match lopdf::Document::load_mem_with_options(bytes, options) {
+        Ok(doc) => super::decoded::check(&doc, limits),
         Err(lopdf::Error::Decompress(e)) => Err(EngineError::too_large(
             "file_too_large",
             None,
