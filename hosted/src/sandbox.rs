@@ -157,6 +157,11 @@ pub struct SandboxOptions {
     pub solana: SolanaSide,
     /// USDC base units given to the Solana payer.
     pub solana_payer_funds: u64,
+    /// How often the chain's clock is looked at: anvil mines a block only for a
+    /// transaction, so an idle chain's latest block grows old, and an authorization signed
+    /// now would be "not yet valid" against it. A block is mined when the latest is older
+    /// than this.
+    pub clock_every: Duration,
 }
 
 /// Whether the sandbox has a Solana side.
@@ -204,6 +209,7 @@ impl Default for SandboxOptions {
             startup_timeout: Duration::from_secs(30),
             solana: SolanaSide::Auto,
             solana_payer_funds: DEFAULT_PAYER_FUNDS,
+            clock_every: Duration::from_secs(15),
         }
     }
 }
@@ -246,7 +252,7 @@ impl SandboxChain {
             None => find_anvil()?,
         };
         let deadline = tokio::time::Instant::now() + options.startup_timeout;
-        let (child, readers, address) = spawn_anvil(&anvil, options.port, deadline).await?;
+        let (child, mut readers, address) = spawn_anvil(&anvil, options.port, deadline).await?;
         let rpc_url = Url::parse(&format!("http://{address}"))
             .map_err(|e| SandboxError::AnvilStart { path: anvil.clone(), detail: format!("address {address}: {e}") })?;
 
@@ -256,6 +262,7 @@ impl SandboxChain {
             ProviderBuilder::new().wallet(EthereumWallet::from(minter.clone())).connect_http(rpc_url.clone());
         let provider = provider.erased();
         wait_until_answering(&provider, &anvil, deadline).await?;
+        readers.push(tokio::spawn(keep_clock(provider.clone(), options.clock_every)));
 
         let token = base_usdc().address;
         let sandbox = SandboxChain {
@@ -521,6 +528,24 @@ fn is_executable(path: &Path) -> bool {
 /// Base USDC as x402 knows it: the address and EIP-712 domain the sandbox imitates.
 fn base_usdc() -> Eip155TokenDeployment {
     USDC::base()
+}
+
+/// Keeps the chain's latest block no older than `every`: mines an empty block (stamped now)
+/// when it is older. Ends when anvil stops answering.
+async fn keep_clock(provider: DynProvider, every: Duration) {
+    let every = every.max(Duration::from_secs(1));
+    loop {
+        tokio::time::sleep(every / 2).await;
+        let Ok(Some(latest)) = provider.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await else {
+            return;
+        };
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        if now.saturating_sub(latest.header.timestamp) >= every.as_secs()
+            && provider.raw_request::<_, serde_json::Value>("evm_mine".into(), ()).await.is_err()
+        {
+            return;
+        }
+    }
 }
 
 /// Starts anvil and waits for its `Listening on <address>` line.

@@ -6,6 +6,11 @@
 //! system's programs, libraries and fonts read-only and one writable folder, the box's
 //! root, as `/box`; nothing of the user's files, the server's data or other calls' inputs.
 //!
+//! Every process in a box has a hard cap on the memory it may take for its data
+//! (`RLIMIT_DATA`, [`memory_cap`]): a document built to swell LibreOffice or a page built
+//! to swell Chromium makes that program's allocations fail, and it stops, instead of
+//! taking the machine.
+//!
 //! bwrap needs user namespaces, which Debian's kernel allows to every user. Where it is
 //! missing or refused, the routes that need it answer 503 naming the package.
 
@@ -70,8 +75,27 @@ pub fn command(root: &Path, layout: &Layout, program: &Path, args: &[&str]) -> R
     Ok(command_with(bwrap()?, root, layout, program, args))
 }
 
+/// The most memory each process in a box may take for its data: `PAPERCHAIN_WORKER_MEMORY_MIB`
+/// (1536 MiB by default; LibreOffice and Chromium take 200 to 600 MiB for common documents).
+pub fn memory_cap() -> u64 {
+    static CAP: OnceLock<u64> = OnceLock::new();
+    *CAP.get_or_init(|| crate::context::env_number("PAPERCHAIN_WORKER_MEMORY_MIB").unwrap_or(1536).max(256) << 20)
+}
+
 fn command_with(bwrap: &Path, root: &Path, layout: &Layout, program: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(bwrap);
+    let cap = memory_cap() as libc::rlim_t;
+    // SAFETY: setrlimit is async-signal-safe, and the closure touches nothing else; the limit
+    // is inherited through bwrap by every process of the box.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+            let limit = libc::rlimit { rlim_cur: cap, rlim_max: cap };
+            if libc::setrlimit(libc::RLIMIT_DATA, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     command.args(["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]);
     command.args(["--ro-bind", "/usr", "/usr"]);
     // Merged-/usr systems have these as links into /usr; older ones as folders.
@@ -180,5 +204,28 @@ mod tests {
         // Its own process tree: the shell is one of the first processes in it.
         let pid: u32 = text.lines().find_map(|l| l.strip_prefix("pid=")).unwrap().parse().unwrap();
         assert!(pid < 10, "{text}");
+    }
+
+    #[test]
+    fn a_program_in_a_box_cannot_take_more_than_the_cap() {
+        if let Err(why) = bwrap() {
+            panic!("bwrap is part of the set-up (cargo xtask setup): {why}");
+        }
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("tmp")).unwrap();
+        let take = |mib: u64| {
+            let script = format!("b = bytearray({mib} << 20); print(len(b) >> 20)");
+            let out = command(root.path(), &Layout::default(), Path::new("/usr/bin/python3"), &["-c", &script])
+                .unwrap()
+                .output()
+                .unwrap();
+            (out.status.success(), String::from_utf8_lossy(&out.stdout).trim().to_string(), out.stderr)
+        };
+        let cap = memory_cap() >> 20;
+        let (ok, printed, _) = take(cap / 4);
+        assert!(ok && printed == (cap / 4).to_string(), "a quarter of the cap is taken: {printed}");
+        let (ok, _, stderr) = take(cap * 2);
+        assert!(!ok, "twice the cap is refused");
+        assert!(String::from_utf8_lossy(&stderr).contains("MemoryError"), "{}", String::from_utf8_lossy(&stderr));
     }
 }

@@ -502,3 +502,32 @@ async fn send<P: Provider, C: alloy::sol_types::SolCall>(call: &alloy::contract:
     let receipt = call.send().await.expect("sent").get_receipt().await.expect("mined");
     assert!(receipt.status(), "the transaction succeeded");
 }
+
+/// anvil mines only for transactions: left idle, the chain's latest block would grow as
+/// old as the idle time, and a payment signed now (valid from a few seconds ago) would be
+/// "not yet valid" against it. The sandbox keeps the clock: its latest block is never
+/// older than `clock_every`, and a payment after an idle spell verifies and settles at once.
+#[tokio::test]
+async fn an_idle_sandbox_keeps_its_clock_and_takes_a_payment_at_once() {
+    let options = paperchain_hosted::sandbox::SandboxOptions {
+        clock_every: std::time::Duration::from_secs(2),
+        solana: paperchain_hosted::sandbox::SolanaSide::Off,
+        ..Default::default()
+    };
+    let sandbox = SandboxChain::start(options).await.unwrap_or_else(|e| panic!("{e}"));
+    let reader = ProviderBuilder::new().connect_http(sandbox.rpc_url().clone());
+    let first = reader.get_block_number().await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(7)).await;
+    let latest = reader.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await.unwrap().unwrap();
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    assert!(latest.header.number > first, "blocks were mined while idle");
+    assert!(now - latest.header.timestamp <= 3, "the latest block is {} s old", now - latest.header.timestamp);
+
+    let facilitator = facilitator(&sandbox).await;
+    let requirements = requirements(&sandbox, "eip155:8453");
+    let payment = client_payment(&sandbox.payer_signer(), &requirements).await;
+    let settled = facilitator.settle(&facilitator_request(&payment, &requirements)).await;
+    let settled = settled.unwrap_or_else(|e| panic!("settle after an idle spell: {e:?}"));
+    assert_eq!(settled.0["success"], json!(true), "{}", settled.0);
+    assert_eq!(balance(&sandbox, sandbox.pay_to()).await, U256::from(AMOUNT));
+}

@@ -239,6 +239,15 @@ impl OfficePool {
                 "engine_failed",
                 "LibreOffice stopped during the conversion; a new one is started, send the call again",
             ),
+            Failure::OutOfMemory => EngineError::too_large(
+                "memory_budget",
+                Some(field.to_string()),
+                format!(
+                    "{field}: LibreOffice needed more than {} MiB of memory for this document, the most a \
+                     conversion may take (PAPERCHAIN_WORKER_MEMORY_MIB); its worker was replaced",
+                    crate::sandbox::memory_cap() >> 20
+                ),
+            ),
             Failure::Stopped => {
                 crate::cancel::check().err().unwrap_or_else(|| EngineError::internal("the conversion was stopped"))
             }

@@ -42,6 +42,9 @@ pub(super) enum Failure {
     TimedOut,
     /// The worker stopped during the conversion (killed, or crashed).
     WorkerDied,
+    /// The worker stopped because the document needed more memory than its box may take
+    /// ([`sandbox::memory_cap`]); it is replaced.
+    OutOfMemory,
     /// The call it worked for was stopped; the worker was killed.
     Stopped,
     /// Our side failed (a folder could not be written, a program not started).
@@ -175,16 +178,26 @@ impl Worker {
                 self.kill();
                 return Err(Failure::Stopped);
             }
-            Ok(Ended::Stopped) => return Err(Failure::WorkerDied),
+            Ok(Ended::Stopped) => return Err(self.died()),
             Ok(Ended::Done) => {}
         }
         if !self.alive() {
-            return Err(Failure::WorkerDied);
+            return Err(self.died());
         }
         let pdf = job.dir.join("out/input.pdf");
         match fs::read(&pdf) {
             Ok(bytes) if bytes.starts_with(b"%PDF") => Ok(bytes),
             Ok(_) | Err(_) => Err(Failure::NotConverted),
+        }
+    }
+
+    /// Why the worker stopped mid-conversion: out of memory when it said an allocation failed.
+    fn died(&self) -> Failure {
+        let said = self.log_tail().to_ascii_lowercase();
+        if said.contains("bad_alloc") || said.contains("out of memory") {
+            Failure::OutOfMemory
+        } else {
+            Failure::WorkerDied
         }
     }
 
