@@ -4,6 +4,8 @@
 //!
 //! - [`tools`]: where `cargo xtask setup` put anvil, cast and the npm packages.
 //! - [`corpus`]: the shared document corpus (`$PAPERCHAIN_CORPUS`, else `../shared/corpus`).
+//! - [`hostile`]: hostile files and bodies (decompression and nesting bombs, huge dimensions),
+//!   generated in seconds.
 //! - [`anvil`]: a local anvil chain; with the `suite` feature, its JSON-RPC helpers and the
 //!   compiled fixture contracts of `engine/tests/fixtures/contracts/`.
 //! - [`keyring`]: a real Secret Service (gnome-keyring on a private D-Bus session bus) for the
@@ -27,6 +29,7 @@ pub mod anvil;
 mod b64;
 pub mod bench;
 pub mod corpus;
+pub mod hostile;
 pub mod keyring;
 pub mod markdown_score;
 pub mod openpyxl;

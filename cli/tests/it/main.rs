@@ -10,6 +10,7 @@ mod approval_in_conversation;
 mod call_files;
 mod corpus;
 mod faults;
+mod hostile_files;
 mod local_files;
 mod mcp;
 mod mcpb;

@@ -15,7 +15,8 @@ use paperchain_testkit::scan::{image_pdf, render, sample_page};
 use paperchain_testkit::tools::{require_node_packages, tools_dir};
 use serde_json::{Value, json};
 
-use crate::common::{Home, Server};
+use crate::common::procs::{TICKS_PER_SECOND, cpu_ticks, descendants, peak_memory, tree_cpu_in_the_next_second};
+use crate::common::{Home, Server, unconfigured_server};
 
 /// A 20-page scan at 300 dpi: minutes of OCR on this machine's cores.
 fn twenty_page_scan(dir: &Path) -> std::path::PathBuf {
@@ -30,15 +31,6 @@ fn twenty_page_scan(dir: &Path) -> std::path::PathBuf {
 }
 
 /// The CPU time a process has used: its user and system clock ticks (`/proc/<pid>/stat`).
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    // The fields after the command's name, which is in parentheses and may hold spaces.
-    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split_whitespace().collect();
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
-}
-
-/// `/proc` counts CPU time in USER_HZ, which Linux fixes at 100 a second for user space.
-const TICKS_PER_SECOND: f64 = 100.0;
 
 /// The CPU a process used, sampled every 100 ms while the trace lives.
 struct CpuTrace {
@@ -213,30 +205,6 @@ async fn the_apps_cancel_stops_its_work() {
     assert_eq!(row["state"], "cancelled", "{row}");
 }
 
-/// `paperchain serve` for a user with no wallet whose folders are in `data`, with `env`.
-fn unconfigured_server(data: &Path, env: &[(&str, &str)]) -> Server {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_paperchain"));
-    crate::common::unconfigured(&mut command, data);
-    let mut child = command
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .envs(env.iter().copied())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    crate::common::wait_until_listening(&mut child, port);
-    Server { child, base: format!("http://127.0.0.1:{port}") }
-}
-
-/// The most memory a process has held at once (`VmHWM`), in bytes.
-fn peak_memory(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
-    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
-}
-
 /// Sends `body` to `path` of `server`: its status, its text, and how much the server's
 /// peak memory grew meanwhile.
 async fn peak_growth(server: &Server, path: &str, body: String) -> (u16, String, u64) {
@@ -283,47 +251,6 @@ async fn a_body_far_over_the_limits_is_refused_while_it_is_read() {
     assert_eq!(status, 413, "{text}");
     assert!(text.contains("too_many_cells") && text.contains("/sheets/0/rows"), "{text}");
     assert!(grew < 256 << 20, "the server's peak memory grew {} MiB", grew >> 20);
-}
-
-/// The processes below `root` (its children, theirs, and so on) with their names.
-fn descendants(root: u32) -> Vec<(u32, String)> {
-    let mut parent_of = std::collections::HashMap::new();
-    let mut name_of = std::collections::HashMap::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
-        let ppid = stat[close + 2..].split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok()).unwrap_or(0);
-        parent_of.insert(pid, ppid);
-        name_of.insert(pid, stat[open + 1..close].to_string());
-    }
-    let below = |mut pid: u32| {
-        while let Some(&parent) = parent_of.get(&pid) {
-            if parent == root {
-                return true;
-            }
-            pid = parent;
-        }
-        false
-    };
-    name_of.iter().filter(|(pid, _)| below(**pid)).map(|(pid, name)| (*pid, name.clone())).collect()
-}
-
-/// CPU seconds the process tree below and including `root` uses in the second after now,
-/// counting the processes alive at both ends.
-async fn tree_cpu_in_the_next_second(root: u32) -> f64 {
-    let sample = || {
-        let mut pids: Vec<u32> = descendants(root).into_iter().map(|(pid, _)| pid).collect();
-        pids.push(root);
-        pids.into_iter()
-            .filter_map(|pid| std::fs::metadata(format!("/proc/{pid}")).ok().map(|_| (pid, cpu_ticks(pid))))
-            .collect::<std::collections::HashMap<_, _>>()
-    };
-    let first = sample();
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let second = sample();
-    let ticks: u64 = second.iter().filter_map(|(pid, t)| first.get(pid).map(|f| t.saturating_sub(*f))).sum();
-    ticks as f64 / TICKS_PER_SECOND
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -145,6 +145,7 @@ struct Scope {
     stop: Stop,
     held: Mutex<Vec<Box<dyn Any + Send>>>,
     budget: Arc<Budget>,
+    seen: Mutex<std::collections::HashSet<[u8; 32]>>,
 }
 
 tokio::task_local! {
@@ -166,8 +167,22 @@ pub async fn within<F: Future>(stop: Stop, work: F) -> F::Output {
         return work.await;
     }
     let budget = Arc::new(Budget::for_call());
-    let scope = Arc::new(Scope { stop, held: Mutex::new(Vec::new()), budget: Arc::clone(&budget) });
-    CALL.scope(scope, Charged::new(budget, work)).await
+    let scope = Arc::new(Scope {
+        stop,
+        held: Mutex::new(Vec::new()),
+        budget: Arc::clone(&budget),
+        seen: Mutex::new(Default::default()),
+    });
+    let outcome = CALL.scope(scope, Charged::new(Arc::clone(&budget), work)).await;
+    if crate::memory::counting() {
+        tracing::debug!(peak_mib = budget.peak() >> 20, held_mib = budget.used() >> 20, "the call's memory");
+        // What a large call freed goes back to the system, not to the allocator's arenas,
+        // so that the process comes back to its resting size.
+        if budget.peak() >= crate::memory::GIVE_BACK_AFTER {
+            crate::memory::give_back();
+        }
+    }
+    outcome
 }
 
 /// Runs `work` as the call `stop` signals ([`within`]) for at most `limit`: past it the
@@ -214,6 +229,16 @@ pub fn check() -> Result<(), EngineError> {
     match scope() {
         Some(scope) => scope.stop.check().and_then(|()| scope.budget.check()),
         None => Ok(()),
+    }
+}
+
+/// Whether the call this code works for meets `key` (a digest of something it checked)
+/// for the first time: a check made once per call (a document's streams, before each
+/// library opens it) is not made again. Outside a call, always true.
+pub fn first_time(key: [u8; 32]) -> bool {
+    match scope() {
+        Some(scope) => scope.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key),
+        None => true,
     }
 }
 

@@ -260,13 +260,13 @@ pub struct Settings {
 
 impl Settings {
     /// From the environment: `PAPERCHAIN_MEMORY_MIB` (default half of the machine's
-    /// memory, at least 1 GiB) and `PAPERCHAIN_CALL_MEMORY_MIB` (default 1 GiB, never more
-    /// than the ceiling; at least 64 MiB).
+    /// memory, at least 256 MiB) and `PAPERCHAIN_CALL_MEMORY_MIB` (default 1 GiB, at least
+    /// 64 MiB, at most half the ceiling: one call alone must pass admission).
     pub fn from_env() -> Settings {
         let machine = machine_bytes().unwrap_or(4 << 30);
         let ceiling = env_number("PAPERCHAIN_MEMORY_MIB").map_or(machine / 2, |mib| mib as usize * MIB).max(256 * MIB);
         let call = env_number("PAPERCHAIN_CALL_MEMORY_MIB").map_or(1024 * MIB, |mib| mib as usize * MIB);
-        Settings { ceiling_bytes: ceiling, call_bytes: call.clamp(64 * MIB, ceiling) }
+        Settings { ceiling_bytes: ceiling, call_bytes: call.clamp(64 * MIB, ceiling / 2) }
     }
 
     /// How many heavy calls may run at once within the ceiling: one budget each, and a
@@ -314,6 +314,9 @@ pub fn admit() -> Result<(), EngineError> {
     }
     Ok(())
 }
+
+/// A call that held this much at its peak gives what it freed back when it ends.
+pub const GIVE_BACK_AFTER: usize = 64 * MIB;
 
 /// Gives the memory freed by a finished heavy call back to the system (glibc keeps freed
 /// memory in its arenas otherwise, and the process would not come back to its resting size).

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 use std::io::Read as _;
 
 use paperchain_testkit::sandbox::HostedServer;
+
+pub mod procs;
 use serde_json::Value;
 
 const PASSWORD: &str = "correct horse battery staple";
@@ -178,4 +180,27 @@ pub async fn ts_sdk_session(plan: &Value, timeout: Duration, label: &str) -> Val
     }
     .last_json_line(&paperchain_testkit::tools::tools_dir())
     .await
+}
+
+/// `paperchain serve` for a user with no wallet whose folders are in `data`, with `env`.
+pub fn unconfigured_server(data: &std::path::Path, env: &[(&str, &str)]) -> Server {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_paperchain"));
+    unconfigured(&mut command, data);
+    let mut child = command
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until_listening(&mut child, port);
+    // Its log goes on to `serve.log` in `data`: a pipe nobody read would stop the server
+    // once full.
+    if let Some(mut pipe) = child.stderr.take() {
+        let mut log = std::fs::File::create(data.join("serve.log")).unwrap();
+        std::thread::spawn(move || std::io::copy(&mut pipe, &mut log));
+    }
+    Server { child, base: format!("http://127.0.0.1:{port}") }
 }

@@ -20,9 +20,45 @@ use crate::error::EngineError;
 
 const MIB: u64 = 1 << 20;
 
-/// Refuses `doc` if one of its streams, all of them together, or one of its images needs
-/// more than its limit once decoded.
-pub fn check(doc: &Document, limits: &Limits) -> Result<(), EngineError> {
+/// Refuses the PDF in `bytes` (`doc`, as lopdf read it) if one of its streams, all of them
+/// together, or one of its images needs more than its limit once decoded. Checked once per
+/// call: the same bytes given again (to another library, or again to pdfium) pass at once.
+pub fn check(bytes: &[u8], doc: &Document, limits: &Limits) -> Result<(), EngineError> {
+    if !crate::cancel::first_time(digest(bytes)) {
+        return Ok(());
+    }
+    check_streams(doc, limits)
+}
+
+/// As [`check`], for bytes lopdf has not read yet in this call: read here, with the
+/// per-stream limit while loading. A file lopdf cannot read is left to the library, whose
+/// own reading of damaged files is what the caller asked for.
+pub fn check_bytes(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Result<(), EngineError> {
+    if !crate::cancel::first_time(digest(bytes)) {
+        return Ok(());
+    }
+    let options = lopdf::LoadOptions {
+        password: password.map(str::to_string),
+        max_decompressed_size: Some(limits.max_stream_bytes.min(crate::memory::room())),
+        ..lopdf::LoadOptions::default()
+    };
+    match Document::load_mem_with_options(bytes, options) {
+        Ok(doc) => check_streams(&doc, limits),
+        Err(lopdf::Error::Decompress(e)) => Err(EngineError::too_large(
+            "file_too_large",
+            None,
+            format!("a stream of the PDF decompresses past the limit ({e}); refusing a possible decompression bomb"),
+        )),
+        Err(_) => Ok(()),
+    }
+}
+
+fn digest(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes).into()
+}
+
+fn check_streams(doc: &Document, limits: &Limits) -> Result<(), EngineError> {
     let mut total: u64 = 0;
     for (id, object) in &doc.objects {
         let Object::Stream(stream) = object else { continue };
@@ -179,13 +215,13 @@ mod tests {
     #[test]
     fn streams_within_the_limits_pass() {
         let doc = doc_with(vec![flate_stream(&vec![b' '; 1 << 20]), Stream::new(Dictionary::new(), b"q Q".to_vec())]);
-        check(&doc, &Limits::default()).unwrap();
+        check_streams(&doc, &Limits::default()).unwrap();
     }
 
     #[test]
     fn one_stream_past_its_limit_is_refused_naming_it() {
         let limits = Limits { max_stream_bytes: 1 << 20, ..Limits::default() };
-        let error = check(&doc_with(vec![flate_stream(&vec![0; 2 << 20])]), &limits).unwrap_err();
+        let error = check_streams(&doc_with(vec![flate_stream(&vec![0; 2 << 20])]), &limits).unwrap_err();
         assert_eq!((error.code.as_ref(), error.kind), ("file_too_large", crate::error::ErrorKind::TooLarge));
         assert!(error.message.contains("the limit of one stream"), "{}", error.message);
     }
@@ -194,7 +230,7 @@ mod tests {
     fn many_streams_past_the_documents_limit_are_refused_naming_it() {
         let limits = Limits { max_decoded_bytes: 5 << 20, ..Limits::default() };
         let streams = (0..6).map(|_| flate_stream(&vec![0; 1 << 20])).collect();
-        let error = check(&doc_with(streams), &limits).unwrap_err();
+        let error = check_streams(&doc_with(streams), &limits).unwrap_err();
         assert_eq!(error.code, "file_too_large");
         assert!(error.message.contains("decoded bytes per document"), "{}", error.message);
     }

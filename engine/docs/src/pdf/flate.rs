@@ -7,7 +7,10 @@ pub fn zlib_best(data: &[u8]) -> Vec<u8> {
     let mut encoder = flate2::write::ZlibEncoder::new(Vec::with_capacity(data.len() / 2), flate2::Compression::best());
     // Writing to a Vec cannot fail.
     let _ = encoder.write_all(data);
-    encoder.finish().unwrap_or_default()
+    let mut packed = encoder.finish().unwrap_or_default();
+    // Kept in a document, often far smaller than the guess: what it does not use is given back.
+    packed.shrink_to_fit();
+    packed
 }
 
 /// Inflates a complete zlib stream of at most `cap` bytes; None when the data is damaged,

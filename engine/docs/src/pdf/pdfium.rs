@@ -11,7 +11,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use pdfium_render::prelude::{PdfBitmapFormat, PdfRenderConfig, Pdfium, PdfiumError, PdfiumInternalError};
+use pdfium_render::prelude::{PdfBitmapFormat, PdfDocument, PdfRenderConfig, Pdfium, PdfiumError, PdfiumInternalError};
 
 use crate::context::{Context, blocking};
 use crate::error::EngineError;
@@ -166,7 +166,7 @@ impl RenderSource {
         blocking(move || {
             let doc = pdf::open(&input.bytes, input.password.as_deref(), &limits).map_err(|e| e.under(&field))?;
             // pdfium inflates streams outside the call's counted memory: refused here first.
-            pdf::decoded::check(&doc, &limits).map_err(|e| e.under(&field))?;
+            pdf::decoded::check(&input.bytes, &doc, &limits).map_err(|e| e.under(&field))?;
             let page_count = doc.get_pages().len() as u32;
             let pdf = SourcePdf { doc, filename: input.filename, page_count, field };
             Ok(RenderSource { pdf, bytes: input.bytes, password: input.password })
@@ -204,7 +204,7 @@ pub fn render_pages(
     mut each: impl FnMut(RgbPage) -> Result<(), EngineError>,
 ) -> Result<(), EngineError> {
     let pdfium = library()?;
-    let doc = pdfium.load_pdf_from_byte_slice(bytes, password).map_err(|e| open_error(&e, field, password))?;
+    let doc = open(pdfium, bytes, password, field)?;
     let doc_pages = doc.pages();
     let count = doc_pages.len();
     for &number in pages {
@@ -261,7 +261,7 @@ fn bgr_rows_to_rgb(raw: &[u8], width: usize, height: usize) -> Option<Vec<u8>> {
 /// `\n`); errors name `field`. At most `max_pages` pages are read.
 pub fn page_texts(bytes: &[u8], password: Option<&str>, field: &str) -> Result<Vec<String>, EngineError> {
     let pdfium = library()?;
-    let doc = pdfium.load_pdf_from_byte_slice(bytes, password).map_err(|e| open_error(&e, field, password))?;
+    let doc = open(pdfium, bytes, password, field)?;
     let mut texts = Vec::with_capacity(doc.pages().len() as usize);
     for (index, page) in doc.pages().iter().enumerate() {
         let text = page.text().map_err(|e| {
@@ -302,7 +302,7 @@ pub fn pages_with_text(
     field: &str,
 ) -> Result<Vec<bool>, EngineError> {
     let pdfium = library()?;
-    let doc = pdfium.load_pdf_from_byte_slice(bytes, password).map_err(|e| open_error(&e, field, password))?;
+    let doc = open(pdfium, bytes, password, field)?;
     let doc_pages = doc.pages();
     pages
         .iter()
@@ -406,7 +406,7 @@ pub fn page_layouts(
     };
 
     let pdfium = library()?;
-    let doc = pdfium.load_pdf_from_byte_slice(bytes, password).map_err(|e| open_error(&e, field, password))?;
+    let doc = open(pdfium, bytes, password, field)?;
     let doc_pages = doc.pages();
     let mut layouts = Vec::with_capacity(pages.len());
     for &number in pages {
@@ -641,6 +641,19 @@ fn tidy_text(raw: &str) -> String {
         out.push_str(line);
     }
     out
+}
+
+/// Opens `bytes` in pdfium once its streams are checked ([`crate::pdf::decoded`]: pdfium
+/// inflates them outside the call's counted memory, with no limit of its own).
+fn open<'a>(
+    pdfium: &'a Pdfium,
+    bytes: &'a [u8],
+    password: Option<&str>,
+    field: &str,
+) -> Result<PdfDocument<'a>, EngineError> {
+    crate::pdf::decoded::check_bytes(bytes, password, &crate::context::Limits::default())
+        .map_err(|e| e.under(field))?;
+    pdfium.load_pdf_from_byte_slice(bytes, password).map_err(|e| open_error(&e, field, password))
 }
 
 fn open_error(e: &PdfiumError, field: &str, password: Option<&str>) -> EngineError {

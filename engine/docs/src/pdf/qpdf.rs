@@ -144,20 +144,7 @@ fn open_with(bytes: &[u8], password: Option<&str>, limits: &Limits, headerless: 
 /// [`super::decoded`]. Other lopdf failures are left to qpdf, whose recovery reads more
 /// damaged files.
 fn refuse_stream_bombs(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Result<(), EngineError> {
-    let options = lopdf::LoadOptions {
-        password: password.map(str::to_string),
-        max_decompressed_size: Some(limits.max_stream_bytes),
-        ..lopdf::LoadOptions::default()
-    };
-    match lopdf::Document::load_mem_with_options(bytes, options) {
-        Ok(doc) => super::decoded::check(&doc, limits),
-        Err(lopdf::Error::Decompress(e)) => Err(EngineError::too_large(
-            "file_too_large",
-            None,
-            format!("a stream of the PDF decompresses past the limit ({e}); refusing a possible decompression bomb"),
-        )),
-        _ => Ok(()),
-    }
+    super::decoded::check_bytes(bytes, password, limits)
 }
 
 fn open_error(error: &QPdfError, password: Option<&str>) -> EngineError {

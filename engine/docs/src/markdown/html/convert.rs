@@ -24,6 +24,10 @@ const MAX_REPEATED_BYTES: usize = 16 * 1024 * 1024;
 /// Largest grid (rows × columns) written as a table; a larger one is written a row a
 /// paragraph, since the writer pads every row to the widest.
 const MAX_GRID_CELLS: usize = 2_000_000;
+/// Most cells a table may have once its spans are laid out (each row as wide as the
+/// columns spans from above cover, and more): past it the document is refused, since a
+/// few bytes of `colspan` and `rowspan` can ask for billions.
+pub(super) const MAX_TABLE_CELLS: usize = 4_000_000;
 
 fn space_is_flat(converter: &Converter<'_>) -> bool {
     converter.flat > 0 || converter.pre.is_some()
@@ -140,6 +144,10 @@ struct Grid {
     cell: (usize, usize),
     caption: String,
     repeated: usize,
+    /// Cells laid out so far; past [`MAX_TABLE_CELLS`] the table stops growing and is
+    /// marked `overflow`.
+    cells: usize,
+    overflow: bool,
 }
 
 pub(super) struct Converter<'a> {
@@ -165,6 +173,8 @@ pub(super) struct Converter<'a> {
     list_start: usize,
     tables: Vec<Table>,
     repeat_budget: usize,
+    /// A table went past [`MAX_TABLE_CELLS`]: the document is refused.
+    too_many_cells: bool,
 }
 
 enum Mode {
@@ -195,12 +205,15 @@ impl<'a> Converter<'a> {
             list_start,
             tables: Vec::new(),
             repeat_budget: MAX_REPEATED_BYTES,
+            too_many_cells: false,
         }
     }
 
     /// Walks the tree in document order without recursion: down to the first child when an
     /// element is entered, else on to the next sibling, ending each element climbed out of.
-    pub(super) fn run(mut self) {
+    /// False when a table had more than [`MAX_TABLE_CELLS`] cells (what was read is then
+    /// incomplete).
+    pub(super) fn run(mut self) -> bool {
         let tree = self.tree;
         let mut next = tree.nodes[0].first;
         while let Some(id) = next {
@@ -232,8 +245,12 @@ impl<'a> Converter<'a> {
                     _ => break None,
                 }
             };
+            if self.too_many_cells {
+                return false;
+            }
         }
         self.flush();
+        !self.too_many_cells
     }
 
     fn mode(&self) -> Mode {
@@ -707,6 +724,10 @@ impl<'a> Converter<'a> {
     }
 
     fn write_table(&mut self, grid: Grid) {
+        if grid.overflow {
+            self.too_many_cells = true;
+            return;
+        }
         if !grid.caption.is_empty() {
             self.doc.push(Block::Paragraph(grid.caption.clone()));
         }
@@ -740,6 +761,12 @@ impl Grid {
         let mut row = self.row.take().unwrap_or_default();
         let end = if all { self.spans.iter().rposition(|(left, _)| *left > 0).map_or(0, |last| last + 1) } else { 0 };
         while let Some((left, text)) = self.spans.get_mut(row.len()) {
+            self.cells += 1;
+            if self.cells > MAX_TABLE_CELLS {
+                self.overflow = true;
+                self.spans.clear();
+                break;
+            }
             if *left > 0 {
                 *left -= 1;
                 row.push(repeat(text, budget, &mut self.repeated));
@@ -762,6 +789,13 @@ impl Grid {
         let (colspan, rowspan) = std::mem::replace(&mut self.cell, (1, 1));
         let mut row = self.row.take().unwrap_or_default();
         let start = row.len();
+        self.cells += colspan;
+        if self.cells > MAX_TABLE_CELLS {
+            self.overflow = true;
+            self.spans.clear();
+            self.row = Some(row);
+            return;
+        }
         for k in 0..colspan {
             if k == 0 {
                 row.push(text.clone());

@@ -73,7 +73,16 @@ pub fn read_into(doc: &mut Document, bytes: &[u8], field: &str) -> Result<(), En
     if doc.title.is_none() {
         doc.title = tree.title();
     }
-    Converter::new(&tree, doc).run();
+    if !Converter::new(&tree, doc).run() {
+        return Err(EngineError::too_large(
+            "file_too_large",
+            Some(field.to_string()),
+            format!(
+                "{field}: a table of the HTML has more than {} cells once its colspan and rowspan are laid out",
+                convert::MAX_TABLE_CELLS
+            ),
+        ));
+    }
     Ok(())
 }
 
@@ -151,6 +160,19 @@ mod tests {
         let wide = blocks("<table><tr><td colspan=100000>w</td></tr><tr><td>a</td><td>b</td></tr></table>");
         let Block::Table(rows) = &wide[0] else { panic!("{wide:?}") };
         assert_eq!(rows[0].len(), MAX_COLSPAN);
+    }
+
+    #[test]
+    fn spans_that_would_lay_out_billions_of_cells_are_refused_naming_the_limit() {
+        // Each row's cell starts right of the columns the rows above still cover: row n is
+        // n × 1,000 columns wide, 500 million cells over 1,000 rows.
+        let rows = "<tr><td colspan=1000000 rowspan=65534>x</td></tr>".repeat(1000);
+        let error = read(format!("<table>{rows}</table>").as_bytes(), "/file").unwrap_err();
+        assert_eq!((error.code.as_ref(), error.field.as_deref()), ("file_too_large", Some("/file")));
+        assert!(error.message.contains("4000000 cells"), "{}", error.message);
+        // A table within the limit is still read.
+        let rows = "<tr><td colspan=3 rowspan=2>x</td></tr>".repeat(10);
+        assert!(read(format!("<table>{rows}</table>").as_bytes(), "/file").is_ok());
     }
 
     #[test]

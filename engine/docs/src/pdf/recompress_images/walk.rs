@@ -22,6 +22,9 @@ const MAX_CONTENT_BYTES: usize = 16 * 1024 * 1024;
 const MAX_TOTAL_CONTENT_BYTES: usize = 512 * 1024 * 1024;
 /// Content operators the whole walk may look at before it gives up.
 const MAX_OPERATIONS: usize = 50_000_000;
+/// Parsed operations the walk may hold at once (each takes about 100 bytes): a content
+/// stream of millions of tiny operators (`q q q …`) is given up on, not held.
+const MAX_HELD_OPERATIONS: usize = 2_000_000;
 /// Deepest nesting of forms and patterns followed.
 const MAX_DEPTH: usize = 24;
 /// Deepest q/Q nesting tracked; deeper saves are counted, not stored.
@@ -84,6 +87,7 @@ pub(super) struct Walk<'a> {
     parsed: HashMap<ObjectId, Option<Rc<Vec<Operation>>>>,
     invocations: HashSet<(ObjectId, [u64; 4])>,
     operations_left: usize,
+    held_left: usize,
     bytes_left: usize,
     pub(super) gave_up: Option<&'static str>,
 }
@@ -99,6 +103,7 @@ impl<'a> Walk<'a> {
             parsed: HashMap::new(),
             invocations: HashSet::new(),
             operations_left: MAX_OPERATIONS,
+            held_left: MAX_HELD_OPERATIONS,
             bytes_left: MAX_TOTAL_CONTENT_BYTES,
             gave_up: None,
         }
@@ -192,7 +197,16 @@ impl<'a> Walk<'a> {
             return None;
         }
         // Strict: a stream that stops parsing half-way may draw images after the point.
-        Content::decode_strict(data).ok().map(|c| Rc::new(c.operations))
+        let mut operations = Vec::new();
+        for operation in Content::decode_iter(data) {
+            let Some(left) = self.held_left.checked_sub(1) else {
+                self.gave_up = Some("the content streams have too many operators to analyse");
+                return None;
+            };
+            self.held_left = left;
+            operations.push(operation.ok()?);
+        }
+        Some(Rc::new(operations))
     }
 
     /// The operations of a form or pattern stream, parsed once.
