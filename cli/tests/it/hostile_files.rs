@@ -174,6 +174,18 @@ async fn hostile_files_are_answered_in_bounded_time_and_memory() {
     let server = unconfigured_server(data.path(), &[("PAPERCHAIN_LOG", "debug,lopdf=off")]);
     let pid = server.child.id();
     let client = reqwest::Client::new();
+    // Resting means warm: pdfium, Tesseract and the HTML reader loaded by one small call
+    // each, as after any day of use.
+    let (page, _) = paperchain_testkit::scan::sample_page();
+    let page = json!({ "data": b64(&page), "filename": "page.pdf" });
+    for (path, body) in [
+        ("/v1/pdf/to-images", json!({ "file": page, "format": "png", "dpi": 72 })),
+        ("/v1/pdf/ocr", json!({ "file": page, "force": true })),
+        ("/v1/docs/to-markdown", json!({ "file": { "data": b64(b"<h1>Hi</h1>"), "filename": "a.html" } })),
+    ] {
+        let (status, code) = send(&client, &server.base, path, serde_json::to_vec(&body).unwrap()).await;
+        assert_eq!(status, Some(200), "warming up with {path}: {code}");
+    }
     let resting_before = resident_memory(pid);
     let sampler = Sampler::start(pid);
 

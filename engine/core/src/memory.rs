@@ -301,8 +301,11 @@ pub fn resident_bytes() -> Option<usize> {
 /// Whether one more heavy call fits under the ceiling: 503 `busy` while the process
 /// already holds more than the ceiling less one call's budget.
 pub fn admit() -> Result<(), EngineError> {
-    let settings = settings();
-    let held = resident_bytes().unwrap_or(0).max(live());
+    admit_with(resident_bytes().unwrap_or(0).max(live()), &settings())
+}
+
+/// [`admit`] for a process holding `held` bytes.
+fn admit_with(held: usize, settings: &Settings) -> Result<(), EngineError> {
     if held + settings.call_bytes > settings.ceiling_bytes {
         return Err(crate::work_gate::busy(format!(
             "the server holds {} MiB of memory and one more operation may need {} MiB, past its ceiling of {} MiB \
@@ -357,6 +360,15 @@ mod tests {
         assert_eq!(settings.heavy_calls(), 11);
         let small = Settings { ceiling_bytes: 1 << 30, call_bytes: 1 << 30 };
         assert_eq!(small.heavy_calls(), 1);
+    }
+
+    #[test]
+    fn a_heavy_call_is_busy_while_one_more_budget_would_pass_the_ceiling() {
+        let settings = Settings { ceiling_bytes: 4096 * MIB, call_bytes: 1024 * MIB };
+        assert!(admit_with(3072 * MIB, &settings).is_ok());
+        let busy = admit_with(3073 * MIB, &settings).unwrap_err();
+        assert_eq!(busy.code, "busy");
+        assert!(busy.message.contains("ceiling of 4096 MiB (PAPERCHAIN_MEMORY_MIB)"), "{}", busy.message);
     }
 
     #[test]

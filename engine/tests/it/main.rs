@@ -4,6 +4,11 @@
 
 mod common;
 
+/// The allocator the programs install: these tests run as the product does, and
+/// `memory_budget` checks that calls are charged.
+#[global_allocator]
+static ALLOCATOR: paperchain_engine::memory::Counting = paperchain_engine::memory::Counting;
+
 mod chain_abi;
 mod chain_address_check;
 mod chain_config;
@@ -29,6 +34,7 @@ mod docs_xlsx;
 mod fetch;
 mod funding;
 mod html_to_pdf;
+mod memory_budget;
 mod ocr_url;
 mod pdf_bank_statement;
 mod pdf_ocr;

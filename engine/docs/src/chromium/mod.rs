@@ -25,8 +25,9 @@ use crate::fetch::SafeFetcher;
 use crate::sandbox::Layout;
 use cdp::{CdpError, Connection};
 
-/// Longest a page may take to load (its load event), and then to print, unless the host says otherwise.
-pub const PAGE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest a page may take to load (its load event) and print, both together, unless the
+/// host says otherwise: a page built to lay out for minutes is stopped within it.
+pub const PAGE_TIMEOUT: Duration = Duration::from_secs(25);
 /// Most requests a page may make; later ones are refused.
 pub const MAX_REQUESTS: usize = 500;
 /// Most bytes all of a page's subresources may bring together.
@@ -304,7 +305,8 @@ fn page_timeout(what: &str, limit: Duration) -> Failure {
         "page_timeout",
         "",
         format!(
-            "the page did not finish {what} within {} s (a script that never stops, or resources that never come)",
+            "the page did not finish {what} within {} s for loading and printing together (a script that never \
+             stops, resources that never come, or a layout too large)",
             limit.as_secs_f64()
         ),
     ))
@@ -483,7 +485,9 @@ fn load_and_print(
         "marginLeft": left,
         "preferCSSPageSize": false,
     });
-    let answer = match cdp.call_stoppable(session, "Page.printToPDF", params, limit) {
+    // What is left of the page's one deadline, whatever loading took.
+    let left = load_deadline.saturating_duration_since(Instant::now()).max(Duration::from_secs(1));
+    let answer = match cdp.call_stoppable(session, "Page.printToPDF", params, left) {
         Ok(answer) => answer,
         Err(CdpError::Timeout) => return Err(page_timeout("printing", limit)),
         Err(CdpError::Stopped) => {

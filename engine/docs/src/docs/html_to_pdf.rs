@@ -162,7 +162,7 @@ impl Route for HtmlToPdfRoute {
             request the page makes (images, style sheets, fonts, scripts, redirects) goes through the same address \
             rules as a URL input: public addresses only; `html` loads nothing from the network unless \
             allow_network is true (data: URLs always work). Each call runs in a fresh browser context. A page that \
-            does not load or print within 30 s (a script that never stops) is 422 page_timeout; more than 2,000 \
+            does not load and print within 25 s (a script that never stops) is 422 page_timeout; more than 2,000 \
             pages is 413.",
         base_price: Price::micros(10_000),
         price_rule: SIZE_PRICE_RULE,

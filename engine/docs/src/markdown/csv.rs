@@ -4,6 +4,12 @@
 use crate::error::EngineError;
 use crate::markdown::{Block, Document};
 
+/// Most fields one row may have (a spreadsheet's widest sheet).
+const MAX_COLUMNS: usize = 16_384;
+/// Most fields the whole file may have: a table of this many cells is already far larger
+/// than anyone reads as Markdown.
+const MAX_CELLS: usize = 4_000_000;
+
 /// The separators tried, in order of preference when they fit equally well.
 const SEPARATORS: [char; 4] = [',', ';', '\t', '|'];
 
@@ -16,8 +22,17 @@ pub fn read(bytes: &[u8], field: &str) -> Result<Document, EngineError> {
         return Err(EngineError::invalid(field, format!("{field}: the CSV file holds no text")));
     }
     let separator = sniff(&text);
-    let rows: Vec<Vec<String>> =
-        parse(&text, separator).into_iter().filter(|row| row.iter().any(|c| !c.trim().is_empty())).collect();
+    let rows = parse(&text, separator).map_err(|too_many| {
+        EngineError::too_large(
+            "file_too_large",
+            Some(field.to_string()),
+            match too_many {
+                TooMany::Columns => format!("{field}: a row of the CSV file has more than {MAX_COLUMNS} fields"),
+                TooMany::Cells => format!("{field}: the CSV file has more than {MAX_CELLS} fields"),
+            },
+        )
+    })?;
+    let rows: Vec<Vec<String>> = rows.into_iter().filter(|row| row.iter().any(|c| !c.trim().is_empty())).collect();
     let mut document = Document::default();
     document.push(Block::Table(
         rows.into_iter().map(|row| row.iter().map(|cell| crate::markdown::escape(cell.trim())).collect()).collect(),
@@ -40,7 +55,8 @@ fn sniff(text: &str) -> char {
     let sample: String = text.lines().take(50).collect::<Vec<_>>().join("\n");
     let mut best = (',', 0usize, 0usize);
     for separator in SEPARATORS {
-        let rows = parse(&sample, separator);
+        // A separator that splits the sample past the limits is not the file's.
+        let Ok(rows) = parse(&sample, separator) else { continue };
         let widths: Vec<usize> = rows.iter().map(Vec::len).collect();
         let Some(&first) = widths.first() else { continue };
         if first < 2 && widths.iter().all(|&w| w < 2) {
@@ -59,10 +75,30 @@ fn sniff(text: &str) -> char {
     best.0
 }
 
+/// Which limit a file went past.
+#[derive(Debug, PartialEq)]
+enum TooMany {
+    Columns,
+    Cells,
+}
+
 /// RFC 4180 fields: quoted fields may hold separators, quotes (doubled) and line breaks.
-fn parse(text: &str, separator: char) -> Vec<Vec<String>> {
+/// Refused past [`MAX_COLUMNS`] fields in a row or [`MAX_CELLS`] in all, while read.
+fn parse(text: &str, separator: char) -> Result<Vec<Vec<String>>, TooMany> {
     let mut rows = Vec::new();
-    let mut row = Vec::new();
+    let mut row: Vec<String> = Vec::new();
+    let mut cells = 0usize;
+    let mut end_field = |row: &mut Vec<String>, cell: String| {
+        cells += 1;
+        if row.len() >= MAX_COLUMNS {
+            return Err(TooMany::Columns);
+        }
+        if cells > MAX_CELLS {
+            return Err(TooMany::Cells);
+        }
+        row.push(cell);
+        Ok(())
+    };
     let mut cell = String::new();
     let mut quoted = false;
     let mut at_start = true;
@@ -87,12 +123,12 @@ fn parse(text: &str, separator: char) -> Vec<Vec<String>> {
                 at_start = false;
             }
             c if c == separator => {
-                row.push(std::mem::take(&mut cell));
+                end_field(&mut row, std::mem::take(&mut cell))?;
                 at_start = true;
             }
             '\r' if chars.peek() == Some(&'\n') => {}
             '\n' | '\r' => {
-                row.push(std::mem::take(&mut cell));
+                end_field(&mut row, std::mem::take(&mut cell))?;
                 rows.push(std::mem::take(&mut row));
                 at_start = true;
             }
@@ -103,10 +139,10 @@ fn parse(text: &str, separator: char) -> Vec<Vec<String>> {
         }
     }
     if !cell.is_empty() || !row.is_empty() {
-        row.push(cell);
+        end_field(&mut row, cell)?;
         rows.push(row);
     }
-    rows
+    Ok(rows)
 }
 
 #[cfg(test)]
@@ -116,6 +152,20 @@ mod tests {
 
     fn markdown(text: &str) -> String {
         render(&read(text.as_bytes(), "/file").unwrap())
+    }
+
+    #[test]
+    fn rows_too_wide_and_files_of_too_many_fields_are_refused_while_read() {
+        let wide = vec!["1"; MAX_COLUMNS + 1].join(",");
+        let error = read(wide.as_bytes(), "/file").unwrap_err();
+        assert_eq!((error.code.as_ref(), error.field.as_deref()), ("file_too_large", Some("/file")));
+        assert!(error.message.contains("more than 16384 fields"), "{}", error.message);
+        let row = vec!["1"; 1000].join(",");
+        let long = vec![row.as_str(); MAX_CELLS / 1000 + 1].join("\n");
+        let error = read(long.as_bytes(), "/file").unwrap_err();
+        assert!(error.message.contains("more than 4000000 fields"), "{}", error.message);
+        // At the limits, read.
+        assert!(read(vec!["1"; MAX_COLUMNS].join(",").as_bytes(), "/file").is_ok());
     }
 
     #[test]
