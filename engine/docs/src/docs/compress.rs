@@ -90,6 +90,9 @@ pub fn compress_document(
     mode: Mode,
     limits: &Limits,
 ) -> Result<(Vec<u8>, CompressStats), EngineError> {
+    // qpdf rewrites the result and inflates what it must on the way: a document whose streams
+    // decode past the limits is refused first.
+    pdf::decoded::check_document(&doc, limits)?;
     let page_count = doc.page_iter().count();
     let mut stats = CompressStats::default();
     let mut final_streams = HashSet::new();

@@ -58,6 +58,12 @@ fn digest(bytes: &[u8]) -> [u8; 32] {
     sha2::Sha256::digest(bytes).into()
 }
 
+/// As [`check`], for a document held in memory (a pipeline's step, or one about to be
+/// written through qpdf), checked each time.
+pub fn check_document(doc: &Document, limits: &Limits) -> Result<(), EngineError> {
+    check_streams(doc, limits)
+}
+
 fn check_streams(doc: &Document, limits: &Limits) -> Result<(), EngineError> {
     let mut total: u64 = 0;
     for (id, object) in &doc.objects {

@@ -22,7 +22,7 @@ const MAX_CONTENT_BYTES: usize = 16 * 1024 * 1024;
 const MAX_TOTAL_CONTENT_BYTES: usize = 512 * 1024 * 1024;
 /// Content operators the whole walk may look at before it gives up.
 const MAX_OPERATIONS: usize = 50_000_000;
-/// Parsed operations the walk may hold at once (each takes about 100 bytes): a content
+/// Parsed operations the walk may hold at once (each about 100 bytes once trimmed): a content
 /// stream of millions of tiny operators (`q q q …`) is given up on, not held.
 const MAX_HELD_OPERATIONS: usize = 2_000_000;
 /// Deepest nesting of forms and patterns followed.
@@ -204,7 +204,11 @@ impl<'a> Walk<'a> {
                 return None;
             };
             self.held_left = left;
-            operations.push(operation.ok()?);
+            let mut operation = operation.ok()?;
+            // The parser leaves room for four operands whatever the operator had (several
+            // hundred bytes): held by the million, that room is given back.
+            operation.operands.shrink_to_fit();
+            operations.push(operation);
         }
         Some(Rc::new(operations))
     }
