@@ -68,25 +68,24 @@ fn charge(delta: isize) {
     }
 }
 
+/// Charges a new allocation (when there is one) and hands it on.
+fn allocated(ptr: *mut u8, layout: Layout) -> *mut u8 {
+    if !ptr.is_null() {
+        INSTALLED.store(true, Ordering::Relaxed);
+        charge(layout.size() as isize);
+    }
+    ptr
+}
+
 // SAFETY: every method forwards to the system allocator with the same arguments; the
 // counting around it touches atomics and a `const` thread-local only, never the heap.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let ptr = unsafe { System.alloc(layout) };
-        if !ptr.is_null() {
-            INSTALLED.store(true, Ordering::Relaxed);
-            charge(layout.size() as isize);
-        }
-        ptr
+        allocated(unsafe { System.alloc(layout) }, layout)
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let ptr = unsafe { System.alloc_zeroed(layout) };
-        if !ptr.is_null() {
-            INSTALLED.store(true, Ordering::Relaxed);
-            charge(layout.size() as isize);
-        }
-        ptr
+        allocated(unsafe { System.alloc_zeroed(layout) }, layout)
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
