@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo, media};
-use crate::context::{Context, blocking};
+use crate::context::{Context, Progress, blocking};
 use crate::docs::{CONVERSION_PRICE_RULE, SelectedPdf, conversion_price, select_pdf_pages};
 use crate::error::EngineError;
 use crate::input::FileInput;
@@ -186,8 +186,9 @@ impl Route for BankStatementRoute {
         conversion_price(call.pdf.pages.len() as u64)
     }
 
-    async fn run(call: BankStatement, _ctx: &Context) -> Result<Reply<StatementReport>, EngineError> {
-        blocking(move || convert(call)).await
+    async fn run(call: BankStatement, ctx: &Context) -> Result<Reply<StatementReport>, EngineError> {
+        let progress = ctx.progress.clone();
+        blocking(move || convert(call, &*progress)).await
     }
 }
 
@@ -215,10 +216,11 @@ fn summary(s: &Statement, pages: &[u32]) -> StatementSummary {
     }
 }
 
-fn convert(call: BankStatement) -> Result<Reply<StatementReport>, EngineError> {
+fn convert(call: BankStatement, progress: &dyn Progress) -> Result<Reply<StatementReport>, EngineError> {
     let BankStatement { pdf, format, options, output } = call;
     // Scanned pages are read by OCR (English).
-    let (layouts, _) = crate::ocr::layouts_with_ocr(&pdf.bytes, pdf.password.as_deref(), &pdf.pages, "/file", "eng")?;
+    let (layouts, _) =
+        crate::ocr::layouts_with_ocr(&pdf.bytes, pdf.password.as_deref(), &pdf.pages, "/file", "eng", progress)?;
     if layouts.iter().all(|l| !l.has_text()) {
         return Err(EngineError::invalid_with(
             "no_text_layer",

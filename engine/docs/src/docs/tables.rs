@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo, media};
-use crate::context::{Context, blocking};
+use crate::context::{Context, Progress, blocking};
 use crate::docs::{CONVERSION_PRICE_RULE, SelectedPdf, conversion_price, select_pdf_pages};
 use crate::error::EngineError;
 use crate::input::FileInput;
@@ -127,15 +127,17 @@ impl Route for TablesRoute {
         conversion_price(call.pdf.pages.len() as u64)
     }
 
-    async fn run(call: Tables, _ctx: &Context) -> Result<Reply<TablesReport>, EngineError> {
-        blocking(move || convert(call)).await
+    async fn run(call: Tables, ctx: &Context) -> Result<Reply<TablesReport>, EngineError> {
+        let progress = ctx.progress.clone();
+        blocking(move || convert(call, &*progress)).await
     }
 }
 
-fn convert(call: Tables) -> Result<Reply<TablesReport>, EngineError> {
+fn convert(call: Tables, progress: &dyn Progress) -> Result<Reply<TablesReport>, EngineError> {
     let Tables { pdf, format, output } = call;
     // Scanned pages are read by OCR (English).
-    let (layouts, _) = crate::ocr::layouts_with_ocr(&pdf.bytes, pdf.password.as_deref(), &pdf.pages, "/file", "eng")?;
+    let (layouts, _) =
+        crate::ocr::layouts_with_ocr(&pdf.bytes, pdf.password.as_deref(), &pdf.pages, "/file", "eng", progress)?;
     let pages_without_text = layouts.iter().filter(|l| !l.has_text()).map(|l| l.number);
     let pages_without_text: Vec<u32> = pages_without_text.collect();
     let found: Vec<PageTable> = layouts.iter().flat_map(page_tables).collect();

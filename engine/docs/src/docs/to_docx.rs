@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo, media};
-use crate::context::{Context, blocking};
+use crate::context::{Context, Progress, blocking};
 use crate::docs::to_images::{ImageFormat, encode};
 use crate::docs::{CONVERSION_PRICE_RULE, SelectedPdf, conversion_price, select_pdf_pages};
 use crate::error::EngineError;
@@ -80,15 +80,17 @@ impl Route for ToDocxRoute {
         conversion_price(call.pdf.pages.len() as u64)
     }
 
-    async fn run(call: ToDocx, _ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
-        blocking(move || convert(call)).await
+    async fn run(call: ToDocx, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
+        let progress = ctx.progress.clone();
+        blocking(move || convert(call, &*progress)).await
     }
 }
 
-fn convert(call: ToDocx) -> Result<Reply<NoJson>, EngineError> {
+fn convert(call: ToDocx, progress: &dyn Progress) -> Result<Reply<NoJson>, EngineError> {
     let ToDocx { pdf, output } = call;
     // Scanned pages are read by OCR (English).
-    let (layouts, _) = crate::ocr::layouts_with_ocr(&pdf.bytes, pdf.password.as_deref(), &pdf.pages, "/file", "eng")?;
+    let (layouts, _) =
+        crate::ocr::layouts_with_ocr(&pdf.bytes, pdf.password.as_deref(), &pdf.pages, "/file", "eng", progress)?;
     // Pictures: cut from the page rendered at PICTURE_DPI, only on pages that have some.
     let mut pictures: Vec<Pictures> = vec![Vec::new(); layouts.len()];
     let with_pictures: Vec<u32> =

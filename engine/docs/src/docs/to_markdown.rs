@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
+use crate::context::{Context, Progress, blocking};
 use crate::docs::{CONVERSION_PRICE_RULE, conversion_price, select_pdf_pages};
 use crate::error::EngineError;
 use crate::input::FileInput;
@@ -191,12 +191,13 @@ impl Route for ToMarkdownRoute {
         conversion_price(pages)
     }
 
-    async fn run(call: ToMarkdown, _ctx: &Context) -> Result<Reply<MarkdownReport>, EngineError> {
-        blocking(move || convert(call)).await
+    async fn run(call: ToMarkdown, ctx: &Context) -> Result<Reply<MarkdownReport>, EngineError> {
+        let progress = ctx.progress.clone();
+        blocking(move || convert(call, &*progress)).await
     }
 }
 
-fn convert(call: ToMarkdown) -> Result<Reply<MarkdownReport>, EngineError> {
+fn convert(call: ToMarkdown, progress: &dyn Progress) -> Result<Reply<MarkdownReport>, EngineError> {
     let ToMarkdown { bytes, password, format, pages, title, languages } = call;
     let field = "/file";
     let mut pages_without_text = Vec::new();
@@ -204,7 +205,7 @@ fn convert(call: ToMarkdown) -> Result<Reply<MarkdownReport>, EngineError> {
     let document: Document = match format {
         SourceFormat::Pdf => {
             let selected = pages.as_deref().unwrap_or_default();
-            let read = markdown::pdf::read(&bytes, password.as_deref(), selected, field, &languages)?;
+            let read = markdown::pdf::read(&bytes, password.as_deref(), selected, field, &languages, progress)?;
             pages_without_text = read.pages_without_text;
             pages_read_by_ocr = read.pages_read_by_ocr;
             read.document

@@ -29,15 +29,16 @@ pub struct PdfMarkdown {
 }
 
 /// Reads `pages` (1-based) of the PDF in `bytes`, scanned pages by OCR in `languages`
-/// (`eng+deu`); errors name `field`. Without the OCR engine, scanned pages stay without text.
+/// (`eng+deu`), each page reported to `progress`; errors name `field`. Without the OCR engine, scanned pages stay without text.
 pub fn read(
     bytes: &[u8],
     password: Option<&str>,
     pages: &[u32],
     field: &str,
     languages: &str,
+    progress: &dyn crate::context::Progress,
 ) -> Result<PdfMarkdown, EngineError> {
-    let (layouts, read) = ocr::layouts_with_ocr(bytes, password, pages, field, languages)?;
+    let (layouts, read) = ocr::layouts_with_ocr(bytes, password, pages, field, languages, progress)?;
     let mut markdown = from_layouts(&layouts);
     markdown.pages_read_by_ocr = read.into_iter().filter(|p| !markdown.pages_without_text.contains(p)).collect();
     Ok(markdown)

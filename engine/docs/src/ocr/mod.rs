@@ -6,6 +6,7 @@ pub mod tesseract;
 
 use std::sync::{Mutex, OnceLock};
 
+use crate::context::Progress;
 use crate::error::{EngineError, ErrorKind};
 use crate::pdf::pdfium::{self, Glyph, PageLayout};
 
@@ -305,6 +306,7 @@ pub fn read_scanned_pages(
     layouts: &mut [PageLayout],
     languages: &str,
     field: &str,
+    progress: &dyn Progress,
 ) -> Result<Vec<u32>, EngineError> {
     let textless: Vec<u32> = layouts.iter().filter(|l| !l.has_text()).map(|l| l.number).collect();
     if textless.is_empty() {
@@ -333,13 +335,15 @@ pub fn read_scanned_pages(
         let (width, height) = if turned % 180 == 90 { (page.height, page.width) } else { (page.width, page.height) };
         *layout = layout_of(page.number, &reading.words, width, height, SCAN_DPI);
         read.push(page.number);
+        progress.advance("scanned pages read by OCR", read.len() as u64, scanned.len() as u64);
         Ok(())
     })?;
     Ok(read)
 }
 
 /// The layouts of `pages` (as [`pdfium::page_layouts`]) with scanned pages read by OCR in
-/// `languages` ([`read_scanned_pages`]); also answers the pages OCR read. Without the OCR
+/// `languages` ([`read_scanned_pages`]), each page reported to `progress` as it is read
+/// (the layouts, then the scans); also answers the pages OCR read. Without the OCR
 /// engine, scanned pages stay without text rather than failing the call.
 pub fn layouts_with_ocr(
     bytes: &[u8],
@@ -347,9 +351,10 @@ pub fn layouts_with_ocr(
     pages: &[u32],
     field: &str,
     languages: &str,
+    progress: &dyn Progress,
 ) -> Result<(Vec<PageLayout>, Vec<u32>), EngineError> {
-    let mut layouts = pdfium::page_layouts(bytes, password, pages, field)?;
-    let read = match read_scanned_pages(bytes, password, &mut layouts, languages, field) {
+    let mut layouts = pdfium::page_layouts(bytes, password, pages, field, progress)?;
+    let read = match read_scanned_pages(bytes, password, &mut layouts, languages, field, progress) {
         Ok(read) => read,
         Err(e) if matches!(e.kind, ErrorKind::Unavailable { .. }) => Vec::new(),
         Err(e) => return Err(e),

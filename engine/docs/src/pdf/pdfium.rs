@@ -392,13 +392,14 @@ pub const MAX_FONTS: usize = 1_000;
 /// Most rules kept for a page: a drawing of a million strokes is not a table.
 pub const MAX_RULES: usize = 50_000;
 
-/// The characters, pictures and paths of `pages` (1-based) of the PDF in `bytes`; errors
-/// name `field`.
+/// The characters, pictures and paths of `pages` (1-based) of the PDF in `bytes`, each
+/// page reported to `progress` as it is read; errors name `field`.
 pub fn page_layouts(
     bytes: &[u8],
     password: Option<&str>,
     pages: &[u32],
     field: &str,
+    progress: &dyn crate::context::Progress,
 ) -> Result<Vec<PageLayout>, EngineError> {
     use pdfium_render::prelude::{
         PdfColor, PdfFontWeight, PdfPageObjectCommon, PdfPageObjectType, PdfPageObjectsCommon, PdfPathFillMode,
@@ -582,6 +583,7 @@ pub fn page_layouts(
             turn(&mut layout, true);
         }
         layouts.push(layout);
+        progress.advance("pages", layouts.len() as u64, pages.len() as u64);
     }
     Ok(layouts)
 }
