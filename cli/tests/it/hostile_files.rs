@@ -93,7 +93,7 @@ impl Sampler {
             let mut round = 0u32;
             while o.load(Ordering::SeqCst) {
                 // The tree is walked every 200 ms (reading all of /proc), its members read every time.
-                if round % 10 == 0 {
+                if round.is_multiple_of(10) {
                     below = descendants(root).into_iter().map(|(pid, _)| pid).collect();
                 }
                 round += 1;

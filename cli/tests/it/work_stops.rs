@@ -30,8 +30,6 @@ fn twenty_page_scan(dir: &Path) -> std::path::PathBuf {
     scan
 }
 
-/// The CPU time a process has used: its user and system clock ticks (`/proc/<pid>/stat`).
-
 /// The CPU a process used, sampled every 100 ms while the trace lives.
 struct CpuTrace {
     samples: Arc<Mutex<Vec<(Instant, u64)>>>,

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-/// CPU time `pid` used so far (user and system), in ticks.
+/// The CPU time a process has used: its user and system clock ticks (`/proc/<pid>/stat`).
 pub fn cpu_ticks(pid: u32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     // The fields after the command's name, which is in parentheses and may hold spaces.
