@@ -92,7 +92,7 @@ pub fn compress_document(
 ) -> Result<(Vec<u8>, CompressStats), EngineError> {
     // qpdf rewrites the result and inflates what it must on the way: a document whose streams
     // decode past the limits is refused first.
-    pdf::decoded::check_document(&doc, limits)?;
+    pdf::decoded::check_document(&doc, limits, pdf::decoded::For::Rewriting)?;
     let page_count = doc.page_iter().count();
     let mut stats = CompressStats::default();
     let mut final_streams = HashSet::new();

@@ -177,7 +177,7 @@ pub async fn select_pdf_pages(
     blocking(move || {
         let doc = pdf::open(&file.bytes, file.password.as_deref(), &limits).map_err(|e| e.under("/file"))?;
         // pdfium inflates streams outside the call's counted memory: refused here first.
-        pdf::decoded::check(&file.bytes, &doc, &limits).map_err(|e| e.under("/file"))?;
+        pdf::decoded::check(&file.bytes, &doc, &limits, pdf::decoded::For::Rendering).map_err(|e| e.under("/file"))?;
         let page_count = pdf::page_count(&doc);
         let pages = match selection {
             Some(selection) => selection.resolve_set(page_count, "/pages")?,

@@ -6,9 +6,10 @@
 //! - one stream may decode to at most [`Limits::max_stream_bytes`];
 //! - all streams of the document together to at most [`Limits::max_decoded_bytes`] (a
 //!   small file of many small bombs);
-//! - an image's pixels (width × height × components, what a renderer allocates to draw
-//!   it, whatever its filter claims) must fit the room the call has left of its memory
-//!   budget.
+//! - for a renderer ([`For::Rendering`]), an image's pixels (width × height × components,
+//!   what it allocates to draw the image, whatever its filter claims) must fit the room the
+//!   call has left of its memory budget. qpdf copies images without decoding them: a
+//!   document given to it is not refused for an image it never draws.
 //!
 //! Streams are decoded one at a time with lopdf's bounded decoders, never more than the
 //! limit each, and dropped at once: the check holds at most one stream's worth.
@@ -23,18 +24,27 @@ const MIB: u64 = 1 << 20;
 /// Refuses the PDF in `bytes` (`doc`, as lopdf read it) if one of its streams, all of them
 /// together, or one of its images needs more than its limit once decoded. Checked once per
 /// call: the same bytes given again (to another library, or again to pdfium) pass at once.
-pub fn check(bytes: &[u8], doc: &Document, limits: &Limits) -> Result<(), EngineError> {
-    if !crate::cancel::first_time(digest(bytes)) {
+pub fn check(bytes: &[u8], doc: &Document, limits: &Limits, purpose: For) -> Result<(), EngineError> {
+    if !crate::cancel::first_time(digest(bytes, purpose)) {
         return Ok(());
     }
-    check_streams(doc, limits)
+    check_streams(doc, limits, purpose)
+}
+
+/// What the checked document is given to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum For {
+    /// A renderer (pdfium): streams decoded, and images drawn at their full pixel size.
+    Rendering,
+    /// A rewriter (qpdf): streams it may decode; images copied as they are.
+    Rewriting,
 }
 
 /// As [`check`], for bytes lopdf has not read yet in this call: read here, with the
 /// per-stream limit while loading. A file lopdf cannot read is left to the library, whose
 /// own reading of damaged files is what the caller asked for.
-pub fn check_bytes(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Result<(), EngineError> {
-    if !crate::cancel::first_time(digest(bytes)) {
+pub fn check_bytes(bytes: &[u8], password: Option<&str>, limits: &Limits, purpose: For) -> Result<(), EngineError> {
+    if !crate::cancel::first_time(digest(bytes, purpose)) {
         return Ok(());
     }
     let options = lopdf::LoadOptions {
@@ -43,7 +53,7 @@ pub fn check_bytes(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Res
         ..lopdf::LoadOptions::default()
     };
     match Document::load_mem_with_options(bytes, options) {
-        Ok(doc) => check_streams(&doc, limits),
+        Ok(doc) => check_streams(&doc, limits, purpose),
         Err(lopdf::Error::Decompress(e)) => Err(EngineError::too_large(
             "file_too_large",
             None,
@@ -53,23 +63,28 @@ pub fn check_bytes(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Res
     }
 }
 
-fn digest(bytes: &[u8]) -> [u8; 32] {
+fn digest(bytes: &[u8], purpose: For) -> [u8; 32] {
     use sha2::Digest as _;
-    sha2::Sha256::digest(bytes).into()
+    let mut hasher = sha2::Sha256::new();
+    hasher.update([purpose as u8]);
+    hasher.update(bytes);
+    hasher.finalize().into()
 }
 
 /// As [`check`], for a document held in memory (a pipeline's step, or one about to be
 /// written through qpdf), checked each time.
-pub fn check_document(doc: &Document, limits: &Limits) -> Result<(), EngineError> {
-    check_streams(doc, limits)
+pub fn check_document(doc: &Document, limits: &Limits, purpose: For) -> Result<(), EngineError> {
+    check_streams(doc, limits, purpose)
 }
 
-fn check_streams(doc: &Document, limits: &Limits) -> Result<(), EngineError> {
+fn check_streams(doc: &Document, limits: &Limits, purpose: For) -> Result<(), EngineError> {
     let mut total: u64 = 0;
     for (id, object) in &doc.objects {
         let Object::Stream(stream) = object else { continue };
         crate::cancel::check()?;
-        if let Some(pixels) = image_bytes(doc, stream) {
+        if purpose == For::Rendering
+            && let Some(pixels) = image_bytes(doc, stream)
+        {
             crate::memory::reserve(&format!("image {} {} of the PDF", id.0, id.1), pixels)?;
         }
         let decoded = decoded_size(stream, limits, limits.max_decoded_bytes.saturating_sub(total))?;
@@ -221,13 +236,14 @@ mod tests {
     #[test]
     fn streams_within_the_limits_pass() {
         let doc = doc_with(vec![flate_stream(&vec![b' '; 1 << 20]), Stream::new(Dictionary::new(), b"q Q".to_vec())]);
-        check_streams(&doc, &Limits::default()).unwrap();
+        check_streams(&doc, &Limits::default(), For::Rendering).unwrap();
     }
 
     #[test]
     fn one_stream_past_its_limit_is_refused_naming_it() {
         let limits = Limits { max_stream_bytes: 1 << 20, ..Limits::default() };
-        let error = check_streams(&doc_with(vec![flate_stream(&vec![0; 2 << 20])]), &limits).unwrap_err();
+        let error =
+            check_streams(&doc_with(vec![flate_stream(&vec![0; 2 << 20])]), &limits, For::Rendering).unwrap_err();
         assert_eq!((error.code.as_ref(), error.kind), ("file_too_large", crate::error::ErrorKind::TooLarge));
         assert!(error.message.contains("the limit of one stream"), "{}", error.message);
     }
@@ -236,7 +252,7 @@ mod tests {
     fn many_streams_past_the_documents_limit_are_refused_naming_it() {
         let limits = Limits { max_decoded_bytes: 5 << 20, ..Limits::default() };
         let streams = (0..6).map(|_| flate_stream(&vec![0; 1 << 20])).collect();
-        let error = check_streams(&doc_with(streams), &limits).unwrap_err();
+        let error = check_streams(&doc_with(streams), &limits, For::Rendering).unwrap_err();
         assert_eq!(error.code, "file_too_large");
         assert!(error.message.contains("decoded bytes per document"), "{}", error.message);
     }

@@ -166,7 +166,8 @@ impl RenderSource {
         blocking(move || {
             let doc = pdf::open(&input.bytes, input.password.as_deref(), &limits).map_err(|e| e.under(&field))?;
             // pdfium inflates streams outside the call's counted memory: refused here first.
-            pdf::decoded::check(&input.bytes, &doc, &limits).map_err(|e| e.under(&field))?;
+            pdf::decoded::check(&input.bytes, &doc, &limits, pdf::decoded::For::Rendering)
+                .map_err(|e| e.under(&field))?;
             let page_count = doc.get_pages().len() as u32;
             let pdf = SourcePdf { doc, filename: input.filename, page_count, field };
             Ok(RenderSource { pdf, bytes: input.bytes, password: input.password })
@@ -653,8 +654,13 @@ fn open<'a>(
     password: Option<&str>,
     field: &str,
 ) -> Result<PdfDocument<'a>, EngineError> {
-    crate::pdf::decoded::check_bytes(bytes, password, &crate::context::Limits::default())
-        .map_err(|e| e.under(field))?;
+    crate::pdf::decoded::check_bytes(
+        bytes,
+        password,
+        &crate::context::Limits::default(),
+        crate::pdf::decoded::For::Rendering,
+    )
+    .map_err(|e| e.under(field))?;
     pdfium.load_pdf_from_byte_slice(bytes, password).map_err(|e| open_error(&e, field, password))
 }
 

@@ -144,7 +144,7 @@ fn open_with(bytes: &[u8], password: Option<&str>, limits: &Limits, headerless: 
 /// [`super::decoded`]. Other lopdf failures are left to qpdf, whose recovery reads more
 /// damaged files.
 fn refuse_stream_bombs(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Result<(), EngineError> {
-    super::decoded::check_bytes(bytes, password, limits)
+    super::decoded::check_bytes(bytes, password, limits, super::decoded::For::Rewriting)
 }
 
 fn open_error(error: &QPdfError, password: Option<&str>) -> EngineError {
