@@ -270,3 +270,48 @@ async fn hostile_files_are_answered_in_bounded_time_and_memory() {
         resting_after >> 20
     );
 }
+
+/// The server's ceiling (`PAPERCHAIN_MEMORY_MIB`): a heavy call is refused with 503 `busy`
+/// while the process holds more than the ceiling less one call's budget, before it reads
+/// the body; light calls go on. Here the ceiling is 256 MiB (the least it may be) and a
+/// call's budget 128: the first OCR is let in (the server holds about 50 MiB), and once
+/// pdfium and Tesseract are loaded (the server holds over 128 MiB) the next heavy call is
+/// refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heavy_work_past_the_memory_ceiling_is_refused_as_busy() {
+    let data = tempfile::tempdir().unwrap();
+    let server =
+        unconfigured_server(data.path(), &[("PAPERCHAIN_MEMORY_MIB", "256"), ("PAPERCHAIN_CALL_MEMORY_MIB", "128")]);
+    let pid = server.child.id();
+    let client = reqwest::Client::new();
+    let (page, _) = paperchain_testkit::scan::sample_page();
+    let page = json!({ "data": b64(&page), "filename": "page.pdf" });
+    let render = serde_json::to_vec(&json!({ "file": page, "format": "png", "dpi": 72 })).unwrap();
+    let ocr = serde_json::to_vec(&json!({ "file": page, "force": true })).unwrap();
+
+    let held = resident_memory(pid);
+    assert!(held < 128 << 20, "a fresh server holds {} MiB", held >> 20);
+    let (status, code) = send(&client, &server.base, "/v1/pdf/ocr", ocr).await;
+    assert_eq!(status, Some(200), "the first OCR is let in: {code}");
+
+    let held = resident_memory(pid);
+    assert!(held > 128 << 20, "pdfium and Tesseract loaded, the server holds {} MiB", held >> 20);
+    let answer = client
+        .post(format!("{}/v1/pdf/to-images", server.base))
+        .header("content-type", "application/json")
+        .body(render)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 503);
+    assert!(answer.headers().contains_key("retry-after"));
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "busy", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("ceiling of 256 MiB (PAPERCHAIN_MEMORY_MIB)"), "{message}");
+
+    // Light work is not held back: a rotation needs no heavy turn.
+    let rotate = serde_json::to_vec(&json!({ "file": page, "degrees": 90 })).unwrap();
+    let (status, code) = send(&client, &server.base, "/v1/pdf/rotate", rotate).await;
+    assert_eq!(status, Some(200), "{code}");
+}
