@@ -86,7 +86,7 @@ type Maker = fn() -> Vec<u8>;
 
 /// Every case of this module, made now (about 97 MB in all, in well under a second).
 pub fn all() -> Vec<Case> {
-    let makers: [(&'static str, Kind, Maker); 28] = [
+    let makers: [(&'static str, Kind, Maker); 29] = [
         ("pdf_flate_bomb", Kind::Pdf, pdf_flate_bomb),
         ("pdf_many_streams_bomb", Kind::Pdf, pdf_many_streams_bomb),
         ("pdf_objstm_bomb", Kind::Pdf, pdf_objstm_bomb),
@@ -104,6 +104,7 @@ pub fn all() -> Vec<Case> {
         ("xlsx_shared_strings_bomb", Kind::Xlsx, xlsx_shared_strings_bomb),
         ("docx_document_bomb", Kind::Docx, docx_document_bomb),
         ("docx_nesting_bomb", Kind::Docx, docx_nesting_bomb),
+        ("docx_deep_nesting", Kind::Docx, docx_deep_nesting),
         ("xml_entity_bomb_docx", Kind::Docx, xml_entity_bomb_docx),
         ("pptx_bomb", Kind::Pptx, pptx_bomb),
         ("zip_many_entries", Kind::Docx, zip_many_entries),
@@ -608,6 +609,32 @@ pub fn docx_nesting_bomb() -> Vec<u8> {
     ])
     .finish()
 }
+
+/// Claims: a Word document with a table.
+/// Really: tables nested 50,000 deep as in [`docx_nesting_bomb`], each row with its own
+/// revision id, so the part does not compress (about 4 MB stored, no ratio to catch): only
+/// its depth gives it away. LibreOffice lays it out for minutes.
+pub fn docx_deep_nesting() -> Vec<u8> {
+    let (head, tail) = document_xml("", "", "<w:sectPr/>");
+    let mut part = head.into_bytes();
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    for _ in 0..DEEP_NESTING {
+        // xorshift64: a different id for every row, the same file every time.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        part.extend_from_slice(format!(r#"<w:tbl><w:tr w:rsidR="{:016X}"><w:tc>"#, state).as_bytes());
+    }
+    part.extend_from_slice(b"<w:p/>");
+    for _ in 0..DEEP_NESTING {
+        part.extend_from_slice(b"</w:tc></w:tr></w:tbl><w:p/>");
+    }
+    part.extend_from_slice(tail.as_bytes());
+    docx(&[once(&part)]).finish()
+}
+
+/// The depth of the nested tables of [`docx_deep_nesting`].
+const DEEP_NESTING: usize = 50_000;
 
 /// Claims: a Word document of one paragraph.
 /// Really: `word/document.xml` has a DOCTYPE declaring entities nested ten deep, each ten of the

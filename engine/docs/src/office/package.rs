@@ -4,7 +4,8 @@
 //! inflated once here, counting bytes as they come out, and the file is refused as soon as
 //! a member or the whole expands past fixed sizes or ratios (a zip bomb), never after the
 //! memory is spent. XML parts are scanned for a document type declaration: OOXML parts
-//! have none, and one is how an entity-expansion bomb ("billion laughs") starts. The
+//! have none, and one is how an entity-expansion bomb ("billion laughs") starts; and for
+//! how deep their elements nest ([`MAX_XML_DEPTH`]), which no ratio catches. The
 //! readers behind this gate (calamine's quick-xml among them) do not expand entities
 //! either; the gate makes the refusal explicit and the same for every route.
 
@@ -23,6 +24,9 @@ pub const MAX_TOTAL_BYTES: u64 = 1024 * 1024 * 1024;
 pub const MAX_RATIO: u64 = 200;
 /// Below this inflated size a member's ratio is not judged (a few KiB of zeros is fine).
 pub const RATIO_FLOOR: u64 = 4 * 1024 * 1024;
+/// Deepest an XML part's elements may nest. Real documents stay under a hundred (tables in
+/// tables in a text box); LibreOffice lays 50,000 nested tables out for minutes.
+pub const MAX_XML_DEPTH: u32 = 512;
 
 /// What kind of Office Open XML document a package is, by its main part.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,6 +163,7 @@ pub fn inflate_all(bytes: &[u8], field: &str, no_doctype: fn(&str) -> bool) -> R
         // The last bytes of the previous chunk and the first of this one, so a word split
         // across chunks is seen.
         let mut seam: Vec<u8> = Vec::with_capacity(2 * SEAM);
+        let mut depth = Depth::default();
         let mut inflated = 0u64;
         loop {
             let read = match member.read(&mut buffer) {
@@ -198,11 +203,90 @@ pub fn inflate_all(bytes: &[u8], field: &str, no_doctype: fn(&str) -> bool) -> R
                 }
                 seam.clear();
                 seam.extend_from_slice(&chunk[read.saturating_sub(SEAM)..]);
+                if depth.scan(chunk) > MAX_XML_DEPTH {
+                    return Err(EngineError::too_large(
+                        "file_too_large",
+                        Some(field.to_string()),
+                        format!("{field}: part {name} nests its elements more than {MAX_XML_DEPTH} deep"),
+                    ));
+                }
             }
         }
         members.push(name);
     }
     Ok(Inflated { members, total, merged_cells })
+}
+
+/// How deep the elements of an XML text nest, read a chunk at a time: `<name …>` opens,
+/// `</name>` and `/>` close; comments (to `-->`), CDATA (to `]]>`), processing
+/// instructions and declarations count for nothing, and quoted attribute values are skipped.
+#[derive(Default)]
+struct Depth {
+    state: Lexing,
+    depth: u32,
+    deepest: u32,
+}
+
+#[derive(Clone, Copy, Default, PartialEq)]
+enum Lexing {
+    #[default]
+    Text,
+    /// Just after `<`.
+    Open,
+    /// In a start tag; the quote of the attribute value it is in, and whether the last
+    /// byte was `/`.
+    StartTag { quote: Option<u8>, slash: bool },
+    /// In an end tag.
+    EndTag,
+    /// Just after `<!`: a comment, CDATA or a declaration follows.
+    Bang,
+    /// In a comment, CDATA, a declaration or a processing instruction, until `>` preceded
+    /// by what ends it (`--`, `]]` or anything); the last two bytes read.
+    Other { ends: Option<u8>, last: [u8; 2] },
+}
+
+impl Depth {
+    /// Reads `chunk` and answers the deepest nesting seen so far.
+    fn scan(&mut self, chunk: &[u8]) -> u32 {
+        for &byte in chunk {
+            self.state = match (self.state, byte) {
+                (Lexing::Text, b'<') => Lexing::Open,
+                (Lexing::Text, _) => Lexing::Text,
+                (Lexing::Open, b'/') => Lexing::EndTag,
+                (Lexing::Open, b'!') => Lexing::Bang,
+                (Lexing::Open, b'?') => Lexing::Other { ends: None, last: [0; 2] },
+                (Lexing::Bang, b'-') => Lexing::Other { ends: Some(b'-'), last: [0, b'-'] },
+                (Lexing::Bang, b'[') => Lexing::Other { ends: Some(b']'), last: [0, b'['] },
+                (Lexing::Bang, b'>') => Lexing::Text,
+                (Lexing::Bang, _) => Lexing::Other { ends: None, last: [0, byte] },
+                (Lexing::Open, _) => {
+                    self.depth += 1;
+                    self.deepest = self.deepest.max(self.depth);
+                    Lexing::StartTag { quote: None, slash: false }
+                }
+                (Lexing::StartTag { quote: Some(q), .. }, b) if b == q => {
+                    Lexing::StartTag { quote: None, slash: false }
+                }
+                (state @ Lexing::StartTag { quote: Some(_), .. }, _) => state,
+                (Lexing::StartTag { .. }, b'"' | b'\'') => Lexing::StartTag { quote: Some(byte), slash: false },
+                (Lexing::StartTag { slash, .. }, b'>') => {
+                    if slash {
+                        self.depth = self.depth.saturating_sub(1);
+                    }
+                    Lexing::Text
+                }
+                (Lexing::StartTag { .. }, _) => Lexing::StartTag { quote: None, slash: byte == b'/' },
+                (Lexing::EndTag, b'>') => {
+                    self.depth = self.depth.saturating_sub(1);
+                    Lexing::Text
+                }
+                (Lexing::EndTag, _) => Lexing::EndTag,
+                (Lexing::Other { ends, last }, b'>') if ends.is_none_or(|e| last == [e, e]) => Lexing::Text,
+                (Lexing::Other { ends, last }, _) => Lexing::Other { ends, last: [last[1], byte] },
+            };
+        }
+        self.deepest
+    }
 }
 
 /// Reads one member of a ZIP that passed [`inflate_all`], at most `limit` bytes of it.
@@ -266,6 +350,25 @@ mod tests {
         assert!(error.message.contains("Word document"), "{}", error.message);
         let error = check(b"%PDF-1.7", Kind::Workbook, "/file").unwrap_err();
         assert_eq!((error.code.as_ref(), error.field.as_deref()), ("not_an_office_file", Some("/file")));
+    }
+
+    #[test]
+    fn nesting_is_counted_across_chunks_and_past_the_limit_refused() {
+        let xml = br#"<?xml version="1.0"?><w:document a="x>y" b='/>'><!-- <c> > <d> --><w:body><w:p/><w:p><w:t>a</w:t></w:p><![CDATA[<d><e>]]></w:body></w:document>"#;
+        let mut depth = Depth::default();
+        for piece in xml.chunks(3) {
+            depth.scan(piece);
+        }
+        assert_eq!((depth.deepest, depth.depth), (4, 0), "document > body > p > t, and closed");
+
+        let deep = format!("{}{}", "<w:tbl><w:tr><w:tc>".repeat(200), "</w:tc></w:tr></w:tbl>".repeat(200));
+        let bytes = zip_of(&[("[Content_Types].xml", b"<Types/>"), ("word/document.xml", deep.as_bytes())]);
+        let error = inflate_all(&bytes, "/file", is_xml_part).unwrap_err();
+        assert_eq!((error.code.as_ref(), error.field.as_deref()), ("file_too_large", Some("/file")));
+        assert!(error.message.contains("word/document.xml nests its elements more than 512 deep"), "{}", error.message);
+        let shallow = "<w:tbl><w:tr><w:tc>".repeat(100) + &"</w:tc></w:tr></w:tbl>".repeat(100);
+        let bytes = zip_of(&[("[Content_Types].xml", b"<Types/>"), ("word/document.xml", shallow.as_bytes())]);
+        assert!(inflate_all(&bytes, "/file", is_xml_part).is_ok(), "300 deep is read");
     }
 
     #[test]
