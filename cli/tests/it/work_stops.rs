@@ -307,35 +307,36 @@ async fn an_mcp_client_that_asks_for_progress_gets_each_page() {
     use base64::Engine as _;
     let scan = base64::engine::general_purpose::STANDARD.encode(image_pdf(&[&page; 6], 150));
     let server = unconfigured_server(data.path(), &[("OMP_THREAD_LIMIT", "1")]);
-    let plan = json!({
-        "server": { "url": format!("{}/mcp", server.base) },
-        "steps": [{ "call": "document_operation", "progress": true,
-                    "arguments": { "operation": "ocr_pdf", "input": { "file": { "data": scan } } } }],
-    });
-    let line = crate::common::ts_sdk_session(&plan, Duration::from_secs(300), "a tool call with progress").await;
-    let step = &line["steps"][0];
-    assert_ne!(step["result"]["isError"], true, "{line}");
-    let progress = step["progress"].as_array().unwrap_or_else(|| panic!("{line}"));
-    let done: Vec<f64> = progress.iter().map(|p| p["progress"].as_f64().unwrap()).collect();
-    assert_eq!(done, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "one report a page, strictly increasing: {progress:?}");
-    assert!(progress.iter().all(|p| p["total"] == 6.0), "{progress:?}");
-    assert_eq!(progress[5]["message"], "6 of 6 pages", "{progress:?}");
+    // The progress notifications the TypeScript SDK client got for `operation` on the scan:
+    // the progress values, the totals and the messages.
+    let reports = |operation: &'static str| {
+        let plan = json!({
+            "server": { "url": format!("{}/mcp", server.base) },
+            "steps": [{ "call": "document_operation", "progress": true,
+                        "arguments": { "operation": operation, "input": { "file": { "data": scan } } } }],
+        });
+        async move {
+            let line = crate::common::ts_sdk_session(&plan, Duration::from_secs(300), operation).await;
+            let step = &line["steps"][0];
+            assert_ne!(step["result"]["isError"], true, "{line}");
+            let progress = step["progress"].as_array().unwrap_or_else(|| panic!("{line}"));
+            let number = |p: &Value, key: &str| p[key].as_f64().unwrap_or_else(|| panic!("{p}"));
+            let done: Vec<f64> = progress.iter().map(|p| number(p, "progress")).collect();
+            let totals: Vec<f64> = progress.iter().map(|p| number(p, "total")).collect();
+            let messages: Vec<String> = progress.iter().map(|p| p["message"].as_str().unwrap().to_string()).collect();
+            (done, totals, messages)
+        }
+    };
+
+    let (done, totals, messages) = reports("ocr_pdf").await;
+    assert_eq!(done, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "one report a page, strictly increasing");
+    assert_eq!(totals, vec![6.0; 6]);
+    assert_eq!(messages[5], "6 of 6 pages");
 
     // A conversion of the same scan: each page's layout, then each scanned page read by
-    // OCR, counted on from the first phase.
-    let plan = json!({
-        "server": { "url": format!("{}/mcp", server.base) },
-        "steps": [{ "call": "document_operation", "progress": true,
-                    "arguments": { "operation": "convert_to_markdown", "input": { "file": { "data": scan } } } }],
-    });
-    let line = crate::common::ts_sdk_session(&plan, Duration::from_secs(300), "a conversion with progress").await;
-    let step = &line["steps"][0];
-    assert_ne!(step["result"]["isError"], true, "{line}");
-    let progress = step["progress"].as_array().unwrap_or_else(|| panic!("{line}"));
-    let done: Vec<f64> = progress.iter().map(|p| p["progress"].as_f64().unwrap()).collect();
-    assert_eq!(done, (1..=12).map(f64::from).collect::<Vec<_>>(), "{progress:?}");
-    assert_eq!(progress[5]["message"], "6 of 6 pages", "{progress:?}");
-    assert_eq!(progress[11]["message"], "6 of 6 scanned pages read by OCR", "{progress:?}");
-    let totals: Vec<f64> = progress.iter().map(|p| p["total"].as_f64().unwrap()).collect();
-    assert_eq!(totals, [[6.0; 6], [12.0; 6]].concat(), "the total grows when the second phase starts");
+    // OCR, counted on from the first phase; the total grows when the second phase starts.
+    let (done, totals, messages) = reports("convert_to_markdown").await;
+    assert_eq!(done, (1..=12).map(f64::from).collect::<Vec<_>>());
+    assert_eq!(totals, [[6.0; 6], [12.0; 6]].concat());
+    assert_eq!((messages[5].as_str(), messages[11].as_str()), ("6 of 6 pages", "6 of 6 scanned pages read by OCR"));
 }
