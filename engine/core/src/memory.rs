@@ -133,7 +133,17 @@ impl Budget {
     }
 
     fn add(&self, delta: isize) {
-        let used = self.used.fetch_add(delta, Ordering::Relaxed) + delta;
+        let used = if delta >= 0 {
+            self.used.fetch_add(delta, Ordering::Relaxed) + delta
+        } else {
+            // Never below nothing: freeing what the call did not allocate (the input it was
+            // handed, objects a library's own threads parsed for it) gives it no room.
+            let before = self
+                .used
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| Some((used + delta).max(0)))
+                .unwrap_or_default();
+            (before + delta).max(0)
+        };
         if used > 0 {
             let used = used as usize;
             self.peak.fetch_max(used, Ordering::Relaxed);
@@ -148,7 +158,7 @@ impl Budget {
         self.limit
     }
 
-    /// Bytes the call's work holds now (what it allocated less what it freed).
+    /// Bytes the call's work holds now (what it allocated less what it freed, never below 0).
     pub fn used(&self) -> usize {
         self.used.load(Ordering::Relaxed).max(0) as usize
     }
@@ -351,6 +361,15 @@ mod tests {
         budget.add(-110);
         assert!(budget.check().is_err(), "once over, the call stays stopped");
         assert_eq!(budget.peak(), 110);
+    }
+
+    #[test]
+    fn freeing_what_the_call_did_not_allocate_gives_it_no_room() {
+        let budget = Budget::new(100);
+        budget.add(-500);
+        assert_eq!(budget.used(), 0);
+        budget.add(120);
+        assert!(budget.check().is_err(), "120 over a budget of 100, whatever was freed before");
     }
 
     #[test]
