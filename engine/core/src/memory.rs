@@ -237,8 +237,7 @@ impl<F: Future> Future for Charged<F> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = &mut *self;
-        let budget = Arc::clone(&this.budget);
-        charging(&budget, || this.work.as_mut().poll(cx))
+        charging(&this.budget, || this.work.as_mut().poll(cx))
     }
 }
 

@@ -28,7 +28,7 @@ pub fn check(bytes: &[u8], doc: &Document, limits: &Limits, purpose: For) -> Res
     if !crate::cancel::first_time(digest(bytes, purpose)) {
         return Ok(());
     }
-    check_streams(doc, limits, purpose)
+    check_document(doc, limits, purpose)
 }
 
 /// What the checked document is given to.
@@ -53,7 +53,7 @@ pub fn check_bytes(bytes: &[u8], password: Option<&str>, limits: &Limits, purpos
         ..lopdf::LoadOptions::default()
     };
     match Document::load_mem_with_options(bytes, options) {
-        Ok(doc) => check_streams(&doc, limits, purpose),
+        Ok(doc) => check_document(&doc, limits, purpose),
         Err(lopdf::Error::Decompress(e)) => Err(EngineError::too_large(
             "file_too_large",
             None,
@@ -74,10 +74,6 @@ fn digest(bytes: &[u8], purpose: For) -> [u8; 32] {
 /// As [`check`], for a document held in memory (a pipeline's step, or one about to be
 /// written through qpdf), checked each time.
 pub fn check_document(doc: &Document, limits: &Limits, purpose: For) -> Result<(), EngineError> {
-    check_streams(doc, limits, purpose)
-}
-
-fn check_streams(doc: &Document, limits: &Limits, purpose: For) -> Result<(), EngineError> {
     let mut total: u64 = 0;
     for (id, object) in &doc.objects {
         let Object::Stream(stream) = object else { continue };
@@ -236,14 +232,14 @@ mod tests {
     #[test]
     fn streams_within_the_limits_pass() {
         let doc = doc_with(vec![flate_stream(&vec![b' '; 1 << 20]), Stream::new(Dictionary::new(), b"q Q".to_vec())]);
-        check_streams(&doc, &Limits::default(), For::Rendering).unwrap();
+        check_document(&doc, &Limits::default(), For::Rendering).unwrap();
     }
 
     #[test]
     fn one_stream_past_its_limit_is_refused_naming_it() {
         let limits = Limits { max_stream_bytes: 1 << 20, ..Limits::default() };
         let error =
-            check_streams(&doc_with(vec![flate_stream(&vec![0; 2 << 20])]), &limits, For::Rendering).unwrap_err();
+            check_document(&doc_with(vec![flate_stream(&vec![0; 2 << 20])]), &limits, For::Rendering).unwrap_err();
         assert_eq!((error.code.as_ref(), error.kind), ("file_too_large", crate::error::ErrorKind::TooLarge));
         assert!(error.message.contains("the limit of one stream"), "{}", error.message);
     }
@@ -252,7 +248,7 @@ mod tests {
     fn many_streams_past_the_documents_limit_are_refused_naming_it() {
         let limits = Limits { max_decoded_bytes: 5 << 20, ..Limits::default() };
         let streams = (0..6).map(|_| flate_stream(&vec![0; 1 << 20])).collect();
-        let error = check_streams(&doc_with(streams), &limits, For::Rendering).unwrap_err();
+        let error = check_document(&doc_with(streams), &limits, For::Rendering).unwrap_err();
         assert_eq!(error.code, "file_too_large");
         assert!(error.message.contains("decoded bytes per document"), "{}", error.message);
     }
