@@ -11,6 +11,8 @@
 //! - [`keyring`]: a real Secret Service (gnome-keyring on a private D-Bus session bus) for the
 //!   wallet's keyring tests, and sessions without one (std only).
 //! - [`markdown_score`]: how close a Markdown conversion is to a reference (text, headings, tables).
+//! - [`variety`]: statements, reports and tables written by reportlab, LibreOffice and Chromium
+//!   at test time, with their exact ground truth.
 //! - [`b64`] and [`b64_decode`]: standard base64; [`workspace_root`]: the checkout's root.
 //! - `suite` feature (default): [`loopback`] (stand-in HTTP servers: request reader,
 //!   closed ports, silent servers), [`hyperliquid`] (the funding upstream replaying
@@ -37,6 +39,7 @@ pub mod page_pdf;
 pub mod scan;
 pub mod table_score;
 pub mod tools;
+pub mod variety;
 
 #[cfg(feature = "suite")]
 pub mod fake_node;

@@ -128,6 +128,11 @@ pub const PYTHON_TOOLS: &[PythonTool] = &[
         why: "reads back the OFX statements of /v1/pdf/bank-statement in tests",
     },
     PythonTool {
+        requirement: "reportlab==5.1.0",
+        probe: &["python", "-c", "import sys, reportlab; sys.exit(reportlab.Version != '5.1.0')"],
+        why: "one of the three PDF writers of the variety set (testkit/src/variety.py) the conversion routes are tested on",
+    },
+    PythonTool {
         requirement: "python-docx==1.2.0",
         probe: &["python", "-c", "import docx"],
         why: "reads back the Word files of /v1/pdf/to-docx in tests",

@@ -41,3 +41,4 @@ mod pdf_ocr;
 mod pdf_tables;
 mod pdf_to_docx;
 mod pricing;
+mod variety;

@@ -152,16 +152,22 @@ struct Placed {
 /// between lines; a line is cut into segments where a horizontal gap between neighbouring
 /// characters, measured on the page, is wider than [`SEGMENT_GAP_EMS`] font sizes. Each
 /// segment keeps pdfium's order.
+///
+/// pdfium's `\r\n` is a guess, and a wrong one where a writer draws each character as a
+/// text object of its own (Chromium does on the later pages of a print): it then puts one
+/// between every two characters. A break is therefore kept only where the next character
+/// does not go on along the same line: on another line, to the left of the last one, or
+/// a segment gap away.
 fn segments_of(layout: &PageLayout, cuts: &[Area]) -> Vec<Segment> {
     let mut out: Vec<Segment> = Vec::new();
     let mut line: Vec<Placed> = Vec::new();
     let mut line_box: Option<(f32, f32)> = None;
+    let (mut break_here, mut space_after_break) = (false, false);
     for glyph in &layout.glyphs {
         let c = match glyph.ch {
             '\u{0}' | '\u{feff}' | '\u{fffe}' | '\u{2}' => continue,
             '\r' | '\n' => {
-                cut_line(std::mem::take(&mut line), layout.number, cuts, &mut out);
-                line_box = None;
+                break_here = true;
                 continue;
             }
             '\u{ad}' => '-',
@@ -171,7 +177,10 @@ fn segments_of(layout: &PageLayout, cuts: &[Area]) -> Vec<Segment> {
         };
         let valid_box = glyph.x1 >= glyph.x0 && glyph.y1 >= glyph.y0 && glyph.x0.is_finite() && glyph.y0.is_finite();
         if c == ' ' || !valid_box {
-            if let Some(last) = line.last()
+            // After a break the space belongs to the line only if the line goes on.
+            if break_here {
+                space_after_break = true;
+            } else if let Some(last) = line.last()
                 && !last.space
             {
                 line.push(Placed { c: ' ', style: last.style, space: true, ..*last });
@@ -180,11 +189,24 @@ fn segments_of(layout: &PageLayout, cuts: &[Area]) -> Vec<Segment> {
         }
         let size = glyph.size.max(1.0);
         let center = (glyph.y0 + glyph.y1) / 2.0;
-        if let Some((top, bottom)) = line_box
-            && !(center > top - size * 0.2 && center < bottom + size * 0.2)
-        {
+        let same_line = line_box.is_some_and(|(top, bottom)| center > top - size * 0.2 && center < bottom + size * 0.2);
+        let broke = std::mem::take(&mut break_here);
+        let spaced = std::mem::take(&mut space_after_break);
+        let goes_on =
+            same_line
+                && line.iter().rev().find(|p| !p.space).is_some_and(|last| {
+                    glyph.x0 >= last.x1 - size * 0.1 && glyph.x0 - last.x1 < size * SEGMENT_GAP_EMS
+                });
+        if (broke && !goes_on) || (line_box.is_some() && !same_line) {
             cut_line(std::mem::take(&mut line), layout.number, cuts, &mut out);
             line_box = None;
+        } else if (spaced || (broke && glyph.x0 - line.last().map_or(glyph.x0, |l| l.x1) > size * 0.1))
+            && let Some(last) = line.last()
+            && !last.space
+        {
+            // A break that goes on along the line is a word's end where the characters do
+            // not touch: such writers draw no space there, and pdfium's break stands for it.
+            line.push(Placed { c: ' ', style: last.style, space: true, ..*last });
         }
         line_box = Some(match line_box {
             Some((top, bottom)) => (top.min(glyph.y0), bottom.max(glyph.y1)),

@@ -164,6 +164,11 @@ const HEADERS: &[(Kind, &[&str])] = &[
             "addebito",
             "af",
             "uitgaven",
+            "débito",
+            "débitos",
+            "debito",
+            "uttag",
+            "obciążenia",
         ],
     ),
     (
@@ -186,9 +191,18 @@ const HEADERS: &[(Kind, &[&str])] = &[
             "accredito",
             "bij",
             "ontvangsten",
+            "crédito",
+            "créditos",
+            "credito",
+            "insättning",
+            "insättningar",
+            "uznania",
         ],
     ),
-    (Kind::Amount, &["amount", "betrag", "montant", "importe", "importo", "bedrag", "umsatz", "value"]),
+    (
+        Kind::Amount,
+        &["amount", "betrag", "montant", "importe", "importo", "bedrag", "umsatz", "value", "valor", "belopp", "kwota"],
+    ),
     (
         Kind::Other,
         &["value date", "valuta", "wertstellung", "date de valeur", "fecha valor", "reference", "ref", "type"],
@@ -233,6 +247,9 @@ const HEADERS: &[(Kind, &[&str])] = &[
             "descrizione",
             "causale",
             "omschrijving",
+            "descrição",
+            "histórico",
+            "opis",
         ],
     ),
 ];
@@ -315,35 +332,52 @@ fn lines_of(layout: &PageLayout) -> Vec<Line> {
             page: layout.number,
             top,
             bottom,
-            cells: band.iter().map(|s| Cell { x0: s.x0, x1: s.x1, text: s.text().trim().to_string() }).collect(),
+            cells: band.iter().flat_map(|s| cells_of(s.x0, s.x1, s.text().trim())).collect(),
         })
         .collect()
 }
 
-/// The header's columns: kind and horizontal extent of each header cell.
-fn header_of(line: &Line) -> Option<Vec<(Kind, f32, f32)>> {
-    let columns: Vec<(Kind, f32, f32)> = line
-        .cells
-        .iter()
-        .map(|c| (header_kind(&c.text), c.x0, c.x1))
-        .map(|(k, a, b)| (k.unwrap_or(Kind::Other), a, b))
-        .collect();
-    let known = line.cells.iter().filter(|c| header_kind(&c.text).is_some()).count();
-    let has = |k: Kind| columns.iter().any(|c| c.0 == k);
-    let money = has(Kind::Amount) || has(Kind::Debit) || has(Kind::Credit);
-    (has(Kind::Date) && money && known * 2 > line.cells.len()).then_some(columns)
-}
-
-/// The column a cell falls in: parted at the midpoints between header cells.
-fn column_of(columns: &[(Kind, f32, f32)], cell: &Cell) -> Kind {
-    let center = (cell.x0 + cell.x1) / 2.0;
-    let mut kind = columns[0].0;
-    for pair in columns.windows(2) {
-        if center > (pair[0].2 + pair[1].1) / 2.0 {
-            kind = pair[1].0;
+/// A segment's cells: itself, or, where figures of neighbouring columns stand closer than a
+/// segment gap (`867,233.76 £ 876,238.24 £`), one cell per figure, each given the share of
+/// the segment's width its characters take.
+fn cells_of(x0: f32, x1: f32, text: &str) -> Vec<Cell> {
+    let whole = || vec![Cell { x0, x1, text: text.to_string() }];
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.len() < 2
+        || amounts::parse(text, Decimal::Point).is_some()
+        || amounts::parse(text, Decimal::Comma).is_some()
+    {
+        return whole();
+    }
+    for decimal in [Decimal::Point, Decimal::Comma] {
+        // Longest first from the left, so `1 234,56 €` stays one figure.
+        let mut parts: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < words.len() {
+            let Some(j) =
+                (i + 1..=words.len()).rev().find(|j| amounts::parse(&words[i..*j].join(" "), decimal).is_some())
+            else {
+                break;
+            };
+            parts.push(words[i..j].join(" "));
+            i = j;
+        }
+        if i == words.len() && parts.len() >= 2 {
+            let total: usize = parts.iter().map(|p| p.chars().count()).sum::<usize>() + parts.len() - 1;
+            let per_char = (x1 - x0) / total.max(1) as f32;
+            let mut start = 0usize;
+            return parts
+                .into_iter()
+                .map(|text| {
+                    let n = text.chars().count();
+                    let cell = Cell { x0: x0 + start as f32 * per_char, x1: x0 + (start + n) as f32 * per_char, text };
+                    start += n + 1;
+                    cell
+                })
+                .collect();
         }
     }
-    kind
+    whole()
 }
 
 /// A date at the start of `text` (the whole text, or its first one to three words) with
@@ -357,6 +391,13 @@ fn leading_date(pattern: &DatePattern, text: &str, year: i32) -> Option<(Date, S
 }
 
 /// The statement in `layouts`.
+///
+/// The transactions table is found by what its lines hold, not by the words of its header:
+/// a transaction is a line whose first cell starts with a date and which holds amounts; the
+/// amounts of all such lines, clustered by where they stand, give the table's money columns;
+/// what each column is (one signed amount, debit and credit, the running balance) follows
+/// from how full it is and from the arithmetic of the balances, the header's words (where
+/// they are known) deciding only what the figures leave open.
 pub fn read(layouts: &[PageLayout], options: &Options) -> Result<Statement, EngineError> {
     let lines: Vec<Line> = layouts.iter().flat_map(lines_of).collect();
     let all_text: Vec<String> = lines.iter().map(Line::text).collect();
@@ -367,36 +408,24 @@ pub fn read(layouts: &[PageLayout], options: &Options) -> Result<Statement, Engi
         Some(p) => p.clone(),
         None => detect_pattern(&lines, year, currency.as_deref()).ok_or_else(no_transactions)?,
     };
-    let mut reader = Reader {
-        pattern: &pattern,
-        year,
-        decimal,
-        columns: None,
-        transactions: Vec::new(),
-        opening: None,
-        closing: None,
-        debit_credit: false,
-        open: None,
-    };
-    for line in &lines {
-        reader.line(line);
-    }
-    if reader.transactions.is_empty() {
+    let rows: Vec<Row> = lines.iter().map(|line| Row::of(line, &pattern, year, decimal)).collect();
+    let table = Table::find(&lines, &rows).ok_or_else(no_transactions)?;
+    let (opening_printed, closing_printed) = printed_balances(&rows);
+    let mut transactions = table.transactions(&lines, &rows, opening_printed);
+    if transactions.is_empty() {
         return Err(no_transactions());
     }
-    let account = account_of(&lines);
-    let Reader { mut transactions, opening, closing, debit_credit, .. } = reader;
     roll_years(&mut transactions, &pattern);
     let mut statement = Statement {
-        opening_printed: opening.is_some(),
-        closing_printed: closing.is_some(),
-        opening,
-        closing,
+        opening_printed: opening_printed.is_some(),
+        closing_printed: closing_printed.is_some(),
+        opening: opening_printed,
+        closing: closing_printed,
         currency,
         date_format: pattern.text.clone(),
         decimal,
-        columns: if debit_credit { AmountColumns::DebitCredit } else { AmountColumns::Signed },
-        account,
+        columns: if table.debit_credit() { AmountColumns::DebitCredit } else { AmountColumns::Signed },
+        account: account_of(&lines),
         balance_breaks: Vec::new(),
         transactions: Vec::new(),
     };
@@ -417,7 +446,7 @@ pub fn read(layouts: &[PageLayout], options: &Options) -> Result<Statement, Engi
     if statement.closing.is_none() {
         statement.closing = transactions.iter().rev().find_map(|t| t.balance);
     }
-    statement.transactions = std::mem::take(&mut transactions);
+    statement.transactions = transactions;
     Ok(statement)
 }
 
@@ -425,8 +454,8 @@ fn no_transactions() -> EngineError {
     EngineError::invalid_with(
         "no_transactions",
         "/file",
-        "/file: no transactions were found: no line starts with a date under a header naming a date and an amount \
-         (or debit/credit) column; if the dates are written unusually, give `date_format`",
+        "/file: no transactions were found: no line starts with a date and holds an amount; if the dates are \
+         written unusually, give `date_format`",
     )
 }
 
@@ -461,10 +490,11 @@ fn currency_of(texts: &[String]) -> Option<String> {
 }
 
 /// The date pattern most lines start with; between patterns that read as many, the one
-/// with a year, then the one whose dates run in order, then day-first unless the
-/// statement is in dollars.
+/// with a year, then the one whose dates run in order, then the one whose dates span the
+/// fewest days (a statement covers weeks, not the months a day and month swapped give),
+/// then day-first unless the statement is in dollars.
 fn detect_pattern(lines: &[Line], year: i32, currency: Option<&str>) -> Option<DatePattern> {
-    let mut best: Option<((usize, bool, usize, bool), DatePattern)> = None;
+    let mut best: Option<((usize, bool, usize, std::cmp::Reverse<i64>, bool), DatePattern)> = None;
     for text in CANDIDATES {
         let pattern = DatePattern::parse(text, "/date_format").expect("the candidates are valid");
         let found: Vec<Date> = lines
@@ -472,14 +502,13 @@ fn detect_pattern(lines: &[Line], year: i32, currency: Option<&str>) -> Option<D
             .filter_map(|l| l.cells.first())
             .filter_map(|c| leading_date(&pattern, &c.text, year).map(|(d, _)| d))
             .collect();
-        if found.is_empty() {
-            continue;
-        }
+        let (Some(first), Some(last)) = (found.iter().min(), found.iter().max()) else { continue };
         let ordered =
             found.windows(2).filter(|w| w[0] <= w[1]).count().max(found.windows(2).filter(|w| w[0] >= w[1]).count());
+        let span = std::cmp::Reverse((*last - *first).whole_days());
         let day_first = text.starts_with('D');
         let preferred = if currency == Some("USD") { !day_first } else { day_first };
-        let key = (found.len(), pattern.has_year(), ordered, preferred);
+        let key = (found.len(), pattern.has_year(), ordered, span, preferred);
         if best.as_ref().is_none_or(|(k, _)| key > *k) {
             best = Some((key, pattern));
         }
@@ -526,141 +555,406 @@ fn account_of(lines: &[Line]) -> Option<String> {
     None
 }
 
-/// Reads the lines one after the other.
-struct Reader<'a> {
-    pattern: &'a DatePattern,
-    year: i32,
-    decimal: Decimal,
-    columns: Option<Vec<(Kind, f32, f32)>>,
-    transactions: Vec<Transaction>,
-    opening: Option<Amount>,
-    closing: Option<Amount>,
-    debit_credit: bool,
-    /// The bottom of the last transaction line, and its height, while further lines may
-    /// continue its description.
-    open: Option<(u32, f32, f32)>,
+/// The amount a cell ends with: the longest run of its last words (up to six: `1 234 567,89
+/// EUR`) that reads as one (`Opening balance 01/11/2026: 1,204.56`, `Neuer Saldo 1.234,56`).
+fn trailing_amount(text: &str, decimal: Decimal) -> Option<Amount> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    (1..=words.len().min(6)).rev().find_map(|n| amounts::parse(&words[words.len() - n..].join(" "), decimal))
 }
 
-impl Reader<'_> {
-    fn amount(&self, text: &str) -> Option<Amount> {
-        amounts::parse(text, self.decimal)
-    }
+/// What one line is.
+#[derive(Clone, Debug)]
+enum Row {
+    /// A line starting with a date: the date, the rest of its first cell, its amounts
+    /// (cell index and value) and its other cells holding a date (a value date).
+    Dated { date: Date, rest: String, money: Vec<(usize, Amount)>, dates: Vec<usize> },
+    /// An opening balance line, with the amount it ends with.
+    Opening(Option<Amount>),
+    /// A closing balance line (also "carried forward" between pages).
+    Closing(Option<Amount>),
+    /// Anything else: headings, the table's header, wrapped descriptions, footers.
+    Other,
+}
 
-    fn line(&mut self, line: &Line) {
-        if let Some(columns) = header_of(line) {
-            self.debit_credit |= columns.iter().any(|c| matches!(c.0, Kind::Debit | Kind::Credit));
-            self.columns = Some(columns);
-            self.open = None;
-            return;
-        }
+impl Row {
+    fn of(line: &Line, pattern: &DatePattern, year: i32, decimal: Decimal) -> Row {
         let text = words(&line.text());
-        let last_amount = line.cells.iter().rev().find_map(|c| self.amount(&c.text));
+        let last_amount = || line.cells.iter().rev().find_map(|c| trailing_amount(&c.text, decimal));
         if OPENING.iter().any(|k| has_phrase(&text, k)) {
-            if self.opening.is_none() && self.transactions.is_empty() {
-                self.opening = last_amount;
-            }
-            self.open = None;
-            return;
+            return Row::Opening(last_amount());
         }
         if CLOSING.iter().any(|k| has_phrase(&text, k)) {
-            if last_amount.is_some() {
-                self.closing = last_amount;
+            return Row::Closing(last_amount());
+        }
+        let Some((date, rest)) = line.cells.first().and_then(|c| leading_date(pattern, &c.text, year)) else {
+            return Row::Other;
+        };
+        let (mut money, mut dates) = (Vec::new(), Vec::new());
+        for (i, cell) in line.cells.iter().enumerate().skip(1) {
+            if pattern.read(&cell.text, year).is_some() {
+                dates.push(i);
+            } else if let Some(a) = amounts::parse(&cell.text, decimal) {
+                money.push((i, a));
             }
-            self.open = None;
-            return;
         }
-        let Some(first) = line.cells.first() else { return };
-        let dated = leading_date(self.pattern, &first.text, self.year);
-        match dated {
-            Some((date, rest)) => self.transaction(line, date, rest),
-            None => self.continuation(line),
+        Row::Dated { date, rest, money, dates }
+    }
+}
+
+/// The opening balance printed before the first transaction and the closing balance
+/// printed last.
+fn printed_balances(rows: &[Row]) -> (Option<Amount>, Option<Amount>) {
+    let first_dated = rows.iter().position(|r| matches!(r, Row::Dated { money, .. } if !money.is_empty()));
+    let opening = rows[..first_dated.unwrap_or(rows.len())].iter().find_map(|r| match r {
+        Row::Opening(a) => *a,
+        _ => None,
+    });
+    let closing = rows.iter().rev().find_map(|r| match r {
+        Row::Closing(a) => *a,
+        _ => None,
+    });
+    (opening, closing)
+}
+
+/// What a money column holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// Signed amounts (or amounts whose sign the balance gives).
+    Amount,
+    Debit,
+    Credit,
+    Balance,
+    /// A figure that is none of these (a fee, an amount in another currency).
+    Ignored,
+}
+
+/// A money column: where its figures stand and what they are.
+#[derive(Clone, Debug)]
+struct Column {
+    x0: f32,
+    x1: f32,
+    role: Role,
+}
+
+/// The transactions table: its money columns, and for an amount column printed without
+/// signs beside a balance, that the balance gives the signs.
+#[derive(Clone, Debug)]
+struct Table {
+    columns: Vec<Column>,
+    signs_from_balance: bool,
+}
+
+impl Table {
+    /// Finds the money columns from the dated lines that hold amounts.
+    fn find(lines: &[Line], rows: &[Row]) -> Option<Table> {
+        // Clusters of overlapping horizontal extents: figures right-aligned in a column
+        // share their right edge, left-aligned ones their left edge; either way they overlap.
+        let mut extents: Vec<(f32, f32)> = Vec::new();
+        for (line, row) in lines.iter().zip(rows) {
+            if let Row::Dated { money, .. } = row {
+                extents.extend(money.iter().map(|(i, _)| (line.cells[*i].x0, line.cells[*i].x1)));
+            }
         }
+        if extents.is_empty() {
+            return None;
+        }
+        extents.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut columns: Vec<Column> = Vec::new();
+        for (x0, x1) in extents {
+            match columns.last_mut() {
+                Some(c) if x0 <= c.x1 + 1.0 => c.x1 = c.x1.max(x1),
+                _ => columns.push(Column { x0, x1, role: Role::Amount }),
+            }
+        }
+        let mut table = Table { columns, signs_from_balance: false };
+        let values = table.values(lines, rows);
+        let (hints, empty_column) = table.hints(lines, rows);
+        table.assign(&values, &hints, empty_column, printed_balances(rows));
+        Some(table)
     }
 
-    fn transaction(&mut self, line: &Line, date: Date, rest: String) {
-        let mut description: Vec<String> = if rest.is_empty() { Vec::new() } else { vec![rest] };
-        let (mut amount, mut debit, mut credit, mut balance) = (None, None, None, None);
-        match &self.columns {
-            Some(columns) => {
-                for cell in &line.cells[1..] {
-                    let value = self.amount(&cell.text);
-                    match (column_of(columns, cell), value) {
-                        (Kind::Amount, Some(v)) if amount.is_none() => amount = Some(v),
-                        (Kind::Debit, Some(v)) if debit.is_none() => debit = Some(v),
-                        (Kind::Credit, Some(v)) if credit.is_none() => credit = Some(v),
-                        (Kind::Balance, Some(v)) if balance.is_none() => balance = Some(v),
-                        (Kind::Date | Kind::Other, _) => {}
-                        _ => description.push(cell.text.clone()),
-                    }
-                }
-            }
-            None => {
-                // No header: the trailing amounts are the amount and then the balance.
-                let mut trailing: Vec<Amount> = Vec::new();
-                let mut cells = &line.cells[1..];
-                while let Some((last, before)) = cells.split_last() {
-                    match self.amount(&last.text) {
-                        Some(v) if trailing.len() < 2 => {
-                            trailing.insert(0, v);
-                            cells = before;
+    /// The column a cell stands in.
+    fn column_of(&self, cell: &Cell) -> Option<usize> {
+        let center = (cell.x0 + cell.x1) / 2.0;
+        self.columns.iter().position(|c| center >= c.x0 - 1.0 && center <= c.x1 + 1.0)
+    }
+
+    /// Each transaction line's figure per column.
+    fn values(&self, lines: &[Line], rows: &[Row]) -> Vec<Vec<Option<Amount>>> {
+        lines
+            .iter()
+            .zip(rows)
+            .filter_map(|(line, row)| match row {
+                Row::Dated { money, .. } if !money.is_empty() => {
+                    let mut out = vec![None; self.columns.len()];
+                    for (i, amount) in money {
+                        if let Some(c) = self.column_of(&line.cells[*i]) {
+                            out[c].get_or_insert(*amount);
                         }
-                        _ => break,
                     }
+                    Some(out)
                 }
-                description.extend(cells.iter().map(|c| c.text.clone()));
-                match trailing[..] {
-                    [a] => amount = Some(a),
-                    [a, b] => (amount, balance) = (Some(a), Some(b)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// What the header above the transactions calls each column, where its words are known
+    /// (the header: the last line before a page's first transaction that holds no figure),
+    /// and whether the header shows a column right of the last amount column and left of the
+    /// balance that no transaction fills (the other half of a debit and credit pair).
+    fn hints(&self, lines: &[Line], rows: &[Row]) -> (Vec<Option<Kind>>, bool) {
+        let mut hints = vec![None; self.columns.len()];
+        let mut empty_column = false;
+        let mut page = None;
+        for (i, (line, row)) in lines.iter().zip(rows).enumerate() {
+            if !matches!(row, Row::Dated { money, .. } if !money.is_empty()) || page == Some(line.page) {
+                continue;
+            }
+            page = Some(line.page);
+            let header = (0..i).rev().take(4).map(|j| (&lines[j], &rows[j])).find(|(l, r)| {
+                l.page == line.page
+                    && matches!(r, Row::Other)
+                    && l.cells.len() >= 2
+                    && l.cells.iter().all(|c| amounts::parse(&c.text, Decimal::Point).is_none())
+            });
+            let Some((header, _)) = header else { continue };
+            let first = self.columns.first().map_or(f32::MAX, |c| c.x0);
+            for cell in &header.cells {
+                // The column the header cell overlaps most.
+                let overlap = |c: &Column| (cell.x1.min(c.x1) - cell.x0.max(c.x0)).max(0.0);
+                let best = (0..self.columns.len())
+                    .max_by(|a, b| overlap(&self.columns[*a]).total_cmp(&overlap(&self.columns[*b])))
+                    .filter(|c| overlap(&self.columns[*c]) > 0.0);
+                match (best, header_kind(&cell.text)) {
+                    (Some(c), Some(kind)) => {
+                        hints[c].get_or_insert(kind);
+                    }
+                    (None, _) if cell.x0 > first => empty_column = true,
                     _ => {}
                 }
             }
         }
-        let amount = match (amount, debit, credit) {
-            (Some(a), _, _) => a,
-            (None, Some(d), None) => Amount { units: -d.units.abs(), scale: d.scale },
-            (None, None, Some(c)) => Amount { units: c.units.abs(), scale: c.scale },
-            (None, Some(d), Some(c)) => {
-                Amount { units: c.units.abs(), scale: c.scale }.plus(Amount { units: -d.units.abs(), scale: d.scale })
-            }
-            // A dated line without an amount is not a transaction (a date in the letter head).
-            (None, None, None) => {
-                self.open = None;
-                return;
-            }
-        };
-        self.transactions.push(Transaction {
-            date,
-            description: description.join(" "),
-            amount,
-            balance,
-            page: line.page,
-        });
-        self.open = Some((line.page, line.bottom, line.bottom - line.top));
+        (hints, empty_column)
     }
 
-    /// A line under a transaction that holds only description text continues it.
-    fn continuation(&mut self, line: &Line) {
-        let Some((page, bottom, height)) = self.open else { return };
-        let close = line.page == page && line.top - bottom <= height.max(1.0) * 1.2;
-        let text_only = line.cells.iter().all(|c| {
-            self.amount(&c.text).is_none()
-                && self
-                    .columns
-                    .as_ref()
-                    .is_none_or(|cols| matches!(column_of(cols, c), Kind::Description | Kind::Other))
+    /// Decides each column's role.
+    fn assign(
+        &mut self,
+        values: &[Vec<Option<Amount>>],
+        hints: &[Option<Kind>],
+        empty_column: bool,
+        ends: (Option<Amount>, Option<Amount>),
+    ) {
+        let n = values.len();
+        let k = self.columns.len();
+        let fill = |c: usize| values.iter().filter(|v| v[c].is_some()).count();
+        // The running balance: the last column, filled on (nearly) every line, with the
+        // other columns giving each line a figure too; or the column the header names so.
+        let hinted_balance = hints.iter().position(|h| *h == Some(Kind::Balance));
+        let balance = hinted_balance.or_else(|| {
+            let last = k.checked_sub(1)?;
+            let others_cover = values.iter().filter(|v| v[..last].iter().any(Option::is_some)).count();
+            (k >= 2 && fill(last) * 10 >= n * 9 && others_cover * 10 >= n * 9).then_some(last)
         });
-        if close
-            && text_only
-            && let Some(last) = self.transactions.last_mut()
-        {
-            let more = line.text();
-            if !last.description.is_empty() {
-                last.description.push(' ');
-            }
-            last.description.push_str(more.trim());
-            self.open = Some((page, line.bottom, height));
-        } else {
-            self.open = None;
+        let rest: Vec<usize> = (0..k).filter(|c| Some(*c) != balance).collect();
+        for c in &mut self.columns {
+            c.role = Role::Ignored;
         }
+        if let Some(b) = balance {
+            self.columns[b].role = Role::Balance;
+        }
+        let hinted = |kind: Kind| rest.iter().copied().find(|c| hints[*c] == Some(kind));
+        let pair = match (hinted(Kind::Debit), hinted(Kind::Credit)) {
+            (Some(d), Some(c)) => Some((d, c, true)),
+            _ if rest.len() >= 2 => {
+                let (a, b) = (rest[rest.len() - 2], rest[rest.len() - 1]);
+                let both = values.iter().filter(|v| v[a].is_some() && v[b].is_some()).count();
+                (both * 10 <= n && hinted(Kind::Amount).is_none()).then_some((a, b, false))
+            }
+            _ => None,
+        };
+        match pair {
+            Some((a, b, named)) => {
+                let a_is_debit = named || self.debit_first(a, b, balance, values, hints, ends);
+                let (debit, credit) = if a_is_debit { (a, b) } else { (b, a) };
+                self.columns[debit].role = Role::Debit;
+                self.columns[credit].role = Role::Credit;
+            }
+            None => {
+                let amount = hinted(Kind::Amount).or_else(|| rest.last().copied());
+                if let Some(a) = amount {
+                    let unsigned = values.iter().all(|v| v[a].is_none_or(|x| !x.is_negative()));
+                    // One column of figures without signs and, in the header, an empty
+                    // column after it: a debit column whose credit column has no figure.
+                    let named = hints[a].filter(|h| matches!(h, Kind::Debit | Kind::Credit));
+                    self.columns[a].role = match named {
+                        Some(Kind::Credit) if unsigned => Role::Credit,
+                        Some(Kind::Debit) if unsigned => Role::Debit,
+                        None if unsigned && empty_column => Role::Debit,
+                        _ => Role::Amount,
+                    };
+                    self.signs_from_balance = unsigned && balance.is_some() && self.columns[a].role == Role::Amount;
+                }
+            }
+        }
+    }
+
+    /// Whether the left column of a debit and credit pair is the debit one: from the
+    /// running balance where there is one, else from the printed opening and closing
+    /// balances, else from the header's words, else from the signs printed, else the usual
+    /// order (debit first).
+    fn debit_first(
+        &self,
+        a: usize,
+        b: usize,
+        balance: Option<usize>,
+        values: &[Vec<Option<Amount>>],
+        hints: &[Option<Kind>],
+        (opening, closing): (Option<Amount>, Option<Amount>),
+    ) -> bool {
+        let value = |v: &Vec<Option<Amount>>| match (v[a], v[b]) {
+            (Some(x), None) => Some((x.at(2).units.abs(), true)),
+            (None, Some(y)) => Some((y.at(2).units.abs(), false)),
+            _ => None,
+        };
+        if let Some(bal) = balance {
+            let (mut a_debit, mut b_debit) = (0, 0);
+            let mut previous = opening.map(|o| o.at(2).units);
+            for v in values {
+                let current = v[bal].map(|x| x.at(2).units);
+                if let (Some(p), Some(c), Some((size, in_a))) = (previous, current, value(v)) {
+                    let delta = c - p;
+                    if delta == -size {
+                        if in_a { a_debit += 1 } else { b_debit += 1 }
+                    } else if delta == size && size != 0 {
+                        if in_a { b_debit += 1 } else { a_debit += 1 }
+                    }
+                }
+                previous = current.or(previous);
+            }
+            if a_debit != b_debit {
+                return a_debit > b_debit;
+            }
+        }
+        if let (Some(o), Some(c)) = (opening, closing) {
+            let (mut sum_a, mut sum_b) = (0i128, 0i128);
+            for v in values {
+                match value(v) {
+                    Some((size, true)) => sum_a += size,
+                    Some((size, false)) => sum_b += size,
+                    None => {}
+                }
+            }
+            let change = c.at(2).units - o.at(2).units;
+            if change == sum_b - sum_a && change != sum_a - sum_b {
+                return true;
+            }
+            if change == sum_a - sum_b && change != sum_b - sum_a {
+                return false;
+            }
+        }
+        if hints[a] == Some(Kind::Credit) || hints[b] == Some(Kind::Debit) {
+            return false;
+        }
+        if hints[a] == Some(Kind::Debit) || hints[b] == Some(Kind::Credit) {
+            return true;
+        }
+        let negatives = |c: usize| values.iter().filter(|v| v[c].is_some_and(Amount::is_negative)).count();
+        negatives(b) <= negatives(a)
+    }
+
+    fn debit_credit(&self) -> bool {
+        self.columns.iter().any(|c| c.role == Role::Debit)
+    }
+
+    fn role_of(&self, cell: &Cell) -> Option<Role> {
+        self.column_of(cell).map(|c| self.columns[c].role)
+    }
+
+    /// The transactions, in the order printed, with wrapped descriptions joined.
+    fn transactions(&self, lines: &[Line], rows: &[Row], opening: Option<Amount>) -> Vec<Transaction> {
+        let mut out: Vec<Transaction> = Vec::new();
+        // The bottom of the last transaction line and its height, while the lines under it
+        // may continue its description.
+        let mut open: Option<(u32, f32, f32)> = None;
+        let mut previous_balance = opening;
+        for (line, row) in lines.iter().zip(rows) {
+            match row {
+                Row::Dated { date, rest, money, dates } if !money.is_empty() => {
+                    let mut description: Vec<String> = if rest.is_empty() { Vec::new() } else { vec![rest.clone()] };
+                    let (mut amount, mut debit, mut credit, mut balance) = (None, None, None, None);
+                    for (i, cell) in line.cells.iter().enumerate().skip(1) {
+                        let value = money.iter().find(|(m, _)| *m == i).map(|(_, v)| *v);
+                        match (value, self.role_of(cell)) {
+                            (Some(v), Some(Role::Amount)) => {
+                                amount.get_or_insert(v);
+                            }
+                            (Some(v), Some(Role::Debit)) => {
+                                debit.get_or_insert(v);
+                            }
+                            (Some(v), Some(Role::Credit)) => {
+                                credit.get_or_insert(v);
+                            }
+                            (Some(v), Some(Role::Balance)) => {
+                                balance.get_or_insert(v);
+                            }
+                            (Some(_), _) => {}
+                            (None, _) if dates.contains(&i) => {}
+                            (None, _) => description.push(cell.text.clone()),
+                        }
+                    }
+                    let negative = |a: Amount| Amount { units: -a.units.abs(), scale: a.scale };
+                    let positive = |a: Amount| Amount { units: a.units.abs(), scale: a.scale };
+                    let amount = match (amount, debit, credit) {
+                        (Some(a), _, _) => a,
+                        (None, Some(d), None) => negative(d),
+                        (None, None, Some(c)) => positive(c),
+                        (None, Some(d), Some(c)) => positive(c).plus(negative(d)),
+                        // Only a balance, or a figure in no column: not a transaction.
+                        (None, None, None) => {
+                            open = None;
+                            continue;
+                        }
+                    };
+                    let amount = match (self.signs_from_balance, previous_balance, balance) {
+                        (true, Some(p), Some(b)) if b.minus(p).same(negative(amount)) => negative(amount),
+                        _ => amount,
+                    };
+                    previous_balance = balance.or(previous_balance.map(|p| p.plus(amount)));
+                    out.push(Transaction {
+                        date: *date,
+                        description: description.join(" "),
+                        amount,
+                        balance,
+                        page: line.page,
+                    });
+                    open = Some((line.page, line.bottom, line.bottom - line.top));
+                }
+                Row::Dated { .. } | Row::Other => {
+                    // A line under a transaction that holds only description text continues it.
+                    let Some((page, bottom, height)) = open else { continue };
+                    let close = line.page == page && line.top - bottom <= height.max(1.0) * 1.2;
+                    let text_only = line.cells.iter().all(|c| {
+                        self.column_of(c).is_none()
+                            && amounts::parse(&c.text, Decimal::Point).is_none()
+                            && amounts::parse(&c.text, Decimal::Comma).is_none()
+                    });
+                    match out.last_mut() {
+                        Some(last) if close && text_only && matches!(row, Row::Other) => {
+                            let more = line.text();
+                            if !last.description.is_empty() {
+                                last.description.push(' ');
+                            }
+                            last.description.push_str(more.trim());
+                            open = Some((page, line.bottom, height));
+                        }
+                        _ => open = None,
+                    }
+                }
+                Row::Opening(_) | Row::Closing(_) => open = None,
+            }
+        }
+        out
     }
 }

@@ -1,0 +1,142 @@
+//! The conversion routes on the variety set (`paperchain_testkit::variety`): documents
+//! written at test time by reportlab, LibreOffice and Chromium in layouts nobody tuned the
+//! routes to, each with its exact ground truth. Every file must pass: there are no
+//! per-file exceptions, and a failure prints the score per writer and layout dimension so
+//! the layout that broke shows.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::common;
+
+use common::route::call;
+use paperchain_engine::Context;
+use paperchain_testkit::b64;
+use paperchain_testkit::variety::{self, Kind, SEED};
+use serde_json::{Value, json};
+
+/// Cases per writer: 40 statements each (120 files), reports and tables 20 each.
+const PER_WRITER: usize = 40;
+
+fn generate(dir: &Path, kinds: &[Kind]) -> Vec<Value> {
+    let manifest = variety::generate(dir, SEED, PER_WRITER, kinds);
+    serde_json::from_slice(&std::fs::read(manifest).expect("the manifest is written")).expect("the manifest is JSON")
+}
+
+/// Passes and totals per writer and per layout dimension's value.
+#[derive(Default)]
+struct Tally(BTreeMap<String, (usize, usize)>);
+
+impl Tally {
+    fn add(&mut self, case: &Value, passed: bool) {
+        let mut keys = vec![format!("writer={}", case["writer"].as_str().unwrap())];
+        for (k, v) in case["layout"].as_object().unwrap() {
+            keys.push(format!("{k}={}", v.as_str().map_or_else(|| v.to_string(), str::to_string)));
+        }
+        for key in keys {
+            let entry = self.0.entry(key).or_default();
+            entry.0 += usize::from(passed);
+            entry.1 += 1;
+        }
+    }
+
+    fn table(&self) -> String {
+        self.0.iter().map(|(k, (p, n))| format!("  {k}: {p}/{n}\n")).collect()
+    }
+}
+
+fn cents(value: &Value) -> Option<i64> {
+    match value {
+        Value::Null => None,
+        Value::String(s) => Some((s.parse::<f64>().unwrap() * 100.0).round() as i64),
+        Value::Number(n) => Some((n.as_f64().unwrap() * 100.0).round() as i64),
+        other => panic!("not an amount: {other}"),
+    }
+}
+
+/// What is wrong with the route's answer for one statement, if anything: every transaction
+/// with its date, amount and printed balance, in order; the printed opening and closing
+/// balances; and the balance check wherever the statement prints enough to make it.
+fn statement_errors(case: &Value, answer: &Value) -> Vec<String> {
+    let mut errors = Vec::new();
+    let want = case["transactions"].as_array().unwrap();
+    let got = answer["transactions"].as_array().unwrap();
+    let row = |t: &Value| (t["date"].as_str().unwrap().to_string(), cents(&t["amount"]), cents(&t["balance"]));
+    let (want, got): (Vec<_>, Vec<_>) = (want.iter().map(row).collect(), got.iter().map(row).collect());
+    if want != got {
+        let missing: Vec<_> = want.iter().filter(|w| !got.contains(w)).take(3).collect();
+        let extra: Vec<_> = got.iter().filter(|g| !want.contains(g)).take(3).collect();
+        errors.push(format!("{} of {} transactions; missing {missing:?}, extra {extra:?}", got.len(), want.len()));
+    }
+    let summary = &answer["summary"];
+    for (end, field) in [("opening", "opening_balance"), ("closing", "closing_balance")] {
+        if let Some(printed) = cents(&case[end]) {
+            if cents(&summary[field]) != Some(printed) || summary[format!("{field}_printed")] != json!(true) {
+                errors.push(format!("{field}: {} (printed {printed})", summary[field]));
+            }
+        }
+    }
+    let running = case["layout"]["balance"] == "running";
+    let both_ends = !case["opening"].is_null() && !case["closing"].is_null();
+    let expected = if running || both_ends { json!(true) } else { Value::Null };
+    if summary["reconciles"] != expected {
+        errors.push(format!("reconciles {} where {expected} was due", summary["reconciles"]));
+    }
+    errors
+}
+
+#[tokio::test]
+async fn every_statement_of_the_variety_set_is_read_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = generate(dir.path(), &[Kind::Statements]);
+    assert_eq!(cases.len(), 3 * PER_WRITER);
+    let mut tally = Tally::default();
+    let mut failures = Vec::new();
+    for case in &cases {
+        let file = case["file"].as_str().unwrap();
+        let pdf = std::fs::read(dir.path().join(file)).unwrap();
+        let body = json!({ "file": { "data": b64(&pdf), "filename": file } });
+        let errors = match call(&Context::new(), "/v1/pdf/bank-statement", body).await {
+            Ok(answer) => statement_errors(case, &answer),
+            Err(e) => vec![format!("refused: {e}")],
+        };
+        tally.add(case, errors.is_empty());
+        if !errors.is_empty() {
+            failures.push(format!("{file} {}: {}", case["layout"], errors.join("; ")));
+        }
+    }
+    // The set covers what it claims to: every writer and every value of every dimension.
+    for key in [
+        "writer=reportlab",
+        "writer=libreoffice",
+        "writer=chromium",
+        "amounts=debit_credit",
+        "amounts=signed",
+        "balance=none",
+        "pages=two",
+        "numbers=space",
+        "numbers=apostrophe",
+        "negatives=trailing",
+        "negatives=parentheses",
+        "currency=suffix",
+        "header=boxed",
+        "header=underlined",
+        "ends=both",
+        "ends=none",
+        "date_format=MMM DD, YYYY",
+        "date_format=DD-MMM-YY",
+        "date_format=YYYY-MM-DD",
+        "date_format=DD.MM.YYYY",
+        "date_format=MM/DD/YYYY",
+    ] {
+        assert!(tally.0.get(key).is_some_and(|(_, n)| *n >= 3), "the set has fewer than 3 cases of {key}");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} statements failed:\n{}\nper layout:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n"),
+        tally.table()
+    );
+}
