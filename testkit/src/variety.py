@@ -303,23 +303,36 @@ def numbers_table(rng, style, rows, columns):
         body.append([region] + [number_text(rng.randint(100, 9_999_999), "point") for _ in years])
     if style == "merged_header":
         top = ["Region"] + ["Revenue"] * (columns - 1)
-        return {"header_rows": [top, [""] + years], "body": body, "merged": True}
+        return {"header_rows": [top, ["Region"] + years], "body": body, "merged": True}
     return {"header_rows": [["Region"] + years], "body": body, "merged": False}
 
 
 def report_case(rng, writer, index):
-    layout = {"table": rng.choice(TABLE_STYLES), "sections": rng.randint(2, 4), "font": rng.choice(("sans", "serif"))}
+    layout = {
+        "table": rng.choice(TABLE_STYLES),
+        "sections": rng.randint(2, 6),
+        "font": rng.choice(("sans", "serif")),
+        "columns": rng.choice((1, 1, 2)),
+        "list": rng.random() < 0.5,
+        "caption": rng.random() < 0.5,
+    }
     blocks = [("title", f"Annual report {rng.randint(2019, 2026)} of {rng.choice(REGIONS)} Holdings")]
     table_at = rng.randrange(layout["sections"])
+    list_at = rng.randrange(layout["sections"])
     tables = []
     for s in range(layout["sections"]):
         blocks.append(("heading", HEADINGS[s % len(HEADINGS)]))
         for _ in range(rng.randint(1, 3)):
             blocks.append(("paragraph", " ".join(sentence(rng, rng.randint(8, 22)) for _ in range(rng.randint(2, 4)))))
+        if layout["list"] and s == list_at:
+            blocks.append(("bullets", [sentence(rng, rng.randint(4, 12)) for _ in range(rng.randint(3, 5))]))
         if s == table_at:
-            table = numbers_table(rng, layout["table"], rng.randint(3, 6), rng.randint(3, 5))
+            columns = rng.randint(3, 4) if layout["columns"] == 2 else rng.randint(3, 5)
+            table = numbers_table(rng, layout["table"], rng.randint(3, 6), columns)
             blocks.append(("table", table))
             tables.append(table)
+            if layout["caption"]:
+                blocks.append(("caption", f"Table {len(tables)}: revenue by region in thousands"))
     return {
         "file": f"report-{writer}-{index:03}.pdf",
         "kind": "report",
@@ -350,11 +363,21 @@ def truth_rows(table):
     return [list(r) for r in table["header_rows"]] + [list(r) for r in table["body"]]
 
 
+def visual_rows(table):
+    """The rows as a reader sees them: a merged cell's text once."""
+    if table["merged"]:
+        return [["Region", "Revenue"], table["header_rows"][1][1:]] + [list(r) for r in table["body"]]
+    return truth_rows(table)
+
+
 def report_text(blocks):
+    """Every word in reading order: the blocks, and each table row by row."""
     parts = []
     for kind, value in blocks:
         if kind == "table":
-            parts += [" ".join(c for c in row if c) for row in truth_rows(value)]
+            parts += [" ".join(row) for row in visual_rows(value)]
+        elif kind == "bullets":
+            parts += value
         else:
             parts.append(value)
     return "\n".join(parts)
@@ -377,7 +400,19 @@ def write_reportlab(case, path):
     if serif:
         body_style.fontName = "Times-Roman"
     size = letter if case["kind"] == "statement" and case["currency"] == "USD" else A4
-    doc = SimpleDocTemplate(path, pagesize=size, leftMargin=18 * mm, rightMargin=18 * mm, topMargin=16 * mm)
+    if case["layout"].get("columns") == 2:
+        from reportlab.platypus import BaseDocTemplate, Frame, PageTemplate
+
+        doc = BaseDocTemplate(path, pagesize=size, leftMargin=18 * mm, rightMargin=18 * mm, topMargin=16 * mm)
+        gutter = 8 * mm
+        width = (doc.width - gutter) / 2
+        frames = [
+            Frame(doc.leftMargin, doc.bottomMargin, width, doc.height, id="left"),
+            Frame(doc.leftMargin + width + gutter, doc.bottomMargin, width, doc.height, id="right"),
+        ]
+        doc.addPageTemplates([PageTemplate(id="two", frames=frames)])
+    else:
+        doc = SimpleDocTemplate(path, pagesize=size, leftMargin=18 * mm, rightMargin=18 * mm, topMargin=16 * mm)
     story = []
     if case["kind"] == "statement":
         layout = case["layout"]
@@ -416,6 +451,11 @@ def write_reportlab(case, path):
                 story.append(Paragraph(html.escape(value), styles["Heading2"]))
             elif kind == "paragraph":
                 story.append(Paragraph(html.escape(value), body_style))
+            elif kind == "bullets":
+                for item in value:
+                    story.append(Paragraph(html.escape(item), body_style, bulletText="\u2022"))
+            elif kind == "caption":
+                story.append(Paragraph(f"<i>{html.escape(value)}</i>", body_style))
             else:
                 story.append(Spacer(1, 3 * mm))
                 story.append(reportlab_table(value, case["layout"]["table"], colors, Table, TableStyle))
@@ -573,6 +613,11 @@ def write_docx(case, path):
             document.add_heading(value, level=1)
         elif kind == "paragraph":
             document.add_paragraph(value)
+        elif kind == "bullets":
+            for item in value:
+                document.add_paragraph(item, style="List Bullet")
+        elif kind == "caption":
+            document.add_paragraph(value, style="Caption")
         else:
             data = truth_rows(value)
             table = document.add_table(rows=len(data), cols=len(data[0]))
@@ -594,6 +639,14 @@ def write_docx(case, path):
                 left = table.cell(0, 0).merge(table.cell(1, 0))
                 left.text = "Region"
             document.add_paragraph("")
+    if case["layout"].get("columns") == 2:
+        from docx.oxml.ns import qn
+        from docx.oxml import OxmlElement
+
+        cols = OxmlElement("w:cols")
+        cols.set(qn("w:num"), "2")
+        cols.set(qn("w:space"), "454")
+        document.sections[0]._sectPr.append(cols)
     document.save(path)
 
 
@@ -682,6 +735,10 @@ def report_html(case):
             parts.append(f"<h2>{html.escape(value)}</h2>")
         elif kind == "paragraph":
             parts.append(f"<p>{html.escape(value)}</p>")
+        elif kind == "bullets":
+            parts.append("<ul>" + "".join(f"<li>{html.escape(item)}</li>" for item in value) + "</ul>")
+        elif kind == "caption":
+            parts.append(f"<p class='caption'>{html.escape(value)}</p>")
         else:
             parts.append(html_table(value))
     font = "'Liberation Serif', serif" if case["layout"].get("font") == "serif" else "'Liberation Sans', sans-serif"
@@ -690,6 +747,9 @@ def report_html(case):
       body {{ font-family: {font}; font-size: 11pt; line-height: 1.35; }}
       table {{ border-collapse: collapse; margin: 8px 0; }}
       th, td {{ padding: 3px 10px; }} td.n {{ text-align: right; }}
+      .caption {{ font-style: italic; font-size: 10pt; }}
+      {"body { column-count: 2; column-gap: 9mm; } h1 { column-span: all; } table { break-inside: avoid; }"
+       if case["layout"].get("columns") == 2 else ""}
       {CSS[case["layout"]["table"]]}
     </style></head><body>{"".join(parts)}</body></html>"""
 

@@ -19,6 +19,15 @@ use crate::pdf::pdfium::{Area, Glyph, PageLayout};
 
 /// A gap between characters wider than this many font sizes splits a line into segments.
 pub const SEGMENT_GAP_EMS: f32 = 1.5;
+
+/// Font sizes of gap that part two figures (`16,802.15   42,507.41`) into two segments.
+pub const FIGURE_GAP_EMS: f32 = 0.75;
+
+/// A character a figure is written with: digits, marks of thousands and decimals, signs,
+/// brackets, percent and currency signs.
+fn is_figure_char(c: char) -> bool {
+    c.is_ascii_digit() || matches!(c, '.' | ',' | '\'' | '-' | '+' | '(' | ')' | '%' | '$' | '€' | '£' | '¥' | '−')
+}
 /// Most segments a page may have before its order is simply top to bottom (a page of tens
 /// of thousands of scattered characters is a drawing, not prose).
 const MAX_SEGMENTS: usize = 20_000;
@@ -277,8 +286,6 @@ fn cut_line(line: Vec<Placed>, page: u32, cuts: &[Area], out: &mut Vec<Segment>)
     }
     // The line's columns: drawn boxes sorted left to right, merged across small gaps and
     // parted where a vertical rule runs between two characters' centres.
-    let mut spans: Vec<(f32, f32)> = drawn.iter().map(|p| (p.x0, p.x1)).collect();
-    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
     let gap = SEGMENT_GAP_EMS * drawn.iter().map(|p| p.size).fold(1.0, f32::max);
     let middle = (drawn.iter().map(|p| p.y0).fold(f32::MAX, f32::min)
         + drawn.iter().map(|p| p.y1).fold(f32::MIN, f32::max))
@@ -287,12 +294,40 @@ fn cut_line(line: Vec<Placed>, page: u32, cuts: &[Area], out: &mut Vec<Segment>)
         let first = cuts.partition_point(|c| c.x0 <= a);
         cuts[first..].iter().take_while(|c| c.x0 < b).any(|c| c.y0 <= middle && c.y1 >= middle)
     };
+    // Words (runs parted by more than a narrow space) that are figures: between two of them
+    // a gap wider than [`FIGURE_GAP_EMS`] parts columns too, since tight tables of numbers
+    // leave less than a segment gap between their columns.
+    let mut sorted = drawn.clone();
+    sorted.sort_by(|a, b| a.x0.total_cmp(&b.x0));
+    let mut word_of: Vec<usize> = Vec::with_capacity(sorted.len());
+    // Per word: only figure characters, and at least one digit.
+    let mut figures: Vec<(bool, bool)> = Vec::new();
+    let mut end = f32::MIN;
+    for p in &sorted {
+        if figures.is_empty() || p.x0 - end > p.size.max(1.0) * 0.2 {
+            figures.push((true, false));
+        }
+        let word = figures.len() - 1;
+        figures[word].0 &= is_figure_char(p.c);
+        figures[word].1 |= p.c.is_ascii_digit();
+        word_of.push(word);
+        end = end.max(p.x1);
+    }
+    let figure = |w: usize| figures[w].0 && figures[w].1;
     let mut clusters: Vec<(f32, f32)> = Vec::new();
     let mut last_center = f32::MIN;
-    for (x0, x1) in spans {
+    for (i, p) in sorted.iter().enumerate() {
+        let (x0, x1) = (p.x0, p.x1);
         let center = (x0 + x1) / 2.0;
+        let between_figures = i > 0
+            && word_of[i] != word_of[i - 1]
+            && figure(word_of[i])
+            && figure(word_of[i - 1])
+            && clusters.last().is_some_and(|last| x0 - last.1 > FIGURE_GAP_EMS * p.size.max(1.0));
         match clusters.last_mut() {
-            Some(last) if x0 - last.1 <= gap && !ruled_between(last_center, center) => last.1 = last.1.max(x1),
+            Some(last) if x0 - last.1 <= gap && !between_figures && !ruled_between(last_center, center) => {
+                last.1 = last.1.max(x1)
+            }
             _ => clusters.push((x0, x1)),
         }
         last_center = center;

@@ -1,14 +1,24 @@
-//! Bank statements read from a PDF's layout: the transactions table (dated lines under a
-//! header naming its columns), descriptions wrapped onto further lines joined, amounts as
-//! one signed column or as debit and credit columns, the running balance, and the opening
-//! and closing balances, checked against the sum of the transactions.
+//! Bank statements read from a PDF's layout: the transactions table, descriptions wrapped
+//! onto further lines joined, amounts as one signed column or as debit and credit columns,
+//! the running balance, and the opening and closing balances, checked against the sum of
+//! the transactions.
 //!
 //! The lines come from the shared layout analysis (`layout::text_segments`): each line is
-//! the segments of one band, left to right. A header line holds a date column and an
-//! amount, debit or credit column (keywords of English, German, French, Spanish, Italian
-//! and Dutch statements); a line below it whose first cell is a date is a transaction, its
-//! other cells falling in the header's columns by their centres. Without a header, a dated
-//! line ending in one or two amounts is a transaction (amount, then balance).
+//! the segments of one band, left to right. The table is found by what its lines hold, not
+//! by the words of its header, which vary with every bank and language:
+//!
+//! - the date pattern is the one most lines' first cells start with;
+//! - a transaction is a line whose first cell starts with a date and which holds figures;
+//! - the figures of all transactions, clustered by where they stand, are the money columns;
+//! - the last column, filled on every line while the others give each line a figure, is
+//!   the running balance; one other column is a signed amount, two that are rarely filled
+//!   on the same line are debit and credit, the balance's arithmetic (or the printed
+//!   opening and closing balances) telling which is which;
+//! - the header's words (English, German, French, Spanish, Italian, Dutch, Portuguese,
+//!   Swedish, Polish) decide only what the figures leave open, and a header column over no
+//!   figure marks a debit column whose credit column is empty.
+//!
+//! Opening and closing balances are lines labelled so (the same languages).
 
 pub mod amounts;
 pub mod dates;
