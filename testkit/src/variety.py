@@ -14,6 +14,8 @@ writes the PDFs into OUT_DIR and OUT_DIR/manifest.json: a list of cases, each wi
 - reports: `text` (every word in reading order) and `tables` (rows of cell texts);
 - tables: `tables` (rows of cell texts, a merged cell repeated over the cells it covers).
 
+Beside each report and table PDF, `<stem>.md` is its content as Markdown.
+
 The same seed gives the same truth and the same layouts.
 """
 
@@ -368,6 +370,29 @@ def visual_rows(table):
     if table["merged"]:
         return [["Region", "Revenue"], table["header_rows"][1][1:]] + [list(r) for r in table["body"]]
     return truth_rows(table)
+
+
+def report_markdown(blocks):
+    """The report as Markdown (for scoring Markdown conversions): headings, paragraphs,
+    bullets, captions, and each table as a GFM table of its rows as a reader sees them."""
+    out = []
+    for kind, value in blocks:
+        if kind == "title":
+            out.append(f"# {value}")
+        elif kind == "heading":
+            out.append(f"## {value}")
+        elif kind == "bullets":
+            out.append("\n".join(f"- {item}" for item in value))
+        elif kind == "table":
+            rows = visual_rows(value)
+            width = max(len(r) for r in rows)
+            rows = [r + [""] * (width - len(r)) for r in rows]
+            lines = ["| " + " | ".join(rows[0]) + " |", "|" + " --- |" * width]
+            lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+            out.append("\n".join(lines))
+        else:
+            out.append(value)
+    return "\n\n".join(out) + "\n"
 
 
 def report_text(blocks):
@@ -918,6 +943,11 @@ def main():
         libreoffice_convert(office, args.out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    for case in cases:
+        if case["kind"] != "statement":
+            stem = os.path.splitext(case["file"])[0]
+            with open(os.path.join(args.out, stem + ".md"), "w", encoding="utf-8") as out:
+                out.write(report_markdown(case["blocks"]))
     missing = [c["file"] for c in cases if not os.path.isfile(os.path.join(args.out, c["file"]))]
     if missing:
         sys.exit(f"not written: {', '.join(missing)}")

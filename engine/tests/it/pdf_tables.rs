@@ -23,11 +23,11 @@ fn file(bytes: &[u8], name: &str) -> Value {
     json!({ "data": b64(bytes), "filename": name })
 }
 
-async fn tables_of(bytes: &[u8], name: &str) -> Value {
+pub(crate) async fn tables_of(bytes: &[u8], name: &str) -> Value {
     call(&Context::new(), ROUTE, json!({ "file": file(bytes, name) })).await.unwrap_or_else(|e| panic!("{name}: {e:?}"))
 }
 
-fn grids(answer: &Value) -> Vec<Grid> {
+pub(crate) fn grids(answer: &Value) -> Vec<Grid> {
     answer["tables"].as_array().unwrap().iter().map(|t| serde_json::from_value(t["rows"].clone()).unwrap()).collect()
 }
 

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 const ROUTE: &str = "/v1/pdf/to-docx";
 
-async fn docx_of(pdf: &[u8], more: Value) -> (Value, Value) {
+pub(crate) async fn docx_of(pdf: &[u8], more: Value) -> (Value, Value) {
     let mut body = json!({ "file": { "data": b64(pdf), "filename": "in.pdf" } });
     for (k, v) in more.as_object().unwrap() {
         body[k] = v.clone();
@@ -36,7 +36,7 @@ async fn docx_of(pdf: &[u8], more: Value) -> (Value, Value) {
 }
 
 /// The body's text in order: paragraphs, and each table's cells row by row.
-fn text_of(read: &Value) -> String {
+pub(crate) fn text_of(read: &Value) -> String {
     let mut out = Vec::new();
     for block in read["blocks"].as_array().unwrap() {
         if let Some(p) = block["paragraph"].as_str() {

@@ -3,6 +3,10 @@
 //! in one run. Both outputs are scored by the same function against docling's ground truth
 //! (`paperchain_testkit::markdown_score`: text similarity, heading F1, table count).
 //!
+//! The variety set's reports (`paperchain_testkit::variety`: reportlab, LibreOffice from
+//! Word, Chromium, on one or two columns) are scored the same way against the Markdown of
+//! what was written, summed up per writer and column count.
+//!
 //! Paperchain is timed as a child process (`paperchain call convert_to_markdown`, its start
 //! included); MarkItDown inside one Python process that has already imported it, so its
 //! times leave out Python's start and imports. The comparison favours MarkItDown.
@@ -57,7 +61,8 @@ pub(super) fn measure(paperchain: &Path, python: &Path, runs: u32, dir: &Path) -
     for d in [&ours_dir, &theirs_dir] {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
     }
-    let cases = docling_cases();
+    let mut cases = docling_cases();
+    cases.extend(variety_cases(&dir.join("variety"))?);
     println!("bench: convert: to-markdown, {} files, MarkItDown", cases.len());
     let inputs: Vec<&Path> = cases.iter().map(|c| c.input.as_path()).collect();
     let mut theirs_times =
@@ -86,6 +91,36 @@ pub(super) fn measure(paperchain: &Path, python: &Path, runs: u32, dir: &Path) -
         rows.push(Row { case, ours, theirs });
     }
     Ok(Report { rows, runs })
+}
+
+/// The variety set's reports, grouped as `variety <writer> <n>-column` (the group stands
+/// where a corpus case has its format).
+fn variety_cases(dir: &Path) -> anyhow::Result<Vec<DoclingCase>> {
+    use paperchain_testkit::variety::{self, Kind, SEED};
+    let manifest = variety::generate(dir, SEED, 40, &[Kind::Reports]);
+    let cases: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(&manifest).with_context(|| format!("reading {}", manifest.display()))?)?;
+    let mut groups: Vec<&'static str> = Vec::new();
+    Ok(cases
+        .iter()
+        .map(|case| {
+            let file = case["file"].as_str().unwrap_or_default();
+            let group = format!(
+                "variety {} {}-column",
+                case["writer"].as_str().unwrap_or_default(),
+                case["layout"]["columns"].as_u64().unwrap_or(1)
+            );
+            // A handful of group names, kept for the report's lifetime.
+            let format = match groups.iter().find(|g| **g == group) {
+                Some(g) => *g,
+                None => {
+                    groups.push(Box::leak(group.into_boxed_str()));
+                    groups[groups.len() - 1]
+                }
+            };
+            DoclingCase { format, input: dir.join(file), truth: dir.join(file.replace(".pdf", ".md")) }
+        })
+        .collect())
 }
 
 /// Runs a reference tool's script (`python -c script out_dir runs files…`), which writes
@@ -169,7 +204,7 @@ impl Report {
             "| file | paperchain text / headings / tables | MarkItDown text / headings / tables | paperchain ms | MarkItDown ms |"
         );
         println!("| --- | --- | --- | --- | --- |");
-        for row in &self.rows {
+        for row in self.rows.iter().filter(|r| !r.case.format.starts_with("variety")) {
             println!(
                 "| {} | {} | {} | {} | {} |",
                 row.case.name(),
@@ -184,7 +219,14 @@ impl Report {
         );
         println!("| --- | --- | --- | --- | --- | --- | --- |");
         let mut formats: Vec<&str> = self.rows.iter().map(|r| r.case.format).collect();
-        formats.dedup();
+        formats.sort_by_key(|f| f.starts_with("variety"));
+        let mut seen = Vec::new();
+        formats.retain(|f| {
+            !seen.contains(f) && {
+                seen.push(*f);
+                true
+            }
+        });
         for format in formats {
             let rows: Vec<&Row> = self.rows.iter().filter(|r| r.case.format == format).collect();
             // A failed conversion scores 0 and adds no time.

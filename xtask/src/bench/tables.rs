@@ -4,6 +4,10 @@
 //! against the expected tables (`paperchain_testkit::table_score`: cells found,
 //! neighbour-relation F1).
 //!
+//! The variety set's tables and reports (`paperchain_testkit::variety`: reportlab,
+//! LibreOffice and Chromium, ruled, unruled, boxed, merged header cells) are scored the
+//! same way and summed up per writer and table style, so a regression on one layout shows.
+//!
 //! Paperchain is timed as a child process (`paperchain call extract_pdf_tables`, its start
 //! included); pdfplumber inside one Python process that has already imported it.
 
@@ -47,6 +51,8 @@ type Outcome = Result<(Vec<TableScore>, Duration), String>;
 /// One PDF's results: a score per expected table, and the time.
 pub(super) struct Row {
     case: TableCase,
+    /// The variety set's writer and table style; `None` for the corpus.
+    group: Option<String>,
     ours: Outcome,
     theirs: Outcome,
 }
@@ -66,13 +72,14 @@ pub(super) fn measure(paperchain: &Path, python: &Path, runs: u32, dir: &Path) -
     for d in [&ours_dir, &theirs_dir] {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
     }
-    let cases = table_cases();
+    let mut cases: Vec<(TableCase, Option<String>)> = table_cases().into_iter().map(|c| (c, None)).collect();
+    cases.extend(variety_cases(&dir.join("variety"))?.into_iter().map(|(c, g)| (c, Some(g))));
     println!("bench: convert: tables, {} PDFs, pdfplumber", cases.len());
-    let inputs: Vec<&Path> = cases.iter().map(|c| c.pdf.as_path()).collect();
+    let inputs: Vec<&Path> = cases.iter().map(|(c, _)| c.pdf.as_path()).collect();
     let mut theirs_times =
         super::markdown::run_reference(python, PDFPLUMBER, &theirs_dir, runs, &inputs).context("running pdfplumber")?;
     let mut rows = Vec::new();
-    for case in cases {
+    for (case, group) in cases {
         let name = case.name();
         println!("bench: convert: tables, {name}");
         let out = ours_dir.join(format!("{name}.json"));
@@ -93,9 +100,29 @@ pub(super) fn measure(paperchain: &Path, python: &Path, runs: u32, dir: &Path) -
             Some(Err(e)) => Err(e),
             None => Err("pdfplumber printed nothing for this file".into()),
         };
-        rows.push(Row { case, ours, theirs });
+        rows.push(Row { case, group, ours, theirs });
     }
     Ok(Report { rows, runs })
+}
+
+/// The variety set's tables and reports, each with its `writer style` group.
+fn variety_cases(dir: &Path) -> anyhow::Result<Vec<(TableCase, String)>> {
+    use paperchain_testkit::variety::{self, Kind, SEED};
+    let manifest = variety::generate(dir, SEED, 40, &[Kind::Tables, Kind::Reports]);
+    let cases: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(&manifest).with_context(|| format!("reading {}", manifest.display()))?)?;
+    cases
+        .iter()
+        .map(|case| {
+            let tables: Vec<Grid> = serde_json::from_value(case["tables"].clone())?;
+            let group = format!(
+                "{} {}",
+                case["writer"].as_str().unwrap_or_default(),
+                case["layout"]["table"].as_str().unwrap_or_default()
+            );
+            Ok((TableCase { pdf: dir.join(case["file"].as_str().unwrap_or_default()), tables }, group))
+        })
+        .collect()
 }
 
 fn our_tables(answer: &Path) -> Result<Vec<Grid>, String> {
@@ -123,7 +150,7 @@ impl Report {
             Ok((_, t)) => format!("{:.1}", t.as_secs_f64() * 1000.0),
             Err(_) => "-".into(),
         };
-        for row in &self.rows {
+        for row in self.rows.iter().filter(|r| r.group.is_none()) {
             for i in 0..row.case.tables.len() {
                 let (a, b) = if i == 0 { (ms(&row.ours), ms(&row.theirs)) } else { (String::new(), String::new()) };
                 println!(
@@ -136,9 +163,8 @@ impl Report {
             }
         }
         // A failed file scores 0 on each of its tables.
-        let mean = |side: fn(&Row) -> &Outcome, pick: fn(&TableScore) -> f64| {
-            let all: Vec<f64> = self
-                .rows
+        let mean = |rows: &[&Row], side: fn(&Row) -> &Outcome, pick: fn(&TableScore) -> f64| {
+            let all: Vec<f64> = rows
                 .iter()
                 .flat_map(|r| match side(r) {
                     Ok((scores, _)) => scores.iter().map(pick).collect(),
@@ -147,19 +173,38 @@ impl Report {
                 .collect();
             all.iter().sum::<f64>() / all.len().max(1) as f64
         };
-        let total = |side: fn(&Row) -> &Outcome| {
-            self.rows.iter().map(|r| side(r).as_ref().map_or(0.0, |(_, t)| t.as_secs_f64() * 1000.0)).sum::<f64>()
+        let total = |rows: &[&Row], side: fn(&Row) -> &Outcome| {
+            rows.iter().map(|r| side(r).as_ref().map_or(0.0, |(_, t)| t.as_secs_f64() * 1000.0)).sum::<f64>()
         };
-        println!(
-            "| mean of {} tables | {:.3} / {:.3} | {:.3} / {:.3} | {:.0} total | {:.0} total |",
-            self.rows.iter().map(|r| r.case.tables.len()).sum::<usize>(),
-            mean(|r| &r.ours, |s| s.cells),
-            mean(|r| &r.ours, |s| s.adjacency),
-            mean(|r| &r.theirs, |s| s.cells),
-            mean(|r| &r.theirs, |s| s.adjacency),
-            total(|r| &r.ours),
-            total(|r| &r.theirs)
-        );
+        let line = |label: String, rows: &[&Row]| {
+            println!(
+                "| {label} | {:.3} / {:.3} | {:.3} / {:.3} | {:.0} total | {:.0} total |",
+                mean(rows, |r| &r.ours, |s| s.cells),
+                mean(rows, |r| &r.ours, |s| s.adjacency),
+                mean(rows, |r| &r.theirs, |s| s.cells),
+                mean(rows, |r| &r.theirs, |s| s.adjacency),
+                total(rows, |r| &r.ours),
+                total(rows, |r| &r.theirs)
+            )
+        };
+        let corpus: Vec<&Row> = self.rows.iter().filter(|r| r.group.is_none()).collect();
+        line(format!("mean of {} tables", corpus.iter().map(|r| r.case.tables.len()).sum::<usize>()), &corpus);
+        let mut groups: Vec<&str> = self.rows.iter().filter_map(|r| r.group.as_deref()).collect();
+        groups.sort_unstable();
+        groups.dedup();
+        if !groups.is_empty() {
+            println!(
+                "\nconvert: /v1/pdf/tables against pdfplumber 0.11.9 on the variety set, per writer and table style"
+            );
+            println!(
+                "| writer, style | paperchain cells / adjacency | pdfplumber cells / adjacency | paperchain ms | pdfplumber ms |"
+            );
+            println!("| --- | --- | --- | --- | --- |");
+            for group in groups {
+                let rows: Vec<&Row> = self.rows.iter().filter(|r| r.group.as_deref() == Some(group)).collect();
+                line(format!("{group} ({} tables)", rows.iter().map(|r| r.case.tables.len()).sum::<usize>()), &rows);
+            }
+        }
         println!(
             "Cells: share of the expected non-empty cells found in the best-matching table; adjacency: F1 of \
              neighbour relations (ICDAR 2013). Times: median of {} runs after a warm-up run; Paperchain as a child \

@@ -504,7 +504,9 @@ fn currency_of(texts: &[String]) -> Option<String> {
 /// fewest days (a statement covers weeks, not the months a day and month swapped give),
 /// then day-first unless the statement is in dollars.
 fn detect_pattern(lines: &[Line], year: i32, currency: Option<&str>) -> Option<DatePattern> {
-    let mut best: Option<((usize, bool, usize, std::cmp::Reverse<i64>, bool), DatePattern)> = None;
+    // Dates read, with a year, in order, span (shorter first), the preferred order.
+    type Rank = (usize, bool, usize, std::cmp::Reverse<i64>, bool);
+    let mut best: Option<(Rank, DatePattern)> = None;
     for text in CANDIDATES {
         let pattern = DatePattern::parse(text, "/date_format").expect("the candidates are valid");
         let found: Vec<Date> = lines
