@@ -12,7 +12,8 @@ writes the PDFs into OUT_DIR and OUT_DIR/manifest.json: a list of cases, each wi
   "1199.76" or null, description}]), `opening` and `closing` ("1204.56" or null: the
   balances printed), `currency`;
 - reports: `text` (every word in reading order) and `tables` (rows of cell texts);
-- tables: `tables` (rows of cell texts, a merged cell repeated over the cells it covers).
+- tables: `tables` (rows of cell texts; a merged cell's text in its first cell, the cells
+  it covers empty, as in the corpus's CSV files).
 
 Beside each report and table PDF, `<stem>.md` is its content as Markdown.
 
@@ -297,15 +298,15 @@ def sentence(rng, n):
 
 
 def numbers_table(rng, style, rows, columns):
-    """A table of regions and figures; `merged_header` puts a header cell over two columns
-    (repeated over the cells it covers in the truth)."""
+    """A table of regions and figures; `merged_header` puts "Revenue" over the year columns
+    and "Region" over two rows."""
     years = [str(2020 + i) for i in range(columns - 1)]
     body = []
     for region in rng.sample(REGIONS, rows):
         body.append([region] + [number_text(rng.randint(100, 9_999_999), "point") for _ in years])
     if style == "merged_header":
-        top = ["Region"] + ["Revenue"] * (columns - 1)
-        return {"header_rows": [top, ["Region"] + years], "body": body, "merged": True}
+        top = ["Region", "Revenue"] + [""] * (columns - 2)
+        return {"header_rows": [top, [""] + years], "body": body, "merged": True}
     return {"header_rows": [["Region"] + years], "body": body, "merged": False}
 
 
