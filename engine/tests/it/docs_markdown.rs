@@ -19,7 +19,7 @@ fn file(bytes: &[u8], name: &str) -> Value {
     json!({ "data": b64(bytes), "filename": name })
 }
 
-async fn markdown_of(bytes: &[u8], name: &str) -> Value {
+pub(crate) async fn markdown_of(bytes: &[u8], name: &str) -> Value {
     call(&Context::new(), ROUTE, json!({ "file": file(bytes, name) })).await.unwrap_or_else(|e| panic!("{name}: {e:?}"))
 }
 

@@ -12,11 +12,12 @@ use crate::common;
 use common::route::call;
 use paperchain_engine::Context;
 use paperchain_testkit::b64;
-use paperchain_testkit::markdown_score::text_similarity;
+use paperchain_testkit::markdown_score::{score, text_similarity};
 use paperchain_testkit::table_score::{Grid, best};
 use paperchain_testkit::variety::{self, Kind, SEED};
 use serde_json::{Value, json};
 
+use crate::docs_markdown::markdown_of;
 use crate::pdf_tables::{grids, tables_of};
 use crate::pdf_to_docx::{docx_of, text_of};
 
@@ -236,3 +237,37 @@ async fn the_variety_tables_are_found_with_their_cells() {
         .collect();
     assert!(failures.is_empty(), "{failures:#?}\n{table}");
 }
+
+#[tokio::test]
+async fn markdown_of_the_variety_reports_keeps_their_text_and_headings() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = generate(dir.path(), &[Kind::Reports]);
+    let (mut text, mut headings) = (Vec::new(), Vec::new());
+    for case in &cases {
+        let file = case["file"].as_str().unwrap();
+        let answer = markdown_of(&std::fs::read(dir.path().join(file)).unwrap(), file).await;
+        let truth = std::fs::read_to_string(dir.path().join(file.replace(".pdf", ".md"))).unwrap();
+        let s = score(answer["markdown"].as_str().unwrap(), &truth);
+        let group = format!("{}-column", case["layout"]["columns"]);
+        text.push((case["writer"].as_str().unwrap().to_string(), group.clone(), s.text));
+        headings.push((case["writer"].as_str().unwrap().to_string(), group, s.headings));
+    }
+    let mean = |v: &[(String, String, f64)]| v.iter().map(|s| s.2).sum::<f64>() / v.len() as f64;
+    let (text_table, headings_table) = (by_layout(&text), by_layout(&headings));
+    eprintln!(
+        "to-markdown on {} variety reports: text {:.3}, headings {:.3}\ntext:\n{text_table}headings:\n{headings_table}",
+        cases.len(),
+        mean(&text),
+        mean(&headings)
+    );
+    assert!(mean(&text) >= MARKDOWN_TEXT, "mean text {:.3} < {MARKDOWN_TEXT}\n{text_table}", mean(&text));
+    assert!(
+        mean(&headings) >= MARKDOWN_HEADINGS,
+        "mean heading F1 {:.3} < {MARKDOWN_HEADINGS}\n{headings_table}",
+        mean(&headings)
+    );
+}
+
+/// The Markdown floors on the variety reports: what they score now, less about 0.02.
+const MARKDOWN_TEXT: f64 = 0.97;
+const MARKDOWN_HEADINGS: f64 = 0.97;
