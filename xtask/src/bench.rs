@@ -268,6 +268,15 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `pdfinfo`'s page count of `pdf`.
+/// The variety set's cases of `kinds` (40 statements per writer; reports and tables, 20),
+/// written into `dir`, as its manifest lists them.
+fn variety_set(dir: &Path, kinds: &[paperchain_testkit::variety::Kind]) -> anyhow::Result<Vec<serde_json::Value>> {
+    use anyhow::Context as _;
+    let manifest = paperchain_testkit::variety::generate(dir, paperchain_testkit::variety::SEED, 40, kinds);
+    let text = std::fs::read(&manifest).with_context(|| format!("reading {}", manifest.display()))?;
+    Ok(serde_json::from_slice(&text)?)
+}
+
 fn pdf_pages(pdf: &Path) -> anyhow::Result<u32> {
     let info = Cmd::new("pdfinfo").arg(pdf).quiet().read_stdout()?;
     let count = info.lines().find_map(|l| l.strip_prefix("Pages:")).context("pdfinfo gave no page count")?;

@@ -96,10 +96,8 @@ pub(super) fn measure(paperchain: &Path, python: &Path, runs: u32, dir: &Path) -
 /// The variety set's reports, grouped as `variety <writer> <n>-column` (the group stands
 /// where a corpus case has its format).
 fn variety_cases(dir: &Path) -> anyhow::Result<Vec<DoclingCase>> {
-    use paperchain_testkit::variety::{self, Kind, SEED};
-    let manifest = variety::generate(dir, SEED, 40, &[Kind::Reports]);
-    let cases: Vec<serde_json::Value> =
-        serde_json::from_slice(&std::fs::read(&manifest).with_context(|| format!("reading {}", manifest.display()))?)?;
+    use paperchain_testkit::variety::Kind;
+    let cases = super::variety_set(dir, &[Kind::Reports])?;
     let mut groups: Vec<&'static str> = Vec::new();
     Ok(cases
         .iter()

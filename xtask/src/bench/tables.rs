@@ -107,10 +107,8 @@ pub(super) fn measure(paperchain: &Path, python: &Path, runs: u32, dir: &Path) -
 
 /// The variety set's tables and reports, each with its `writer style` group.
 fn variety_cases(dir: &Path) -> anyhow::Result<Vec<(TableCase, String)>> {
-    use paperchain_testkit::variety::{self, Kind, SEED};
-    let manifest = variety::generate(dir, SEED, 40, &[Kind::Tables, Kind::Reports]);
-    let cases: Vec<serde_json::Value> =
-        serde_json::from_slice(&std::fs::read(&manifest).with_context(|| format!("reading {}", manifest.display()))?)?;
+    use paperchain_testkit::variety::Kind;
+    let cases = super::variety_set(dir, &[Kind::Tables, Kind::Reports])?;
     cases
         .iter()
         .map(|case| {
