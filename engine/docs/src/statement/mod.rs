@@ -419,8 +419,8 @@ pub fn read(layouts: &[PageLayout], options: &Options) -> Result<Statement, Engi
         None => detect_pattern(&lines, year, currency.as_deref()).ok_or_else(no_transactions)?,
     };
     let rows: Vec<Row> = lines.iter().map(|line| Row::of(line, &pattern, year, decimal)).collect();
-    let table = Table::find(&lines, &rows).ok_or_else(no_transactions)?;
     let (opening_printed, closing_printed) = printed_balances(&rows);
+    let table = Table::find(&lines, &rows, (opening_printed, closing_printed)).ok_or_else(no_transactions)?;
     let mut transactions = table.transactions(&lines, &rows, opening_printed);
     if transactions.is_empty() {
         return Err(no_transactions());
@@ -657,8 +657,9 @@ struct Table {
 }
 
 impl Table {
-    /// Finds the money columns from the dated lines that hold amounts.
-    fn find(lines: &[Line], rows: &[Row]) -> Option<Table> {
+    /// Finds the money columns from the dated lines that hold amounts; `ends` are the
+    /// printed opening and closing balances.
+    fn find(lines: &[Line], rows: &[Row], ends: (Option<Amount>, Option<Amount>)) -> Option<Table> {
         // Clusters of overlapping horizontal extents: figures right-aligned in a column
         // share their right edge, left-aligned ones their left edge; either way they overlap.
         let mut extents: Vec<(f32, f32)> = Vec::new();
@@ -681,7 +682,7 @@ impl Table {
         let mut table = Table { columns, signs_from_balance: false };
         let values = table.values(lines, rows);
         let (hints, empty_column) = table.hints(lines, rows);
-        table.assign(&values, &hints, empty_column, printed_balances(rows));
+        table.assign(&values, &hints, empty_column, ends);
         Some(table)
     }
 
