@@ -227,7 +227,10 @@ fn main() -> std::process::ExitCode {
             }
             Command::Ledger(args) => money_cmd::run_ledger(args, &data_dir()).await,
             Command::Spend(args) => money_cmd::run_spend(args, &data_dir()).await,
-            Command::Config(args) => money_cmd::run_config(args),
+            Command::Config(args) => {
+                let data_dir = data_dir();
+                tokio::task::spawn_blocking(move || money_cmd::run_config(args, &data_dir)).await?
+            }
             Command::Sanctions(args) => sanctions_cmd::run(args).await.map(|()| std::process::ExitCode::SUCCESS),
             Command::Service(args) => service_cmd::run(args, &data_dir()).map(|()| std::process::ExitCode::SUCCESS),
         }

@@ -2,6 +2,7 @@
 //! balance`: what was called and paid, the settings that decide it, and what the wallet holds.
 
 use std::collections::BTreeMap;
+use std::io::IsTerminal as _;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -10,6 +11,7 @@ use paperchain_engine::Context;
 use paperchain_wallet::config::{ClientConfig, config_file};
 use paperchain_wallet::config_edit::{self, Change};
 use paperchain_wallet::ledger::{Ledger, Row, now_ms};
+use paperchain_wallet::live::{LiveConfig, Unconfirmed};
 use paperchain_wallet::money::{Dollars, format_atomic};
 
 #[derive(clap::Args)]
@@ -62,7 +64,10 @@ Keys are dotted paths into config.toml; quote a part with dots or colons in it:
   paperchain config add files.folders ~/Documents
   paperchain config add --asset eip155:8453,0x60a3E35Cc302bFA44Cb288Bc5a4F316Fdb1adb42,EURC,6
   paperchain config unset policy.approve_above
-Every change is checked as a whole before the file is replaced.")]
+Every change is checked as a whole before the file is replaced. A change that loosens the
+spend policy (a higher cap, a new host, payee, asset or network, a route sent to the hosted
+service) waits until you confirm it: `paperchain config confirm` at a terminal (with the
+wallet's password, or the system's authentication for a keyring wallet), or the app.")]
 pub struct ConfigArgs {
     #[command(subcommand)]
     command: ConfigCommand,
@@ -85,6 +90,8 @@ enum ConfigCommand {
     },
     /// Removes a key.
     Unset { key: String },
+    /// Confirms what the file loosens, after checking it is you (at a terminal).
+    Confirm,
 }
 
 /// Unix milliseconds of `--since`.
@@ -298,7 +305,12 @@ pub async fn run_spend(args: SpendArgs, data_dir: &Path) -> anyhow::Result<ExitC
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_config(args: ConfigArgs) -> anyhow::Result<ExitCode> {
+/// `paperchain config …`. Blocking (the key store, a keystore's key derivation).
+pub fn run_config(args: ConfigArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let keys = paperchain_wallet::keys::KeyConfig::from_env(data_dir);
+    if let ConfigCommand::Confirm = args.command {
+        return confirm(&keys);
+    }
     let file = config_file();
     let text = match std::fs::read_to_string(&file) {
         Ok(text) => text,
@@ -318,11 +330,61 @@ pub fn run_config(args: ConfigArgs) -> anyhow::Result<ExitCode> {
         }
         ConfigCommand::Add { .. } => unreachable!("clap asks for a key and value, or --asset"),
         ConfigCommand::Unset { key } => (key.as_str(), Change::Unset),
-        ConfigCommand::Show => unreachable!("answered above"),
+        ConfigCommand::Show | ConfigCommand::Confirm => unreachable!("answered above"),
     };
     let new_text = config_edit::edited(&text, &file, key, &change)?;
     write_atomically(&file, new_text.as_bytes())?;
     println!("{key} changed in {}", file.display());
+    if let Some(waiting) = user_config(&keys, false)?.unconfirmed() {
+        println!("{}\n{WHERE_TO_CONFIRM}", waiting_text(&waiting));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn user_config(keys: &paperchain_wallet::keys::KeyConfig, adopt: bool) -> anyhow::Result<LiveConfig> {
+    Ok(paperchain_wallet::client::user_config(keys, Default::default(), adopt)?)
+}
+
+/// Where a change that waits is confirmed.
+pub const WHERE_TO_CONFIRM: &str = "Confirm at a terminal with `paperchain config confirm`, or in the app (Settings).";
+
+/// What waits for the owner, one line each.
+pub fn waiting_text(waiting: &Unconfirmed) -> String {
+    let mut text = String::from("Not followed until you confirm it:");
+    if let Some(reason) = &waiting.reason {
+        text += &format!("\n  ({reason})");
+    }
+    for change in &waiting.changes {
+        text += &format!("\n  {change}");
+    }
+    text
+}
+
+/// `paperchain config confirm`: shows what the file loosens, checks the owner at the
+/// terminal, and seals the file as shown.
+fn confirm(keys: &paperchain_wallet::keys::KeyConfig) -> anyhow::Result<ExitCode> {
+    let live = user_config(keys, true)?;
+    let Some(waiting) = live.unconfirmed() else {
+        println!("Nothing to confirm: {} loosens nothing you confirmed.", config_file().display());
+        return Ok(ExitCode::SUCCESS);
+    };
+    println!("{}", waiting_text(&waiting));
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return Err(anyhow!(
+            "confirming needs you at a terminal (or the app): nothing was confirmed, and the change keeps waiting"
+        ));
+    }
+    let password = match paperchain_wallet::keys::status(keys).store {
+        Some(paperchain_wallet::keys::Store::Keystore { .. }) => Some(
+            rpassword::prompt_password("The wallet's password, to confirm: ")
+                .map(zeroize::Zeroizing::new)
+                .context("reading the password from the terminal")?,
+        ),
+        _ => None,
+    };
+    let checked = paperchain_wallet::owner::check_owner(keys, password).map_err(|e| anyhow!(e))?;
+    live.confirm(&waiting)?;
+    println!("Confirmed ({checked}): every running Paperchain follows it from its next call.");
     Ok(ExitCode::SUCCESS)
 }
 

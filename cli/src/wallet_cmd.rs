@@ -124,15 +124,28 @@ fn run_blocking(cmd: WalletCommand, cfg: &KeyConfig) -> anyhow::Result<ExitCode>
         WalletCommand::Status { json } => {
             let status = keys::status(cfg);
             let config = config_status();
+            let waiting = paperchain_wallet::client::user_config(cfg, Default::default(), false)
+                .ok()
+                .and_then(|live| live.unconfirmed());
             if json {
                 let mut value = serde_json::to_value(&status)?;
-                value["config"] = serde_json::json!({ "file": config.file, "problem": config.problem });
+                value["config"] = serde_json::json!({
+                    "file": config.file,
+                    "problem": config.problem,
+                    "unconfirmed": waiting.as_ref().map(|w| serde_json::json!({"changes": w.changes, "reason": w.reason})),
+                });
                 println!("{}", serde_json::to_string_pretty(&value)?);
             } else {
                 print_status(&status);
-                match &config.problem {
-                    None => println!("policy:   {} (followed)", config.file.display()),
-                    Some(problem) => println!("policy:   NOT FOLLOWED: {problem}"),
+                match (&config.problem, &waiting) {
+                    (Some(problem), _) => println!("policy:   NOT FOLLOWED: {problem}"),
+                    (None, None) => println!("policy:   {} (followed)", config.file.display()),
+                    (None, Some(waiting)) => println!(
+                        "policy:   {} (followed as far as you confirmed it)\n{}\n{}",
+                        config.file.display(),
+                        crate::money_cmd::waiting_text(waiting),
+                        crate::money_cmd::WHERE_TO_CONFIRM
+                    ),
                 }
             }
             Ok(ExitCode::SUCCESS)

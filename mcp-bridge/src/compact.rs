@@ -170,8 +170,14 @@ pub fn money_tools(catalog: &Catalog, families: &[Family]) -> Vec<Tool> {
     vec![budget, quote]
 }
 
-/// `wallet_budget`'s answer: the limits of `config`, what `spent` counted, what is left.
-pub fn budget(config: &ClientConfig, spent: &Spent, client: Option<&str>) -> CallToolResult {
+/// `wallet_budget`'s answer: the limits of `config`, what `spent` counted, what is left,
+/// and what the settings file loosens that waits for the user (`waiting`).
+pub fn budget(
+    config: &ClientConfig,
+    spent: &Spent,
+    client: Option<&str>,
+    waiting: Option<&paperchain_wallet::live::Unconfirmed>,
+) -> CallToolResult {
     let policy = &config.policy;
     let text = |d: Option<Dollars>| d.map(|d| d.to_string());
     let left = |cap: Option<Dollars>, used: Dollars| {
@@ -205,6 +211,12 @@ pub fn budget(config: &ClientConfig, spent: &Spent, client: Option<&str>) -> Cal
         },
         "networks_today": networks,
         "limits_are_set_by": "the user, in Paperchain's settings (`paperchain config`, the app); no tool changes them",
+        // A raised limit is followed only once the user confirms it (their password).
+        "waiting_for_the_user": waiting.map(|w| json!({
+            "changes": w.changes,
+            "why_nothing_is_confirmed": w.reason,
+            "confirmed_by": "the user: `paperchain config confirm` at a terminal, or Settings in the app",
+        })),
     }))
 }
 

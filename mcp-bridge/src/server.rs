@@ -251,7 +251,7 @@ impl McpServer {
         self.run(route, tool, "/input", input, requester, save_to).await
     }
 
-    /// `wallet_budget`: the policy as the configuration file says now, and the ledger's sums.
+    /// `wallet_budget`: the policy followed now, what waits for the user, and the ledger's sums.
     async fn budget(&self, client: Option<&str>) -> CallToolResult {
         let Some(paying) = self.inner.options.calls.client() else {
             return results::failure(EngineError::internal("this server has no wallet").into());
@@ -259,7 +259,7 @@ impl McpServer {
         let config = paying.config();
         let networks: Vec<String> = config.policy.networks.keys().cloned().collect();
         match paying.ledger().spent_so_far(client, &networks).await {
-            Ok(spent) => compact::budget(&config, &spent, client),
+            Ok(spent) => compact::budget(&config, &spent, client, paying.unconfirmed().as_ref()),
             Err(error) => results::failure(EngineError::internal(format!("reading the ledger: {error}")).into()),
         }
     }

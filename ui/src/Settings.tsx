@@ -11,6 +11,7 @@ type Wallet = { address: string | null; balances: Balance[] };
 type SettingsInfo = {
   file: string;
   problem: string | null;
+  unconfirmed: { changes: string[]; reason: string | null; confirm_with: "password" | "system" | "nothing" } | null;
   service_url: string | null;
   routing: { default: string; routes: Record<string, string> };
   files: { folders: string[] };
@@ -91,6 +92,8 @@ export function SettingsPanel({ catalog }: { catalog: Catalog }) {
   const [newRoute, setNewRoute] = useState("");
   const [newMode, setNewMode] = useState("hosted");
   const [newFolder, setNewFolder] = useState("");
+  const [password, setPassword] = useState("");
+  const [confirmError, setConfirmError] = useState<string | undefined>();
 
   const load = () => appApi<SettingsInfo>("/settings").then(setInfo, (e) => setStatus((e as Error).message));
   useEffect(() => {
@@ -109,6 +112,21 @@ export function SettingsPanel({ catalog }: { catalog: Catalog }) {
     } catch (e) {
       setError({ key, message: e instanceof ApiError ? e.message : String(e) });
       return false;
+    }
+  };
+
+  const confirmChanges = async (e: Event) => {
+    e.preventDefault();
+    if (!info.unconfirmed) return;
+    setConfirmError(undefined);
+    try {
+      const body = { changes: info.unconfirmed.changes, password: password || undefined };
+      setInfo(await appApi<SettingsInfo>("/settings/confirm", { method: "POST", body: JSON.stringify(body) }));
+      setPassword("");
+      setStatus("Confirmed: the settings file is followed from the next call.");
+    } catch (err) {
+      setConfirmError(err instanceof ApiError ? err.message : String(err));
+      void load();
     }
   };
 
@@ -158,6 +176,37 @@ export function SettingsPanel({ catalog }: { catalog: Catalog }) {
       {info.problem && (
         <div class="problem" role="alert">
           <strong>The settings file is not followed.</strong> {info.problem}. The settings below are those last valid ones.
+        </div>
+      )}
+      {info.unconfirmed && (
+        <div class="problem unconfirmed" role="alert">
+          <form aria-label="Changes waiting for you" onSubmit={confirmChanges}>
+          <strong>Not followed until you confirm it.</strong> The settings file allows more than you confirmed; until you
+          do, every call keeps to the tighter of the two, shown below.
+          {info.unconfirmed.reason && <p>{info.unconfirmed.reason}.</p>}
+          <ul>
+            {info.unconfirmed.changes.map((c) => (
+              <li key={c}>{c}</li>
+            ))}
+          </ul>
+          {info.unconfirmed.confirm_with === "password" && (
+            <div class="field">
+              <label for="confirm-password">The wallet's password</label>
+              <input id="confirm-password" type="password" autoComplete="current-password" value={password} aria-invalid={confirmError ? true : undefined} onInput={(e) => setPassword((e.currentTarget as HTMLInputElement).value)} />
+            </div>
+          )}
+          {info.unconfirmed.confirm_with === "system" && <p class="muted">Your system will ask who you are.</p>}
+          {confirmError && (
+            <p class="field-error" role="alert">
+              {confirmError}
+            </p>
+          )}
+          <div class="actions">
+            <button type="submit" class="primary" disabled={info.unconfirmed.confirm_with === "password" && password === ""}>
+              Confirm these changes
+            </button>
+          </div>
+          </form>
         </div>
       )}
       <form onSubmit={saveAll} aria-label="Service and limits">

@@ -5,6 +5,7 @@
 //   PAPERCHAIN_APP_URL      the local server (its wallet pays the sandbox)
 //   PAPERCHAIN_SERVICE_HOST the sandbox's host
 //   PAPERCHAIN_QUOTE        the sandbox's price of the gas route, in dollars ("0.001")
+//   PAPERCHAIN_PASSWORD     the wallet's password, typed to confirm a raised limit
 //   PAPERCHAIN_ARTIFACTS    screenshots
 
 import { test } from "node:test";
@@ -95,6 +96,21 @@ test("the wallet shows its balances; a limit changed in the app applies to the n
   await page().type("#setting-policy-approve-above", "1.00");
   await page().click("form[aria-label='Service and limits'] button[type=submit]");
   await page().waitForFunction(() => document.querySelector("form[aria-label='Service and limits'] [role=status]")?.textContent.includes("saved"));
+  // Raising a limit waits for the owner: the change is listed, and the field shows the
+  // threshold still followed.
+  await page().waitForSelector("form[aria-label='Changes waiting for you']");
+  const waiting = await page().$eval("form[aria-label='Changes waiting for you']", (f) => f.textContent);
+  assert.match(waiting, /Not followed until you confirm it/);
+  assert.match(waiting, /policy\.approve_above: \$[0-9.]+ → \$1\.00/);
+  await accessible("the wallet and settings, a change waiting");
+  await screenshot("12-wallet-settings-waiting");
+  await page().type("#confirm-password", "not the password");
+  await page().click("form[aria-label='Changes waiting for you'] button[type=submit]");
+  await page().waitForFunction(() => document.querySelector("form[aria-label='Changes waiting for you'] .field-error")?.textContent.includes("not the wallet's password"), { timeout: 30_000 });
+  await page().$eval("#confirm-password", (e) => (e.value = ""));
+  await page().type("#confirm-password", process.env.PAPERCHAIN_PASSWORD);
+  await page().click("form[aria-label='Changes waiting for you'] button[type=submit]");
+  await page().waitForFunction(() => !document.querySelector("form[aria-label='Changes waiting for you']"), { timeout: 30_000 });
   await accessible("the wallet and settings");
   await screenshot("12-wallet-settings");
   const answer = await agentCall();

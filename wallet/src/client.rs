@@ -363,9 +363,9 @@ impl PayingClient {
         for folder in &overrides.folders {
             crate::config::granted_folder(folder).map_err(|e| ConfigError(format!("--folder: {e}")))?;
         }
-        let live = LiveConfig::follow(crate::config::config_file(), user_builder(overrides))?;
-        let ledger = Ledger::open_in(data_dir).await?;
         let key_config = crate::keys::KeyConfig::from_env(data_dir);
+        let live = user_config(&key_config, overrides, true)?;
+        let ledger = Ledger::open_in(data_dir).await?;
         let solana_config = key_config.clone();
         let keys: KeyLoader = Arc::new(move || {
             crate::keys::load(&key_config).map(|wallet| wallet.signer().clone()).map_err(|e| e.to_string())
@@ -396,6 +396,17 @@ impl PayingClient {
             (_, Some(problem)) => Err(ConfigError(problem)),
             (config, None) => Ok(config),
         }
+    }
+
+    /// What `config.toml` says beyond what its owner confirmed, waiting (read again).
+    pub fn unconfirmed(&self) -> Option<crate::live::Unconfirmed> {
+        self.config.unconfirmed()
+    }
+
+    /// Confirms what `shown` lists, once the person was checked
+    /// ([`crate::owner::check_owner`]). Blocking (the key store).
+    pub fn confirm(&self, shown: &crate::live::Unconfirmed) -> Result<(), ConfigError> {
+        self.config.confirm(shown)
     }
 
     /// The ledger.
@@ -790,6 +801,24 @@ fn kept(written: Result<(), LedgerError>) {
     if let Err(e) = written {
         tracing::error!(error = %e, "the ledger could not record a paid call; `paperchain ledger reconcile` recovers it");
     }
+}
+
+/// The user's configuration (`config.toml`, the environment, `overrides`), followed as the
+/// file changes and only as far as its owner confirmed it, sealed with the key store of
+/// `keys`. A process that pays (`adopt`) confirms the file as it is on a first run (no
+/// seal yet). Blocking (the key store).
+pub fn user_config(
+    keys: &crate::keys::KeyConfig,
+    overrides: Overrides,
+    adopt: bool,
+) -> Result<LiveConfig, ConfigError> {
+    let keys = keys.clone();
+    let secret: crate::live::SecretSource = Box::new(move |create| {
+        crate::keys::seal_key(&keys, create)
+            .map(|key| key.map(|key| zeroize::Zeroizing::new(*key.bytes())))
+            .map_err(|e| e.to_string())
+    });
+    LiveConfig::guarded(crate::config::config_file(), user_builder(overrides), secret, adopt)
 }
 
 /// How the user's configuration is built from `config.toml`'s text: the file, the

@@ -150,6 +150,8 @@ pub struct PolicyConfig {
     pub networks: BTreeMap<String, Dollars>,
     /// Assets paid in, besides [`known_assets`].
     pub assets: Vec<Asset>,
+    /// Why nothing is paid at all: no configuration is confirmed ([`crate::confirmed`]).
+    pub locked: Option<String>,
 }
 
 /// The whole client configuration.
@@ -170,6 +172,9 @@ pub struct ClientConfig {
     pub folders: Vec<PathBuf>,
     /// The file this was read from, when there was one.
     pub file: Option<PathBuf>,
+    /// The configuration its owner confirmed, when the file says more than it
+    /// ([`crate::confirmed::meet`]): hosts, payees and routes must be allowed by both.
+    pub ceiling: Option<std::sync::Arc<ClientConfig>>,
 }
 
 impl Default for ClientConfig {
@@ -182,6 +187,7 @@ impl Default for ClientConfig {
             policy: PolicyConfig::default(),
             folders: Vec::new(),
             file: None,
+            ceiling: None,
         }
     }
 }
@@ -333,6 +339,7 @@ impl ClientConfig {
             clients: map("clients", &p.clients)?,
             networks: map("networks", &p.networks)?,
             assets: p.assets.clone(),
+            locked: None,
         };
         let service_url = table
             .service
@@ -354,6 +361,7 @@ impl ClientConfig {
             policy,
             folders,
             file: file.map(Path::to_path_buf),
+            ceiling: None,
         })
     }
 
@@ -371,7 +379,11 @@ impl ClientConfig {
 
     /// How `operation` (served at `path`) runs when the call itself does not say.
     pub fn mode_of(&self, operation: &str, path: &str) -> RouteMode {
-        self.routes.get(operation).or_else(|| self.routes.get(path)).copied().unwrap_or(self.default_route)
+        let mode = self.routes.get(operation).or_else(|| self.routes.get(path)).copied().unwrap_or(self.default_route);
+        match &self.ceiling {
+            Some(ceiling) => crate::confirmed::more_local(mode, ceiling.mode_of(operation, path)),
+            None => mode,
+        }
     }
 
     /// Every asset the wallet may pay in: the known USDC and the configured ones.

@@ -27,10 +27,12 @@
 //!
 //! This file is the key store's interface and its choices; beside it, `os_keyring` (the OS
 //! keyring), `keystore` (V3 keystore files and the private files they are written to) and
-//! `solana` (the Solana key, kept in the keyring).
+//! `solana` (the Solana key, kept in the keyring), `seal_key` (the secret that seals the
+//! confirmed configuration).
 
 mod keystore;
 mod os_keyring;
+mod seal_key;
 mod solana;
 
 use std::fmt;
@@ -51,6 +53,7 @@ use self::os_keyring::{
     KeyringFailure, KeyringState, delete_entry, entry_name, keyring_backend, keyring_error_text, keyring_required,
     open_keyring, read_entry,
 };
+pub use self::seal_key::{SealKey, seal_file, seal_key};
 pub use self::solana::{SolanaWallet, create_solana, import_solana, load_solana, remove_solana};
 
 /// The keyring entry's service name.

@@ -59,6 +59,9 @@ pub enum Refusal {
     /// The user said no, or nothing could ask.
     #[error("{0}")]
     Approval(String),
+    /// No spend policy is confirmed by its owner.
+    #[error("{0}")]
+    Unconfirmed(String),
 }
 
 /// The longest an authorization may stay usable: a hosted call that takes longer is not
@@ -68,18 +71,14 @@ pub const MAX_TIMEOUT_SECONDS: u64 = 3600;
 /// Chooses what to pay of the PaymentRequired `required`, sent by `host`: the cheapest
 /// offer the policy allows (the server's order breaks ties).
 pub fn select(config: &ClientConfig, host: &str, required: &PaymentRequired) -> Result<Selected, Refusal> {
+    if let Some(why) = &config.policy.locked {
+        return Err(Refusal::Unconfirmed(why.clone()));
+    }
     let host = host.to_ascii_lowercase();
-    let service_host = config
-        .service_url
-        .as_deref()
-        .and_then(|u| url::Url::parse(u).ok())
-        .and_then(|u| u.host_str().map(str::to_ascii_lowercase));
-    // The hosts listed, or when none is, the configured service's.
-    let allowed = match config.policy.hosts.as_slice() {
-        [] => service_host.as_deref() == Some(host.as_str()),
-        hosts => hosts.contains(&host),
-    };
-    if !allowed {
+    // The hosts listed, or when none is, the configured service's; and the confirmed
+    // configuration's too, while the file says more than it.
+    let allowed = |config: &ClientConfig| crate::confirmed::paid_hosts(config).contains(&host);
+    if !allowed(config) || config.ceiling.as_deref().is_some_and(|c| !allowed(c)) {
         return Err(Refusal::Host(host));
     }
     let assets = config.assets();
@@ -132,7 +131,10 @@ pub fn select(config: &ClientConfig, host: &str, required: &PaymentRequired) -> 
             ));
             continue;
         }
-        if !policy.payees.is_empty() && !policy.payees.iter().any(|p| same_address(&network, p, &payee)) {
+        let pays = |policy: &crate::config::PolicyConfig| {
+            policy.payees.is_empty() || policy.payees.iter().any(|p| same_address(&network, p, &payee))
+        };
+        if !pays(policy) || config.ceiling.as_deref().is_some_and(|c| !pays(&c.policy)) {
             refuse(format!("payee {payee} is not in policy.payees"));
             continue;
         }

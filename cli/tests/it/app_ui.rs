@@ -125,6 +125,7 @@ async fn paid_calls_wait_for_the_users_approval_and_show_in_the_ledger() {
         ("PAPERCHAIN_QUOTE", dollars(atomic)),
         ("PAPERCHAIN_PAYER", payer.to_checksum(None)),
         ("PAPERCHAIN_GRANT_FOLDER", home.dir.path().join("Documents").display().to_string()),
+        ("PAPERCHAIN_PASSWORD", common::PASSWORD.to_string()),
     ];
     std::fs::create_dir(home.dir.path().join("Documents")).unwrap();
     run_browser_tests("paid.test.mjs", &env, 5).await;

@@ -8,9 +8,8 @@
 //! the open payment from the chain).
 
 use crate::common::Home;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -172,8 +171,10 @@ async fn every_front_door_routed_to_the_sandbox_pays_the_quote_once_and_the_ledg
     assert_eq!(qpdf_pages(&std::fs::read(&out).unwrap()), 4);
     assert_eq!(hosted.balance(payer).await, before - price);
 
-    // `paperchain mcp --stdio`, routed by the configuration.
+    // `paperchain mcp --stdio`, routed by the configuration: sending a route to the hosted
+    // service loosens the policy, followed once the person confirms it.
     home.run(&["config", "set", "routing.routes.get_wallet_balance", "hosted"], "");
+    home.confirm();
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_paperchain"));
     command.args(["mcp", "--stdio", "--tools", "full"]);
     home.apply(command.as_std_mut());
@@ -426,8 +427,26 @@ async fn a_limit_lowered_while_the_server_runs_holds_from_its_next_call() {
     home.run(&["config", "set", "policy.per_call", "0.0015"], "");
     refused(call().await, "policy.per_call");
     assert_eq!(hosted.balance(payer).await, paid, "nothing paid");
-    // Raised again, it pays; `paperchain call` through the server prints the transaction.
-    home.run(&["config", "set", "policy.per_call", "0.05"], "");
+    // Raised again: nothing is paid until the person confirms it at a terminal with the
+    // wallet's password; then the running server pays, and `paperchain call` through it
+    // prints the transaction.
+    let raised = home.run(&["config", "set", "policy.per_call", "0.05"], "");
+    let said = String::from_utf8_lossy(&raised.stdout).to_string();
+    assert!(
+        said.contains("Not followed until you confirm it") && said.contains("policy.per_call: $0.0015 → $0.05"),
+        "{said}"
+    );
+    assert!(said.contains("paperchain config confirm"), "says where to confirm: {said}");
+    refused(call().await, "policy.per_call");
+    assert_eq!(hosted.balance(payer).await, paid, "nothing paid before the person confirms");
+    let (confirmed, text) = home.on_a_terminal(&["config", "confirm"], "not the password\n");
+    assert!(!confirmed && text.contains("not the wallet's password"), "{text}");
+    let unconfirmed = home.command(&["config", "confirm"]).stdin(Stdio::null()).output().unwrap();
+    let text = String::from_utf8_lossy(&unconfirmed.stderr);
+    assert!(!unconfirmed.status.success() && text.contains("needs you at a terminal"), "{text}");
+    refused(call().await, "policy.per_call");
+    let text = home.confirm();
+    assert!(text.contains("policy.per_call: $0.0015 → $0.05"), "the change is shown before the password: {text}");
     let input = home.dir.path().join("balance.json");
     std::fs::write(&input, balance_body().to_string()).unwrap();
     let called = home.run(&["call", "get_wallet_balance", "--input", input.to_str().unwrap()], "");
@@ -467,25 +486,108 @@ async fn a_limit_lowered_while_the_server_runs_holds_from_its_next_call() {
     );
 }
 
-/// `paperchain call` on a terminal (util-linux `script` gives it one), answering `answer`
-/// to the approval question; its output, terminal and all.
-fn call_on_a_terminal(home: &Home, input: &Path, answer: &str) -> (bool, String) {
-    let command = format!(
-        "{} call get_wallet_balance --route hosted --input {}",
-        env!("CARGO_BIN_EXE_paperchain"),
-        input.display()
+/// An agent with a shell raises its day cap by editing `config.toml`, then forges the
+/// confirmed record beside it: the next call over the confirmed cap is refused and nothing
+/// is paid; `wallet status` and the app show the change waiting; the person confirms it in
+/// the app with the wallet's password, and the next call pays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_with_a_shell_cannot_raise_its_own_limits() {
+    let hosted = sandbox::start(Setup::default()).await;
+    let home = Home::new(&hosted);
+    home.set_up(&hosted, &hosted.base);
+    home.run(&["config", "set", "routing.routes.get_wallet_balance", "hosted"], "");
+    home.run(&["config", "set", "policy.per_day", "0.003"], "");
+    // The first process that pays confirms the file as it is then.
+    let server = home.serve();
+    let payer = hosted.chain.payer();
+    let call = || async {
+        let response = client().post(format!("{}/v1/chain/balance", server.base)).json(&balance_body());
+        let response = response.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json::<Value>().await.unwrap())
+    };
+    let refused = |(status, body): (u16, Value), key: &str| {
+        assert_eq!((status, body["error"]["code"].as_str()), (402, Some("refused_by_policy")), "{body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains(key), "names {key}: {body}");
+    };
+    let before = hosted.balance(payer).await;
+    assert_eq!(call().await.0, 200);
+    let paid = hosted.balance(payer).await;
+    assert_eq!(before - paid, U256::from(2000));
+    refused(call().await, "policy.per_day");
+
+    // The agent raises the cap by hand: the running server keeps to the confirmed one.
+    let file = home.dir.path().join("config/paperchain/config.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("per_day = \"0.003\""), "{text}");
+    std::fs::write(&file, text.replace("per_day = \"0.003\"", "per_day = \"1000\"")).unwrap();
+    refused(call().await, "policy.per_day");
+    assert_eq!(hosted.balance(payer).await, paid, "nothing paid over the confirmed cap");
+    let status = String::from_utf8_lossy(&home.run(&["wallet", "status"], "").stdout).to_string();
+    assert!(
+        status.contains("followed as far as you confirmed it") && status.contains("policy.per_day: $0.003 → $1000.00"),
+        "{status}"
     );
-    let mut script = Command::new("script");
-    script.args(["-qec", &command, "/dev/null"]);
-    home.apply(&mut script);
-    let mut child = script.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    // The question comes once the 402 is read; the answer waits in the terminal's input.
-    stdin.write_all(answer.as_bytes()).unwrap();
-    let output = child.wait_with_output().unwrap();
-    drop(stdin);
-    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    (output.status.success(), text)
+    let settings = app_settings(&server.base).await;
+    assert_eq!(settings["unconfirmed"]["changes"], json!(["policy.per_day: $0.003 → $1000.00"]), "{settings:#}");
+    assert_eq!(settings["unconfirmed"]["confirm_with"], "password");
+    assert_eq!(settings["policy"]["per_day"], "0.003", "the app shows the cap followed");
+    // Nor can it confirm without the person: no terminal, no password.
+    let confirm = home.command(&["config", "confirm"]).stdin(Stdio::null()).output().unwrap();
+    assert!(!confirm.status.success(), "{confirm:?}");
+
+    // It forges the record: a record that does not match its seal confirms nothing at all.
+    let record = home.dir.path().join("config/paperchain/config.confirmed.toml");
+    let sealed = std::fs::read_to_string(&record).unwrap();
+    std::fs::write(&record, sealed.replace("per_day = \"0.003\"", "per_day = \"1000\"")).unwrap();
+    // Nothing confirmed: routes run here, and one sent to the service is refused, saying
+    // where to confirm.
+    let (status, body) = call().await;
+    assert_eq!((status, body["address"].as_str()), (200, Some("0x000000000000000000000000000000000000dead")), "{body}");
+    let hosted_call = || async {
+        let request = client().post(format!("{}/v1/chain/balance", server.base)).header("paperchain-route", "hosted");
+        let response = request.json(&balance_body()).send().await.unwrap();
+        (response.status().as_u16(), response.json::<Value>().await.unwrap())
+    };
+    refused(hosted_call().await, "paperchain config confirm");
+    assert_eq!(hosted.balance(payer).await, paid, "nothing paid");
+    let settings = app_settings(&server.base).await;
+    let reason = settings["unconfirmed"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("changed since it was sealed"), "{settings:#}");
+
+    // The person confirms in the app: the wrong password confirms nothing, the right one
+    // confirms the changes shown, and the next call pays.
+    let token = crate::common::app_token(&server.base).await;
+    let confirm = |password: &str, changes: &Value| {
+        let body = json!({"changes": changes, "password": password});
+        let request = client().post(format!("{}/app/api/settings/confirm", server.base)).json(&body);
+        request.header("x-paperchain-token", token.clone()).send()
+    };
+    let shown = settings["unconfirmed"]["changes"].clone();
+    let wrong = confirm("guess", &shown).await.unwrap();
+    assert_eq!(wrong.status(), 403);
+    let said: Value = wrong.json().await.unwrap();
+    assert!(said["error"]["message"].as_str().unwrap().contains("not the wallet's password"), "{said}");
+    let stale = confirm(crate::common::PASSWORD, &json!(["something else"])).await.unwrap();
+    assert_eq!(stale.status(), 409, "only the changes as they are now are confirmed");
+    refused(hosted_call().await, "changed since it was sealed");
+    let confirmed = confirm(crate::common::PASSWORD, &shown).await.unwrap();
+    assert_eq!(confirmed.status(), 200);
+    let settings: Value = confirmed.json().await.unwrap();
+    assert_eq!(
+        (&settings["unconfirmed"], &settings["policy"]["per_day"]),
+        (&Value::Null, &json!("1000.00")),
+        "{settings:#}"
+    );
+    assert_eq!(call().await.0, 200);
+    assert_eq!(paid - hosted.balance(payer).await, U256::from(2000), "paid once the person confirmed");
+}
+
+/// `paperchain call` on a terminal, answering `answer` to the approval question; its
+/// output, terminal and all.
+fn call_on_a_terminal(home: &Home, input: &Path, answer: &str) -> (bool, String) {
+    let input = input.to_str().unwrap();
+    home.on_a_terminal(&["call", "get_wallet_balance", "--route", "hosted", "--input", input], answer)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

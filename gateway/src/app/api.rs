@@ -50,6 +50,7 @@ pub fn router(state: AppApi) -> Router {
         .route("/approvals/{id}", post(answer))
         .route("/wallet", get(wallet))
         .route("/settings", get(settings).post(change_setting))
+        .route("/settings/confirm", post(confirm_settings))
         .route("/agents/claude-desktop", get(claude_desktop).post(add_to_claude_desktop))
         .route("/desktop", get(super::desktop::settings).post(super::desktop::change))
         .route(
@@ -91,10 +92,30 @@ async fn settings(State(app): State<AppApi>) -> Result<Json<Value>, ApiError> {
             .collect::<serde_json::Map<_, _>>()
     };
     let routes: serde_json::Map<_, _> = config.routes.iter().map(|(k, v)| (k.clone(), json!(v.as_str()))).collect();
+    let waiting = client.unconfirmed();
+    let keys = paperchain_wallet::keys::KeyConfig::from_env(&app.data_dir);
+    let store = match &waiting {
+        Some(_) => {
+            tokio::task::spawn_blocking(move || paperchain_wallet::keys::status(&keys).store).await.ok().flatten()
+        }
+        None => None,
+    };
     Ok(Json(json!({
         "file": paperchain_wallet::config::config_file(),
         // The file as it is now does not parse: what is shown is the last valid one.
         "problem": problem,
+        // What the file loosens beyond what the owner confirmed: the settings shown are
+        // those followed meanwhile (the tighter of the two); confirming asks for the
+        // wallet's password, or the system's authentication for a keyring wallet.
+        "unconfirmed": waiting.map(|w| json!({
+            "changes": w.changes,
+            "reason": w.reason,
+            "confirm_with": match store {
+                Some(paperchain_wallet::keys::Store::Keystore { .. }) => "password",
+                Some(paperchain_wallet::keys::Store::Keyring { .. }) => "system",
+                None => "nothing",
+            },
+        })),
         "service_url": config.service_url,
         "routing": { "default": config.default_route.as_str(), "routes": routes },
         "files": { "folders": config.folders },
@@ -180,6 +201,55 @@ async fn change_setting(
         .map_err(|e| invalid(field, e.0))?;
     // Calls made from now on follow the new file.
     client.reload().map_err(|e| ApiError::new(StatusCode::CONFLICT, "config_not_applied", e.0))?;
+    settings(State(app)).await
+}
+
+/// The owner's confirmation of what the file loosens.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Confirmation {
+    /// The changes as the page showed them: confirmed only if they are still what waits.
+    changes: Vec<String>,
+    /// The wallet's password, for a wallet kept in a keystore file.
+    #[serde(default)]
+    password: Option<String>,
+}
+
+/// Confirms the changes shown, once the owner is checked (the wallet's password, or the
+/// system's authentication): from the next call every process follows the file whole.
+async fn confirm_settings(
+    State(app): State<AppApi>,
+    body: Result<Json<Confirmation>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Json(body) =
+        body.map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", e.body_text()))?;
+    let client = app.client.as_ref().ok_or_else(no_client)?.clone();
+    let Some(waiting) = client.unconfirmed() else {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "nothing_to_confirm",
+            "the settings file loosens nothing you confirmed",
+        ));
+    };
+    if waiting.changes != body.changes {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "changed_since_shown",
+            "the settings file changed since these changes were shown; look at them again",
+        )
+        .with_field("/changes"));
+    }
+    let keys = paperchain_wallet::keys::KeyConfig::from_env(&app.data_dir);
+    let password = body.password.map(zeroize::Zeroizing::new);
+    tokio::task::spawn_blocking(move || {
+        let checked = paperchain_wallet::owner::check_owner(&keys, password)
+            .map_err(|e| ApiError::new(StatusCode::FORBIDDEN, "not_confirmed", e).with_field("/password"))?;
+        client.confirm(&waiting).map_err(|e| ApiError::new(StatusCode::CONFLICT, "config_not_applied", e.0))?;
+        tracing::info!(how = checked, "the owner confirmed the settings file's changes");
+        Ok::<_, ApiError>(())
+    })
+    .await
+    .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "confirming failed"))??;
     settings(State(app)).await
 }
 

@@ -184,7 +184,7 @@ pub(super) fn decrypt_keystore_json(
 /// field. Encrypted in a private folder beside `dest`.
 pub(super) fn encrypt_to_json(dest: &Path, signer: &PrivateKeySigner, password: &str) -> Result<Value, KeyError> {
     let folder = parent_folder(dest);
-    create_folder(folder)?;
+    create_private_folder(folder)?;
     let work = PrivateDir::create(folder, ".keystore")?;
     let key = Zeroizing::new(signer.to_bytes().0);
     let mut rng = alloy::signers::k256::elliptic_curve::rand_core::OsRng;
@@ -204,7 +204,7 @@ pub(super) fn encrypt_to_json(dest: &Path, signer: &PrivateKeySigner, password: 
 /// then linked into place), never over an existing file.
 pub(super) fn write_new_keystore(path: &Path, json: &Value, address: Address) -> Result<(), KeyError> {
     let folder = parent_folder(path);
-    create_folder(folder)?;
+    create_private_folder(folder)?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "keystore".into());
     let temp = folder.join(format!(".{name}.{:016x}.tmp", rand::random::<u64>()));
     let mut text = serde_json::to_vec_pretty(json)
@@ -244,7 +244,7 @@ fn parent_folder(path: &Path) -> &Path {
 }
 
 /// Creates `folder` and its missing parents, 0700 on Unix. An existing folder is left as it is.
-fn create_folder(folder: &Path) -> Result<(), KeyError> {
+pub(super) fn create_private_folder(folder: &Path) -> Result<(), KeyError> {
     if folder.is_dir() {
         return Ok(());
     }
@@ -276,6 +276,25 @@ fn write_file_0600(path: &Path, bytes: &[u8]) -> Result<(), KeyError> {
         let _ = std::fs::remove_file(path);
         io_error(format!("writing {}", path.display()))(e)
     })
+}
+
+/// Writes `bytes` to `path` (0600), unless a file is there already, which is left as it is:
+/// written to a temporary file and linked into place, so a reader never sees half of it.
+pub(super) fn write_private_file(path: &Path, bytes: &[u8]) -> Result<(), KeyError> {
+    let folder = parent_folder(path);
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "file".into());
+    let temp = folder.join(format!(".{name}.{:016x}.tmp", rand::random::<u64>()));
+    write_file_0600(&temp, bytes)?;
+    let placed = match std::fs::hard_link(&temp, path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(_) if path.symlink_metadata().is_err() => std::fs::rename(&temp, path),
+        Err(_) => Ok(()),
+    };
+    let _ = std::fs::remove_file(&temp);
+    placed.map_err(io_error(format!("writing {}", path.display())))?;
+    sync_parent(path);
+    Ok(())
 }
 
 /// Flushes the folder holding `path`, so a rename or removal survives a crash (Unix).

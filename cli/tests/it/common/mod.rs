@@ -13,7 +13,8 @@ use paperchain_testkit::sandbox::HostedServer;
 pub mod procs;
 use serde_json::Value;
 
-const PASSWORD: &str = "correct horse battery staple";
+/// The wallet's password in every home.
+pub const PASSWORD: &str = "correct horse battery staple";
 
 /// `command` as a user with no wallet and no configuration, whose data and runtime folders
 /// are in `data`: what a fresh machine has.
@@ -82,6 +83,32 @@ impl Home {
             String::from_utf8_lossy(&output.stderr)
         );
         output
+    }
+
+    /// `paperchain args…` on a terminal (util-linux `script` gives it one), with `typed`
+    /// waiting in the terminal's input: whether it succeeded, and its output, terminal and all.
+    pub fn on_a_terminal(&self, args: &[&str], typed: &str) -> (bool, String) {
+        let mut command = env!("CARGO_BIN_EXE_paperchain").to_string();
+        for arg in args {
+            command += &format!(" '{}'", arg.replace('\'', "'\\''"));
+        }
+        let mut script = Command::new("script");
+        script.args(["-qec", &command, "/dev/null"]);
+        self.apply(&mut script);
+        let mut child = script.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(typed.as_bytes()).unwrap();
+        let output = child.wait_with_output().unwrap();
+        drop(stdin);
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        (output.status.success(), text)
+    }
+
+    /// `paperchain config confirm` at a terminal, the wallet's password typed.
+    pub fn confirm(&self) -> String {
+        let (confirmed, text) = self.on_a_terminal(&["config", "confirm"], &format!("{PASSWORD}\n"));
+        assert!(confirmed && text.contains("Confirmed (the wallet's password)"), "{text}");
+        text
     }
 
     pub fn json(&self, args: &[&str]) -> Value {
