@@ -107,7 +107,10 @@ export function SettingsPanel({ catalog }: { catalog: Catalog }) {
       const body = list ? { key, [list]: value } : { key, value };
       const next = await appApi<SettingsInfo>("/settings", { method: "POST", body: JSON.stringify(body) });
       setInfo(next);
-      setStatus(list === "add" ? `${value} granted.` : list === "remove" ? `${value} no longer granted.` : `${key} saved.`);
+      const waits = next.unconfirmed?.changes.some((c) => c.startsWith(`${key}:`));
+      setStatus(
+        list === "add" ? `${value} granted.` : list === "remove" ? `${value} no longer granted.` : waits ? `${key} saved; it waits for you to confirm it (above).` : `${key} saved.`,
+      );
       return true;
     } catch (e) {
       setError({ key, message: e instanceof ApiError ? e.message : String(e) });

@@ -95,7 +95,7 @@ test("the wallet shows its balances; a limit changed in the app applies to the n
   await page().$eval("#setting-policy-approve-above", (e) => (e.value = ""));
   await page().type("#setting-policy-approve-above", "1.00");
   await page().click("form[aria-label='Service and limits'] button[type=submit]");
-  await page().waitForFunction(() => document.querySelector("form[aria-label='Service and limits'] [role=status]")?.textContent.includes("saved"));
+  await page().waitForFunction(() => document.querySelector("form[aria-label='Service and limits'] [role=status]")?.textContent.includes("saved; it waits for you to confirm it"));
   // Raising a limit waits for the owner: the change is listed, and the field shows the
   // threshold still followed.
   await page().waitForSelector("form[aria-label='Changes waiting for you']");

@@ -396,6 +396,24 @@ async fn app_settings(base: &str) -> Value {
     settings.send().await.unwrap().json().await.unwrap()
 }
 
+/// A wallet balance read through the local server at `base` (routed as `route` says, else
+/// as configured): its status and answer.
+async fn balance_call(base: &str, route: Option<&str>) -> (u16, Value) {
+    let mut request = client().post(format!("{base}/v1/chain/balance")).json(&balance_body());
+    if let Some(route) = route {
+        request = request.header("paperchain-route", route);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.json::<Value>().await.unwrap())
+}
+
+/// Asserts the spend policy refused a call, naming `key`.
+fn refused((status, body): (u16, Value), key: &str) {
+    assert_eq!((status, body["error"]["code"].as_str()), (402, Some("refused_by_policy")), "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(key), "names {key}: {message}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_limit_lowered_while_the_server_runs_holds_from_its_next_call() {
     let hosted = sandbox::start(Setup::default()).await;
@@ -406,18 +424,7 @@ async fn a_limit_lowered_while_the_server_runs_holds_from_its_next_call() {
     let payer = hosted.chain.payer();
     let price = quote(&hosted, "/v1/chain/balance", &balance_body()).await;
     assert_eq!(price, U256::from(2000), "$0.002 a read");
-    let call = || async {
-        let response = client().post(format!("{}/v1/chain/balance", server.base)).json(&balance_body());
-        let response = response.send().await.unwrap();
-        let status = response.status().as_u16();
-        (status, response.json::<Value>().await.unwrap())
-    };
-    let refused = |(status, body): (u16, Value), key: &str| {
-        assert_eq!(status, 402, "{body}");
-        assert_eq!(body["error"]["code"], "refused_by_policy", "{body}");
-        let message = body["error"]["message"].as_str().unwrap();
-        assert!(message.contains(key), "names {key}: {message}");
-    };
+    let call = || balance_call(&server.base, None);
     let mut paid = hosted.balance(payer).await;
     assert_eq!(call().await.0, 200);
     assert_eq!(hosted.balance(payer).await, paid - price);
@@ -500,16 +507,7 @@ async fn an_agent_with_a_shell_cannot_raise_its_own_limits() {
     // The first process that pays confirms the file as it is then.
     let server = home.serve();
     let payer = hosted.chain.payer();
-    let call = || async {
-        let response = client().post(format!("{}/v1/chain/balance", server.base)).json(&balance_body());
-        let response = response.send().await.unwrap();
-        let status = response.status().as_u16();
-        (status, response.json::<Value>().await.unwrap())
-    };
-    let refused = |(status, body): (u16, Value), key: &str| {
-        assert_eq!((status, body["error"]["code"].as_str()), (402, Some("refused_by_policy")), "{body}");
-        assert!(body["error"]["message"].as_str().unwrap().contains(key), "names {key}: {body}");
-    };
+    let call = || balance_call(&server.base, None);
     let before = hosted.balance(payer).await;
     assert_eq!(call().await.0, 200);
     let paid = hosted.balance(payer).await;
@@ -544,11 +542,7 @@ async fn an_agent_with_a_shell_cannot_raise_its_own_limits() {
     // where to confirm.
     let (status, body) = call().await;
     assert_eq!((status, body["address"].as_str()), (200, Some("0x000000000000000000000000000000000000dead")), "{body}");
-    let hosted_call = || async {
-        let request = client().post(format!("{}/v1/chain/balance", server.base)).header("paperchain-route", "hosted");
-        let response = request.json(&balance_body()).send().await.unwrap();
-        (response.status().as_u16(), response.json::<Value>().await.unwrap())
-    };
+    let hosted_call = || balance_call(&server.base, Some("hosted"));
     refused(hosted_call().await, "paperchain config confirm");
     assert_eq!(hosted.balance(payer).await, paid, "nothing paid");
     let settings = app_settings(&server.base).await;
