@@ -674,6 +674,12 @@ async fn an_agent_reads_its_budget_and_a_quote_and_no_tool_changes_them() {
     home.run(&["config", "set", "policy.per_day", "0.003"], "");
     let budget = structured(&call("wallet_budget", json!({})).await);
     assert_eq!(budget["today"]["left"], "$0.001", "{budget}");
+    assert_eq!(budget["waiting_for_the_user"], Value::Null, "{budget}");
+    // The user raises it again: the agent sees the cap still followed, and the raise waiting.
+    home.run(&["config", "set", "policy.per_day", "5"], "");
+    let budget = structured(&call("wallet_budget", json!({})).await);
+    assert_eq!(budget["today"]["cap"], "$0.003", "{budget}");
+    assert_eq!(budget["waiting_for_the_user"]["changes"], json!(["policy.per_day: $0.003 → $5.00"]), "{budget}");
     mcp.cancel().await.unwrap();
     drop(server);
 }
