@@ -92,6 +92,12 @@ fn child_process_step_helper_runs_only_when_a_test_spawns_it() {
             Ok(removed) => json!({"removed": removed.map(|s| s.to_string())}),
             Err(e) => error_json(&e),
         },
+        "seal-create" | "seal-read" => match keys::seal_key(&cfg, step == "seal-create") {
+            // The secret itself, only to compare with what secret-tool reads.
+            Ok(Some(seal)) => json!({"store": seal.store().to_string(), "hex": hex::encode(seal.bytes())}),
+            Ok(None) => json!({"store": null}),
+            Err(e) => error_json(&e),
+        },
         "remove" => match keys::remove(&cfg) {
             Ok(removed) => json!({"removed": removed.map(|s| s.to_string())}),
             Err(e) => error_json(&e),
@@ -290,6 +296,39 @@ fn a_key_stored_in_gnome_keyring_by_one_process_is_read_by_another() {
     let keyrings = service.home().join(".local/share/keyrings");
     assert!(keyrings.join("login.keyring").is_file(), "gnome-keyring kept no keyring file in the temporary home");
     assert_key_in_no_file(service.root(), &digits);
+}
+
+/// The secret that seals the confirmed configuration is kept where the key is: in the
+/// keyring when one answers (read back by secret-tool, never replaced once made), else in a
+/// 0600 file beside the keystore.
+#[test]
+fn the_seal_of_the_confirmed_configuration_is_kept_in_the_key_store() {
+    let service = SecretService::start();
+    let data = service.home().join(".local/share/paperchain");
+    let account = unique_account("seal");
+    let vars = [var("PAPERCHAIN_WALLET_ACCOUNT", &account)];
+    assert_eq!(step(&service, &data, "seal-read", &vars, None), json!({"store": null}), "none until made");
+    let made = step(&service, &data, "seal-create", &vars, None);
+    assert_eq!(made["store"], "Secret Service (keyring)", "{made}");
+    let hex = made["hex"].as_str().unwrap().to_string();
+    assert_eq!(hex.len(), 64);
+    for again in ["seal-create", "seal-read"] {
+        assert_eq!(step(&service, &data, again, &vars, None)["hex"], hex.as_str(), "{again}: the same secret");
+    }
+    let lookup =
+        secret_tool(&service, &["lookup", "service", "paperchain", "username", &format!("{account}.policy-seal")]);
+    assert!(lookup.status.success(), "secret-tool lookup failed: {}", String::from_utf8_lossy(&lookup.stderr));
+    assert_eq!(String::from_utf8_lossy(&lookup.stdout), hex);
+    assert!(!data.join("wallet/policy-seal.key").exists(), "nothing fell back to a file");
+
+    let session = NoSecretService::empty_bus();
+    let data = session.root().join("data");
+    let made = step(&session, &data, "seal-create", &vars, None);
+    let file = data.join("wallet/policy-seal.key");
+    assert_eq!(made["store"], format!("keystore file {}", file.display()), "{made}");
+    assert_eq!(mode(&file) & 0o777, 0o600);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), made["hex"].as_str().unwrap());
+    assert_eq!(step(&session, &data, "seal-create", &vars, None)["hex"], made["hex"], "not replaced");
 }
 
 #[test]
