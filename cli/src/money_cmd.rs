@@ -92,6 +92,8 @@ enum ConfigCommand {
     Unset { key: String },
     /// Confirms what the file loosens, after checking it is you (at a terminal).
     Confirm,
+    /// Puts the file back as you last confirmed it, taking back what waits.
+    Discard,
 }
 
 /// Unix milliseconds of `--since`.
@@ -308,8 +310,22 @@ pub async fn run_spend(args: SpendArgs, data_dir: &Path) -> anyhow::Result<ExitC
 /// `paperchain config …`. Blocking (the key store, a keystore's key derivation).
 pub fn run_config(args: ConfigArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     let keys = paperchain_wallet::keys::KeyConfig::from_env(data_dir);
-    if let ConfigCommand::Confirm = args.command {
-        return confirm(&keys);
+    match args.command {
+        ConfigCommand::Confirm => return confirm(&keys),
+        ConfigCommand::Discard => {
+            let live = user_config(&keys, false)?;
+            let waiting = live.unconfirmed();
+            live.discard()?;
+            match waiting {
+                Some(waiting) if !waiting.changes.is_empty() => {
+                    println!("Taken back: {}", waiting.changes.join("; "));
+                }
+                _ => println!("Nothing waited for you to confirm."),
+            }
+            println!("{} is as you last confirmed it.", config_file().display());
+            return Ok(ExitCode::SUCCESS);
+        }
+        _ => {}
     }
     let file = config_file();
     let text = match std::fs::read_to_string(&file) {
@@ -330,7 +346,7 @@ pub fn run_config(args: ConfigArgs, data_dir: &Path) -> anyhow::Result<ExitCode>
         }
         ConfigCommand::Add { .. } => unreachable!("clap asks for a key and value, or --asset"),
         ConfigCommand::Unset { key } => (key.as_str(), Change::Unset),
-        ConfigCommand::Show | ConfigCommand::Confirm => unreachable!("answered above"),
+        ConfigCommand::Show | ConfigCommand::Confirm | ConfigCommand::Discard => unreachable!("answered above"),
     };
     let new_text = config_edit::edited(&text, &file, key, &change)?;
     write_atomically(&file, new_text.as_bytes())?;
@@ -346,7 +362,8 @@ fn user_config(keys: &paperchain_wallet::keys::KeyConfig, adopt: bool) -> anyhow
 }
 
 /// Where a change that waits is confirmed.
-pub const WHERE_TO_CONFIRM: &str = "Confirm at a terminal with `paperchain config confirm`, or in the app (Settings).";
+pub const WHERE_TO_CONFIRM: &str = "Confirm at a terminal with `paperchain config confirm`, or in the app (Settings); \
+     `paperchain config discard` takes it back.";
 
 /// What waits for the owner, one line each.
 pub fn waiting_text(waiting: &Unconfirmed) -> String {

@@ -133,6 +133,17 @@ export function SettingsPanel({ catalog }: { catalog: Catalog }) {
     }
   };
 
+  const discardChanges = async () => {
+    setConfirmError(undefined);
+    try {
+      setInfo(await appApi<SettingsInfo>("/settings/discard", { method: "POST" }));
+      setDraft({});
+      setStatus("Taken back: the settings file is as you last confirmed it.");
+    } catch (err) {
+      setConfirmError(err instanceof ApiError ? err.message : String(err));
+    }
+  };
+
   const saveAll = async (e: Event) => {
     e.preventDefault();
     for (const [key, value] of Object.entries(draft)) {
@@ -207,6 +218,9 @@ export function SettingsPanel({ catalog }: { catalog: Catalog }) {
           <div class="actions">
             <button type="submit" class="primary" disabled={info.unconfirmed.confirm_with === "password" && password === ""}>
               Confirm these changes
+            </button>
+            <button type="button" onClick={() => void discardChanges()}>
+              Take them back
             </button>
           </div>
           </form>

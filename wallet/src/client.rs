@@ -409,6 +409,11 @@ impl PayingClient {
         self.config.confirm(shown)
     }
 
+    /// Puts `config.toml` back as its owner last confirmed it. Blocking (the key store).
+    pub fn discard(&self) -> Result<(), ConfigError> {
+        self.config.discard()
+    }
+
     /// The ledger.
     pub fn ledger(&self) -> &Ledger {
         &self.ledger

@@ -122,6 +122,24 @@ impl LiveConfig {
         Ok(())
     }
 
+    /// Puts the file back as its owner last confirmed it, taking back what waits (and any
+    /// other change made since). Needs no check of the owner: it loosens nothing. Blocking
+    /// (the key store).
+    pub fn discard(&self) -> Result<(), ConfigError> {
+        let (Some((file, _)), Some(guard)) = (&self.source, &self.guard) else {
+            return Err(ConfigError("this configuration is not guarded".into()));
+        };
+        let nothing =
+            || ConfigError(format!("there is no confirmed configuration to go back to ({})", guard.record.display()));
+        let secret = guard.secret(false)?.ok_or_else(nothing)?;
+        let record = read(&guard.record)?.ok_or_else(nothing)?;
+        let (text, _) = open(&secret, &record, &guard.record).map_err(|e| ConfigError(e.to_string()))?;
+        crate::config_edit::write_atomically(file, text.as_bytes())
+            .map_err(|e| ConfigError(format!("writing {}: {e}", file.display())))?;
+        self.lock().read = None;
+        Ok(())
+    }
+
     /// The file followed, if any.
     pub fn file(&self) -> Option<&Path> {
         self.source.as_ref().map(|(file, _)| file.as_path())

@@ -448,6 +448,12 @@ async fn a_limit_lowered_while_the_server_runs_holds_from_its_next_call() {
     assert_eq!(hosted.balance(payer).await, paid, "nothing paid before the person confirms");
     let (confirmed, text) = home.on_a_terminal(&["config", "confirm"], "not the password\n");
     assert!(!confirmed && text.contains("not the wallet's password"), "{text}");
+    // Taken back, the file is as confirmed; raised again, it waits again.
+    let discarded = String::from_utf8_lossy(&home.run(&["config", "discard"], "").stdout).to_string();
+    assert!(discarded.contains("Taken back: policy.per_call: $0.0015 → $0.05"), "{discarded}");
+    let file = std::fs::read_to_string(home.dir.path().join("config/paperchain/config.toml")).unwrap();
+    assert!(file.contains("per_call = \"0.0015\""), "{file}");
+    home.run(&["config", "set", "policy.per_call", "0.05"], "");
     let unconfirmed = home.command(&["config", "confirm"]).stdin(Stdio::null()).output().unwrap();
     let text = String::from_utf8_lossy(&unconfirmed.stderr);
     assert!(!unconfirmed.status.success() && text.contains("needs you at a terminal"), "{text}");
@@ -575,6 +581,16 @@ async fn an_agent_with_a_shell_cannot_raise_its_own_limits() {
     );
     assert_eq!(call().await.0, 200);
     assert_eq!(paid - hosted.balance(payer).await, U256::from(2000), "paid once the person confirmed");
+
+    // A raise the person does not want is taken back from the app: the file is as confirmed.
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("per_day = \"1000\"", "per_day = \"5000\"")).unwrap();
+    let request = client().post(format!("{}/app/api/settings/discard", server.base));
+    let discarded = request.header("x-paperchain-token", token.clone()).send().await.unwrap();
+    assert_eq!(discarded.status(), 200);
+    let settings: Value = discarded.json().await.unwrap();
+    assert_eq!(settings["unconfirmed"], Value::Null, "{settings:#}");
+    assert!(std::fs::read_to_string(&file).unwrap().contains("per_day = \"1000\""));
 }
 
 /// `paperchain call` on a terminal, answering `answer` to the approval question; its

@@ -51,6 +51,7 @@ pub fn router(state: AppApi) -> Router {
         .route("/wallet", get(wallet))
         .route("/settings", get(settings).post(change_setting))
         .route("/settings/confirm", post(confirm_settings))
+        .route("/settings/discard", post(discard_settings))
         .route("/agents/claude-desktop", get(claude_desktop).post(add_to_claude_desktop))
         .route("/desktop", get(super::desktop::settings).post(super::desktop::change))
         .route(
@@ -250,6 +251,16 @@ async fn confirm_settings(
     })
     .await
     .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "confirming failed"))??;
+    settings(State(app)).await
+}
+
+/// Puts the settings file back as the owner last confirmed it (loosens nothing: no check).
+async fn discard_settings(State(app): State<AppApi>) -> Result<Json<Value>, ApiError> {
+    let client = app.client.as_ref().ok_or_else(no_client)?.clone();
+    tokio::task::spawn_blocking(move || client.discard())
+        .await
+        .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "discarding failed"))?
+        .map_err(|e| ApiError::new(StatusCode::CONFLICT, "nothing_to_discard", e.0))?;
     settings(State(app)).await
 }
 
