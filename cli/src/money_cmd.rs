@@ -392,11 +392,10 @@ fn confirm(keys: &paperchain_wallet::keys::KeyConfig) -> anyhow::Result<ExitCode
         ));
     }
     let password = match paperchain_wallet::keys::status(keys).store {
-        Some(paperchain_wallet::keys::Store::Keystore { .. }) => Some(
-            rpassword::prompt_password("The wallet's password, to confirm: ")
-                .map(zeroize::Zeroizing::new)
-                .context("reading the password from the terminal")?,
-        ),
+        // Asked on the terminal only: never the environment or a password file.
+        Some(paperchain_wallet::keys::Store::Keystore { .. }) => {
+            Some(paperchain_wallet::keys::PasswordSource::Prompt.read("the wallet, to confirm")?)
+        }
         _ => None,
     };
     let checked = paperchain_wallet::owner::check_owner(keys, password).map_err(|e| anyhow!(e))?;

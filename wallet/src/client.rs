@@ -430,8 +430,7 @@ impl PayingClient {
                     .unwrap_or_else(|| crate::config::config_file().display().to_string()),
             )
         })?;
-        let host =
-            url::Url::parse(&url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase)).unwrap_or_default();
+        let host = crate::config::host_of(&url).unwrap_or_default();
         Ok((url, host))
     }
 

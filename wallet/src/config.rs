@@ -428,6 +428,11 @@ pub fn granted_folder(text: &str) -> Result<PathBuf, String> {
     Ok(normal)
 }
 
+/// The host of `url`, in lower case.
+pub fn host_of(url: &str) -> Option<String> {
+    url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+}
+
 /// A service URL: http(s), a host, no query; returned without a trailing slash.
 pub fn check_service_url(text: &str) -> Result<String, String> {
     let url = url::Url::parse(text.trim()).map_err(|e| format!("`{text}` is not a URL ({e})"))?;

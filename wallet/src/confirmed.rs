@@ -132,13 +132,7 @@ pub fn paid_hosts(config: &ClientConfig) -> Vec<String> {
     if !config.policy.hosts.is_empty() {
         return config.policy.hosts.clone();
     }
-    config
-        .service_url
-        .as_deref()
-        .and_then(|u| url::Url::parse(u).ok())
-        .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
-        .into_iter()
-        .collect()
+    config.service_url.as_deref().and_then(crate::config::host_of).into_iter().collect()
 }
 
 /// What `now` allows that `was` does not, one line per key, in words; empty when `now`

@@ -247,7 +247,8 @@ pub fn day_of(ms: i64) -> String {
     at.format(&format).unwrap_or_default()
 }
 
-fn rfc3339(ms: i64) -> String {
+/// `ms` (Unix milliseconds) as RFC 3339, to the second.
+pub fn rfc3339(ms: i64) -> String {
     let at = time::OffsetDateTime::from_unix_timestamp(ms / 1000).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }

@@ -313,11 +313,7 @@ impl Guard {
 
 /// Writes the record of `text` confirmed now, sealed with `secret`, whole or not at all.
 fn write_record(record: &Path, secret: &[u8; 32], text: &str) -> Result<(), ConfigError> {
-    let at = time::OffsetDateTime::now_utc()
-        .replace_nanosecond(0)
-        .ok()
-        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
-        .unwrap_or_default();
+    let at = crate::ledger::rfc3339(crate::ledger::now_ms());
     crate::config_edit::write_atomically(record, seal(secret, &at, text).as_bytes())
         .map_err(|e| ConfigError(format!("writing {}: {e}", record.display())))
 }
