@@ -114,7 +114,7 @@ pub enum Answer {
         /// The result.
         reply: Reply<Value>,
         /// The settlement, for paid calls.
-        receipt: Option<Receipt>,
+        receipt: Option<Box<Receipt>>,
         /// Free calls left today in the pool used, for free calls.
         free_left: Option<u32>,
     },

@@ -155,7 +155,7 @@ async fn call(state: &AppState, path: &'static str, request: Request) -> Result<
         Outcome::Quote(quote) => Ok(routed::quote_response(*quote)),
         Outcome::Paywall(Answer::Delivered { reply, receipt, free_left }) => {
             let mut response = encode_reply(state, reply).await.unwrap_or_else(IntoResponse::into_response);
-            paid::add_delivery_headers(&mut response, receipt.as_ref(), free_left);
+            paid::add_delivery_headers(&mut response, receipt.as_deref(), free_left);
             Ok(response)
         }
         Outcome::Paywall(Answer::PaymentRequired(required)) => Ok(paid::payment_required(&required)),

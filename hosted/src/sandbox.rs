@@ -11,13 +11,18 @@
 //! with `anvil_setBalance`, so they work whatever mnemonic anvil was started with, and they
 //! are separate so that minting never races the facilitator's nonce bookkeeping.
 //!
-//! Only EIP-3009 payments signed by an EOA are supported. The x402 chain provider refuses to
-//! start unless the EIP-6492 validator, Permit2 and the x402 Permit2 proxy have code, and a
-//! fresh anvil has none, so those addresses get code that always reverts: Permit2 and
-//! counterfactual-wallet payments are refused instead of pretending to work.
+//! Payments signed by an EOA are supported: `exact` with EIP-3009, and `upto` through
+//! Permit2 (the payer's Permit2 allowance given by an EIP-2612 permit the facilitator
+//! submits, x402's `eip2612GasSponsoring`). The x402 chain provider refuses to start unless
+//! the EIP-6492 validator, Permit2 and the x402 Permit2 proxies have code; the validator and
+//! the `exact` Permit2 proxy get code that always reverts, so counterfactual-wallet payments
+//! and `exact` over Permit2 are refused instead of pretending to work.
 //!
-//! The token is `hosted/contracts/SandboxUsdc.sol`, its compiled artifact committed beside
-//! it (`SandboxUsdc.json`, written by `hosted/contracts/build.js`) and embedded here.
+//! The contracts are ours, in `hosted/contracts/`: the token (`SandboxUsdc.sol`), the
+//! signature-transfer part of Permit2 (`SandboxPermit2.sol`) and the `upto` proxy
+//! (`SandboxUptoProxy.sol`), placed at the canonical addresses x402 names. Their compiled
+//! artifacts are committed beside them (written by `hosted/contracts/build.js`) and embedded
+//! here.
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
@@ -38,19 +43,19 @@ use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
 use url::Url;
-use x402_chain_eip155::V2Eip155Exact;
 use x402_chain_eip155::chain::config::{Eip155ChainConfig, Eip155ChainConfigInner, EvmPrivateKey, RpcConfig};
-use x402_chain_eip155::chain::permit2::{EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS};
+use x402_chain_eip155::chain::permit2::{EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS, UPTO_PERMIT2_PROXY_ADDRESS};
 use x402_chain_eip155::chain::{Eip155ChainProvider, Eip155ChainReference, Eip155TokenDeployment};
 use x402_chain_eip155::v1_eip155_exact::VALIDATOR_ADDRESS;
 use x402_chain_eip155::{KnownNetworkEip155 as _, chain::AssetTransferMethod};
+use x402_chain_eip155::{V2Eip155Exact, V2Eip155Upto};
 use x402_facilitator_local::FacilitatorLocal;
 use x402_types::chain::{ChainId, ChainIdPattern, ChainProviderOps, ChainRegistry, FromConfig as _};
 use x402_types::config::LiteralOrEnv;
 use x402_types::networks::USDC;
 use x402_types::scheme::{
     SchemeBlueprints, SchemeConfig, SchemeHandlerSlug, SchemeRegistry, X402SchemeBlueprint, X402SchemeFacilitator,
-    X402SchemeFacilitatorBuilder,
+    X402SchemeFacilitatorBuilder, X402SchemeId as _,
 };
 
 /// The chain id the sandbox serves: Base mainnet, so price tags name the real network.
@@ -63,8 +68,14 @@ pub const DEFAULT_PAYER_FUNDS: u64 = 1_000_000_000;
 /// [`x402_types::facilitator::Facilitator`] (so does `Arc` of it).
 pub type SandboxFacilitator = FacilitatorLocal<SchemeRegistry>;
 
-/// The compiled token (hosted/contracts/build.js writes it from SandboxUsdc.sol).
-const ARTIFACT: &str = include_str!("../contracts/SandboxUsdc.json");
+/// The compiled contracts (hosted/contracts/build.js writes them from their sources): the
+/// artifact's JSON, and its source for the staleness check.
+const TOKEN: (&str, &str) =
+    (include_str!("../contracts/SandboxUsdc.json"), include_str!("../contracts/SandboxUsdc.sol"));
+const PERMIT2: (&str, &str) =
+    (include_str!("../contracts/SandboxPermit2.json"), include_str!("../contracts/SandboxPermit2.sol"));
+const UPTO_PROXY: (&str, &str) =
+    (include_str!("../contracts/SandboxUptoProxy.json"), include_str!("../contracts/SandboxUptoProxy.sol"));
 
 /// anvil's dev account #0 (default mnemonic): the facilitator's signer.
 const FACILITATOR_KEY: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
@@ -246,7 +257,9 @@ impl fmt::Debug for SandboxChain {
 impl SandboxChain {
     /// Starts anvil, puts the test USDC at the Base USDC address, and funds a fresh payer.
     pub async fn start(options: SandboxOptions) -> Result<SandboxChain, SandboxError> {
-        let artifact = Artifact::load()?;
+        let [token_code, permit2_code, upto_code] =
+            [TOKEN, PERMIT2, UPTO_PROXY].map(|(json, _)| Artifact::load(json).map(|a| a.runtime));
+        let (token_code, permit2_code, upto_code) = (token_code?, permit2_code?, upto_code?);
         let anvil = match options.anvil {
             Some(path) => path,
             None => find_anvil()?,
@@ -275,8 +288,10 @@ impl SandboxChain {
             facilitator_signer,
             provider,
         };
-        sandbox.set_code(token, artifact.runtime).await?;
-        for placeholder in [VALIDATOR_ADDRESS, PERMIT2_ADDRESS, EXACT_PERMIT2_PROXY_ADDRESS] {
+        sandbox.set_code(token, token_code).await?;
+        sandbox.set_code(PERMIT2_ADDRESS, permit2_code).await?;
+        sandbox.set_code(UPTO_PERMIT2_PROXY_ADDRESS, upto_code).await?;
+        for placeholder in [VALIDATOR_ADDRESS, EXACT_PERMIT2_PROXY_ADDRESS] {
             sandbox.set_code(placeholder, Bytes::from_static(&ALWAYS_REVERTS)).await?;
         }
         for account in [minter.address(), facilitator_signer] {
@@ -403,9 +418,11 @@ impl SandboxChain {
     }
 }
 
-/// An x402 v2 `exact` facilitator for EVM chain `chain_id` reached at `rpc_url`, settling
-/// with the private key `signer_key` (0x hex); the sandbox's, usable for any EVM chain whose
-/// node has the EIP-6492 validator and Permit2 deployed (x402 checks at start-up).
+/// An x402 v2 facilitator for EVM chain `chain_id` reached at `rpc_url`, settling with the
+/// private key `signer_key` (0x hex): `exact` (EIP-3009) and `upto` (Permit2, with the
+/// payer's EIP-2612 permit submitted for it); the sandbox's, usable for any EVM chain whose
+/// node has the EIP-6492 validator, Permit2 and the x402 proxies deployed (x402 checks at
+/// start-up).
 pub async fn local_facilitator(
     chain_id: u64,
     rpc_url: Url,
@@ -426,7 +443,11 @@ pub async fn local_facilitator(
     let provider = Eip155ChainProvider::from_config(&config)
         .await
         .map_err(|e| SandboxError::Facilitator(format!("connecting to {rpc_url}: {e}")))?;
-    one_scheme_facilitator(FacilitatorChain(Arc::new(provider)), V2Eip155Exact)
+    let provider = FacilitatorChain(Arc::new(provider));
+    let blueprints = SchemeBlueprints::new().and_register(V2Eip155Exact).and_register(V2Eip155Upto);
+    let schemes =
+        [(V2Eip155Exact.id(), None), (V2Eip155Upto.id(), Some(serde_json::json!({"eip2612_gas_sponsoring": true})))];
+    facilitator_of(provider, blueprints, &schemes)
 }
 
 /// An in-process facilitator serving one scheme on the one chain of `provider`.
@@ -435,21 +456,43 @@ where
     P: ChainProviderOps + 'static,
     S: X402SchemeBlueprint<P> + 'static,
 {
+    let id = scheme.id();
+    facilitator_of(provider, SchemeBlueprints::new().and_register(scheme), &[(id, None)])
+}
+
+/// An in-process facilitator serving `schemes` (each blueprint's id and its configuration)
+/// on the one chain of `provider`.
+fn facilitator_of<P: ChainProviderOps + 'static>(
+    provider: P,
+    blueprints: SchemeBlueprints<P>,
+    schemes: &[(String, Option<serde_json::Value>)],
+) -> Result<SandboxFacilitator, SandboxError> {
     let network = provider.chain_id();
-    let (id, slug) =
-        (scheme.id(), SchemeHandlerSlug::new(network.clone(), scheme.x402_version(), scheme.scheme().to_string()));
+    let slugs: Vec<(String, SchemeHandlerSlug)> = schemes
+        .iter()
+        .map(|(id, _)| {
+            let blueprint = blueprints.get(id).expect("every scheme configured is registered");
+            let slug =
+                SchemeHandlerSlug::new(network.clone(), blueprint.x402_version(), blueprint.scheme().to_string());
+            (id.clone(), slug)
+        })
+        .collect();
     let chains = ChainRegistry::new(HashMap::from([(network.clone(), provider)]));
-    let blueprints = SchemeBlueprints::new().and_register(scheme);
-    let schemes = vec![SchemeConfig {
-        enabled: true,
-        id: id.clone(),
-        chains: ChainIdPattern::exact(network.namespace(), network.reference()),
-        config: None,
-    }];
-    let registry = SchemeRegistry::build(chains, blueprints, &schemes);
-    // `build` skips, silently, a scheme it could not build: check ours is there.
-    if registry.by_slug(&slug).is_none() {
-        return Err(SandboxError::Facilitator(format!("no {id} handler for {network}")));
+    let configs: Vec<SchemeConfig> = schemes
+        .iter()
+        .map(|(id, config)| SchemeConfig {
+            enabled: true,
+            id: id.clone(),
+            chains: ChainIdPattern::exact(network.namespace(), network.reference()),
+            config: config.clone(),
+        })
+        .collect();
+    let registry = SchemeRegistry::build(chains, blueprints, &configs);
+    // `build` skips, silently, a scheme it could not build: check each is there.
+    for (id, slug) in &slugs {
+        if registry.by_slug(slug).is_none() {
+            return Err(SandboxError::Facilitator(format!("no {id} handler for {network}")));
+        }
     }
     Ok(FacilitatorLocal::new(registry))
 }
@@ -471,6 +514,16 @@ impl<P: ChainProviderOps> ChainProviderOps for FacilitatorChain<P> {
 }
 
 impl X402SchemeFacilitatorBuilder<&FacilitatorChain<Eip155ChainProvider>> for V2Eip155Exact {
+    fn build(
+        &self,
+        provider: &FacilitatorChain<Eip155ChainProvider>,
+        config: Option<serde_json::Value>,
+    ) -> Result<Box<dyn X402SchemeFacilitator>, Box<dyn std::error::Error>> {
+        self.build(Arc::clone(&provider.0), config)
+    }
+}
+
+impl X402SchemeFacilitatorBuilder<&FacilitatorChain<Eip155ChainProvider>> for V2Eip155Upto {
     fn build(
         &self,
         provider: &FacilitatorChain<Eip155ChainProvider>,
@@ -667,7 +720,7 @@ fn signer(key: &str) -> Result<PrivateKeySigner, SandboxError> {
     PrivateKeySigner::from_str(key).map_err(|e| SandboxError::Facilitator(format!("a built-in dev key: {e}")))
 }
 
-/// The parts of SandboxUsdc.json the sandbox uses.
+/// The parts of a contract's artifact the sandbox uses.
 struct Artifact {
     runtime: Bytes,
 }
@@ -680,8 +733,8 @@ struct ArtifactJson {
 }
 
 impl Artifact {
-    fn load() -> Result<Artifact, SandboxError> {
-        let json: ArtifactJson = serde_json::from_str(ARTIFACT).map_err(|e| SandboxError::Artifact(e.to_string()))?;
+    fn load(artifact: &str) -> Result<Artifact, SandboxError> {
+        let json: ArtifactJson = serde_json::from_str(artifact).map_err(|e| SandboxError::Artifact(e.to_string()))?;
         let runtime = Bytes::from_str(&json.runtime).map_err(|e| SandboxError::Artifact(format!("runtime: {e}")))?;
         if runtime.is_empty() {
             return Err(SandboxError::Artifact("runtime code is empty".into()));
@@ -698,31 +751,77 @@ mod tests {
     use alloy::primitives::keccak256;
 
     #[test]
-    fn artifact_matches_its_source() {
-        let source = include_str!("../contracts/SandboxUsdc.sol");
-        let json: ArtifactJson = serde_json::from_str(ARTIFACT).expect("SandboxUsdc.json parses");
-        assert_eq!(
-            json.source_keccak256,
-            keccak256(source.as_bytes()).to_string(),
-            "hosted/contracts/SandboxUsdc.json is stale: rebuild it with\n  \
-             NODE_PATH=\"${{PAPERCHAIN_TOOLS:-$HOME/.cache/paperchain/tools}}/npm/node_modules\" \
-             node hosted/contracts/build.js"
-        );
-        assert!(Artifact::load().is_ok());
+    fn artifacts_match_their_sources() {
+        for (artifact, source) in [TOKEN, PERMIT2, UPTO_PROXY] {
+            let json: ArtifactJson = serde_json::from_str(artifact).expect("the artifact parses");
+            let name = source.lines().find_map(|l| l.strip_prefix("contract ")).unwrap_or("?");
+            assert_eq!(
+                json.source_keccak256,
+                keccak256(source.as_bytes()).to_string(),
+                "the artifact of {name} in hosted/contracts/ is stale: rebuild it with\n  \
+                 NODE_PATH=\"${{PAPERCHAIN_TOOLS:-$HOME/.cache/paperchain/tools}}/npm/node_modules\" \
+                 node hosted/contracts/build.js"
+            );
+            assert!(Artifact::load(artifact).is_ok());
+        }
+    }
+
+    /// The functions of an artifact's ABI as `name(type,…)`, tuples written out.
+    fn functions_of(artifact: &str) -> Vec<String> {
+        fn type_of(input: &serde_json::Value) -> String {
+            let kind = input["type"].as_str().unwrap_or_default();
+            match kind.strip_prefix("tuple") {
+                Some(suffix) => {
+                    let parts: Vec<String> =
+                        input["components"].as_array().into_iter().flatten().map(type_of).collect();
+                    format!("({}){suffix}", parts.join(","))
+                }
+                None => kind.to_string(),
+            }
+        }
+        let json: serde_json::Value = serde_json::from_str(artifact).expect("the artifact parses");
+        let abi = json["abi"].as_array().expect("an abi array");
+        abi.iter()
+            .filter(|e| e["type"] == "function")
+            .map(|entry| {
+                let inputs: Vec<String> = entry["inputs"].as_array().into_iter().flatten().map(type_of).collect();
+                format!("{}({})", entry["name"].as_str().unwrap_or_default(), inputs.join(","))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_upto_proxy_has_the_functions_x402_calls() {
+        // As x402's facilitator encodes them (x402-chain-eip155's X402UptoPermit2Proxy ABI).
+        let functions = functions_of(UPTO_PROXY.0);
+        let permit = "((address,uint256),uint256,uint256)";
+        let witness = "(address,address,uint256)";
+        for wanted in [
+            format!("settle({permit},uint256,address,{witness},bytes)"),
+            format!(
+                "settleWithPermit((uint256,uint256,bytes32,bytes32,uint8),{permit},uint256,address,{witness},bytes)"
+            ),
+            "PERMIT2()".to_string(),
+            "WITNESS_TYPEHASH()".to_string(),
+            "WITNESS_TYPE_STRING()".to_string(),
+        ] {
+            assert!(functions.contains(&wanted), "SandboxUptoProxy lacks {wanted}; it has {functions:?}");
+        }
+        let functions = functions_of(PERMIT2.0);
+        for wanted in [
+            format!("permitWitnessTransferFrom({permit},(address,uint256),address,bytes32,string,bytes)"),
+            "nonceBitmap(address,uint256)".to_string(),
+            "DOMAIN_SEPARATOR()".to_string(),
+        ] {
+            assert!(functions.contains(&wanted), "SandboxPermit2 lacks {wanted}; it has {functions:?}");
+        }
     }
 
     #[test]
     fn artifact_has_what_x402_calls() {
-        let json: serde_json::Value = serde_json::from_str(ARTIFACT).expect("SandboxUsdc.json parses");
+        let functions = functions_of(TOKEN.0);
+        let json: serde_json::Value = serde_json::from_str(TOKEN.0).expect("SandboxUsdc.json parses");
         let abi = json["abi"].as_array().expect("an abi array");
-        let signature = |entry: &serde_json::Value| {
-            let inputs: Vec<&str> = entry["inputs"]
-                .as_array()
-                .map(|inputs| inputs.iter().filter_map(|i| i["type"].as_str()).collect())
-                .unwrap_or_default();
-            format!("{}({})", entry["name"].as_str().unwrap_or_default(), inputs.join(","))
-        };
-        let functions: Vec<String> = abi.iter().filter(|e| e["type"] == "function").map(signature).collect();
         for wanted in [
             "name()",
             "version()",

@@ -5,7 +5,9 @@
 use alloy::primitives::{Address, B256, U256};
 use alloy::signers::SignerSync as _;
 use alloy::signers::local::PrivateKeySigner;
-use alloy::sol_types::{Eip712Domain, SolStruct as _};
+use alloy::sol_types::Eip712Domain;
+#[cfg(test)]
+use alloy::sol_types::SolStruct as _;
 
 use crate::SignError;
 
@@ -33,10 +35,11 @@ pub fn token_domain(name: &str, version: &str, chain_id: u64, token: Address) ->
     )
 }
 
-/// The 65-byte signature of `message` under `domain`, as `0x`-prefixed hex.
-pub fn sign(
+/// The 65-byte EIP-712 signature of `message` under `domain`, as `0x`-prefixed hex (an
+/// EIP-3009 authorization, a Permit2 transfer, an EIP-2612 permit).
+pub fn sign<T: alloy::sol_types::SolStruct>(
     signer: &PrivateKeySigner,
-    message: &TransferWithAuthorization,
+    message: &T,
     domain: &Eip712Domain,
 ) -> Result<String, SignError> {
     let signature =

@@ -9,6 +9,9 @@
 //!   scheme's payload), SettlementResponse ([`x402::messages`]).
 //! - [`exact_evm`]: x402's `exact` scheme on EVM chains with EIP-3009; the client signs an
 //!   offer ([`exact_evm::sign_exact_evm`]).
+//! - [`upto_evm`]: x402's `upto` scheme on EVM chains: a Permit2 transfer of at most the
+//!   offer's amount, settled for what the work used by the facilitator the offer names; the
+//!   EIP-2612 permit that gives Permit2 its allowance without gas.
 //! - [`exact_svm`]: x402's `exact` scheme on Solana: the payer's transfer transaction (a v0
 //!   message the facilitator co-signs as fee payer), built, signed and read from bytes; the
 //!   server's checks before spending work on a payment.
@@ -24,6 +27,7 @@ pub mod eip3009;
 pub mod exact_evm;
 pub mod exact_svm;
 pub mod mpp;
+pub mod upto_evm;
 pub mod x402;
 
 /// Why a payment could not be built from what a server asked for.

@@ -19,6 +19,45 @@ alloy::sol! {
     }
 }
 
+alloy::sol! {
+    #[sol(rpc)]
+    interface Permit2Nonces {
+        function nonceBitmap(address owner, uint256 wordPos) external view returns (uint256);
+    }
+
+    #[sol(rpc)]
+    interface PermitToken {
+        function allowance(address owner, address spender) external view returns (uint256);
+        function nonces(address owner) external view returns (uint256);
+    }
+}
+
+/// Whether Permit2 has used `payer`'s unordered `nonce` (decimal, as an `upto` payment
+/// carries it): its bit in the payer's nonce bitmap.
+pub async fn permit2_nonce_used(chain: &EvmChain, payer: &str, nonce: &str) -> Result<bool, String> {
+    let nonce =
+        U256::from_str_radix(nonce, 10).map_err(|_| format!("the ledger's Permit2 nonce `{nonce}` cannot be read"))?;
+    let permit2 = Permit2Nonces::new(paperchain_protocol::upto_evm::PERMIT2, chain.provider());
+    let word = permit2
+        .nonceBitmap(parse(payer, "payer")?, nonce >> 8)
+        .call()
+        .await
+        .map_err(|e| format!("Permit2 nonceBitmap on chain {}: {e}", chain.chain_id()))?;
+    Ok(word.bit((nonce & U256::from(0xff)).to::<usize>()))
+}
+
+/// What an `upto` payer has given Permit2 to move of `asset`, and the payer's EIP-2612
+/// nonce on it (what a new permit must be signed with).
+pub async fn permit2_allowance(chain: &EvmChain, asset: &str, payer: Address) -> Result<(U256, U256), String> {
+    let token = PermitToken::new(parse::<Address>(asset, "asset")?, chain.provider());
+    let on = chain.chain_id();
+    let (allowance, nonce) = (token.allowance(payer, paperchain_protocol::upto_evm::PERMIT2), token.nonces(payer));
+    let (allowance, nonce) = tokio::join!(allowance.call(), nonce.call());
+    let allowance = allowance.map_err(|e| format!("allowance of Permit2 on {asset} on chain {on}: {e}"))?;
+    let nonce = nonce.map_err(|e| format!("the EIP-2612 nonce on {asset} on chain {on}: {e}"))?;
+    Ok((allowance, nonce))
+}
+
 /// `holder`'s balance of the chain's native coin and of `asset`, in atomic units.
 pub async fn balances(chain: &EvmChain, asset: &str, holder: Address) -> Result<(U256, U256), String> {
     let provider = chain.provider();

@@ -30,7 +30,10 @@ use paperchain_engine_core::evm::Chains;
 use paperchain_engine_core::http_client::LazyClient;
 use paperchain_engine_core::solana::Clusters;
 use paperchain_protocol::exact_evm::{self, AuthorizationWindow};
-use paperchain_protocol::x402::{self, PaymentPayload, PaymentRequired, ResourceInfo};
+use paperchain_protocol::upto_evm::{self, UptoTerms, UptoWindow};
+use paperchain_protocol::x402::{
+    self, EIP2612_GAS_SPONSORING, PaymentPayload, PaymentRequired, ResourceInfo, SCHEME_UPTO,
+};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 use tokio::sync::OnceCell;
@@ -591,7 +594,8 @@ impl PayingClient {
         if let Err(why) = self.ledger.reserve(call_id, &selected, &caps, request.caller.client.as_deref()).await? {
             return Err(Refusal::Cap(why).into());
         }
-        let signed = match self.sign(&key, &selected, required.resource.as_ref()).await {
+        let sponsored = required.extensions.contains_key(EIP2612_GAS_SPONSORING);
+        let signed = match self.sign(&key, &selected, required.resource.as_ref(), sponsored).await {
             Ok(signed) => signed,
             Err(e) => {
                 self.ledger.release(call_id, &e.to_string()).await?;
@@ -643,15 +647,20 @@ impl PayingClient {
         }
     }
 
-    /// The PaymentPayload of `selected`, signed with `key`.
+    /// The PaymentPayload of `selected`, signed with `key`. `sponsored`: the service
+    /// submits an `upto` payer's EIP-2612 permit for Permit2 (`eip2612GasSponsoring`).
     async fn sign(
         &self,
         key: &PayingKey,
         selected: &Selected,
         resource: Option<&ResourceInfo>,
+        sponsored: bool,
     ) -> Result<Signed, PayError> {
         let now = crate::ledger::now_secs();
         match key {
+            PayingKey::Evm(signer) if selected.scheme == SCHEME_UPTO => {
+                self.sign_upto(signer, selected, resource, sponsored, now).await
+            }
             PayingKey::Evm(signer) => {
                 let auth = AuthorizationWindow::fresh(&selected.requirement, now)?;
                 let payload = exact_evm::sign_exact_evm_with(signer, &selected.requirement, resource, &auth)?;
@@ -677,6 +686,48 @@ impl PayingClient {
         }
     }
 
+    /// An `upto` payment of `selected`: a Permit2 transfer of at most its amount. Permit2
+    /// must be allowed to move that much of the payer's token; when it is not, an EIP-2612
+    /// permit for exactly that much goes with the payment for the service to submit, or, if
+    /// the service does not submit permits, nothing is signed.
+    async fn sign_upto(
+        &self,
+        signer: &PrivateKeySigner,
+        selected: &Selected,
+        resource: Option<&ResourceInfo>,
+        sponsored: bool,
+        now: u64,
+    ) -> Result<Signed, PayError> {
+        let offer = &selected.requirement;
+        let terms = UptoTerms::of(offer)?;
+        let window = UptoWindow::fresh(&terms, now);
+        let chain = crate::chain::chain_of(&self.chains, &selected.network).map_err(PayError::Chain)?;
+        let (allowance, token_nonce) =
+            crate::chain::permit2_allowance(&chain, &selected.asset.address, signer.address())
+                .await
+                .map_err(PayError::Chain)?;
+        let permit = if allowance >= terms.max {
+            None
+        } else if sponsored {
+            let permit = upto_evm::sign_permit2_allowance(signer, offer, terms.max, token_nonce, window.deadline)?;
+            Some(permit)
+        } else {
+            return Err(PayError::Chain(format!(
+                "an `upto` payment needs Permit2 allowed to move {} of {} for {}, which it is not, and the service                  does not submit the permit for it (eip2612GasSponsoring); nothing was signed",
+                selected.describe(),
+                selected.asset.address,
+                signer.address()
+            )));
+        };
+        let payload = upto_evm::sign_upto_evm(signer, offer, resource, &window, permit)?;
+        Ok(Signed {
+            payload: any_scheme(payload),
+            payer: signer.address().to_checksum(None),
+            nonce: window.nonce.to_string(),
+            valid_before: window.deadline,
+        })
+    }
+
     async fn signer(&self) -> Result<Arc<PrivateKeySigner>, String> {
         loaded(&self.signer, self.keys.clone(), "the key").await
     }
@@ -685,6 +736,31 @@ impl PayingClient {
     async fn delivered(&self, paying: &Paying<'_>, received: Received) -> Result<HostedAnswer, CallError> {
         let settlement = received.header(x402::PAYMENT_RESPONSE).map(x402_client::read_settlement);
         match settlement {
+            Some(Ok(settlement)) if paying.selected.scheme == SCHEME_UPTO => {
+                let tx = settlement.transaction.clone();
+                let kept_json = serde_json::to_value(&settlement).unwrap_or_default();
+                let most = paying.selected.atomic;
+                // What it says it charged; never more than was authorized, which is all the
+                // chain can move (a claim of more is recorded as the most, and said).
+                let charged = match settlement.charged().map(u128::from) {
+                    Some(charged) if charged <= most => charged,
+                    claimed => {
+                        tracing::warn!(
+                            call_id = paying.call_id,
+                            ?claimed,
+                            most,
+                            "an upto settlement does not say a charge within what was authorized; the most is recorded"
+                        );
+                        most
+                    }
+                };
+                let dollars =
+                    Dollars::of_atomic(charged, paying.selected.asset.decimals).unwrap_or(paying.selected.dollars);
+                kept(self.ledger.paid_charged(paying.call_id, Some(&tx), &kept_json, (charged, dollars)).await);
+                let mut paid = paying.paid(tx);
+                (paid.amount, paid.dollars) = (charged.to_string(), dollars);
+                Ok(received.answer(Some(paid)))
+            }
             Some(Ok(settlement)) => {
                 let tx = settlement.transaction.clone();
                 let kept_json = serde_json::to_value(&settlement).unwrap_or_default();
@@ -768,6 +844,14 @@ impl PayingClient {
             Err(e) => return ChainSays::Unknown(e),
         };
         let asset = &paying.selected.asset.address;
+        if paying.selected.scheme == SCHEME_UPTO {
+            // Permit2 keeps no record of the transaction: the reconciliation finds it.
+            return match crate::chain::permit2_nonce_used(&chain, paying.payer, &paying.nonce).await {
+                Ok(true) => ChainSays::Used(None),
+                Ok(false) => ChainSays::Unused(paying.valid_before),
+                Err(e) => ChainSays::Unknown(e),
+            };
+        }
         match crate::chain::authorization_used(&chain, asset, paying.payer, &paying.nonce).await {
             Ok(false) => ChainSays::Unused(paying.valid_before),
             Ok(true) => {
@@ -856,7 +940,7 @@ struct Signed {
     /// The PaymentPayload, its scheme's payload as JSON (either scheme's).
     payload: PaymentPayload<Value, Value>,
     payer: String,
-    /// The EIP-3009 nonce, or the Solana transaction's memo.
+    /// The EIP-3009 nonce, Permit2's (`upto`), or the Solana transaction's memo.
     nonce: String,
     valid_before: u64,
 }

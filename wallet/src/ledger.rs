@@ -6,6 +6,9 @@
 //! quote, the amount, the network, the payer, the payee, the authorization's nonce, the
 //! transaction and the settlement answer. Never a key, a signature or a body.
 //!
+//! An `upto` payment reserves, and counts while in flight, the most it may charge (its
+//! `quote`); once paid, its `amount` is what the settlement says it charged.
+//!
 //! A paid call's row goes through `reserved` (the amount counts against the caps; no
 //! signature yet), `signed` (the authorization's nonce and expiry are on disk before the
 //! signature leaves the process), then `paid` (the settlement's transaction), `unsettled`
@@ -118,6 +121,14 @@ CREATE INDEX IF NOT EXISTS calls_network_counted ON calls (day, network, state, 
     WHERE state IN ('reserved', 'signed', 'paid', 'unsettled');
 ";
 
+/// Columns the `calls` table gained after it was first made, with their definitions
+/// (this file's constants): added where missing when the ledger opens.
+const ADDED_COLUMNS: &[(&str, &str)] = &[
+    // The x402 scheme paid with: `exact` (also when NULL, rows from before) or `upto`, whose
+    // nonce is Permit2's.
+    ("scheme", "TEXT"),
+];
+
 /// Who made a call and through which door.
 #[derive(Clone, Debug, Default)]
 pub struct Caller {
@@ -210,6 +221,8 @@ pub struct Row {
     pub payer: Option<String>,
     pub payee: Option<String>,
     pub nonce: Option<String>,
+    /// `upto` for a payment of that scheme (its nonce is Permit2's); else `exact` or none.
+    pub scheme: Option<String>,
     pub valid_before: Option<i64>,
     pub tx: Option<String>,
     pub settlement: Option<String>,
@@ -287,6 +300,17 @@ impl Ledger {
             .map_err(error)?;
         let mut tx = full.begin_with("BEGIN IMMEDIATE").await.map_err(error)?;
         sqlx::raw_sql(SCHEMA).execute(&mut *tx).await.map_err(error)?;
+        // Columns added since the table was first made, to a ledger made before them.
+        let columns: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info('calls')")
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(error)?;
+        for (column, definition) in ADDED_COLUMNS {
+            if !columns.iter().any(|c| c == column) {
+                let alter = format!("ALTER TABLE calls ADD COLUMN {column} {definition}");
+                sqlx::raw_sql(sqlx::AssertSqlSafe(alter)).execute(&mut *tx).await.map_err(error)?;
+            }
+        }
         tx.commit().await.map_err(error)?;
         // One connection: SQLite has one writer at a time, and writers on several connections
         // wait for its lock in the busy handler's sleeps (1 ms, 2 ms, 5 ms…), which at a few
@@ -425,7 +449,7 @@ impl Ledger {
         }
         sqlx::query(
             "UPDATE calls SET state = 'reserved', quote = ?2, amount = ?2, micros = ?3, asset = ?4, symbol = ?5,
-                 decimals = ?6, network = ?7, payee = ?8, day = ?9
+                 decimals = ?6, network = ?7, payee = ?8, day = ?9, scheme = ?10
              WHERE call_id = ?1",
         )
         .bind(call_id)
@@ -437,6 +461,7 @@ impl Ledger {
         .bind(&selected.network)
         .bind(&selected.payee)
         .bind(&day)
+        .bind(selected.scheme)
         .execute(&mut *tx)
         .await
         .map_err(|e| self.error(e))?;
@@ -504,6 +529,26 @@ impl Ledger {
             .bind(call_id)
             .bind(tx.map(|tx| crate::clean(tx, 200)))
             .bind(crate::clean(&settlement.to_string(), 4000));
+        self.apply(update, &self.full).await
+    }
+
+    /// An `upto` call was paid `charged` atomic units (`dollars`), at most its quote: what
+    /// it counts from now on, and what the reconciliation finds moved on chain.
+    pub async fn paid_charged(
+        &self,
+        call_id: &str,
+        tx: Option<&str>,
+        settlement: &Value,
+        (charged, dollars): (u128, Dollars),
+    ) -> Result<(), LedgerError> {
+        let update = sqlx::query(
+            "UPDATE calls SET state = 'paid', tx = ?2, settlement = ?3, amount = ?4, micros = ?5 WHERE call_id = ?1",
+        )
+        .bind(call_id)
+        .bind(tx.map(|tx| crate::clean(tx, 200)))
+        .bind(crate::clean(&settlement.to_string(), 4000))
+        .bind(charged.to_string())
+        .bind(i64::try_from(dollars.micros()).unwrap_or(i64::MAX));
         self.apply(update, &self.full).await
     }
 
@@ -611,6 +656,7 @@ fn row_of(row: &sqlx::sqlite::SqliteRow) -> Row {
         payer: row.get("payer"),
         payee: row.get("payee"),
         nonce: row.get("nonce"),
+        scheme: row.get("scheme"),
         valid_before: row.get("valid_before"),
         tx: row.get("tx"),
         settlement: row.get("settlement"),
@@ -627,6 +673,7 @@ mod tests {
         let asset = known_assets().into_iter().find(|a| a.network == network).unwrap();
         Selected {
             requirement: serde_json::from_value(serde_json::json!({})).unwrap(),
+            scheme: "exact",
             atomic: u128::from(micros),
             dollars: Dollars::from_micros(micros),
             asset,

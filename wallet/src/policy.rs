@@ -5,7 +5,7 @@
 //! calls up (day, session, client, network) are checked when the amount is reserved in the
 //! ledger, atomically ([`crate::ledger::Ledger::reserve`]).
 
-use paperchain_protocol::x402::{Offer, PaymentRequired, SCHEME_EXACT};
+use paperchain_protocol::x402::{EIP2612_GAS_SPONSORING, Offer, PaymentRequired, SCHEME_EXACT, SCHEME_UPTO};
 
 use crate::config::{Asset, ClientConfig, TEST_NETWORKS, is_address_of, same_address};
 use crate::money::{Dollars, format_atomic};
@@ -15,6 +15,9 @@ use crate::money::{Dollars, format_atomic};
 pub struct Selected {
     /// The `accepts` entry to sign: read, and exactly as the server sent it.
     pub requirement: Offer,
+    /// `exact`, or `upto` (then `atomic` is the most it may charge: what is reserved and
+    /// checked against the caps).
+    pub scheme: &'static str,
     /// Its amount in the asset's atomic units.
     pub atomic: u128,
     /// The same in micro-dollars (rounded up).
@@ -69,7 +72,9 @@ pub enum Refusal {
 pub const MAX_TIMEOUT_SECONDS: u64 = 3600;
 
 /// Chooses what to pay of the PaymentRequired `required`, sent by `host`: the cheapest
-/// offer the policy allows (the server's order breaks ties).
+/// offer the policy allows, its most for an `upto` one. Of two as cheap, an `upto` one (it
+/// never charges more) when the service submits the permit Permit2 needs
+/// (`eip2612GasSponsoring`), else the server's order.
 pub fn select(config: &ClientConfig, host: &str, required: &PaymentRequired) -> Result<Selected, Refusal> {
     if let Some(why) = &config.policy.locked {
         return Err(Refusal::Unconfirmed(why.clone()));
@@ -89,11 +94,19 @@ pub fn select(config: &ClientConfig, host: &str, required: &PaymentRequired) -> 
         let network = offer.network().to_string();
         let mut refuse = |why: String| refused.push(format!("{network}: {why}"));
         // The scheme first: another scheme's offer has fields of its own.
-        let scheme = offer.raw.get("scheme").cloned().unwrap_or_default();
-        if scheme != SCHEME_EXACT {
-            refuse(format!("scheme {} is not `exact`", crate::clean(&scheme.to_string(), 80)));
-            continue;
-        }
+        let scheme = match offer.raw.get("scheme").and_then(|s| s.as_str()) {
+            Some(SCHEME_EXACT) => SCHEME_EXACT,
+            Some(SCHEME_UPTO) if network.starts_with("eip155:") => SCHEME_UPTO,
+            Some(SCHEME_UPTO) => {
+                refuse("scheme `upto` is paid on EVM networks only".into());
+                continue;
+            }
+            other => {
+                let shown = other.map_or_else(|| "(none)".to_string(), |s| format!("`{}`", crate::clean(s, 80)));
+                refuse(format!("scheme {shown} is not `exact` or `upto`"));
+                continue;
+            }
+        };
         if !network.starts_with("eip155:") && !network.starts_with("solana:") {
             refuse("this wallet pays on EVM and Solana networks only".into());
             continue;
@@ -152,11 +165,15 @@ pub fn select(config: &ClientConfig, host: &str, required: &PaymentRequired) -> 
             refuse(format!("{dollars} is more than the {cap} allowed per call (policy.per_call)"));
             continue;
         }
-        if best.as_ref().is_some_and(|b| b.dollars <= dollars) {
+        let sponsored = required.extensions.contains_key(EIP2612_GAS_SPONSORING);
+        let preferred =
+            |b: &Selected| b.dollars < dollars || (b.dollars == dollars && !(sponsored && scheme == SCHEME_UPTO));
+        if best.as_ref().is_some_and(preferred) {
             continue;
         }
         best = Some(Selected {
             requirement: offer.clone(),
+            scheme,
             atomic,
             dollars,
             asset: asset.clone(),
@@ -219,7 +236,7 @@ mod tests {
         let required = offering(json!([
             offer("eip155:8453", BASE_USDC, "2000"),
             offer("eip155:8453", "0x9999999999999999999999999999999999999999", "1"),
-            json!({"scheme": "upto", "network": "eip155:137"}),
+            json!({"scheme": "stream", "network": "eip155:137"}),
             json!({"scheme": "exact", "network": "eip155:8453", "asset": BASE_USDC, "amount": "1", "payTo": "nobody"}),
             long,
             offer("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "x", "1"),
@@ -229,7 +246,7 @@ mod tests {
         for part in [
             "payee 0x1111",
             "asset 0x9999",
-            "`exact`",
+            "scheme `stream` is not `exact` or `upto`",
             "EVM and Solana networks only",
             "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp: a main network",
             "payTo \"nobody\"",
@@ -242,6 +259,30 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("$0.002 is more than the $0.001 allowed per call"), "{error}");
+    }
+
+    #[test]
+    fn an_upto_offer_is_held_to_the_caps_by_its_most_and_wins_a_tie_when_its_permit_is_sponsored() {
+        let c = config("[policy]\nper_call = \"0.05\"\nnetworks = {\"eip155:8453\" = \"1\"}");
+        let upto = |amount: &str| {
+            let mut offer = offer("eip155:8453", BASE_USDC, amount);
+            offer["scheme"] = json!("upto");
+            offer
+        };
+        let both = json!([offer("eip155:8453", BASE_USDC, "43000"), upto("43000")]);
+        let plain = select(&c, "api.example.test", &offering(both.clone())).unwrap();
+        assert_eq!(plain.scheme, SCHEME_EXACT, "without a sponsored permit the server's order holds");
+        let mut sponsored = offering(both);
+        sponsored.extensions.insert(EIP2612_GAS_SPONSORING.into(), json!({"info": {"version": "1"}}));
+        let chosen = select(&c, "api.example.test", &sponsored).unwrap();
+        assert_eq!((chosen.scheme, chosen.atomic), (SCHEME_UPTO, 43_000));
+        // Its most is what the per-call cap sees.
+        let error = select(&c, "api.example.test", &offering(json!([upto("50001")]))).unwrap_err().to_string();
+        assert!(error.contains("$0.050001 is more than the $0.05 allowed per call"), "{error}");
+        let mut solana = upto("1");
+        solana["network"] = json!("solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1");
+        let error = select(&c, "api.example.test", &offering(json!([solana]))).unwrap_err().to_string();
+        assert!(error.contains("`upto` is paid on EVM networks only"), "{error}");
     }
 
     #[test]

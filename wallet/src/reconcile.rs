@@ -114,6 +114,24 @@ async fn check_row(ledger: &Ledger, reads: &Reads<'_>, row: &Row, now_secs: u64)
     let Some(nonce) = row.nonce.as_deref() else {
         return Ok(verdict("unknown", None, "the row has no authorization nonce".into()));
     };
+    if row.scheme.as_deref() == Some(paperchain_protocol::x402::SCHEME_UPTO) {
+        // Permit2 records that a nonce was used, not in which transaction or for how much.
+        return Ok(match chain::permit2_nonce_used(&chain, payer, nonce).await {
+            Ok(true) => verdict(
+                "unknown",
+                None,
+                "the `upto` authorization was used; Permit2 does not say in which transaction or for how much, so \
+                 it keeps counting its most"
+                    .into(),
+            ),
+            Ok(false) if past_expiry(row, now_secs) => {
+                ledger.expired(&row.call_id).await?;
+                verdict("expired", None, "never used and past its deadline: it can no longer move money".into())
+            }
+            Ok(false) => verdict("open", None, "not used yet; it can be until its deadline".into()),
+            Err(e) => verdict("unknown", None, e),
+        });
+    }
     match chain::authorization_used(&chain, asset, payer, nonce).await {
         Ok(true) => match chain::authorization_tx(&chain, asset, payer, nonce, 200_000).await {
             Ok(Some(tx)) => {
@@ -124,17 +142,19 @@ async fn check_row(ledger: &Ledger, reads: &Reads<'_>, row: &Row, now_secs: u64)
             Ok(None) => Ok(verdict("unknown", None, "the authorization was used, its transaction not found".into())),
             Err(e) => Ok(verdict("unknown", None, e)),
         },
-        Ok(false)
-            if row.valid_before.is_some_and(|before| {
-                u64::try_from(before).unwrap_or(0).saturating_add(EXPIRY_SLACK_SECONDS) <= now_secs
-            }) =>
-        {
+        Ok(false) if past_expiry(row, now_secs) => {
             ledger.expired(&row.call_id).await?;
             Ok(verdict("expired", None, "never used and past its expiry: it can no longer move money".into()))
         }
         Ok(false) => Ok(verdict("open", None, "not used yet; it can be until its expiry".into())),
         Err(e) => Ok(verdict("unknown", None, e)),
     }
+}
+
+/// Whether `row`'s authorization is past its expiry (with the slack a chain's clock may lag).
+fn past_expiry(row: &Row, now_secs: u64) -> bool {
+    row.valid_before
+        .is_some_and(|before| u64::try_from(before).unwrap_or(0).saturating_add(EXPIRY_SLACK_SECONDS) <= now_secs)
 }
 
 /// What a Solana row says was paid.
@@ -175,11 +195,7 @@ async fn check_solana_row(
             ledger.paid(&row.call_id, Some(&tx), &serde_json::json!({"found_on_chain": true})).await?;
             Ok(verdict("now_paid", Some(tx), "the transaction landed: recorded as paid".into()))
         }
-        Ok(None)
-            if row.valid_before.is_some_and(|before| {
-                u64::try_from(before).unwrap_or(0).saturating_add(EXPIRY_SLACK_SECONDS) <= now_secs
-            }) =>
-        {
+        Ok(None) if past_expiry(row, now_secs) => {
             ledger.expired(&row.call_id).await?;
             Ok(verdict(
                 "expired",

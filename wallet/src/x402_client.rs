@@ -16,6 +16,9 @@ pub enum PayError {
     /// The paid answer carries no successful settlement.
     #[error("the settlement cannot be read: {0}")]
     Settlement(String),
+    /// What the payment needs from the chain could not be read or is not there.
+    #[error("{0}")]
+    Chain(String),
 }
 
 /// The PaymentRequired of a 402: the `PAYMENT-REQUIRED` header when present (the x402 v2

@@ -187,8 +187,9 @@ pub mod accepts {
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// A call's result as JSON or files.
-type CallResult = Result<Reply<serde_json::Value>, EngineError>;
+/// A call's result as JSON or files, with the price of the work done when the route meters
+/// it ([`Route::used`]).
+type CallResult = Result<(Reply<serde_json::Value>, Option<Price>), EngineError>;
 
 /// The deferred operation of a prepared call.
 type RunOnce = Box<dyn FnOnce(Context) -> BoxFuture<'static, CallResult> + Send>;
@@ -223,8 +224,20 @@ pub trait Route: Send + Sync + 'static {
     /// Checks the input and loads what it refers to. Every input error is found here.
     fn prepare(input: Self::Input, ctx: &Context) -> impl Future<Output = Result<Self::Prepared, EngineError>> + Send;
 
-    /// The exact price of this (valid) input.
+    /// Whether the cost of a call is known only after it ran ([`Route::used`]); its quote is
+    /// then the most it can cost. A hosted service may offer to charge what was used.
+    const METERED: bool = false;
+
+    /// The exact price of this (valid) input; for a metered route ([`Route::METERED`]), the
+    /// most the call can cost.
     fn quote(prepared: &Self::Prepared) -> Price;
+
+    /// For a metered route, the price of the work this run did, known only once it has run
+    /// (OCR's pages where words were found): what a payer who authorized up to the quote is
+    /// charged. Never more than the quote (the catalog caps it). `None`: the quote.
+    fn used(_reply: &Reply<Self::Output>) -> Option<Price> {
+        None
+    }
 
     /// Runs the operation.
     fn run(
@@ -247,7 +260,15 @@ impl PreparedCall {
 
     /// Runs the operation.
     pub async fn run(self, ctx: Context) -> Result<Reply<serde_json::Value>, EngineError> {
-        (self.run)(ctx).await
+        Ok((self.run)(ctx).await?.0)
+    }
+
+    /// Runs the operation and prices the work it did: for a metered route, what it used
+    /// (never more than [`PreparedCall::price`]); for others, the price.
+    pub async fn run_metered(self, ctx: Context) -> Result<(Reply<serde_json::Value>, Price), EngineError> {
+        let quote = self.price;
+        let (reply, used) = (self.run)(ctx).await?;
+        Ok((reply, used.map_or(quote, |used| used.min(quote))))
     }
 }
 
@@ -304,12 +325,15 @@ impl<R: Route> ErasedRoute for Erased<R> {
                         None => None,
                     };
                     crate::cancel::check()?;
-                    match R::run(prepared, &ctx).await? {
+                    let reply = R::run(prepared, &ctx).await?;
+                    let used = if R::METERED { R::used(&reply) } else { None };
+                    let reply = match reply {
                         Reply::Json(value) => serde_json::to_value(value)
                             .map(Reply::Json)
-                            .map_err(|e| EngineError::internal(format!("encoding the answer: {e}"))),
-                        Reply::Files(files) => Ok(Reply::Files(files)),
-                    }
+                            .map_err(|e| EngineError::internal(format!("encoding the answer: {e}")))?,
+                        Reply::Files(files) => Reply::Files(files),
+                    };
+                    Ok((reply, used))
                 })
             });
             Ok(PreparedCall { price, run })
@@ -327,6 +351,7 @@ pub struct Admission(Option<Arc<crate::work_gate::Ticket>>);
 pub struct RouteEntry {
     info: RouteInfo,
     heavy: bool,
+    metered: bool,
     file_types: &'static [&'static str],
     route: Box<dyn ErasedRoute>,
 }
@@ -341,6 +366,12 @@ impl RouteEntry {
     /// context's bound and refused with 503 `busy` past its queue.
     pub fn heavy(&self) -> bool {
         self.heavy
+    }
+
+    /// Whether a call's cost is known only after it ran ([`Route::METERED`]): its quote is
+    /// the most it costs, and [`PreparedCall::run_metered`] prices what it used.
+    pub fn metered(&self) -> bool {
+        self.metered
     }
 
     /// The media types of the file a call may answer with ([`Route::FILE_TYPES`]); empty for
@@ -434,6 +465,7 @@ impl Catalog {
         self.routes.push(RouteEntry {
             info,
             heavy: R::HEAVY,
+            metered: R::METERED,
             file_types: R::FILE_TYPES,
             route: Box::new(Erased::<R>(std::marker::PhantomData)),
         });

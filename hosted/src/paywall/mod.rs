@@ -46,12 +46,14 @@ use paperchain_engine::catalog::{Admission, PreparedCall, Produces, RouteEntry};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, Price, Reply, cancel};
 use paperchain_protocol::exact_svm;
 use paperchain_protocol::x402::{
-    self, PaymentPayload, PaymentRequired, Requirements, ResourceInfo, SettlementResponse, Version2,
+    self, EIP2612_GAS_SPONSORING, PaymentPayload, PaymentRequired, Requirements, ResourceInfo, SCHEME_UPTO,
+    SettlementResponse, Version2,
 };
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use tokio::sync::RwLock;
+use x402_chain_eip155::eip2612_gas_sponsoring::Eip2612GasSponsoring;
 use x402_types::proto;
 
 use super::config::{HostedConfig, PayTo};
@@ -122,6 +124,10 @@ pub struct Paywall {
     bazaar: HashMap<&'static str, Value>,
     /// Per network: the `extra` of its requirements (Solana's fee payer comes from the facilitator).
     extras: RwLock<HashMap<&'static str, Value>>,
+    /// Per EVM network whose facilitator settles `upto`: the `extra` of `upto` requirements
+    /// (the token's domain and the facilitator's address), and whether the facilitator
+    /// submits a payer's EIP-2612 permit for Permit2 (`eip2612GasSponsoring`).
+    upto: RwLock<HashMap<&'static str, (Value, bool)>>,
     facilitator_timeout: Duration,
     run_timeout: Duration,
     mpp: Option<MppConfig>,
@@ -169,6 +175,7 @@ impl Paywall {
             clock,
             bazaar,
             extras: RwLock::new(extras),
+            upto: RwLock::new(HashMap::new()),
             facilitator_timeout: FACILITATOR_TIMEOUT,
             run_timeout: Duration::from_secs(120),
             mpp: None,
@@ -300,10 +307,29 @@ impl Paywall {
             .map_err(|_| "the facilitator did not answer /supported in time".to_string())?
             .map_err(|e| format!("the facilitator's /supported failed: {e:?}"))?;
         let mut extras = self.extras.write().await;
+        let mut upto = self.upto.write().await;
         // The requirements change: quotes serialized with the old ones are stale.
         self.quotes.lock().unwrap_or_else(|p| p.into_inner()).clear();
         for pay_to in &self.config.pay_to {
-            if pay_to.network.eip712.is_some() {
+            if let Some((name, version)) = pay_to.network.eip712 {
+                // `upto` where the facilitator settles it and names the address that does.
+                let kind = supported.kinds.iter().find(|kind| {
+                    kind.network == pay_to.network.caip2 && kind.x402_version == 2 && kind.scheme == SCHEME_UPTO
+                });
+                let extra = kind.and_then(|kind| kind.extra.as_ref());
+                match extra.and_then(|extra| extra.get("facilitatorAddress")?.as_str()) {
+                    Some(facilitator) => {
+                        let sponsors =
+                            extra.and_then(|extra| extra.get("extensions")?.as_array()).is_some_and(|names| {
+                                names.iter().any(|name| name.as_str() == Some(EIP2612_GAS_SPONSORING))
+                            });
+                        let extra = json!({"name": name, "version": version, "facilitatorAddress": facilitator});
+                        upto.insert(pay_to.network.caip2, (extra, sponsors));
+                    }
+                    None => {
+                        upto.remove(pay_to.network.caip2);
+                    }
+                }
                 continue;
             }
             let fee_payer = supported.kinds.iter().find_map(|kind| {
@@ -337,6 +363,28 @@ impl Paywall {
             .collect()
     }
 
+    /// What a call of `route` at `price` may be paid with: the [`Paywall::requirements`],
+    /// and for a metered route (its quote the most it costs) an `upto` offer after each EVM
+    /// network's `exact` one, where the facilitator settles `upto`.
+    pub async fn offers(&self, route: &RouteEntry, price: Price) -> Vec<Requirements> {
+        let exact = self.requirements(price).await;
+        if !route.metered() {
+            return exact;
+        }
+        let upto = self.upto.read().await;
+        let mut offers = Vec::with_capacity(exact.len() * 2);
+        for requirement in exact {
+            let metered = upto.get(requirement.network.as_str()).map(|(extra, _)| Requirements {
+                scheme: SCHEME_UPTO.to_string(),
+                extra: Some(extra.clone()),
+                ..requirement.clone()
+            });
+            offers.push(requirement);
+            offers.extend(metered);
+        }
+        offers
+    }
+
     /// The PaymentRequired object for `route` at `price`, with `error` if any.
     pub async fn payment_required(&self, route: &RouteEntry, price: Price, error: Option<String>) -> Value {
         let info = route.info();
@@ -354,13 +402,16 @@ impl Paywall {
             extensions.insert("bazaar".into(), bazaar.clone());
         }
         extensions.insert(PAYMENT_IDENTIFIER.into(), payment_identifier_extension());
-        let required = PaymentRequired {
-            x402_version: Version2,
-            error,
-            resource: Some(resource),
-            accepts: self.requirements(price).await,
-            extensions,
-        };
+        let accepts = self.offers(route, price).await;
+        let upto = self.upto.read().await;
+        let sponsored = accepts.iter().any(|offer| {
+            offer.scheme == SCHEME_UPTO && upto.get(offer.network.as_str()).is_some_and(|(_, sponsors)| *sponsors)
+        });
+        if sponsored {
+            let extension = serde_json::to_value(Eip2612GasSponsoring::server()).expect("the extension serializes");
+            extensions.insert(EIP2612_GAS_SPONSORING.into(), extension);
+        }
+        let required = PaymentRequired { x402_version: Version2, error, resource: Some(resource), accepts, extensions };
         serde_json::to_value(required).expect("a PaymentRequired serializes")
     }
 
@@ -445,7 +496,7 @@ impl Paywall {
             Err(e) => return Answer::Failed(store_failure(e)),
         };
         match self.run(prepared, ctx).await {
-            Ok(reply) => {
+            Ok((reply, _)) => {
                 decision.outcome = Outcome::Free;
                 Answer::Delivered { reply, receipt: None, free_left: Some(left) }
             }
@@ -533,19 +584,33 @@ impl Paywall {
                 Err(e) => return Answer::Failed(store_failure(e)),
             }
         }
-        let offered = self.requirements(price).await;
-        let Some(ours) = offered.iter().find(|r| r.network == accepted.network) else {
-            let networks: Vec<&str> = offered.iter().map(|r| r.network.as_str()).collect();
-            let error = format!(
-                "network_not_accepted: payment on {} is not accepted here (accepted: {})",
-                accepted.network,
-                networks.join(", ")
-            );
-            let error = refuse(decision, Outcome::InvalidPayment, "network_not_accepted", error);
+        let offered = self.offers(call.route, price).await;
+        let Some(ours) = offered.iter().find(|r| r.network == accepted.network && r.scheme == accepted.scheme) else {
+            let (code, error) = if offered.iter().any(|r| r.network == accepted.network) {
+                let schemes: Vec<&str> =
+                    offered.iter().filter(|r| r.network == accepted.network).map(|r| r.scheme.as_str()).collect();
+                let error = format!(
+                    "scheme_not_accepted: scheme `{}` on {} is not accepted for this call (accepted: {})",
+                    accepted.scheme.chars().take(40).collect::<String>(),
+                    accepted.network,
+                    schemes.join(", ")
+                );
+                ("scheme_not_accepted", error)
+            } else {
+                let networks: Vec<&str> = offered.iter().map(|r| r.network.as_str()).collect();
+                let error = format!(
+                    "network_not_accepted: payment on {} is not accepted here (accepted: {})",
+                    accepted.network,
+                    networks.join(", ")
+                );
+                ("network_not_accepted", error)
+            };
+            let error = refuse(decision, Outcome::InvalidPayment, code, error);
             return self.required(call, price, Some(error)).await;
         };
         // Both the amount the client says it accepted and the amount its signature moves
-        // must be the quote: facilitators only refuse too little, and settle what is signed.
+        // must be the quote: facilitators only refuse too little, and settle what is signed
+        // (for `upto`, the quote is the most the signature allows).
         if accepted.amount != ours.amount || payment.signed_amount().is_some_and(|signed| signed != price.units()) {
             let error = refuse(decision, Outcome::PriceMismatch, "price_mismatch", "price_mismatch".into());
             return self.required(call, price, Some(error)).await;
@@ -562,14 +627,19 @@ impl Paywall {
             return self.required(call, price, Some(error)).await;
         }
         let request = json!({ "x402Version": 2, "paymentPayload": raw, "paymentRequirements": ours });
-        let settle = self.verify_run_settle(call, price, prepared, key, &paid_request, &request, ctx, decision);
+        let metered = ours.scheme == SCHEME_UPTO;
+        let settle =
+            self.verify_run_settle(call, price, prepared, key, &paid_request, (&request, metered), ctx, decision);
         let (reply, settled) = match settle.await {
             Ok(done) => done,
             Err(answer) => return answer,
         };
         decision.outcome = Outcome::Paid;
-        let settlement = settlement_response(&settled, &decision.payer);
-        Answer::Delivered { reply, receipt: Some(Receipt { settlement, mpp_receipt: None }), free_left: None }
+        let mut settlement = settlement_response(&settled, &decision.payer);
+        if metered {
+            settlement = settlement.charging(decision.charged.unwrap_or(price.units()));
+        }
+        Answer::Delivered { reply, receipt: Some(Box::new(Receipt { settlement, mpp_receipt: None })), free_left: None }
     }
 
     async fn paid_mpp(&self, call: &PaywallCall<'_>, header: &str, ctx: &Context, decision: &mut Decision) -> Answer {
@@ -603,7 +673,8 @@ impl Paywall {
         let key: [u8; 32] = Sha256::digest(auth.replay_key().as_bytes()).into();
         // No payment id in MPP: its payments are never redelivered.
         let paid_request = paid_request(call, price, decision);
-        let settle = self.verify_run_settle(call, price, prepared, key, &paid_request, &request, ctx, decision);
+        let settle =
+            self.verify_run_settle(call, price, prepared, key, &paid_request, (&request, false), ctx, decision);
         let (reply, settled) = match settle.await {
             Ok(done) => done,
             Err(answer) => return answer,
@@ -611,7 +682,7 @@ impl Paywall {
         decision.outcome = Outcome::MppPaid;
         let mpp_receipt = Some(mpp.receipt(&auth.challenge_id, &settled.transaction, now_unix()));
         let settlement = settlement_response(&settled, &decision.payer);
-        Answer::Delivered { reply, receipt: Some(Receipt { settlement, mpp_receipt }), free_left: None }
+        Answer::Delivered { reply, receipt: Some(Box::new(Receipt { settlement, mpp_receipt })), free_left: None }
     }
 
     /// A settled payment resent for the same request with the same payment id
@@ -634,10 +705,14 @@ impl Paywall {
         decision.payer = stored.payer.clone();
         decision.tx_hash = Some(stored.tx_hash.clone());
         match self.run(prepared, ctx).await {
-            Ok(reply) => {
+            Ok((reply, _)) => {
                 decision.outcome = Outcome::Redelivered;
                 let settlement = SettlementResponse::settled(&stored.tx_hash, &stored.network, stored.payer.as_deref());
-                Answer::Delivered { reply, receipt: Some(Receipt { settlement, mpp_receipt: None }), free_left: None }
+                Answer::Delivered {
+                    reply,
+                    receipt: Some(Box::new(Receipt { settlement, mpp_receipt: None })),
+                    free_left: None,
+                }
             }
             Err(error) => {
                 // Already paid for: the same payment may be resent again.
@@ -650,6 +725,9 @@ impl Paywall {
 
     /// Claims the payment `key`, verifies `request` with the facilitator, runs the
     /// operation and settles; the claim is released when the call fails before settlement.
+    /// A `metered` payment (`upto`) is verified for the quote and settled for what the run
+    /// used ([`PreparedCall::run_metered`], never more than the quote), recorded as
+    /// `charged`; one that used nothing is not settled at all.
     #[allow(clippy::too_many_arguments)]
     async fn verify_run_settle(
         &self,
@@ -658,7 +736,7 @@ impl Paywall {
         prepared: PreparedCall,
         key: [u8; 32],
         paid_request: &PaidRequest,
-        request: &Value,
+        (terms, metered): (&Value, bool),
         ctx: &Context,
         decision: &mut Decision,
     ) -> Result<(Reply<Value>, Settled), Answer> {
@@ -679,7 +757,7 @@ impl Paywall {
             }
             Err(e) => return Err(Answer::Failed(store_failure(e))),
         }
-        let Some(request) = raw_request(request) else {
+        let Some(request) = raw_request(terms) else {
             self.release(key).await;
             return Err(Answer::Failed(EngineError::internal("encoding the verify request").into()));
         };
@@ -692,14 +770,34 @@ impl Paywall {
         };
         decision.payer = verified.payer;
 
-        let reply = match self.run(prepared, ctx).await {
-            Ok(reply) => reply,
+        let (reply, used) = match self.run(prepared, ctx).await {
+            Ok(done) => done,
             Err(error) => {
                 self.release(key).await;
                 decision.outcome = Outcome::OperationFailed;
                 decision.error_code = Some(error.code.to_string());
                 return Err(Answer::Failed(error.into()));
             }
+        };
+        let request = if metered {
+            decision.charged = Some(used.units());
+            if used == Price::ZERO {
+                // Nothing to move: the authorization is left to expire, nothing is settled.
+                let network = decision.network.clone().unwrap_or_default();
+                let settled = Settled { payer: decision.payer.clone(), transaction: String::new(), network };
+                let end = PaymentOutcome::Settled { tx_hash: String::new() };
+                decision.finish = Some(ClosedPayment { key, outcome: end, payer: decision.payer.clone() });
+                return Ok((reply, settled));
+            }
+            // What to settle travels as the requirements' `amount` (x402 `upto`).
+            let mut charged = terms.clone();
+            charged["paymentRequirements"]["amount"] = json!(used.atomic_string());
+            match raw_request(&charged) {
+                Some(request) => request,
+                None => return Err(Answer::Failed(EngineError::internal("encoding the settle request").into())),
+            }
+        } else {
+            request
         };
 
         // From here the claim is never released: a settlement that failed or timed out
@@ -739,15 +837,16 @@ impl Paywall {
     }
 
     /// Runs the operation and, for `output: "url"`, stores its files: what is delivered is
-    /// complete before anything is settled.
-    async fn run(&self, prepared: PreparedCall, ctx: &Context) -> Result<Reply<Value>, EngineError> {
+    /// complete before anything is settled. With the answer, the price of the work done
+    /// (the quote, or what a metered route used).
+    async fn run(&self, prepared: PreparedCall, ctx: &Context) -> Result<(Reply<Value>, Price), EngineError> {
         // The call's own stop signal (its caller went away) or, outside a call, one for the time-out only.
         let stop = cancel::current().unwrap_or_default();
-        let reply = cancel::bounded(&stop, self.run_timeout, prepared.run(ctx.clone())).await?;
+        let (reply, used) = cancel::bounded(&stop, self.run_timeout, prepared.run_metered(ctx.clone())).await?;
         let files = self.files.read().unwrap_or_else(|e| e.into_inner()).clone();
         match files {
-            Some((files, base_url)) => files.keep(&base_url, reply).await,
-            None => Ok(reply),
+            Some((files, base_url)) => Ok((files.keep(&base_url, reply).await?, used)),
+            None => Ok((reply, used)),
         }
     }
 

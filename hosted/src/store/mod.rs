@@ -679,11 +679,16 @@ impl Store {
             .quote
             .map(|q| i64::try_from(q).map_err(|_| StoreError::OutOfRange { what: "quote", value: q }))
             .transpose()?;
+        let charged = decision
+            .charged
+            .map(|c| i64::try_from(c).map_err(|_| StoreError::OutOfRange { what: "charged", value: c }))
+            .transpose()?;
         let at = i64::try_from(decision.at.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX);
         let insert = sqlx::query_scalar::<_, i64>(
             "INSERT INTO decisions
-                 (at_ms, route, operation, quote, outcome, payer, network, tx_hash, error_code, client, payment_key)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                 (at_ms, route, operation, quote, outcome, payer, network, tx_hash, error_code, client, payment_key,
+                  charged)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
              RETURNING id",
         )
         .bind(at)
@@ -696,7 +701,8 @@ impl Store {
         .bind(clip_opt(&decision.tx_hash))
         .bind(clip_opt(&decision.error_code))
         .bind(clip_opt(&decision.client))
-        .bind(decision.payment_key.map(hex::encode));
+        .bind(decision.payment_key.map(hex::encode))
+        .bind(charged);
         let Some(finish) = &decision.finish else {
             let pool = if decision.outcome.moves_money() { &self.inner.pool } else { &self.inner.relaxed };
             return Ok(insert.fetch_one(pool).await?);
@@ -825,7 +831,8 @@ impl Store {
     /// The `limit` latest decisions, newest first.
     pub async fn recent(&self, limit: u32) -> Result<Vec<Decision>, StoreError> {
         let rows = sqlx::query(
-            "SELECT at_ms, route, operation, quote, outcome, payer, network, tx_hash, error_code, client, payment_key
+            "SELECT at_ms, route, operation, quote, outcome, payer, network, tx_hash, error_code, client, payment_key,
+                    charged
              FROM decisions ORDER BY id DESC LIMIT ?1",
         )
         .bind(i64::from(limit))
@@ -837,7 +844,8 @@ impl Store {
     /// Paid calls and the sum of their settled amounts (an index-only scan).
     pub async fn totals(&self) -> Result<Totals, StoreError> {
         let row = sqlx::query(
-            "SELECT COUNT(*), COALESCE(SUM(quote), 0) FROM decisions WHERE outcome IN ('paid', 'mpp_paid')",
+            "SELECT COUNT(*), COALESCE(SUM(COALESCE(charged, quote)), 0) FROM decisions
+             WHERE outcome IN ('paid', 'mpp_paid')",
         )
         .fetch_one(&self.inner.pool)
         .await?;
@@ -856,6 +864,9 @@ fn decision_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<Decision, StoreErr
     let outcome = Outcome::parse(&outcome).ok_or_else(|| corrupt(format!("unknown outcome `{outcome}`")))?;
     let quote: Option<i64> = row.try_get("quote")?;
     let quote = quote.map(|q| u64::try_from(q).map_err(|_| corrupt(format!("negative quote {q}")))).transpose()?;
+    let charged: Option<i64> = row.try_get("charged")?;
+    let charged =
+        charged.map(|c| u64::try_from(c).map_err(|_| corrupt(format!("negative charged {c}")))).transpose()?;
     let payment_key: Option<String> = row.try_get("payment_key")?;
     let payment_key = payment_key
         .map(|k| {
@@ -868,6 +879,7 @@ fn decision_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<Decision, StoreErr
         route: row.try_get("route")?,
         operation: row.try_get("operation")?,
         quote,
+        charged,
         outcome,
         payer: row.try_get("payer")?,
         network: row.try_get("network")?,

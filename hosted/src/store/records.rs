@@ -304,8 +304,11 @@ pub struct Decision {
     pub route: String,
     /// Operation name, e.g. `rotate_pdf`.
     pub operation: String,
-    /// The quote in atomic units (6 decimals), if one was computed.
+    /// The quote in atomic units (6 decimals), if one was computed; for an `upto` payment,
+    /// the most the payer authorized.
     pub quote: Option<u64>,
+    /// What an `upto` payment settled, when it differs from the quote (atomic units).
+    pub charged: Option<u64>,
     /// What was decided.
     pub outcome: Outcome,
     /// Payer address, if a payment named one.
@@ -333,6 +336,7 @@ impl Decision {
             route: route.into(),
             operation: operation.into(),
             quote: None,
+            charged: None,
             outcome,
             payer: None,
             network: None,
@@ -350,7 +354,7 @@ impl Decision {
 pub struct Totals {
     /// Calls paid and delivered (x402 and MPP).
     pub paid_calls: u64,
-    /// Sum of their quotes (= the settled amounts), atomic units.
+    /// Sum of what they settled (the quote, or what an `upto` payment charged), atomic units.
     pub settled_amount: u64,
 }
 

@@ -84,4 +84,11 @@ ALTER TABLE payments ADD COLUMN valid_before INTEGER; -- its validBefore, unix s
 ALTER TABLE payments ADD COLUMN chain_checked INTEGER NOT NULL DEFAULT 0; -- 1: looked up for good
 CREATE INDEX IF NOT EXISTS payments_state_owner ON payments (state, owner);
 "#,
+    // 5: what an `upto` payment settled, when less than its quote (the quote is then the
+    // most the payer authorized); the totals' index covers it.
+    r#"
+ALTER TABLE decisions ADD COLUMN charged INTEGER;     -- atomic units settled, when not the quote
+DROP INDEX IF EXISTS decisions_outcome_quote;
+CREATE INDEX IF NOT EXISTS decisions_outcome_amounts ON decisions (outcome, quote, charged);
+"#,
 ];

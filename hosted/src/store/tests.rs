@@ -375,6 +375,7 @@ async fn ledger_round_trips_and_totals() {
         route: "/v1/chain/tx".into(),
         operation: "get_transaction".into(),
         quote: Some(2000),
+        charged: None,
         outcome: Outcome::Paid,
         payer: Some("0x1111111111111111111111111111111111111111".into()),
         network: Some("eip155:8453".into()),
@@ -404,6 +405,12 @@ async fn ledger_round_trips_and_totals() {
     assert_eq!(recent[3], full);
     assert_eq!(store.recent(1).await.unwrap().len(), 1);
     assert_eq!(store.totals().await.unwrap(), Totals { paid_calls: 2, settled_amount: 7000 });
+    // An `upto` payment counts what it settled, not the most it authorized.
+    let mut upto = Decision::new("/v1/pdf/ocr", "ocr_pdf", Outcome::Paid);
+    (upto.quote, upto.charged) = (Some(43_000), Some(27_000));
+    store.record(&upto).await.unwrap();
+    assert_eq!(store.recent(1).await.unwrap()[0].charged, Some(27_000));
+    assert_eq!(store.totals().await.unwrap(), Totals { paid_calls: 3, settled_amount: 34_000 });
 
     let mut huge = Decision::new("/v1/a", "a", Outcome::Paid);
     huge.quote = Some(u64::MAX);

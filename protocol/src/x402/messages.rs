@@ -12,7 +12,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::{PAYMENT_ID_LENGTH, PAYMENT_IDENTIFIER, SCHEME_EXACT, X402_VERSION};
+use super::{PAYMENT_ID_LENGTH, PAYMENT_IDENTIFIER, SCHEME_EXACT, SCHEME_UPTO, X402_VERSION};
 use crate::SignError;
 use crate::exact_evm::ExactEvmPayload;
 use crate::exact_svm::ExactSvmPayload;
@@ -94,9 +94,18 @@ pub struct Offer {
 impl Offer {
     /// Its terms, when it reads and is an `exact` offer: what a paying client signs.
     pub fn exact_terms(&self) -> Result<&Requirements, SignError> {
+        self.terms_of(SCHEME_EXACT)
+    }
+
+    /// Its terms, when it reads and is an `upto` offer.
+    pub fn upto_terms(&self) -> Result<&Requirements, SignError> {
+        self.terms_of(SCHEME_UPTO)
+    }
+
+    fn terms_of(&self, scheme: &str) -> Result<&Requirements, SignError> {
         let terms = self.terms.as_ref().map_err(|why| SignError::Malformed(format!("the requirement: {why}")))?;
-        if terms.scheme != SCHEME_EXACT {
-            return Err(SignError::Unsupported(format!("scheme `{}` is not `exact`", terms.scheme)));
+        if terms.scheme != scheme {
+            return Err(SignError::Unsupported(format!("scheme `{}` is not `{scheme}`", terms.scheme)));
         }
         Ok(terms)
     }
@@ -232,7 +241,7 @@ pub enum SchemePayload {
     Eip3009(ExactEvmPayload),
     /// `exact` on Solana.
     Solana(ExactSvmPayload),
-    /// `exact` on EVM with Permit2.
+    /// `upto` on EVM (and `exact` with Permit2, for tokens without EIP-3009).
     Permit2(Permit2Payload),
     /// A kind this side does not read; the facilitator may.
     Other(Map<String, Value>),
@@ -333,6 +342,10 @@ pub struct SettlementResponse {
     /// Who paid, when known.
     #[serde(default)]
     pub payer: Option<String>,
+    /// What was charged, atomic units (the `upto` scheme's settled amount, at most what was
+    /// authorized; 0 with no transaction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amount: Option<String>,
 }
 
 impl SettlementResponse {
@@ -344,7 +357,20 @@ impl SettlementResponse {
             transaction: transaction.to_string(),
             network: network.to_string(),
             payer: payer.map(str::to_string),
+            amount: None,
         }
+    }
+
+    /// The same settlement, saying what it charged (`upto`).
+    pub fn charging(mut self, amount: u64) -> SettlementResponse {
+        self.amount = Some(amount.to_string());
+        self
+    }
+
+    /// The amount it says it charged, when it says one that reads.
+    pub fn charged(&self) -> Option<u64> {
+        let amount = self.amount.as_deref()?;
+        amount.bytes().all(|b| b.is_ascii_digit()).then(|| amount.parse().ok()).flatten()
     }
 }
 

@@ -35,8 +35,14 @@ pub const PAYMENT_RESPONSE: &str = "payment-response";
 pub const MCP_PAYMENT: &str = "x402/payment";
 /// MCP `_meta` key of a paid tool result's SettlementResponse.
 pub const MCP_PAYMENT_RESPONSE: &str = "x402/payment-response";
-/// The one scheme Paperchain pays and is paid with: an exact amount.
+/// The scheme of an exact amount, known before the work.
 pub const SCHEME_EXACT: &str = "exact";
+/// The scheme of an amount known after the work, up to a maximum the payer signs (EVM,
+/// through Permit2).
+pub const SCHEME_UPTO: &str = "upto";
+/// The extension by which a facilitator submits the payer's EIP-2612 permit for Permit2,
+/// so an `upto` payer needs no gas for the approval.
+pub const EIP2612_GAS_SPONSORING: &str = "eip2612GasSponsoring";
 /// The idempotency extension (`extensions/payment-identifier`): the payment's id, so a
 /// server that supports it can answer a repeated payment from what it settled.
 pub const PAYMENT_IDENTIFIER: &str = "payment-identifier";

@@ -39,8 +39,8 @@ const MAX_LISTED: usize = 100;
 const MIN_OCR_DPI: u32 = 100;
 
 /// The OCR price rule in words (`../shared/spec/routebook.md` §4).
-pub const OCR_PRICE_RULE: &str =
-    "$0.003 + $0.002 a page read (pages that already have text and are skipped cost nothing)";
+pub const OCR_PRICE_RULE: &str = "$0.003 + $0.002 a page read (pages that already have text and are skipped cost nothing; paid with x402 \
+     `upto`, pages where no word is found cost nothing either)";
 
 /// OCR: $0.003 + $0.002 a page read.
 pub fn ocr_price(pages: u32) -> Price {
@@ -130,8 +130,18 @@ impl Route for OcrRoute {
         .await
     }
 
+    const METERED: bool = true;
+
     fn quote(call: &OcrCall) -> Price {
         ocr_price(call.sorted.read.len() as u32)
+    }
+
+    /// The pages where words were found (`pages_with_words` in the report): a blank page
+    /// read costs nothing to a payer charged by use.
+    fn used(reply: &Reply<NoJson>) -> Option<Price> {
+        let Reply::Files(files) = reply else { return None };
+        let pages = files.report.as_ref()?.get("pages_with_words")?.as_u64()?;
+        Some(ocr_price(u32::try_from(pages).ok()?))
     }
 
     async fn run(call: OcrCall, ctx: &Context) -> Result<Reply<NoJson>, EngineError> {
@@ -163,6 +173,8 @@ impl Route for OcrRoute {
                 "pages_read": ranges(&sorted.read),
                 "pages_forced": ranges(&sorted.forced),
                 "pages_skipped_with_text": ranges(&sorted.skipped),
+                "pages_with_words": done.iter().filter(|p| p.words > 0).count(),
+                "pages_blank": ranges(&done.iter().filter(|p| p.words == 0).map(|p| p.number).collect::<Vec<_>>()),
                 "pages_turned": turned,
                 "words": done.iter().map(|p| p.words).sum::<usize>(),
                 "confidence": confidence,
