@@ -117,6 +117,112 @@ async fn the_paying_client_without_the_server_crate_pays_the_sandbox_process() {
     assert_eq!(checks.iter().map(|c| c.verdict.as_str()).collect::<Vec<_>>(), ["ok"]);
 }
 
+/// A paying client of `sandbox` with the sandbox's funded payer, paying up to `per_call`.
+async fn client_of(sandbox: &Sandbox, per_call: &str, dir: &std::path::Path) -> (PayingClient, PrivateKeySigner) {
+    let line = &sandbox.line["sandbox"];
+    let base = line["base_url"].as_str().expect("base_url").to_string();
+    let payer: PrivateKeySigner = line["payer_private_key"].as_str().expect("the test payer's key").parse().unwrap();
+    let config = format!(
+        "[service]\nurl = \"{base}\"\n[policy]\nper_call = \"{per_call}\"\nnetworks = {{ \"eip155:8453\" = \"1\" }}\n"
+    );
+    let config = ClientConfig::parse(&config, None).unwrap();
+    let signer = payer.clone();
+    let keys: KeyLoader = Arc::new(move || Ok(signer.clone()));
+    let ledger = Ledger::open_in(dir).await.unwrap();
+    (PayingClient::new(Arc::new(config), ledger, keys, Arc::new(NobodyToAsk), Arc::new(sandbox_chains(sandbox))), payer)
+}
+
+fn sandbox_chains(sandbox: &Sandbox) -> Chains {
+    let rpc = sandbox.line["sandbox"]["rpc_url"].as_str().expect("rpc_url").parse().unwrap();
+    Chains::new(vec![ChainConfig::new("base", 8453, vec![rpc])], ChainTimeouts::default())
+}
+
+/// `holder`'s balance of the sandbox's USDC.
+async fn usdc_balance(sandbox: &Sandbox, holder: alloy::primitives::Address) -> u128 {
+    let chains = sandbox_chains(sandbox);
+    let chain = chains.get("base").expect("the sandbox chain");
+    let (_, held) =
+        paperchain_wallet::chain::balances(chain, "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", holder).await.unwrap();
+    held.to::<u128>()
+}
+
+/// A scan of 20 pages, 12 of prose and 8 blank (separator sheets), none with text.
+fn twenty_page_scan() -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("text.pdf");
+    std::fs::write(&text, paperchain_testkit::scan::sample_page().0).unwrap();
+    let page = paperchain_testkit::scan::render(&text, 1, 100);
+    // The top of the page, where the prose is: a short page reads quickly.
+    let rows = page.height * 4 / 10;
+    let prose =
+        paperchain_testkit::scan::Gray { height: rows, pixels: page.pixels[..page.width * rows].to_vec(), ..page };
+    let blank = paperchain_testkit::scan::Gray { pixels: vec![255; prose.pixels.len()], ..prose.clone() };
+    let pages: Vec<&paperchain_testkit::scan::Gray> =
+        (1..=20).map(|n| if n % 5 == 0 || n % 5 == 3 { &blank } else { &prose }).collect();
+    paperchain_testkit::scan::image_pdf(&pages, 100)
+}
+
+#[tokio::test]
+async fn an_upto_ocr_payment_authorized_for_twenty_pages_pays_for_the_twelve_read() {
+    let sandbox = start_sandbox();
+    let dir = tempfile::tempdir().unwrap();
+    let (client, payer) = client_of(&sandbox, "0.05", dir.path()).await;
+    let pay_to: alloy::primitives::Address =
+        sandbox.line["sandbox"]["pay_to"].as_str().expect("pay_to").parse().unwrap();
+    let (payer_before, payee_before) =
+        (usdc_balance(&sandbox, payer.address()).await, usdc_balance(&sandbox, pay_to).await);
+    let caller = Caller { front_door: "cli", client: None };
+    let body = json!({ "file": { "data": paperchain_testkit::b64(&twenty_page_scan()), "filename": "scan.pdf" }, "output": "base64" });
+    let request = Request {
+        operation: "ocr_pdf",
+        path: "/v1/pdf/ocr",
+        body: body.to_string().into(),
+        caller: &caller,
+        approver: None,
+        stop: Default::default(),
+    };
+    // The quote, as the service asks it: `exact` for the 20 pages, and `upto` as much.
+    let quote = client.quote(&request).await.unwrap();
+    let offers: Vec<(String, String)> = quote
+        .required
+        .expect("a 402")
+        .accepts
+        .iter()
+        .filter(|o| o.raw["network"] == "eip155:8453")
+        .map(|o| (o.raw["scheme"].as_str().unwrap().to_string(), o.raw["amount"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(offers, [("exact".into(), "43000".into()), ("upto".into(), "43000".into())], "$0.003 + 20 × $0.002");
+    let answer = client.call(&request).await.unwrap();
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    let report: Value = serde_json::from_slice(&answer.body).unwrap();
+    let report = &report["report"];
+    assert_eq!(report["pages_with_words"], 12, "{report}");
+    assert_eq!(report["pages_blank"], "3,5,8,10,13,15,18,20", "{report}");
+    // Paid what the 12 pages read cost: $0.003 + 12 × $0.002.
+    let settlement = x402_client::read_settlement(answer.header(x402::PAYMENT_RESPONSE).unwrap()).unwrap();
+    assert_eq!(settlement.amount.as_deref(), Some("27000"));
+    let paid = answer.paid.clone().expect("paid");
+    assert_eq!((paid.amount.as_str(), paid.dollars.micros()), ("27000", 27_000));
+    assert_eq!(usdc_balance(&sandbox, payer.address()).await, payer_before - 27_000);
+    assert_eq!(usdc_balance(&sandbox, pay_to).await, payee_before + 27_000);
+    // The ledger holds the most authorized as the quote, the charge as the amount, and the
+    // chain agrees with it.
+    let row = client.ledger().get(&answer.call_id).await.unwrap().expect("the row");
+    assert_eq!(
+        (row.state.as_str(), row.scheme.as_deref(), row.quote.as_deref(), row.amount.as_deref(), row.micros),
+        ("paid", Some("upto"), Some("43000"), Some("27000"), 27_000)
+    );
+    let checks =
+        reconcile(client.ledger(), &sandbox_chains(&sandbox), &paperchain_engine_core::solana::Clusters::from_env(), 0)
+            .await
+            .unwrap();
+    assert_eq!(checks.iter().map(|c| c.verdict.as_str()).collect::<Vec<_>>(), ["ok"], "{checks:?}");
+    // A per-call cap under the most authorized refuses it, though the charge would fit.
+    let (capped, _) = client_of(&sandbox, "0.03", tempfile::tempdir().unwrap().path()).await;
+    let error = capped.call(&request).await.unwrap_err().to_string();
+    assert!(error.contains("$0.043 is more than the $0.03 allowed per call"), "{error}");
+}
+
 #[test]
 fn the_paying_client_does_not_depend_on_the_server() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
