@@ -333,8 +333,19 @@ async fn the_sandbox_chain_is_base_with_usdc() {
 
     let facilitator = facilitator(&sandbox).await;
     let supported = facilitator.supported().await.expect("supported");
-    let kinds = serde_json::to_value(&supported.kinds).expect("JSON");
-    assert_eq!(kinds, json!([{"x402Version": 2, "scheme": "exact", "network": "eip155:8453", "extra": {}}]));
+    let mut kinds = serde_json::to_value(&supported.kinds).expect("JSON");
+    kinds.as_array_mut().expect("a list").sort_by_key(|kind| kind["scheme"].to_string());
+    // `upto` names the address that settles it (the witness binds it) and submits payers'
+    // EIP-2612 permits for Permit2.
+    let facilitator_address = sandbox.facilitator_signer().to_string().to_lowercase();
+    assert_eq!(
+        kinds,
+        json!([
+            {"x402Version": 2, "scheme": "exact", "network": "eip155:8453", "extra": {}},
+            {"x402Version": 2, "scheme": "upto", "network": "eip155:8453",
+             "extra": {"facilitatorAddress": facilitator_address, "extensions": ["eip2612GasSponsoring"]}},
+        ])
+    );
     let signers = serde_json::to_value(&supported.signers).expect("JSON");
     let signer = signers["eip155:8453"][0].as_str().expect("a signer");
     assert_eq!(Address::from_str(signer).expect("an address"), sandbox.facilitator_signer());

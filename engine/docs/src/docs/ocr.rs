@@ -296,7 +296,7 @@ const INFO: RouteInfo = RouteInfo {
             looks exactly as before (the page image is not touched). Pages scanned sideways or upside down are \
             turned upright first (`auto_rotate`). Pages that already have text are skipped unless `force`. \
             `languages` takes Tesseract codes (`eng`, `deu`, `fra`, `spa`…). The report gives the pages read, \
-            skipped and turned, the words read, the mean word confidence (0 to 100) and the pages read with little \
+            skipped and turned, the pages where no word was found, the words read, the mean word confidence (0 to 100) and the pages read with little \
             confidence. Priced by the pages read.",
     base_price: Price::micros(3_000),
     price_rule: OCR_PRICE_RULE,
