@@ -100,8 +100,12 @@ impl Hosted {
         let facilitator = Remote::new(&url, options.facilitator_timeout).map_err(HostedError)?;
         let paywall = build(config, catalog, &ctx, Arc::new(facilitator), options).await?;
         if let Err(e) = paywall.learn_supported().await {
-            // Only Solana needs it (its fee payer); the EVM networks are offered regardless.
-            tracing::warn!(error = %e, "the facilitator's supported networks are unknown; Solana is not offered");
+            // Solana needs it (its fee payer) and `upto` (its settling address); `exact` on
+            // the EVM networks is offered regardless.
+            tracing::warn!(
+                error = %e,
+                "the facilitator's supported networks are unknown; Solana and `upto` are not offered"
+            );
         }
         Ok(Hosted { paywall: Arc::new(paywall), sandbox: None, solana_sandbox: None, ctx })
     }
@@ -159,10 +163,9 @@ impl Hosted {
             None => evm,
         };
         let paywall = build(config, catalog, &ctx, facilitator, options).await?;
-        if solana.is_some() {
-            // Solana is offered once the facilitator has named its fee payer.
-            paywall.learn_supported().await.map_err(HostedError)?;
-        }
+        // Solana is offered once the facilitator has named its fee payer, `upto` once it has
+        // named the address that settles it.
+        paywall.learn_supported().await.map_err(HostedError)?;
         Ok(Hosted { paywall: Arc::new(paywall), sandbox: Some(chain), solana_sandbox: solana, ctx })
     }
 

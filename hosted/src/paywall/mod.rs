@@ -256,7 +256,7 @@ impl Paywall {
                 Ok(_) => {}
                 Err(e) => tracing::error!(error = %e, "ledger retention failed"),
             }
-            if self.waiting_for_fee_payer().await
+            if self.waiting_for_supported().await
                 && let Err(e) = self.learn_supported().await
             {
                 tracing::warn!(error = %e, "the facilitator's supported networks are still unknown");
@@ -293,14 +293,19 @@ impl Paywall {
         }
     }
 
-    /// Whether a configured network is not offered yet for want of the facilitator's answer.
-    async fn waiting_for_fee_payer(&self) -> bool {
-        let extras = self.extras.read().await;
-        self.config.pay_to.iter().any(|p| !extras.contains_key(p.network.caip2))
+    /// Whether a configured network, or `upto` on an EVM one, is not offered yet for want of
+    /// the facilitator's answer (or because it does not settle `upto` there: it is asked
+    /// again hourly).
+    async fn waiting_for_supported(&self) -> bool {
+        let (extras, upto) = (self.extras.read().await, self.upto.read().await);
+        self.config.pay_to.iter().any(|p| {
+            !extras.contains_key(p.network.caip2) || (p.network.eip712.is_some() && !upto.contains_key(p.network.caip2))
+        })
     }
 
-    /// Asks the facilitator what it supports and learns Solana's fee payer; a network the
-    /// facilitator cannot pay out on (no fee payer for Solana) is not offered.
+    /// Asks the facilitator what it supports: Solana's fee payer (a Solana network without
+    /// one is not offered) and, per EVM network, whether it settles `upto` and with which
+    /// address (without it, `upto` is not offered there).
     pub async fn learn_supported(&self) -> Result<(), String> {
         let supported = tokio::time::timeout(self.facilitator_timeout, self.facilitator.supported())
             .await

@@ -443,6 +443,42 @@ async fn a_payment_on_another_network_is_refused() {
 }
 
 #[tokio::test]
+async fn upto_is_offered_for_metered_routes_only_and_refused_elsewhere() {
+    use paperchain_protocol::upto_evm::{UptoTerms, UptoWindow, sign_upto_evm};
+    let server = sandbox::start(Setup::default()).await;
+    // A metered route (OCR: its cost is known once the pages are read) offers `upto` beside
+    // `exact`, for as much, with the facilitator that settles it and the permit extension.
+    let scan = json!({"file": {"data": paperchain_testkit::b64(&pdf_with_pages(2)), "filename": "scan.pdf"}});
+    let ocr = required(&server, "/v1/pdf/ocr", &scan).await;
+    let schemes: Vec<&str> = ocr["accepts"].as_array().unwrap().iter().map(|a| a["scheme"].as_str().unwrap()).collect();
+    assert_eq!(schemes, ["exact", "upto"], "{ocr}");
+    assert_eq!(ocr["accepts"][1]["amount"], ocr["accepts"][0]["amount"]);
+    let facilitator = server.chain.facilitator_signer().to_string().to_lowercase();
+    assert_eq!(ocr["accepts"][1]["extra"]["facilitatorAddress"], json!(facilitator), "{ocr}");
+    assert_eq!(ocr["extensions"]["eip2612GasSponsoring"]["info"]["version"], "1", "{ocr}");
+    // A flat-priced route offers `exact` only, and an `upto` payment for it is refused
+    // before anything is verified or run.
+    let body = balance_body(&server);
+    let balance = required(&server, BALANCE, &body).await;
+    assert_eq!(balance["accepts"].as_array().unwrap().len(), 1, "{balance}");
+    assert!(balance["extensions"].get("eip2612GasSponsoring").is_none(), "{balance}");
+    let mut requirement = balance["accepts"][0].clone();
+    requirement["scheme"] = json!("upto");
+    requirement["extra"]["facilitatorAddress"] = json!(facilitator);
+    let offer: paperchain_protocol::x402::Offer = serde_json::from_value(requirement).unwrap();
+    let window = UptoWindow::fresh(&UptoTerms::of(&offer).unwrap(), now());
+    let payment = sign_upto_evm(&server.chain.payer_signer(), &offer, None, &window, None).unwrap();
+    let before = server.balances().await;
+    let refused = expect_402(paid(&server, BALANCE, &body, &paperchain_protocol::x402::encode(&payment)).await).await;
+    assert!(error_text(&refused).starts_with("scheme_not_accepted"), "{refused}");
+    assert!(error_text(&refused).contains("(accepted: exact)"), "{refused}");
+    assert_unmoved(&server, before, "upto for a flat price").await;
+    let decision = last_decision(&server).await;
+    assert_eq!(decision.outcome, Outcome::InvalidPayment);
+    assert_eq!(decision.error_code.as_deref(), Some("scheme_not_accepted"));
+}
+
+#[tokio::test]
 async fn a_payment_to_someone_else_is_refused() {
     let server = sandbox::start(Setup::default()).await;
     let body = balance_body(&server);
