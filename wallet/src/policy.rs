@@ -33,10 +33,11 @@ pub struct Selected {
 }
 
 impl Selected {
-    /// "0.002 USDC on eip155:8453 to 0x…".
+    /// "0.002 USDC on eip155:8453 to 0x…"; "up to 0.043 USDC …" for `upto`.
     pub fn describe(&self) -> String {
         format!(
-            "{} {} on {} to {}",
+            "{}{} {} on {} to {}",
+            if self.scheme == SCHEME_UPTO { "up to " } else { "" },
             format_atomic(self.atomic, self.asset.decimals),
             self.asset.symbol,
             self.network,
@@ -276,6 +277,7 @@ mod tests {
         sponsored.extensions.insert(EIP2612_GAS_SPONSORING.into(), json!({"info": {"version": "1"}}));
         let chosen = select(&c, "api.example.test", &sponsored).unwrap();
         assert_eq!((chosen.scheme, chosen.atomic), (SCHEME_UPTO, 43_000));
+        assert_eq!(chosen.describe(), format!("up to 0.043 USDC on eip155:8453 to {PAYEE}"));
         // Its most is what the per-call cap sees.
         let error = select(&c, "api.example.test", &offering(json!([upto("50001")]))).unwrap_err().to_string();
         assert!(error.contains("$0.050001 is more than the $0.05 allowed per call"), "{error}");
