@@ -122,23 +122,46 @@ async fn paywall_paid_on_all_three(supported: Value) -> Paywall {
 #[tokio::test]
 async fn solana_is_offered_with_the_facilitators_fee_payer_and_base_comes_first() {
     let solana = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
+    let settler = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266";
     let paywall = paywall_paid_on_all_three(json!({"kinds": [
         {"x402Version": 2, "scheme": "exact", "network": "eip155:8453"},
+        {"x402Version": 2, "scheme": "upto", "network": "eip155:8453", "extra": {"facilitatorAddress": settler}},
+        {"x402Version": 2, "scheme": "upto", "network": "eip155:137",
+         "extra": {"facilitatorAddress": settler, "extensions": ["eip2612GasSponsoring"]}},
         {"x402Version": 2, "scheme": "exact", "network": solana, "extra": {"feePayer": "FeePayer1111111111111111111111111111111111"}},
     ]}))
     .await;
     // Before the facilitator is asked, Solana has no fee payer and is not offered.
     let networks = |reqs: &[Requirements]| reqs.iter().map(|r| r.network.clone()).collect::<Vec<_>>();
     assert_eq!(networks(&paywall.requirements(Price::atomic(2000)).await), ["eip155:8453", "eip155:137"]);
-    assert!(paywall.waiting_for_fee_payer().await, "housekeeping will ask again");
+    assert!(paywall.waiting_for_supported().await, "housekeeping will ask again");
     paywall.learn_supported().await.unwrap();
-    assert!(!paywall.waiting_for_fee_payer().await);
+    assert!(!paywall.waiting_for_supported().await);
     let offered = paywall.requirements(Price::atomic(2000)).await;
     assert_eq!(networks(&offered), ["eip155:8453", "eip155:137", solana]);
     assert_eq!(offered[2].extra, Some(json!({"feePayer": "FeePayer1111111111111111111111111111111111"})));
     assert_eq!(offered[2].asset, "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v");
     assert_eq!(offered[0].extra, Some(json!({"name": "USD Coin", "version": "2"})));
     assert!(offered.iter().all(|r| r.amount == "2000" && r.scheme == "exact" && r.max_timeout_seconds == 300));
+    // A metered route (OCR) is offered `upto` too, after each EVM network's `exact`, with
+    // the address that settles it; the permit extension only where the facilitator said.
+    let catalog = paperchain_engine::catalog::standard();
+    let ocr = catalog.by_path("/v1/pdf/ocr").unwrap();
+    let offers = paywall.offers(ocr, Price::atomic(7000)).await;
+    let schemes: Vec<(&str, &str)> = offers.iter().map(|r| (r.network.as_str(), r.scheme.as_str())).collect();
+    assert_eq!(
+        schemes,
+        [
+            ("eip155:8453", "exact"),
+            ("eip155:8453", "upto"),
+            ("eip155:137", "exact"),
+            ("eip155:137", "upto"),
+            (solana, "exact")
+        ]
+    );
+    assert_eq!(offers[1].extra, Some(json!({"name": "USD Coin", "version": "2", "facilitatorAddress": settler})));
+    let rotate = catalog.by_path("/v1/pdf/rotate").unwrap();
+    assert!(paywall.offers(rotate, Price::atomic(2000)).await.iter().all(|r| r.scheme == "exact"));
 }
 
 #[tokio::test]
@@ -150,7 +173,7 @@ async fn solana_without_a_fee_payer_is_not_offered() {
     .await;
     paywall.learn_supported().await.unwrap();
     assert_eq!(paywall.requirements(Price::atomic(1)).await.len(), 2);
-    assert!(paywall.waiting_for_fee_payer().await);
+    assert!(paywall.waiting_for_supported().await);
 }
 
 /// A payment as the paywall reads it, with `payload` as its scheme's payload.
