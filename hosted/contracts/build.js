@@ -23,7 +23,7 @@ const path = require("path");
 const solc = require("solc");
 const { keccak256 } = require("js-sha3");
 
-const contracts = ["SandboxUsdc", "SandboxPermit2", "SandboxUptoProxy"];
+const contracts = ["SandboxUsdc", "SandboxPermit2", "SandboxUptoProxy", "SandboxBatchEscrow"];
 
 for (const contract of contracts) {
   const file = `${contract}.sol`;

@@ -612,25 +612,40 @@ async fn an_upto_payment_settles_what_was_used_never_more_than_authorized_and_on
     assert!(error.is_err(), "settling 6000 of an authorization for 5000");
 }
 
-#[test]
-fn the_sandbox_contracts_pass_their_check_with_the_official_x402_client() {
-    // hosted/contracts/check.js: our Permit2 and upto proxy on a scratch anvil, paid by
-    // @x402/evm's own upto client (and by hand-made signatures for the refusals).
+/// Runs `hosted/contracts/<script>` (our contracts on a scratch anvil, paid by @x402/evm's
+/// own clients) and answers its output, which must say every check passed.
+fn contract_check(script: &str) -> String {
     let tools = paperchain_testkit::tools::tools_dir();
     paperchain_testkit::tools::require_node_packages(&tools, "the contract check", &["viem", "@x402/evm", "solc"]);
-    let script = paperchain_testkit::workspace_root().join("hosted/contracts/check.js");
+    let script = paperchain_testkit::workspace_root().join("hosted/contracts").join(script);
     let out = std::process::Command::new("node")
         .arg(&script)
         .env("NODE_PATH", tools.join("npm/node_modules"))
         .env("PAPERCHAIN_TOOLS", &tools)
         .output()
         .expect("node runs");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("all checks passed"), "{text}");
+    text
+}
+
+#[test]
+fn the_sandbox_contracts_pass_their_check_with_the_official_x402_client() {
+    // check.js: our Permit2 and upto proxy, paid by @x402/evm's own upto client (and by
+    // hand-made signatures for the refusals).
+    let text = contract_check("check.js");
     for check in
         ["signed by @x402/evm UptoEvmScheme", "AmountExceedsPermitted", "UnauthorizedFacilitator", "InvalidNonce"]
     {
         assert!(text.lines().any(|l| l.starts_with("ok") && l.contains(check)), "{check}: {text}");
     }
+}
+
+#[test]
+fn the_batch_settlement_escrow_passes_its_check_with_the_official_x402_client() {
+    // batch_check.js: one deposit, 100 cumulative vouchers, claims in batches, refunds and
+    // the payer's withdrawal, through @x402/evm's batch-settlement client and facilitator.
+    let text = contract_check("batch_check.js");
+    assert!(text.lines().filter(|l| l.starts_with("ok")).count() >= 20, "{text}");
 }
