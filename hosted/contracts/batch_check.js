@@ -20,19 +20,11 @@
 // deposit, voucher and refund PaymentPayloads and their PAYMENT-RESPONSEs, the facilitator's
 // verify answer to the deposit, its claim and refund settle payloads) as JSON after the checks.
 //
-// anvil is found as the hosted crate finds it: $PAPERCHAIN_ANVIL, else
-// $PAPERCHAIN_TOOLS/npm/node_modules/.bin/anvil (tools in ~/.cache/paperchain/tools by
-// default), else on the PATH. It is started on a free port and stopped at the end.
-const { spawn } = require("child_process");
+// anvil, the accounts, the placing of the code and the reporting are harness.js's.
 const fs = require("fs");
 const http = require("http");
-const net = require("net");
-const os = require("os");
-const path = require("path");
 const vm = require("vm");
-const solc = require("solc");
 const viem = require("viem");
-const { mnemonicToAccount } = require("viem/accounts");
 const x402 = require("@x402/evm");
 const { x402Client } = require("@x402/core/client");
 const { x402Facilitator } = require("@x402/core/facilitator");
@@ -46,15 +38,14 @@ const { wrapFetchWithPayment } = require("@x402/fetch");
 const batchClient = require("@x402/evm/batch-settlement/client");
 const batchServer = require("@x402/evm/batch-settlement/server");
 const batchFacilitator = require("@x402/evm/batch-settlement/facilitator");
+const harness = require("./harness");
+const { USDC, CHAIN_ID, NETWORK, artifact, withPermit2Errors, anvilAccounts, check, assert, freePort } = harness;
+const { compileRuntime, revertOf, abiEntryText, encodeType, runChecks } = harness;
 
-const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
-const PERMIT2 = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
 const ESCROW = "0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003";
 const ERC3009_COLLECTOR = "0x4020806089470a89826cB9fB1f4059150b550004";
 const PERMIT2_COLLECTOR = "0x4020425FAf3B746C082C2f942b4E5159887B0005";
 const MULTICALL3 = "0xcA11bde05977b3631167028862bE2a173976CA11";
-const CHAIN_ID = 8453;
-const NETWORK = `eip155:${CHAIN_ID}`;
 
 const PRICE = 1_000n; // atomic units (0.001 USDC) per call
 const CALLS = 100;
@@ -64,18 +55,13 @@ const WITHDRAW_DELAY = 900; // the package's minimum and the server scheme's def
 const MINTED = 1_000_000n;
 const wireWanted = process.argv.includes("--wire");
 
-const artifact = (name) => JSON.parse(fs.readFileSync(path.join(__dirname, `${name}.json`), "utf8"));
-const usdcArtifact = artifact("SandboxUsdc");
-const permit2Artifact = artifact("SandboxPermit2");
 const escrowArtifact = artifact("SandboxBatchEscrow");
 // The escrow's ABI with the errors of the token and Permit2 below it, to name any revert.
-const escrowAbi = [...escrowArtifact.abi, ...permit2Artifact.abi.filter((item) => item.type === "error")];
+const escrowAbi = withPermit2Errors(escrowArtifact.abi);
 
-// anvil's default accounts (its mnemonic "test … junk", addresses 0 to 7), never funds of any
-// real chain.
-const MNEMONIC = "test test test test test test test test test test test junk";
+// anvil's default accounts 0 to 7.
 const roles = ["deployer", "facilitator", "payer", "payee", "authorizer", "permit2Payer", "sponsoredPayer", "stranger"];
-const accounts = Object.fromEntries(roles.map((who, i) => [who, mnemonicToAccount(MNEMONIC, { addressIndex: i })]));
+const accounts = anvilAccounts(roles);
 
 // The batch-settlement EIP-712 domain and types as the package defines them, written out here
 // (not taken from @x402/evm) so that the hand-signed messages check the package's encoding
@@ -146,85 +132,6 @@ contract CheckMulticall3 {
 }
 `;
 
-let failures = 0;
-
-/// Runs one check; `fn` returns an optional detail or throws.
-async function check(name, fn) {
-  try {
-    const detail = await fn();
-    console.log(`ok   ${name}${detail ? ` (${detail})` : ""}`);
-  } catch (e) {
-    failures += 1;
-    const reverted = e && e.walk ? e.walk((x) => x instanceof viem.ContractFunctionRevertedError) : null;
-    const why = reverted ? ` with ${reverted.data ? reverted.data.errorName : reverted.reason || "no data"}` : "";
-    const message = String(e && e.shortMessage ? e.shortMessage : e && e.message ? e.message : e).split("\n")[0];
-    console.log(`FAIL ${name}: ${message.replace(/\.$/, "")}${why}`);
-  }
-}
-
-function assert(condition, message) {
-  if (!condition) throw new Error(message);
-}
-
-function findAnvil() {
-  const set = (key) => (process.env[key] ? process.env[key] : undefined);
-  if (set("PAPERCHAIN_ANVIL")) return set("PAPERCHAIN_ANVIL");
-  const tools = set("PAPERCHAIN_TOOLS") || path.join(os.homedir(), ".cache/paperchain/tools");
-  const bundled = path.join(tools, "npm/node_modules/.bin/anvil");
-  if (fs.existsSync(bundled)) return bundled;
-  for (const dir of (process.env.PATH || "").split(path.delimiter)) {
-    const candidate = path.join(dir, "anvil");
-    if (dir && fs.existsSync(candidate)) return candidate;
-  }
-  throw new Error(`no anvil: set PAPERCHAIN_ANVIL, or install it at ${bundled}`);
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function compileMulticall() {
-  const input = {
-    language: "Solidity",
-    sources: { "CheckMulticall3.sol": { content: MULTICALL_SOURCE } },
-    settings: { evmVersion: "paris", outputSelection: { "*": { CheckMulticall3: ["evm.deployedBytecode.object"] } } },
-  };
-  const output = JSON.parse(solc.compile(JSON.stringify(input)));
-  const errors = (output.errors || []).filter((e) => e.severity === "error");
-  if (errors.length) throw new Error(errors.map((e) => e.formattedMessage).join("\n"));
-  return "0x" + output.contracts["CheckMulticall3.sol"].CheckMulticall3.evm.deployedBytecode.object;
-}
-
-/// The name of the error a call reverts with (`Error(reason)` for a string), or null when it
-/// does not revert.
-async function revertOf(call) {
-  try {
-    await call();
-    return null;
-  } catch (e) {
-    const reverted = e.walk ? e.walk((x) => x instanceof viem.ContractFunctionRevertedError) : null;
-    if (!reverted) throw e;
-    if (reverted.data && reverted.data.errorName) return reverted.data.errorName;
-    if (reverted.reason) return `Error(${reverted.reason})`;
-    return reverted.signature || "revert without data";
-  }
-}
-
-/// Canonical text of an ABI entry, internal types aside (as in check.js).
-function abiEntryText(item) {
-  const type = (p) => (p.type.startsWith("tuple") ? `(${p.components.map(type).join(",")})${p.type.slice(5)}` : p.type);
-  const params = (ps) => (ps || []).map((p) => `${type(p)} ${p.name || ""}${p.indexed ? " indexed" : ""}`).join(",");
-  const outputs = item.outputs ? ` returns (${item.outputs.map(type).join(",")})` : "";
-  return `${item.type} ${item.name || ""}(${params(item.inputs)})${outputs} ${item.stateMutability || ""}`.trim();
-}
-
 /// The batch-settlement constants, EIP-712 types and contract ABI of the installed @x402/evm.
 /// The package keeps them internal (its bundles do not export them), so they are read from the
 /// bundle's own `src/batch-settlement/constants.ts` and `abi.ts` sections.
@@ -259,60 +166,14 @@ function packageReference() {
 /// JSON round trip, as a message between two processes would take (bigints become strings).
 const wire = (value) => JSON.parse(JSON.stringify(value, (_, v) => (typeof v === "bigint" ? v.toString() : v)));
 
-async function main() {
-  const anvilPath = findAnvil();
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const anvil = spawn(anvilPath, ["--port", String(port), "--chain-id", String(CHAIN_ID), "--silent"], {
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  const stop = () => anvil.exitCode === null && anvil.kill();
-  process.on("exit", stop);
-  try {
-    await run(url, anvil);
-  } finally {
-    stop();
-  }
-}
-
-async function run(rpcUrl, anvil) {
-  const chain = viem.defineChain({
-    id: CHAIN_ID,
-    name: "sandbox",
-    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-    rpcUrls: { default: { http: [rpcUrl] } },
-  });
-  const transport = viem.http(rpcUrl);
-  const publicClient = viem.createPublicClient({ chain, transport, pollingInterval: 50 });
-  const testClient = viem.createTestClient({ chain, transport, mode: "anvil" });
-  const wallet = (account) => viem.createWalletClient({ account, chain, transport, pollingInterval: 50 });
-
-  for (let i = 0; ; i += 1) {
-    if (anvil.exitCode !== null) throw new Error(`anvil exited with ${anvil.exitCode}`);
-    try {
-      if ((await publicClient.getChainId()) === CHAIN_ID) break;
-    } catch (e) {
-      if (i > 100) throw new Error(`anvil did not answer at ${rpcUrl}: ${e.message}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-
+async function run({ publicClient, testClient, wallet, send, balanceOf, balanceChanges, place }) {
   const { deployer, facilitator, payer, payee, authorizer, permit2Payer, sponsoredPayer, stranger } = accounts;
   const reference = packageReference();
 
-  /// Sends a transaction and waits for its receipt, which must be a success.
-  async function send(account, address, abi, functionName, args) {
-    const hash = await wallet(account).writeContract({ address, abi, functionName, args });
-    const receipt = await publicClient.waitForTransactionReceipt({ hash });
-    assert(receipt.status === "success", `${functionName} failed in ${hash}`);
-    return receipt;
-  }
   const read = (functionName, args = []) =>
     publicClient.readContract({ address: ESCROW, abi: escrowAbi, functionName, args });
   const simulate = (account, functionName, args, address = ESCROW) =>
     publicClient.simulateContract({ address, abi: escrowAbi, functionName, args, account });
-  const balanceOf = (who) =>
-    publicClient.readContract({ address: USDC, abi: usdcArtifact.abi, functionName: "balanceOf", args: [who] });
   const channel = async (channelId) => {
     const [balance, totalClaimed] = await read("channels", [channelId]);
     return { balance, totalClaimed };
@@ -326,14 +187,6 @@ async function run(rpcUrl, anvil) {
     viem.parseEventLogs({ abi: escrowArtifact.abi, logs: receipt.logs, eventName }).filter((log) =>
       viem.isAddressEqual(log.address, ESCROW),
     );
-
-  /// Moves that `fn` makes to each balance of `who`, by address.
-  async function balanceChanges(who, fn) {
-    const before = await Promise.all(who.map(balanceOf));
-    const out = await fn();
-    const after = await Promise.all(who.map(balanceOf));
-    return { out, changes: who.map((_, i) => after[i] - before[i]) };
-  }
 
   // ---- static agreement with the package ----
 
@@ -372,17 +225,16 @@ async function run(rpcUrl, anvil) {
   // ---- the sandbox chain ----
 
   await check("runtime code placed at USDC, Permit2, the escrow, both collectors and Multicall3", async () => {
-    await testClient.setCode({ address: USDC, bytecode: usdcArtifact.runtime });
-    await testClient.setCode({ address: PERMIT2, bytecode: permit2Artifact.runtime });
-    for (const address of [ESCROW, ERC3009_COLLECTOR, PERMIT2_COLLECTOR]) {
-      await testClient.setCode({ address, bytecode: escrowArtifact.runtime });
-    }
-    await testClient.setCode({ address: MULTICALL3, bytecode: compileMulticall() });
-    await send(deployer, USDC, usdcArtifact.abi, "initialize", [deployer.address]);
-    for (const who of [payer, permit2Payer, sponsoredPayer]) {
-      await send(deployer, USDC, usdcArtifact.abi, "mint", [who.address, MINTED]);
-    }
-    await send(permit2Payer, USDC, usdcArtifact.abi, "approve", [PERMIT2, viem.maxUint256]);
+    await place({
+      deployer,
+      code: [
+        ...[ESCROW, ERC3009_COLLECTOR, PERMIT2_COLLECTOR].map((address) => [address, escrowArtifact.runtime]),
+        [MULTICALL3, compileRuntime("CheckMulticall3", MULTICALL_SOURCE)],
+      ],
+      holders: [payer, permit2Payer, sponsoredPayer],
+      amount: MINTED,
+      approvers: [permit2Payer],
+    });
   });
   await check("on-chain type hashes and domain separator are those of the EIP-712 types", async () => {
     const hashes = {
@@ -922,19 +774,4 @@ async function run(rpcUrl, anvil) {
   }
 }
 
-/// EIP-712 encodeType of `primaryType` in `typeSet`, from viem's own files (not exported).
-function encodeType(primaryType, typeSet) {
-  const { encodeType: viemEncodeType } = require(path.join(path.dirname(require.resolve("viem")), "utils/signature/hashTypedData.js"));
-  return viemEncodeType({ primaryType, types: typeSet });
-}
-
-main().then(
-  () => {
-    console.log(failures ? `${failures} check(s) failed` : "all checks passed");
-    process.exit(failures ? 1 : 0);
-  },
-  (e) => {
-    console.error(e);
-    process.exit(2);
-  },
-);
+runChecks(run, { pollingInterval: 50 });

@@ -8,37 +8,24 @@
 //   NODE_PATH="${PAPERCHAIN_TOOLS:-$HOME/.cache/paperchain/tools}/npm/node_modules" \
 //     node hosted/contracts/check.js
 //
-// anvil is found as the hosted crate finds it: $PAPERCHAIN_ANVIL, else
-// $PAPERCHAIN_TOOLS/npm/node_modules/.bin/anvil (tools in ~/.cache/paperchain/tools by
-// default), else on the PATH. It is started on a free port and stopped at the end.
-const { spawn } = require("child_process");
+// anvil, the accounts, the placing of the code and the reporting are harness.js's.
 const fs = require("fs");
-const net = require("net");
 const os = require("os");
 const path = require("path");
-const solc = require("solc");
 const viem = require("viem");
-const { mnemonicToAccount } = require("viem/accounts");
 const x402 = require("@x402/evm");
+const harness = require("./harness");
+const { USDC, PERMIT2, CHAIN_ID, NETWORK, artifact, usdcArtifact, permit2Artifact, withPermit2Errors } = harness;
+const { anvilAccounts, check, assert, compileRuntime, revertOf, abiEntryText, encodeType, runChecks } = harness;
 
-const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
-const PERMIT2 = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
 const PROXY = "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002";
-const CHAIN_ID = 8453;
-const NETWORK = `eip155:${CHAIN_ID}`;
 
-const artifact = (name) => JSON.parse(fs.readFileSync(path.join(__dirname, `${name}.json`), "utf8"));
-const usdcArtifact = artifact("SandboxUsdc");
-const permit2Artifact = artifact("SandboxPermit2");
 const proxyArtifact = artifact("SandboxUptoProxy");
 // The proxy's ABI with the errors Permit2 may pass up through it, to name any revert.
-const settleAbi = [...proxyArtifact.abi, ...permit2Artifact.abi.filter((item) => item.type === "error")];
+const settleAbi = withPermit2Errors(proxyArtifact.abi);
 
-// anvil's default accounts (its mnemonic "test … junk", addresses 0 to 5), never funds of any
-// real chain.
-const MNEMONIC = "test test test test test test test test test test test junk";
-const roles = ["deployer", "facilitator", "payer", "payee", "newcomer", "stranger"];
-const accounts = Object.fromEntries(roles.map((who, i) => [who, mnemonicToAccount(MNEMONIC, { addressIndex: i })]));
+// anvil's default accounts 0 to 5.
+const accounts = anvilAccounts(["deployer", "facilitator", "payer", "payee", "newcomer", "stranger"]);
 
 // The upto types as the x402 scheme defines them (written out here, not taken from @x402/evm,
 // so that the hand-signed payments check the package's encoding independently).
@@ -76,85 +63,6 @@ contract CheckWallet {
 }
 `;
 
-let failures = 0;
-
-/// Runs one check; `fn` returns an optional detail or throws.
-async function check(name, fn) {
-  try {
-    const detail = await fn();
-    console.log(`ok   ${name}${detail ? ` (${detail})` : ""}`);
-  } catch (e) {
-    failures += 1;
-    const reverted = e && e.walk ? e.walk((x) => x instanceof viem.ContractFunctionRevertedError) : null;
-    const why = reverted ? ` with ${reverted.data ? reverted.data.errorName : reverted.reason || "no data"}` : "";
-    const message = String(e && e.shortMessage ? e.shortMessage : e && e.message ? e.message : e).split("\n")[0];
-    console.log(`FAIL ${name}: ${message.replace(/\.$/, "")}${why}`);
-  }
-}
-
-function assert(condition, message) {
-  if (!condition) throw new Error(message);
-}
-
-function findAnvil() {
-  const set = (key) => (process.env[key] ? process.env[key] : undefined);
-  if (set("PAPERCHAIN_ANVIL")) return set("PAPERCHAIN_ANVIL");
-  const tools = set("PAPERCHAIN_TOOLS") || path.join(os.homedir(), ".cache/paperchain/tools");
-  const bundled = path.join(tools, "npm/node_modules/.bin/anvil");
-  if (fs.existsSync(bundled)) return bundled;
-  for (const dir of (process.env.PATH || "").split(path.delimiter)) {
-    const candidate = path.join(dir, "anvil");
-    if (dir && fs.existsSync(candidate)) return candidate;
-  }
-  throw new Error(`no anvil: set PAPERCHAIN_ANVIL, or install it at ${bundled}`);
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function compileWallet() {
-  const input = {
-    language: "Solidity",
-    sources: { "CheckWallet.sol": { content: WALLET_SOURCE } },
-    settings: { evmVersion: "paris", outputSelection: { "*": { CheckWallet: ["evm.deployedBytecode.object"] } } },
-  };
-  const output = JSON.parse(solc.compile(JSON.stringify(input)));
-  const errors = (output.errors || []).filter((e) => e.severity === "error");
-  if (errors.length) throw new Error(errors.map((e) => e.formattedMessage).join("\n"));
-  return "0x" + output.contracts["CheckWallet.sol"].CheckWallet.evm.deployedBytecode.object;
-}
-
-/// The name of the error a call reverts with (`Error(reason)` for a string), or null when it
-/// does not revert.
-async function revertOf(call) {
-  try {
-    await call();
-    return null;
-  } catch (e) {
-    const reverted = e.walk ? e.walk((x) => x instanceof viem.ContractFunctionRevertedError) : null;
-    if (!reverted) throw e;
-    if (reverted.data && reverted.data.errorName) return reverted.data.errorName;
-    if (reverted.reason) return `Error(${reverted.reason})`;
-    return reverted.signature || "revert without data";
-  }
-}
-
-/// Canonical text of an ABI entry, internal types and component names aside.
-function abiEntryText(item) {
-  const type = (p) => (p.type.startsWith("tuple") ? `(${p.components.map(type).join(",")})${p.type.slice(5)}` : p.type);
-  const params = (ps) => (ps || []).map((p) => `${type(p)} ${p.name || ""}${p.indexed ? " indexed" : ""}`).join(",");
-  const outputs = item.outputs ? ` returns (${item.outputs.map(type).join(",")})` : "";
-  return `${item.type} ${item.name || ""}(${params(item.inputs)})${outputs} ${item.stateMutability || ""}`.trim();
-}
-
 function compareAbi(ours, reference) {
   const a = new Set(ours.map(abiEntryText));
   const b = new Set(reference.map(abiEntryText));
@@ -182,55 +90,9 @@ function rustReferenceAbi() {
   return null;
 }
 
-async function main() {
-  const anvilPath = findAnvil();
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const anvil = spawn(anvilPath, ["--port", String(port), "--chain-id", String(CHAIN_ID), "--silent"], {
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  const stop = () => anvil.exitCode === null && anvil.kill();
-  process.on("exit", stop);
-  try {
-    await run(url, anvil);
-  } finally {
-    stop();
-  }
-}
-
-async function run(url, anvil) {
-  const chain = viem.defineChain({
-    id: CHAIN_ID,
-    name: "sandbox",
-    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-    rpcUrls: { default: { http: [url] } },
-  });
-  const transport = viem.http(url);
-  const publicClient = viem.createPublicClient({ chain, transport });
-  const testClient = viem.createTestClient({ chain, transport, mode: "anvil" });
-  const wallet = (account) => viem.createWalletClient({ account, chain, transport });
-
-  for (let i = 0; ; i += 1) {
-    if (anvil.exitCode !== null) throw new Error(`anvil exited with ${anvil.exitCode}`);
-    try {
-      if ((await publicClient.getChainId()) === CHAIN_ID) break;
-    } catch (e) {
-      if (i > 100) throw new Error(`anvil did not answer at ${url}: ${e.message}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-
+async function run({ publicClient, testClient, send, balanceChanges, place }) {
   const { deployer, facilitator, payer, payee, newcomer, stranger } = accounts;
 
-  /// Sends a transaction and waits for its receipt, which must be a success.
-  async function send(account, address, abi, functionName, args) {
-    const hash = await wallet(account).writeContract({ address, abi, functionName, args });
-    const receipt = await publicClient.waitForTransactionReceipt({ hash });
-    assert(receipt.status === "success", `${functionName} failed in ${hash}`);
-    return receipt;
-  }
-  const balanceOf = (who) =>
-    publicClient.readContract({ address: USDC, abi: usdcArtifact.abi, functionName: "balanceOf", args: [who] });
   const allowance = (owner, spender) =>
     publicClient.readContract({ address: USDC, abi: usdcArtifact.abi, functionName: "allowance", args: [owner, spender] });
   const now = async () => (await publicClient.getBlock()).timestamp;
@@ -239,14 +101,6 @@ async function run(url, anvil) {
   const settle = (account, functionName, args) => send(account, PROXY, settleAbi, functionName, args);
   const emitted = (receipt, eventName) =>
     viem.parseEventLogs({ abi: proxyArtifact.abi, logs: receipt.logs }).some((log) => log.eventName === eventName);
-
-  /// Moves that `fn` makes to each balance of `who`, by address.
-  async function balanceChanges(who, fn) {
-    const before = await Promise.all(who.map(balanceOf));
-    const out = await fn();
-    const after = await Promise.all(who.map(balanceOf));
-    return { out, changes: who.map((_, i) => after[i] - before[i]) };
-  }
 
   /// Signs an upto authorisation by hand; returns the arguments of `settle` after the amount.
   let nextNonce = 1n;
@@ -304,14 +158,12 @@ async function run(url, anvil) {
     return `${reference.crate}, ${compareAbi(proxyArtifact.abi, reference.abi)}`;
   });
   await check("Permit2 stub + WITNESS_TYPE_STRING is viem's encoding of the x402 upto types", () => {
-    // encodeType is not among viem's exports; load it from viem's own files.
-    const { encodeType } = require(path.join(path.dirname(require.resolve("viem")), "utils/signature/hashTypedData.js"));
     const witnessTypeString = readConstantFromSource("WITNESS_TYPE_STRING");
     const ours =
       "PermitWitnessTransferFrom(TokenPermissions permitted,address spender,uint256 nonce,uint256 deadline," +
       witnessTypeString;
     for (const types of [uptoTypes, x402.uptoPermit2WitnessTypes]) {
-      const theirs = encodeType({ primaryType: "PermitWitnessTransferFrom", types });
+      const theirs = encodeType("PermitWitnessTransferFrom", types);
       assert(theirs === ours, `viem encodes ${theirs}`);
     }
     return ours;
@@ -320,14 +172,13 @@ async function run(url, anvil) {
   // ---- the sandbox as the hosted crate sets it up ----
 
   await check("runtime code placed at USDC, Permit2 and the upto proxy; USDC initialised and minted", async () => {
-    await testClient.setCode({ address: USDC, bytecode: usdcArtifact.runtime });
-    await testClient.setCode({ address: PERMIT2, bytecode: permit2Artifact.runtime });
-    await testClient.setCode({ address: PROXY, bytecode: proxyArtifact.runtime });
-    await send(deployer, USDC, usdcArtifact.abi, "initialize", [deployer.address]);
-    for (const who of [payer, newcomer]) {
-      await send(deployer, USDC, usdcArtifact.abi, "mint", [who.address, 1_000_000n]);
-    }
-    await send(payer, USDC, usdcArtifact.abi, "approve", [PERMIT2, viem.maxUint256]);
+    await place({
+      deployer,
+      code: [[PROXY, proxyArtifact.runtime]],
+      holders: [payer, newcomer],
+      amount: 1_000_000n,
+      approvers: [payer],
+    });
   });
   await check("on-chain PERMIT2(), WITNESS_TYPEHASH(), WITNESS_TYPE_STRING(), DOMAIN_SEPARATOR()", async () => {
     const read = (address, abi, functionName) => publicClient.readContract({ address, abi, functionName });
@@ -472,7 +323,7 @@ async function run(url, anvil) {
 
   await check("EIP-1271 contract owner: settleWithPermit pays, a foreign key reverts InvalidContractSignature", async () => {
     const walletAddress = "0x00000000000000000000000000000000000c0de1";
-    await testClient.setCode({ address: walletAddress, bytecode: compileWallet() });
+    await testClient.setCode({ address: walletAddress, bytecode: compileRuntime("CheckWallet", WALLET_SOURCE) });
     await testClient.setStorageAt({ address: walletAddress, index: 0, value: viem.pad(stranger.address) });
     await send(deployer, USDC, usdcArtifact.abi, "mint", [walletAddress, 50_000n]);
     const nonce = await publicClient.readContract({ address: USDC, abi: usdcArtifact.abi, functionName: "nonces", args: [walletAddress] });
@@ -512,13 +363,4 @@ function readConstantFromSource(name) {
   return match[1];
 }
 
-main().then(
-  () => {
-    console.log(failures ? `${failures} check(s) failed` : "all checks passed");
-    process.exit(failures ? 1 : 0);
-  },
-  (e) => {
-    console.error(e);
-    process.exit(2);
-  },
-);
+runChecks(run);

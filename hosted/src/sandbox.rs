@@ -513,25 +513,22 @@ impl<P: ChainProviderOps> ChainProviderOps for FacilitatorChain<P> {
     }
 }
 
-impl X402SchemeFacilitatorBuilder<&FacilitatorChain<Eip155ChainProvider>> for V2Eip155Exact {
-    fn build(
-        &self,
-        provider: &FacilitatorChain<Eip155ChainProvider>,
-        config: Option<serde_json::Value>,
-    ) -> Result<Box<dyn X402SchemeFacilitator>, Box<dyn std::error::Error>> {
-        self.build(Arc::clone(&provider.0), config)
-    }
+/// The EVM schemes built from the registry's provider, as x402 builds them from an owned one.
+macro_rules! built_from_the_registrys_provider {
+    ($($scheme:ty),*) => {$(
+        impl X402SchemeFacilitatorBuilder<&FacilitatorChain<Eip155ChainProvider>> for $scheme {
+            fn build(
+                &self,
+                provider: &FacilitatorChain<Eip155ChainProvider>,
+                config: Option<serde_json::Value>,
+            ) -> Result<Box<dyn X402SchemeFacilitator>, Box<dyn std::error::Error>> {
+                self.build(Arc::clone(&provider.0), config)
+            }
+        }
+    )*};
 }
 
-impl X402SchemeFacilitatorBuilder<&FacilitatorChain<Eip155ChainProvider>> for V2Eip155Upto {
-    fn build(
-        &self,
-        provider: &FacilitatorChain<Eip155ChainProvider>,
-        config: Option<serde_json::Value>,
-    ) -> Result<Box<dyn X402SchemeFacilitator>, Box<dyn std::error::Error>> {
-        self.build(Arc::clone(&provider.0), config)
-    }
-}
+built_from_the_registrys_provider!(V2Eip155Exact, V2Eip155Upto);
 
 /// Where anvil is: `$PAPERCHAIN_ANVIL`, else `$PAPERCHAIN_TOOLS/npm/node_modules/.bin/anvil`
 /// (tools directory `$HOME/.cache/paperchain/tools` by default, as `cargo xtask setup`

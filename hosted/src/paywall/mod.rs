@@ -712,7 +712,11 @@ impl Paywall {
         match self.run(prepared, ctx).await {
             Ok((reply, _)) => {
                 decision.outcome = Outcome::Redelivered;
-                let settlement = SettlementResponse::settled(&stored.tx_hash, &stored.network, stored.payer.as_deref());
+                let mut settlement =
+                    SettlementResponse::settled(&stored.tx_hash, &stored.network, stored.payer.as_deref());
+                if let Some(charged) = stored.charged {
+                    settlement = settlement.charging(charged);
+                }
                 Answer::Delivered {
                     reply,
                     receipt: Some(Box::new(Receipt { settlement, mpp_receipt: None })),

@@ -491,7 +491,9 @@ impl Store {
             "UPDATE payments SET redelivered = redelivered + 1, updated_at_ms = ?5
              WHERE key = ?1 AND state = 'settled' AND tx_hash IS NOT NULL
                AND route = ?2 AND payment_id = ?3 AND request_sha256 = ?4
-             RETURNING tx_hash, network, payer",
+             RETURNING tx_hash, network, payer,
+                 (SELECT charged FROM decisions
+                  WHERE payment_key = payments.key AND charged IS NOT NULL AND outcome = 'paid' LIMIT 1) AS charged",
         )
         .bind(hex::encode(key))
         .bind(clip(route, MAX_TEXT))
@@ -505,6 +507,7 @@ impl Store {
                 tx_hash: row.try_get("tx_hash")?,
                 network: row.try_get("network")?,
                 payer: row.try_get("payer")?,
+                charged: row.try_get::<Option<i64>, _>("charged")?.and_then(|c| u64::try_from(c).ok()),
             })
         })
         .transpose()

@@ -165,6 +165,8 @@ pub struct StoredSettlement {
     pub network: String,
     /// The payer the settlement named, if recorded.
     pub payer: Option<String>,
+    /// What an `upto` payment was charged (atomic units).
+    pub charged: Option<u64>,
 }
 
 /// The answer of [`Store::take_free`].

@@ -90,5 +90,7 @@ CREATE INDEX IF NOT EXISTS payments_state_owner ON payments (state, owner);
 ALTER TABLE decisions ADD COLUMN charged INTEGER;     -- atomic units settled, when not the quote
 DROP INDEX IF EXISTS decisions_outcome_quote;
 CREATE INDEX IF NOT EXISTS decisions_outcome_amounts ON decisions (outcome, quote, charged);
+-- What a redelivered `upto` answer says it charged (rows with a charge only).
+CREATE INDEX IF NOT EXISTS decisions_charged_by_payment ON decisions (payment_key) WHERE charged IS NOT NULL;
 "#,
 ];

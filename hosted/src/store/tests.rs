@@ -477,10 +477,22 @@ async fn only_a_settled_payment_for_the_same_request_and_id_is_redelivered() {
 
     let settled = PaymentOutcome::Settled { tx_hash: "0xfeed".into() };
     store.finish_payment_by(&key(1), &settled, Some("0xPayer")).await.unwrap();
-    let expected =
-        StoredSettlement { tx_hash: "0xfeed".into(), network: "eip155:8453".into(), payer: Some("0xPayer".into()) };
+    let expected = StoredSettlement {
+        tx_hash: "0xfeed".into(),
+        network: "eip155:8453".into(),
+        payer: Some("0xPayer".into()),
+        charged: None,
+    };
     assert_eq!(store.redeliver(&key(1), "/v1/a", &request).await.unwrap(), Some(expected.clone()));
     assert_eq!(store.redeliver(&key(1), "/v1/a", &request).await.unwrap(), Some(expected));
+    // An `upto` payment's answer given again says what it charged (its paid row's).
+    let upto = paid_request(Some("call_aaaaaaaaaaaaaaaa"), b"{\"ocr\":1}");
+    store.claim_payment_for(&key(9), "/v1/pdf/ocr", "eip155:8453", &upto).await.unwrap();
+    let mut paid = paid_decision(9, "0xcafe");
+    (paid.route, paid.quote, paid.charged) = ("/v1/pdf/ocr".into(), Some(43_000), Some(27_000));
+    store.record(&paid).await.unwrap();
+    let again = store.redeliver(&key(9), "/v1/pdf/ocr", &upto).await.unwrap().expect("redelivered");
+    assert_eq!((again.tx_hash.as_str(), again.charged), ("0xcafe", Some(27_000)));
     // Anything else is not the same request.
     assert_eq!(store.redeliver(&key(1), "/v1/b", &request).await.unwrap(), None, "another route");
     let other_body = paid_request(id, b"{\"a\":2}");

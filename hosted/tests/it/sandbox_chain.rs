@@ -17,6 +17,7 @@ use alloy::sol;
 use alloy::sol_types::{SolStruct as _, eip712_domain};
 use base64::Engine as _;
 use paperchain_hosted::sandbox::{SandboxChain, SandboxFacilitator};
+use paperchain_protocol::upto_evm::Permit;
 use paperchain_testkit::sandbox::sandbox_chain;
 use paperchain_testkit::x402::TransferWithAuthorization;
 use serde_json::{Value, json};
@@ -68,13 +69,6 @@ sol! {
         bytes32 nonce;
     }
 
-    struct Permit {
-        address owner;
-        address spender;
-        uint256 value;
-        uint256 nonce;
-        uint256 deadline;
-    }
 }
 
 async fn facilitator(sandbox: &SandboxChain) -> SandboxFacilitator {
