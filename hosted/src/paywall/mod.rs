@@ -284,7 +284,9 @@ impl Paywall {
             Ok(n) => tracing::warn!(claims = n, "payment claims of a run that stopped were marked abandoned"),
             Err(e) => tracing::warn!(error = %e, "checking for claims of stopped runs failed"),
         }
-        match super::recovery::recover(&self.store, &self.chains, &self.solana).await {
+        let pay_to: Vec<(String, String)> =
+            self.config.pay_to.iter().map(|p| (p.network.caip2.to_string(), p.address.clone())).collect();
+        match super::recovery::recover(&self.store, &self.chains, &self.solana, &pay_to).await {
             Ok(found) if found.settled + found.never_used > 0 => {
                 tracing::warn!(?found, "abandoned payments looked up on chain")
             }

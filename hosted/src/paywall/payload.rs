@@ -67,9 +67,10 @@ pub(super) fn paid_request(call: &PaywallCall<'_>, price: Price, decision: &Deci
 }
 
 /// What the store keeps of a payment to find it on chain after a crash: the EIP-3009
-/// authorization of an x402 `exact` EVM payload; for a Solana payload, the payer, the mint
-/// and the memo of its transfer, usable until its blockhash is too old. `None` for other
-/// payloads (Permit2) or one whose fields do not read (it is refused later anyway).
+/// authorization of an x402 `exact` EVM payload; for a Permit2 (`upto`) payload, the token,
+/// the payer, Permit2's nonce (decimal) and the deadline; for a Solana payload, the payer,
+/// the mint and the memo of its transfer, usable until its blockhash is too old. `None` for
+/// other payloads or one whose fields do not read (it is refused later anyway).
 pub(super) fn authorization(payment: &PaymentPayload) -> Option<Authorization> {
     match &payment.payload {
         SchemePayload::Solana(solana) => {
@@ -95,7 +96,20 @@ pub(super) fn authorization(payment: &PaymentPayload) -> Option<Authorization> {
                 valid_before: signed.valid_before_seconds()?,
             })
         }
-        SchemePayload::Permit2(_) | SchemePayload::Other(_) => None,
+        SchemePayload::Permit2(permit) => {
+            let auth = &permit.permit2_authorization;
+            let text = |key: &str| auth.more.get(key)?.as_str();
+            let digits = |text: &str| !text.is_empty() && text.len() <= 78 && text.bytes().all(|b| b.is_ascii_digit());
+            let nonce = text("nonce").filter(|n| digits(n))?;
+            let from = text("from").filter(|f| f.len() == 42 && f.starts_with("0x"))?;
+            Some(Authorization {
+                asset: auth.permitted.token.to_ascii_lowercase(),
+                authorizer: from.to_ascii_lowercase(),
+                nonce: nonce.to_string(),
+                valid_before: text("deadline").filter(|d| digits(d))?.parse().ok()?,
+            })
+        }
+        SchemePayload::Other(_) => None,
     }
 }
 

@@ -116,7 +116,8 @@ pub struct Authorization {
     pub asset: String,
     /// `from`: who pays.
     pub authorizer: String,
-    /// The 32-byte nonce, 0x and 64 hex digits.
+    /// The 32-byte nonce, 0x and 64 hex digits (EIP-3009); for an `upto` payment,
+    /// Permit2's unordered nonce in decimal digits; for Solana, the transfer's memo.
     pub nonce: String,
     /// `validBefore`, unix seconds: after it the authorization can never be used.
     pub valid_before: u64,

@@ -606,6 +606,62 @@ async fn an_upto_payment_settles_what_was_used_never_more_than_authorized_and_on
     assert!(error.is_err(), "settling 6000 of an authorization for 5000");
 }
 
+#[tokio::test]
+async fn an_upto_settlement_a_crash_left_out_of_the_ledger_is_found_with_its_charge() {
+    use paperchain_hosted::recovery::{Recovered, recover};
+    use paperchain_hosted::store::{Authorization, Outcome, PaidRequest, PaymentState, Store};
+    use paperchain_protocol::upto_evm::{UptoTerms, UptoWindow, sign_permit2_allowance, sign_upto_evm};
+    let sandbox = sandbox_chain().await;
+    let facilitator = facilitator(&sandbox).await;
+    let payer = sandbox.payer_signer();
+    let offer = upto_offer(&sandbox, 20_000);
+    let terms = UptoTerms::of(&offer).unwrap();
+    let window = UptoWindow::fresh(&terms, now());
+    let reader = ProviderBuilder::new().connect_http(sandbox.rpc_url().clone());
+    let nonce = ITestUsdc::new(sandbox.token(), &reader).nonces(payer.address()).call().await.unwrap();
+    let permit = sign_permit2_allowance(&payer, &offer, terms.max, nonce, window.deadline).unwrap();
+    let payment = serde_json::to_value(sign_upto_evm(&payer, &offer, None, &window, Some(permit)).unwrap()).unwrap();
+    // What the paywall keeps with an `upto` claim: the token, the payer, Permit2's nonce.
+    let kept = |nonce: String, valid_before: u64| PaidRequest {
+        operation: Some("ocr_pdf".into()),
+        amount: Some(20_000),
+        authorization: Some(Authorization {
+            asset: sandbox.token().to_string().to_lowercase(),
+            authorizer: payer.address().to_string().to_lowercase(),
+            nonce,
+            valid_before,
+        }),
+        ..PaidRequest::default()
+    };
+    // A first run claims two payments, settles one for 12,000 of its 20,000, and dies.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("hosted.sqlite");
+    let first = Store::open(&db).await.unwrap();
+    let (settled_key, unused_key) = ([1u8; 32], [2u8; 32]);
+    let used_nonce = window.nonce.to_string();
+    first
+        .claim_payment_for(&settled_key, "/v1/pdf/ocr", "eip155:8453", &kept(used_nonce, window.deadline))
+        .await
+        .unwrap();
+    first.claim_payment_for(&unused_key, "/v1/pdf/ocr", "eip155:8453", &kept("77".into(), 1)).await.unwrap();
+    let settled = facilitator.settle(&upto_request(&payment, &offer, 12_000)).await.unwrap();
+    let tx = settled.0["transaction"].as_str().unwrap().to_lowercase();
+    first.close().await;
+    drop(first);
+
+    // The next run finds the settled one by Permit2's nonce, with what it charged.
+    let second = Store::open(&db).await.unwrap();
+    let chains = paperchain_testkit::sandbox::sandbox_chains(&sandbox, &[]);
+    let pay_to = [("eip155:8453".to_string(), sandbox.pay_to().to_checksum(None))];
+    let found = recover(&second, &chains, &paperchain_engine::solana::Clusters::from_env(), &pay_to).await.unwrap();
+    assert_eq!(found, Recovered { settled: 1, never_used: 1, pending: 0 });
+    assert_eq!(second.payment_state(&settled_key).await.unwrap(), Some(PaymentState::Settled));
+    let row = second.recent(1).await.unwrap().pop().unwrap();
+    assert_eq!(row.outcome, Outcome::Paid);
+    assert_eq!((row.tx_hash.as_deref(), row.quote, row.charged), (Some(tx.as_str()), Some(20_000), Some(12_000)));
+    assert_eq!(second.totals().await.unwrap().settled_amount, 12_000);
+}
+
 /// Runs `hosted/contracts/<script>` (our contracts on a scratch anvil, paid by @x402/evm's
 /// own clients) and answers its output, which must say every check passed.
 fn contract_check(script: &str) -> String {

@@ -278,7 +278,7 @@ async fn a_solana_settlement_a_crash_left_out_of_the_ledger_is_found_by_its_memo
     for key in [&settled_key, &unused_key] {
         assert_eq!(second.payment_state(key).await.unwrap(), Some(PaymentState::Abandoned));
     }
-    let found = recover(&second, &paperchain_engine::evm::Chains::from_env(), &side.clusters()).await.unwrap();
+    let found = recover(&second, &paperchain_engine::evm::Chains::from_env(), &side.clusters(), &[]).await.unwrap();
     assert_eq!(found, Recovered { settled: 1, never_used: 1, pending: 0 });
     assert_eq!(second.payment_state(&settled_key).await.unwrap(), Some(PaymentState::Settled));
     let row = second.recent(1).await.unwrap().pop().unwrap();
