@@ -127,6 +127,34 @@ async fn pdf_pages_are_selected() {
 }
 
 #[tokio::test]
+async fn charged_by_use_a_pdf_page_left_without_text_costs_nothing() {
+    use paperchain_testkit::page_pdf::{Font, PagePdf};
+    // Three pages, the middle one blank: quoted for three, used two.
+    let mut pdf = PagePdf::new(612.0, 792.0);
+    pdf.text(72.0, 96.0, 12.0, Font::Regular, "The first page has a sentence on it.");
+    pdf.page();
+    pdf.page().text(72.0, 96.0, 12.0, Font::Regular, "The third page has one too.");
+    let ctx = Context::new();
+    let catalog = paperchain_engine::catalog::standard();
+    let route = catalog.by_path(ROUTE).unwrap();
+    assert!(route.metered());
+    let body = json!({ "file": file(&pdf.finish(), "three.pdf") }).to_string();
+    let prepared = route.prepare(body.as_bytes(), &ctx).await.unwrap();
+    assert_eq!(prepared.price().units(), 5_000 + 3 * 1_000, "the quote: the three pages selected");
+    let (reply, used) = prepared.run_metered(ctx.clone()).await.unwrap();
+    let paperchain_engine::Reply::Json(report) = reply else { panic!("a JSON answer") };
+    assert_eq!((report["pages"].clone(), report["pages_without_text"].clone()), (json!([1, 2, 3]), json!([2])));
+    assert_eq!(used.units(), 5_000 + 2 * 1_000, "charged by use: the two pages with text");
+    // Other files are not metered by page: the quote holds.
+    let csv = json!({ "file": file(b"a,b\n1,2\n", "t.csv") }).to_string();
+    let prepared = route.prepare(csv.as_bytes(), &ctx).await.unwrap();
+    let quote = prepared.price();
+    assert_eq!(prepared.run_metered(ctx).await.unwrap().1, quote);
+    // A route priced before the work is not metered.
+    assert!(!catalog.by_path("/v1/pdf/rotate").unwrap().metered());
+}
+
+#[tokio::test]
 async fn scanned_pages_are_read_by_ocr_upright() {
     // docling's two scans (the second turned a quarter), against its Tesseract ground truth.
     for name in ["ocr_test", "ocr_test_rotated_90"] {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, Progress, blocking};
-use crate::docs::{CONVERSION_PRICE_RULE, conversion_price, select_pdf_pages};
+use crate::docs::{conversion_price, select_pdf_pages};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::markdown::{self, Document};
@@ -17,6 +17,10 @@ use crate::output::Reply;
 use crate::pages::PageSelection;
 use crate::pdf;
 use crate::price::Price;
+
+/// The conversion price rule (`crate::docs::CONVERSION_PRICE_RULE`), and what `upto` leaves out.
+pub const TO_MARKDOWN_PRICE_RULE: &str = "$0.005 + $0.001 a page converted (a PDF's selected pages; other files: a \
+     page per started 100 KB; paid with x402 `upto`, PDF pages left without text cost nothing)";
 
 /// Bytes of a non-PDF file that count as one page.
 pub const BYTES_A_PAGE: u64 = 100_000;
@@ -126,7 +130,7 @@ impl Route for ToMarkdownRoute {
             (no text layer) are read by OCR (Tesseract, `languages`) and listed in `pages_read_by_ocr`. The format is detected from the bytes and the \
             file name (`format` overrides). Macros never run; zip and XML bombs are refused.",
         base_price: Price::micros(5_000),
-        price_rule: CONVERSION_PRICE_RULE,
+        price_rule: TO_MARKDOWN_PRICE_RULE,
         free_pool: FreePool::Docs,
         produces: Produces::Json,
         open_world: false,
@@ -183,12 +187,22 @@ impl Route for ToMarkdownRoute {
         })
     }
 
+    const METERED: bool = true;
+
     fn quote(call: &ToMarkdown) -> Price {
         let pages = match &call.pages {
             Some(pages) => pages.len() as u64,
             None => (call.bytes.len() as u64).div_ceil(BYTES_A_PAGE).max(1),
         };
         conversion_price(pages)
+    }
+
+    /// A PDF's pages that gave text: a page left without text (blank, or a scan OCR found
+    /// nothing on) costs nothing to a payer charged by use. Other formats: the quote.
+    fn used(reply: &Reply<MarkdownReport>) -> Option<Price> {
+        let Reply::Json(report) = reply else { return None };
+        let pages = report.pages.as_ref()?.len().saturating_sub(report.pages_without_text.len());
+        Some(conversion_price(pages as u64))
     }
 
     async fn run(call: ToMarkdown, ctx: &Context) -> Result<Reply<MarkdownReport>, EngineError> {
