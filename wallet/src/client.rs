@@ -307,6 +307,10 @@ pub struct PayingClient {
     solana_key: OnceCell<Arc<paperchain_protocol::exact_svm::SigningKey>>,
     /// Resends of a paid request whose answer was lost.
     retries: u32,
+    /// Held by an `upto` payment from before it reads Permit2's allowance until its answer:
+    /// two at once would both count on the same allowance (and sign permits with the same
+    /// token nonce), and the second settlement would fail after its work was done.
+    upto: tokio::sync::Mutex<()>,
 }
 
 impl PayingClient {
@@ -341,6 +345,7 @@ impl PayingClient {
             solana: None,
             solana_key: OnceCell::new(),
             retries: 2,
+            upto: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -578,6 +583,27 @@ impl PayingClient {
                 .into());
             }
         }
+        // The key first (a keyring may ask to be unlocked): nothing is reserved while waiting.
+        let key =
+            unless_stopped(stop, async { self.key_for(&selected.network).await.map_err(CallError::Keys) }).await?;
+        // One `upto` payment at a time in this process, each until its answer; waited for
+        // before anything is reserved, and what the policy says after the wait holds.
+        let _one_upto = match selected.scheme == SCHEME_UPTO {
+            true => {
+                let held = unless_stopped(stop, async { Ok(self.upto.lock().await) }).await?;
+                config = self.config();
+                if policy::select(&config, host, &required)?.requirement != selected.requirement {
+                    return Err(Refusal::Approval(format!(
+                        "the spend policy changed while {} waited for another `upto` payment; nothing was paid, \
+                         call again",
+                        selected.describe()
+                    ))
+                    .into());
+                }
+                Some(held)
+            }
+            false => None,
+        };
         let policy = &config.policy;
         let caps = Caps {
             per_day: policy.per_day,
@@ -585,9 +611,6 @@ impl PayingClient {
             per_client: request.caller.client.as_deref().and_then(|c| policy.clients.get(c)).copied(),
             per_network: policy.networks.get(&selected.network).copied(),
         };
-        // The key first (a keyring may ask to be unlocked): nothing is reserved while waiting.
-        let key =
-            unless_stopped(stop, async { self.key_for(&selected.network).await.map_err(CallError::Keys) }).await?;
         if let Some(why) = stop.why() {
             return Err(CallError::Stopped(why));
         }

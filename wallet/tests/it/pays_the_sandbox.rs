@@ -148,6 +148,11 @@ async fn usdc_balance(sandbox: &Sandbox, holder: alloy::primitives::Address) -> 
 
 /// A scan of 20 pages, 12 of prose and 8 blank (separator sheets), none with text.
 fn twenty_page_scan() -> Vec<u8> {
+    scan_of(20)
+}
+
+/// A scan of `pages` pages, every third and fifth of five blank, the others prose.
+fn scan_of(pages: u32) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
     let text = dir.path().join("text.pdf");
     std::fs::write(&text, paperchain_testkit::scan::sample_page().0).unwrap();
@@ -158,7 +163,7 @@ fn twenty_page_scan() -> Vec<u8> {
         paperchain_testkit::scan::Gray { height: rows, pixels: page.pixels[..page.width * rows].to_vec(), ..page };
     let blank = paperchain_testkit::scan::Gray { pixels: vec![255; prose.pixels.len()], ..prose.clone() };
     let pages: Vec<&paperchain_testkit::scan::Gray> =
-        (1..=20).map(|n| if n % 5 == 0 || n % 5 == 3 { &blank } else { &prose }).collect();
+        (1..=pages).map(|n| if n % 5 == 0 || n % 5 == 3 { &blank } else { &prose }).collect();
     paperchain_testkit::scan::image_pdf(&pages, 100)
 }
 
@@ -169,8 +174,6 @@ async fn an_upto_ocr_payment_authorized_for_twenty_pages_pays_for_the_twelve_rea
     let (client, payer) = client_of(&sandbox, "0.05", dir.path()).await;
     let pay_to: alloy::primitives::Address =
         sandbox.line["sandbox"]["pay_to"].as_str().expect("pay_to").parse().unwrap();
-    let (payer_before, payee_before) =
-        (usdc_balance(&sandbox, payer.address()).await, usdc_balance(&sandbox, pay_to).await);
     let caller = Caller { front_door: "cli", client: None };
     let body = json!({ "file": { "data": paperchain_testkit::b64(&twenty_page_scan()), "filename": "scan.pdf" }, "output": "base64" });
     let request = Request {
@@ -181,6 +184,21 @@ async fn an_upto_ocr_payment_authorized_for_twenty_pages_pays_for_the_twelve_rea
         approver: None,
         stop: Default::default(),
     };
+    // Two at once while Permit2 may move nothing yet: each needs a permit signed with the
+    // token's nonce, and each counts on the allowance. Both are paid, one after the other
+    // (at once, the second permit would reuse the first one's nonce and its settlement
+    // would fail after the work), each for its own pages.
+    let small = json!({ "file": { "data": paperchain_testkit::b64(&scan_of(3)), "filename": "three.pdf" }, "output": "base64" });
+    let small = Request { body: small.to_string().into(), ..request.clone() };
+    let before = usdc_balance(&sandbox, payer.address()).await;
+    let (first, second) = tokio::join!(client.call(&small), client.call(&small));
+    for answer in [first.unwrap(), second.unwrap()] {
+        assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+        assert_eq!(answer.paid.expect("paid").amount, "7000", "$0.003 + 2 pages with words of 3");
+    }
+    assert_eq!(usdc_balance(&sandbox, payer.address()).await, before - 14_000);
+    let (payer_before, payee_before) =
+        (usdc_balance(&sandbox, payer.address()).await, usdc_balance(&sandbox, pay_to).await);
     // The quote, as the service asks it: `exact` for the 20 pages, and `upto` as much.
     let quote = client.quote(&request).await.unwrap();
     let offers: Vec<(String, String)> = quote
@@ -216,7 +234,7 @@ async fn an_upto_ocr_payment_authorized_for_twenty_pages_pays_for_the_twelve_rea
         reconcile(client.ledger(), &sandbox_chains(&sandbox), &paperchain_engine_core::solana::Clusters::from_env(), 0)
             .await
             .unwrap();
-    assert_eq!(checks.iter().map(|c| c.verdict.as_str()).collect::<Vec<_>>(), ["ok"], "{checks:?}");
+    assert_eq!(checks.iter().map(|c| c.verdict.as_str()).collect::<Vec<_>>(), ["ok"; 3], "{checks:?}");
     // A per-call cap under the most authorized refuses it, though the charge would fit.
     let (capped, _) = client_of(&sandbox, "0.03", tempfile::tempdir().unwrap().path()).await;
     let error = capped.call(&request).await.unwrap_err().to_string();
