@@ -617,8 +617,16 @@ impl PayingClient {
         if let Err(why) = self.ledger.reserve(call_id, &selected, &caps, request.caller.client.as_deref()).await? {
             return Err(Refusal::Cap(why).into());
         }
-        let sponsored = required.extensions.contains_key(EIP2612_GAS_SPONSORING);
-        let signed = match self.sign(&key, &selected, required.resource.as_ref(), sponsored).await {
+        // What an `upto` payer lets Permit2 move when a permit is needed: the day's cap on
+        // this network (the lower of `per_day` and `networks`), so the next payments need
+        // none; at least this payment's most. Permit2 still moves only what is signed.
+        let allowance = [policy.per_day, caps.per_network]
+            .into_iter()
+            .flatten()
+            .min()
+            .map_or(selected.atomic, |cap| cap.to_atomic(selected.asset.decimals).max(selected.atomic));
+        let permit = Permit { sponsored: required.extensions.contains_key(EIP2612_GAS_SPONSORING), allowance };
+        let signed = match self.sign(&key, &selected, required.resource.as_ref(), &permit).await {
             Ok(signed) => signed,
             Err(e) => {
                 self.ledger.release(call_id, &e.to_string()).await?;
@@ -670,19 +678,19 @@ impl PayingClient {
         }
     }
 
-    /// The PaymentPayload of `selected`, signed with `key`. `sponsored`: the service
-    /// submits an `upto` payer's EIP-2612 permit for Permit2 (`eip2612GasSponsoring`).
+    /// The PaymentPayload of `selected`, signed with `key` (`permit`: what an `upto`
+    /// payment may ask of Permit2).
     async fn sign(
         &self,
         key: &PayingKey,
         selected: &Selected,
         resource: Option<&ResourceInfo>,
-        sponsored: bool,
+        permit: &Permit,
     ) -> Result<Signed, PayError> {
         let now = crate::ledger::now_secs();
         match key {
             PayingKey::Evm(signer) if selected.scheme == SCHEME_UPTO => {
-                self.sign_upto(signer, selected, resource, sponsored, now).await
+                self.sign_upto(signer, selected, resource, permit, now).await
             }
             PayingKey::Evm(signer) => {
                 let auth = AuthorizationWindow::fresh(&selected.requirement, now)?;
@@ -711,14 +719,14 @@ impl PayingClient {
 
     /// An `upto` payment of `selected`: a Permit2 transfer of at most its amount. Permit2
     /// must be allowed to move that much of the payer's token; when it is not, an EIP-2612
-    /// permit for exactly that much goes with the payment for the service to submit, or, if
+    /// permit for `permit.allowance` goes with the payment for the service to submit, or, if
     /// the service does not submit permits, nothing is signed.
     async fn sign_upto(
         &self,
         signer: &PrivateKeySigner,
         selected: &Selected,
         resource: Option<&ResourceInfo>,
-        sponsored: bool,
+        permit: &Permit,
         now: u64,
     ) -> Result<Signed, PayError> {
         let offer = &selected.requirement;
@@ -731,9 +739,9 @@ impl PayingClient {
                 .map_err(PayError::Chain)?;
         let permit = if allowance >= terms.max {
             None
-        } else if sponsored {
-            let permit = upto_evm::sign_permit2_allowance(signer, offer, terms.max, token_nonce, window.deadline)?;
-            Some(permit)
+        } else if permit.sponsored {
+            let value = alloy::primitives::U256::from(permit.allowance).max(terms.max);
+            Some(upto_evm::sign_permit2_allowance(signer, offer, value, token_nonce, window.deadline)?)
         } else {
             return Err(PayError::Chain(format!(
                 "an `upto` payment needs Permit2 allowed to move {} of {} for {}, which it is not, and the service                  does not submit the permit for it (eip2612GasSponsoring); nothing was signed",
@@ -966,6 +974,14 @@ struct Signed {
     /// The EIP-3009 nonce, Permit2's (`upto`), or the Solana transaction's memo.
     nonce: String,
     valid_before: u64,
+}
+
+/// What an `upto` payment may ask of Permit2 when its allowance is short.
+struct Permit {
+    /// The service submits the payer's EIP-2612 permit (`eip2612GasSponsoring`).
+    sponsored: bool,
+    /// How much Permit2 is then allowed to move (atomic units).
+    allowance: u128,
 }
 
 /// A PaymentPayload of any scheme, to add extensions to and send.

@@ -34,6 +34,17 @@ impl Dollars {
         };
         u64::try_from(micros).ok().map(Dollars)
     }
+
+    /// The most atomic units of a token with `decimals` this is worth (rounded down, so an
+    /// amount made from a cap never passes it).
+    pub fn to_atomic(self, decimals: u8) -> u128 {
+        let micros = u128::from(self.0);
+        if decimals >= 6 {
+            micros.saturating_mul(10u128.saturating_pow(u32::from(decimals - 6)))
+        } else {
+            micros / 10u128.saturating_pow(u32::from(6 - decimals))
+        }
+    }
 }
 
 impl FromStr for Dollars {
@@ -88,6 +99,17 @@ pub fn format_atomic(atomic: u128, decimals: u8) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cap_in_atomic_units_never_passes_it() {
+        let cap = "1.5".parse::<Dollars>().unwrap();
+        assert_eq!(cap.to_atomic(6), 1_500_000);
+        assert_eq!(cap.to_atomic(18), 1_500_000_000_000_000_000);
+        assert_eq!(Dollars::from_micros(1_999).to_atomic(3), 1, "rounded down");
+        for decimals in [2, 6, 18] {
+            assert!(Dollars::of_atomic(cap.to_atomic(decimals), decimals).unwrap() <= cap);
+        }
+    }
 
     #[test]
     fn dollars_parse_exactly() {
