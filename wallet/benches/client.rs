@@ -25,8 +25,14 @@
 //! the median and the 99th percentile of single calls, one at a time, and the sides
 //! alternate in blocks of 50 (which starts a round alternates too), so drift falls on both.
 //!
-//! Output: one `result side=paid|bare|own calls=… p50_us=… p99_us=… max_us=… mean_us=…`
-//! line each on stdout (xtask reads them), progress on stderr. The `own` line's figures are
+//! A third side pays with x402 `upto` (a Permit2 transfer of at most 1000 units, charged
+//! 700): the same exchange, plus the one chain read an `upto` payment makes before it signs
+//! (Permit2's allowance, answered by the same loopback server as JSON-RPC, as enough: the
+//! steady state once a first permit gave Permit2 the day's cap), the Permit2 signature, and
+//! the charge read from the settlement.
+//!
+//! Output: one `result side=paid|upto|bare|own|own_upto calls=… p50_us=… p99_us=… max_us=…
+//! mean_us=…` line each on stdout (xtask reads them), progress on stderr. The `own` line's figures are
 //! differences, paid minus bare, of the p50s, the p99s, the maxima and the means: not
 //! percentiles of per-call differences (the two sides' calls are not paired).
 //! Without `--bench` (`cargo test --all-targets`, nextest) it makes a few calls of each
@@ -40,7 +46,7 @@ use std::time::{Duration, Instant};
 
 use alloy::signers::local::PrivateKeySigner;
 use bytes::Bytes;
-use paperchain_engine_core::evm::{ChainTimeouts, Chains};
+use paperchain_engine_core::evm::{ChainConfig, ChainTimeouts, Chains};
 use paperchain_protocol::x402::{self, PAYMENT_REQUIRED, PAYMENT_RESPONSE, PAYMENT_SIGNATURE};
 use paperchain_testkit::bench::BenchArgs;
 use paperchain_wallet::client::{KeyLoader, NobodyToAsk, PayingClient, Request};
@@ -77,16 +83,14 @@ async fn run(calls: usize, bench: bool, parent: &Path) {
     let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await.expect("a loopback port");
     let base = format!("http://{}", listener.local_addr().expect("the port's address"));
     let required = payment_required(&base);
-    tokio::spawn(serve(listener, Arc::new(Answers::new(&required, &payer))));
+    tokio::spawn(serve(listener, Arc::new(Answers::new(&required, &payer, None))));
+    let upto_listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await.expect("a loopback port");
+    let upto_base = format!("http://{}", upto_listener.local_addr().expect("the port's address"));
+    let upto_required = upto_required(&upto_base);
+    tokio::spawn(serve(upto_listener, Arc::new(Answers::new(&upto_required, &payer, Some(UPTO_CHARGE)))));
 
-    let config = format!("[service]\nurl = \"{base}\"\n[policy]\n{POLICY}\n");
-    let config = ClientConfig::parse(&config, None).expect("the bench's configuration");
-    let ledger = Ledger::open_in(dir.path()).await.expect("the ledger");
-    let key = signer.clone();
-    let keys: KeyLoader = Arc::new(move || Ok(key.clone()));
-    // The happy path never reads a chain: none is configured.
-    let chains = Arc::new(Chains::new(vec![], ChainTimeouts::default()));
-    let client = PayingClient::new(Arc::new(config), ledger, keys, Arc::new(NobodyToAsk), chains);
+    let client = paying_client(&base, &dir.path().join("exact"), &signer).await;
+    let upto_client = paying_client(&upto_base, &dir.path().join("upto"), &signer).await;
     let caller = Caller { front_door: "cli", client: Some("bench".into()) };
     let request = Request {
         operation: "get_gas_price",
@@ -123,19 +127,22 @@ async fn run(calls: usize, bench: bool, parent: &Path) {
         );
     }
     for _ in 0..warm_up {
-        paid_call(&client, &request).await;
+        paid_call(&client, &request, "1000").await;
+        paid_call(&upto_client, &request, UPTO_CHARGE).await;
         bare_call(&http, &url, &request.body, &signature).await;
     }
-    let (mut paid, mut bare) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+    let (mut paid, mut upto, mut bare) =
+        (Vec::with_capacity(calls), Vec::with_capacity(calls), Vec::with_capacity(calls));
     let mut round = 0;
     while paid.len() < calls {
         let n = BLOCK.min(calls - paid.len());
-        for side in if round % 2 == 0 { [true, false] } else { [false, true] } {
+        // The three sides in turn, which one starts rotating from block to block.
+        for side in (0..3).map(|i| (i + round) % 3) {
             for _ in 0..n {
-                if side {
-                    paid.push(paid_call(&client, &request).await);
-                } else {
-                    bare.push(bare_call(&http, &url, &request.body, &signature).await);
+                match side {
+                    0 => paid.push(paid_call(&client, &request, "1000").await),
+                    1 => upto.push(paid_call(&upto_client, &request, UPTO_CHARGE).await),
+                    _ => bare.push(bare_call(&http, &url, &request.body, &signature).await),
                 }
             }
         }
@@ -145,32 +152,51 @@ async fn run(calls: usize, bench: bool, parent: &Path) {
         }
     }
 
-    // Every paid call, warm-ups too, is one `paid` row, and nothing else is in the ledger.
-    let rows = client.ledger().rows(0).await.expect("the ledger's rows");
-    let paid_rows = rows.iter().filter(|r| r.state == "paid").count();
-    assert_eq!(paid_rows, calls + warm_up, "one paid row per paid call: {:?}", rows.iter().find(|r| r.state != "paid"));
-    assert_eq!(rows.len(), paid_rows, "only paid rows");
-    client.ledger().close().await;
+    // Every paid call, warm-ups too, is one `paid` row, and nothing else is in the ledgers;
+    // an `upto` one holds what was charged.
+    for (client, amount) in [(&client, "1000"), (&upto_client, UPTO_CHARGE)] {
+        let rows = client.ledger().rows(0).await.expect("the ledger's rows");
+        let paid_rows = rows.iter().filter(|r| r.state == "paid" && r.amount.as_deref() == Some(amount)).count();
+        let odd = rows.iter().find(|r| r.state != "paid" || r.amount.as_deref() != Some(amount));
+        assert_eq!(paid_rows, calls + warm_up, "one paid row of {amount} per paid call: {odd:?}");
+        assert_eq!(rows.len(), paid_rows, "only paid rows");
+        client.ledger().close().await;
+    }
     if bench {
-        eprintln!("wallet bench: ledger has {paid_rows} paid rows");
-        let paid = summary(&mut paid);
-        let bare = summary(&mut bare);
+        eprintln!("wallet bench: each ledger has {} paid rows", calls + warm_up);
+        let (paid, upto, bare) = (summary(&mut paid), summary(&mut upto), summary(&mut bare));
         report("paid", calls, paid);
+        report("upto", calls, upto);
         report("bare", calls, bare);
         report("own", calls, paid.minus(bare));
+        report("own_upto", calls, upto.minus(bare));
     }
 }
 
-/// One paid call through the client; its time. Anything but a 200 that was paid stops the
-/// bench: a refusal would be timed as if it were the work.
-async fn paid_call(client: &PayingClient, request: &Request<'_>) -> Duration {
+/// The client paying the server at `base` from a ledger in `folder`; the chain it reads
+/// for an `upto` payment is the same server's JSON-RPC.
+async fn paying_client(base: &str, folder: &Path, signer: &PrivateKeySigner) -> PayingClient {
+    let config = format!("[service]\nurl = \"{base}\"\n[policy]\n{POLICY}\n");
+    let config = ClientConfig::parse(&config, None).expect("the bench's configuration");
+    let ledger = Ledger::open_in(folder).await.expect("the ledger");
+    let key = signer.clone();
+    let keys: KeyLoader = Arc::new(move || Ok(key.clone()));
+    let rpc = format!("{base}/rpc").parse().expect("the RPC URL");
+    let chains =
+        Arc::new(Chains::new(vec![ChainConfig::new("base-sepolia", 84532, vec![rpc])], ChainTimeouts::default()));
+    PayingClient::new(Arc::new(config), ledger, keys, Arc::new(NobodyToAsk), chains)
+}
+
+/// One paid call through the client, which must be charged `amount`; its time. Anything
+/// but a 200 that was paid stops the bench: a refusal would be timed as if it were the work.
+async fn paid_call(client: &PayingClient, request: &Request<'_>, amount: &str) -> Duration {
     let started = Instant::now();
     let answer = client.call(request).await;
     let elapsed = started.elapsed();
     let answer = answer.unwrap_or_else(|e| panic!("the paid call failed: {e}"));
     assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
     let paid = answer.paid.as_ref().expect("the call was paid");
-    assert_eq!((paid.amount.as_str(), paid.network.as_str()), ("1000", NETWORK));
+    assert_eq!((paid.amount.as_str(), paid.network.as_str()), (amount, NETWORK));
     elapsed
 }
 
@@ -219,14 +245,30 @@ fn payment_required(base: &str) -> Value {
     })
 }
 
-/// The server's two answers, whole, written as they are.
+/// What the `upto` server charges of the 1000 its offer allows.
+const UPTO_CHARGE: &str = "700";
+
+/// The `upto` server's ask: one `upto` offer for at most 1000, with the facilitator that
+/// settles it, and the permit extension.
+fn upto_required(base: &str) -> Value {
+    let mut required = payment_required(base);
+    required["accepts"][0]["scheme"] = json!("upto");
+    required["accepts"][0]["extra"]["facilitatorAddress"] = json!("0x00000000000000000000000000000000000fac17");
+    required["extensions"] = json!({"eip2612GasSponsoring": {"info": {"version": "1"}}});
+    required
+}
+
+/// The server's answers, whole, written as they are: the 402, the paid answer, and the
+/// JSON-RPC result of every `eth_call` (a uint256 high enough to be any allowance; Base
+/// Sepolia's id to `eth_chainId`).
 struct Answers {
     quote: Vec<u8>,
     delivered: Vec<u8>,
+    rpc_result: String,
 }
 
 impl Answers {
-    fn new(required: &Value, payer: &str) -> Answers {
+    fn new(required: &Value, payer: &str, charged: Option<&str>) -> Answers {
         let body = required.to_string();
         let quote = format!(
             "HTTP/1.1 402 Payment Required\r\ncontent-type: application/json\r\n{PAYMENT_REQUIRED}: {}\r\n\
@@ -234,7 +276,8 @@ impl Answers {
             x402::encode(required),
             body.len()
         );
-        let settlement = x402::SettlementResponse::settled(&format!("0x{}", "ab".repeat(32)), NETWORK, Some(payer));
+        let mut settlement = x402::SettlementResponse::settled(&format!("0x{}", "ab".repeat(32)), NETWORK, Some(payer));
+        settlement.amount = charged.map(str::to_string);
         let body = json!({"chain": "base-sepolia", "gas_price_wei": "1000000"}).to_string();
         let delivered = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{PAYMENT_RESPONSE}: {}\r\n\
@@ -242,7 +285,11 @@ impl Answers {
             x402::encode(&settlement),
             body.len()
         );
-        Answers { quote: quote.into_bytes(), delivered: delivered.into_bytes() }
+        Answers {
+            quote: quote.into_bytes(),
+            delivered: delivered.into_bytes(),
+            rpc_result: format!("0x{}", "ff".repeat(32)),
+        }
     }
 }
 
@@ -255,12 +302,13 @@ async fn serve(listener: TcpListener, answers: Arc<Answers>) {
 }
 
 /// Keep-alive HTTP/1.1 on one connection: each request's head and Content-Length body are
-/// read, and it is answered by whether it carries a payment. Nothing is checked.
+/// read, and it is answered by whether it carries a payment, or as JSON-RPC on `/rpc`.
+/// Nothing is checked.
 async fn connection(stream: TcpStream, answers: Arc<Answers>) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream);
     let (mut line, mut body) = (String::new(), Vec::new());
     loop {
-        let (mut length, mut paid, mut head) = (0, false, 0);
+        let (mut length, mut paid, mut head, mut rpc) = (0, false, 0, false);
         loop {
             line.clear();
             if reader.read_line(&mut line).await? == 0 {
@@ -272,6 +320,7 @@ async fn connection(stream: TcpStream, answers: Arc<Answers>) -> std::io::Result
                 break;
             }
             if head == 1 {
+                rpc = text.split(' ').nth(1) == Some("/rpc");
                 continue;
             }
             if let Some((name, value)) = text.split_once(':') {
@@ -284,6 +333,21 @@ async fn connection(stream: TcpStream, answers: Arc<Answers>) -> std::io::Result
         }
         body.resize(length, 0);
         reader.read_exact(&mut body).await?;
+        if rpc {
+            let request: Value = serde_json::from_slice(&body).unwrap_or_default();
+            // The chain's id when asked (the engine checks it), else the `eth_call` result.
+            let result = match request["method"].as_str() {
+                Some("eth_chainId") => json!(format!("{:#x}", 84532)),
+                _ => json!(answers.rpc_result),
+            };
+            let body = json!({"jsonrpc": "2.0", "id": request["id"], "result": result}).to_string();
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            reader.get_mut().write_all(answer.as_bytes()).await?;
+            continue;
+        }
         let answer = if paid { &answers.delivered } else { &answers.quote };
         reader.get_mut().write_all(answer).await?;
     }

@@ -46,16 +46,18 @@ pub async fn permit2_nonce_used(chain: &EvmChain, payer: &str, nonce: &str) -> R
     Ok(word.bit((nonce & U256::from(0xff)).to::<usize>()))
 }
 
-/// What an `upto` payer has given Permit2 to move of `asset`, and the payer's EIP-2612
-/// nonce on it (what a new permit must be signed with).
-pub async fn permit2_allowance(chain: &EvmChain, asset: &str, payer: Address) -> Result<(U256, U256), String> {
+/// What an `upto` payer has given Permit2 to move of `asset`.
+pub async fn permit2_allowance(chain: &EvmChain, asset: &str, payer: Address) -> Result<U256, String> {
     let token = PermitToken::new(parse::<Address>(asset, "asset")?, chain.provider());
-    let on = chain.chain_id();
-    let (allowance, nonce) = (token.allowance(payer, paperchain_protocol::upto_evm::PERMIT2), token.nonces(payer));
-    let (allowance, nonce) = tokio::join!(allowance.call(), nonce.call());
-    let allowance = allowance.map_err(|e| format!("allowance of Permit2 on {asset} on chain {on}: {e}"))?;
-    let nonce = nonce.map_err(|e| format!("the EIP-2612 nonce on {asset} on chain {on}: {e}"))?;
-    Ok((allowance, nonce))
+    let allowance = token.allowance(payer, paperchain_protocol::upto_evm::PERMIT2).call().await;
+    allowance.map_err(|e| format!("allowance of Permit2 on {asset} on chain {}: {e}", chain.chain_id()))
+}
+
+/// The payer's EIP-2612 nonce on `asset`: what its next permit is signed with.
+pub async fn permit_nonce(chain: &EvmChain, asset: &str, payer: Address) -> Result<U256, String> {
+    let token = PermitToken::new(parse::<Address>(asset, "asset")?, chain.provider());
+    let nonce = token.nonces(payer).call().await;
+    nonce.map_err(|e| format!("the EIP-2612 nonce on {asset} on chain {}: {e}", chain.chain_id()))
 }
 
 /// `holder`'s balance of the chain's native coin and of `asset`, in atomic units.

@@ -733,15 +733,15 @@ impl PayingClient {
         let terms = UptoTerms::of(offer)?;
         let window = UptoWindow::fresh(&terms, now);
         let chain = crate::chain::chain_of(&self.chains, &selected.network).map_err(PayError::Chain)?;
-        let (allowance, token_nonce) =
-            crate::chain::permit2_allowance(&chain, &selected.asset.address, signer.address())
-                .await
-                .map_err(PayError::Chain)?;
+        let asset = &selected.asset.address;
+        let allowance =
+            crate::chain::permit2_allowance(&chain, asset, signer.address()).await.map_err(PayError::Chain)?;
         let permit = if allowance >= terms.max {
             None
         } else if permit.sponsored {
+            let nonce = crate::chain::permit_nonce(&chain, asset, signer.address()).await.map_err(PayError::Chain)?;
             let value = alloy::primitives::U256::from(permit.allowance).max(terms.max);
-            Some(upto_evm::sign_permit2_allowance(signer, offer, value, token_nonce, window.deadline)?)
+            Some(upto_evm::sign_permit2_allowance(signer, offer, value, nonce, window.deadline)?)
         } else {
             return Err(PayError::Chain(format!(
                 "an `upto` payment needs Permit2 allowed to move {} of {} for {}, which it is not, and the service                  does not submit the permit for it (eip2612GasSponsoring); nothing was signed",

@@ -200,8 +200,9 @@ async fn an_upto_ocr_payment_authorized_for_twenty_pages_pays_for_the_twelve_rea
     // One permit was signed, for the day's cap on Base ($1): the second payment needed none.
     let chains = sandbox_chains(&sandbox);
     let usdc = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
-    let (allowance, permits) =
-        paperchain_wallet::chain::permit2_allowance(chains.get("base").unwrap(), usdc, payer.address()).await.unwrap();
+    let base = chains.get("base").unwrap();
+    let allowance = paperchain_wallet::chain::permit2_allowance(base, usdc, payer.address()).await.unwrap();
+    let permits = paperchain_wallet::chain::permit_nonce(base, usdc, payer.address()).await.unwrap();
     assert_eq!((allowance.to::<u128>(), permits.to::<u64>()), (1_000_000 - 14_000, 1));
     let (payer_before, payee_before) =
         (usdc_balance(&sandbox, payer.address()).await, usdc_balance(&sandbox, pay_to).await);

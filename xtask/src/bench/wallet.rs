@@ -5,7 +5,9 @@
 //! whole x402 v2 exchange: the 402 read, the policy's choice, the ledger's rows, the
 //! EIP-3009 signature, the paid request, the settlement read) against a loopback server
 //! that answers at once, and the bare transport of the same two requests made with plain
-//! reqwest; the difference is the client's. It runs twice: with the ledger on the bench
+//! reqwest; the difference is the client's. It times a second paid side paying with x402
+//! `upto` (a Permit2 signature and one chain read of Permit2's allowance), against the same
+//! bare transport. It runs twice: with the ledger on the bench
 //! folder's disk, and on a memory file system (/dev/shm, when it is tmpfs), where a flush
 //! costs nothing, so the table shows what the disk adds to the ledger's FULL commits.
 
@@ -39,6 +41,8 @@ struct Figures {
     bare: Percentiles,
     /// Paid minus bare, figure by figure.
     own: Percentiles,
+    /// Paid with `upto` minus bare.
+    own_upto: Percentiles,
 }
 
 pub(super) fn measure(dir: &Path) -> anyhow::Result<Report> {
@@ -76,9 +80,9 @@ fn run_bench(folder: &Path) -> anyhow::Result<Figures> {
             .find(|(side, ..)| side == name)
             .with_context(|| format!("the wallet bench printed no `{name}` result:\n{output}"))
     };
-    let (paid, bare, own) = (side("paid")?, side("bare")?, side("own")?);
+    let (paid, bare, own, own_upto) = (side("paid")?, side("bare")?, side("own")?, side("own_upto")?);
     ensure!(paid.1 == bare.1, "the wallet bench timed {} paid calls and {} bare ones", paid.1, bare.1);
-    Ok(Figures { calls: paid.1, paid: paid.2, bare: bare.2, own: own.2 })
+    Ok(Figures { calls: paid.1, paid: paid.2, bare: bare.2, own: own.2, own_upto: own_upto.2 })
 }
 
 /// `result side=paid calls=2000 p50_us=1.0 p99_us=2.0 max_us=3.0 mean_us=1.5`.
@@ -102,6 +106,8 @@ impl Report {
             "paid p99 µs",
             "client p50 µs",
             "client p99 µs",
+            "upto client p50 µs",
+            "upto client p99 µs",
             "bare / paid mean µs",
         ];
         let cells: Vec<Vec<String>> = self
@@ -117,6 +123,8 @@ impl Report {
                     format!("{:.0}", f.paid.p99_us),
                     format!("{:+.0}", f.own.p50_us),
                     format!("{:+.0}", f.own.p99_us),
+                    format!("{:+.0}", f.own_upto.p50_us),
+                    format!("{:+.0}", f.own_upto.p99_us),
                     format!("{:.0} / {:.0}", f.bare.mean_us, f.paid.mean_us),
                 ],
                 Err(e) => {
@@ -141,7 +149,9 @@ impl Report {
              reading the 402, the policy, the ledger's six statements (start, quote and finish without a flush; \
              reserve in BEGIN IMMEDIATE, signing and paid with one each, synchronous=FULL, WAL; on the memory \
              file system their flushes cost nothing), the EIP-3009 signature, encoding the payment, reading the \
-             settlement."
+             settlement. The upto client columns: the same with x402 `upto` (charged 700 of at most 1000): the \
+             Permit2 signature instead, plus one read of Permit2's allowance from the same loopback server as \
+             JSON-RPC (answered as enough: no permit to sign), and the charge read from the settlement."
         );
     }
 
