@@ -22,8 +22,8 @@
 //! checked by summing the day's paid rows, which grow by one each paid call.
 //!
 //! A timed loop rather than criterion, as in the gateway's paywall bench: the figures are
-//! the median and the 99th percentile of single calls, one at a time, and the sides
-//! alternate in blocks of 50 (which starts a round alternates too), so drift falls on both.
+//! the median and the 99th percentile of single calls, one at a time, and the sides take
+//! turns in blocks of 50 (which starts a round rotates too), so drift falls on all of them.
 //!
 //! A third side pays with x402 `upto` (a Permit2 transfer of at most 1000 units, charged
 //! 700): the same exchange, plus the one chain read an `upto` payment makes before it signs

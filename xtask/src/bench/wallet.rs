@@ -141,7 +141,7 @@ impl Report {
         }
         println!(
             "wallet/benches/client.rs, one call at a time over keep-alive loopback connections to an in-process \
-             HTTP/1.1 server that answers at once and checks nothing, the two sides alternating in blocks of 50. \
+             HTTP/1.1 server that answers at once and checks nothing, the three sides (exact, upto, bare) taking turns in blocks of 50. \
              Paid: PayingClient::call, a 402 then the paid request (USDC on Base Sepolia; a per-call cap, and a \
              per-day cap whose check sums the day's paid rows, so it grows by one row a paid call, warm-ups \
              included). Bare: the same two requests with plain reqwest, a fixed signed payment on the second. The \
