@@ -106,11 +106,13 @@ test("the wallet shows its balances; a limit changed in the app applies to the n
   await screenshot("12-wallet-settings-waiting");
   await page().type("#confirm-password", "not the password");
   await page().click("form[aria-label='Changes waiting for you'] button[type=submit]");
-  await page().waitForFunction(() => document.querySelector("form[aria-label='Changes waiting for you'] .field-error")?.textContent.includes("not the wallet's password"), { timeout: 30_000 });
+  // Each try derives the keystore's key (scrypt): seconds, and far more while other test
+  // processes load both cores.
+  await page().waitForFunction(() => document.querySelector("form[aria-label='Changes waiting for you'] .field-error")?.textContent.includes("not the wallet's password"), { timeout: 120_000 });
   await page().$eval("#confirm-password", (e) => (e.value = ""));
   await page().type("#confirm-password", process.env.PAPERCHAIN_PASSWORD);
   await page().click("form[aria-label='Changes waiting for you'] button[type=submit]");
-  await page().waitForFunction(() => !document.querySelector("form[aria-label='Changes waiting for you']"), { timeout: 30_000 });
+  await page().waitForFunction(() => !document.querySelector("form[aria-label='Changes waiting for you']"), { timeout: 120_000 });
   await accessible("the wallet and settings");
   await screenshot("12-wallet-settings");
   const answer = await agentCall();
