@@ -307,10 +307,6 @@ pub struct PayingClient {
     solana_key: OnceCell<Arc<paperchain_protocol::exact_svm::SigningKey>>,
     /// Resends of a paid request whose answer was lost.
     retries: u32,
-    /// Held by an `upto` payment from before it reads Permit2's allowance until its answer:
-    /// two at once would both count on the same allowance (and sign permits with the same
-    /// token nonce), and the second settlement would fail after its work was done.
-    upto: tokio::sync::Mutex<()>,
 }
 
 impl PayingClient {
@@ -345,7 +341,6 @@ impl PayingClient {
             solana: None,
             solana_key: OnceCell::new(),
             retries: 2,
-            upto: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -586,11 +581,12 @@ impl PayingClient {
         // The key first (a keyring may ask to be unlocked): nothing is reserved while waiting.
         let key =
             unless_stopped(stop, async { self.key_for(&selected.network).await.map_err(CallError::Keys) }).await?;
-        // One `upto` payment at a time in this process, each until its answer; waited for
-        // before anything is reserved, and what the policy says after the wait holds.
+        // One `upto` payment at a time for this wallet's ledger, in every process, each
+        // until its answer; waited for before anything is reserved, and what the policy
+        // says after the wait holds.
         let _one_upto = match selected.scheme == SCHEME_UPTO {
             true => {
-                let held = unless_stopped(stop, async { Ok(self.upto.lock().await) }).await?;
+                let held = unless_stopped(stop, self.one_upto_at_a_time()).await?;
                 config = self.config();
                 if policy::select(&config, host, &required)?.requirement != selected.requirement {
                     return Err(Refusal::Approval(format!(
@@ -666,6 +662,24 @@ impl PayingClient {
                 Err(lost) => return Err(self.lost(&paying, lost).await?),
             }
         }
+    }
+
+    /// The lock an `upto` payment holds from before it reads Permit2's allowance until its
+    /// answer: `upto.lock` beside the ledger, locked (flock) by every process paying from
+    /// this ledger, and by each payment of one process (each opens the file anew). Two at
+    /// once would count on the same allowance and sign permits with the same token nonce;
+    /// the second settlement would fail after its work was done.
+    async fn one_upto_at_a_time(&self) -> Result<std::fs::File, CallError> {
+        let path = self.ledger.path().with_file_name("upto.lock");
+        let locked = tokio::task::spawn_blocking(move || {
+            let file = std::fs::File::options().create(true).truncate(false).write(true).open(&path)?;
+            file.lock()?;
+            Ok::<_, std::io::Error>(file)
+        });
+        let failed = |e: &dyn std::fmt::Display| {
+            CallError::Ledger(LedgerError::other(self.ledger.path(), format!("locking upto.lock beside it: {e}")))
+        };
+        locked.await.map_err(|e| failed(&e))?.map_err(|e| failed(&e))
     }
 
     /// The key that pays on `network`: the Solana key on `solana:` networks, else the EVM key.

@@ -44,6 +44,13 @@ pub struct LedgerError {
 /// A statement with its values bound.
 type Update<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
 
+impl LedgerError {
+    /// A failure beside the ledger's file at `path` (its lock, say), saying what failed.
+    pub fn other(path: &Path, what: impl std::fmt::Display) -> LedgerError {
+        LedgerError { path: path.display().to_string(), message: what.to_string() }
+    }
+}
+
 /// States whose amount counts against the caps.
 const COUNTED: &str = "('reserved', 'signed', 'paid', 'unsettled')";
 

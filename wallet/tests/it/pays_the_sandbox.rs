@@ -184,14 +184,17 @@ async fn an_upto_ocr_payment_authorized_for_twenty_pages_pays_for_the_twelve_rea
         approver: None,
         stop: Default::default(),
     };
-    // Two at once while Permit2 may move nothing yet: each needs a permit signed with the
-    // token's nonce, and each counts on the allowance. Both are paid, one after the other
-    // (at once, the second permit would reuse the first one's nonce and its settlement
-    // would fail after the work), each for its own pages.
+    // Two at once while Permit2 may move nothing yet, from two clients of one wallet: each
+    // needs a permit signed with the token's nonce, and each counts on the allowance. Both
+    // are paid, one after the other (at once, the second permit would reuse the first one's
+    // nonce and its settlement would fail after the work), each for its own pages.
     let small = json!({ "file": { "data": paperchain_testkit::b64(&scan_of(3)), "filename": "three.pdf" }, "output": "base64" });
     let small = Request { body: small.to_string().into(), ..request.clone() };
     let before = usdc_balance(&sandbox, payer.address()).await;
-    let (first, second) = tokio::join!(client.call(&small), client.call(&small));
+    // The second payer is another client of the same wallet and ledger, as another process
+    // would be.
+    let (other, _) = client_of(&sandbox, "0.05", dir.path()).await;
+    let (first, second) = tokio::join!(client.call(&small), other.call(&small));
     for answer in [first.unwrap(), second.unwrap()] {
         assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
         assert_eq!(answer.paid.expect("paid").amount, "7000", "$0.003 + 2 pages with words of 3");
