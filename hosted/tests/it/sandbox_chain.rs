@@ -560,22 +560,35 @@ fn upto_request(payment: &Value, offer: &paperchain_protocol::x402::Offer, amoun
     facilitator_request(payment, &requirements)
 }
 
+/// A payment by the sandbox's payer for [`upto_offer`] of `max`, with the EIP-2612 permit
+/// that gives Permit2 its allowance (for the facilitator to submit): the offer, the window
+/// signed, and the payload.
+async fn sponsored_upto(
+    sandbox: &SandboxChain,
+    max: u64,
+) -> (paperchain_protocol::x402::Offer, paperchain_protocol::upto_evm::UptoWindow, Value) {
+    use paperchain_protocol::upto_evm::{UptoTerms, UptoWindow, sign_permit2_allowance, sign_upto_evm};
+    let payer = sandbox.payer_signer();
+    let offer = upto_offer(sandbox, max);
+    let window = UptoWindow::fresh(&UptoTerms::of(&offer).unwrap(), now());
+    let reader = ProviderBuilder::new().connect_http(sandbox.rpc_url().clone());
+    let nonce = ITestUsdc::new(sandbox.token(), &reader).nonces(payer.address()).call().await.unwrap();
+    let permit = sign_permit2_allowance(&payer, &offer, U256::from(max), nonce, window.deadline).unwrap();
+    let payment = serde_json::to_value(sign_upto_evm(&payer, &offer, None, &window, Some(permit)).unwrap()).unwrap();
+    (offer, window, payment)
+}
+
 #[tokio::test]
 async fn an_upto_payment_settles_what_was_used_never_more_than_authorized_and_once() {
-    use paperchain_protocol::upto_evm::{PERMIT2, UptoTerms, UptoWindow, sign_permit2_allowance, sign_upto_evm};
+    use paperchain_protocol::upto_evm::{PERMIT2, UptoWindow, sign_upto_evm};
     let sandbox = sandbox_chain().await;
     let facilitator = facilitator(&sandbox).await;
     let payer = sandbox.payer_signer();
-    let offer = upto_offer(&sandbox, 20_000);
-    let terms = UptoTerms::of(&offer).unwrap();
-    let window = UptoWindow::fresh(&terms, now());
     // The payer never allowed Permit2 anything: the EIP-2612 permit goes with the payment.
     let reader = ProviderBuilder::new().connect_http(sandbox.rpc_url().clone());
     let usdc = ITestUsdc::new(sandbox.token(), &reader);
     assert_eq!(usdc.allowance(payer.address(), PERMIT2).call().await.unwrap(), U256::ZERO);
-    let nonce = usdc.nonces(payer.address()).call().await.unwrap();
-    let permit = sign_permit2_allowance(&payer, &offer, terms.max, nonce, window.deadline).unwrap();
-    let payment = serde_json::to_value(sign_upto_evm(&payer, &offer, None, &window, Some(permit)).unwrap()).unwrap();
+    let (offer, _, payment) = sponsored_upto(&sandbox, 20_000).await;
     let (payer_before, payee_before) =
         (balance(&sandbox, payer.address()).await, balance(&sandbox, sandbox.pay_to()).await);
 
@@ -600,8 +613,9 @@ async fn an_upto_payment_settles_what_was_used_never_more_than_authorized_and_on
     assert_eq!(balance(&sandbox, payer.address()).await, payer_before - U256::from(12_000));
     // The proxy itself refuses more than permitted, whoever asks (the facilitator is
     // checked off chain above; here the chain does it).
-    let fresh = UptoWindow::fresh(&terms, now());
-    let second = serde_json::to_value(sign_upto_evm(&payer, &upto_offer(&sandbox, 5_000), None, &fresh, None).unwrap());
+    let small = upto_offer(&sandbox, 5_000);
+    let fresh = UptoWindow::fresh(&paperchain_protocol::upto_evm::UptoTerms::of(&small).unwrap(), now());
+    let second = serde_json::to_value(sign_upto_evm(&payer, &small, None, &fresh, None).unwrap());
     let error = facilitator.settle(&upto_request(&second.unwrap(), &upto_offer(&sandbox, 5_000), 6_000)).await;
     assert!(error.is_err(), "settling 6000 of an authorization for 5000");
 }
@@ -610,17 +624,10 @@ async fn an_upto_payment_settles_what_was_used_never_more_than_authorized_and_on
 async fn an_upto_settlement_a_crash_left_out_of_the_ledger_is_found_with_its_charge() {
     use paperchain_hosted::recovery::{Recovered, recover};
     use paperchain_hosted::store::{Authorization, Outcome, PaidRequest, PaymentState, Store};
-    use paperchain_protocol::upto_evm::{UptoTerms, UptoWindow, sign_permit2_allowance, sign_upto_evm};
     let sandbox = sandbox_chain().await;
     let facilitator = facilitator(&sandbox).await;
     let payer = sandbox.payer_signer();
-    let offer = upto_offer(&sandbox, 20_000);
-    let terms = UptoTerms::of(&offer).unwrap();
-    let window = UptoWindow::fresh(&terms, now());
-    let reader = ProviderBuilder::new().connect_http(sandbox.rpc_url().clone());
-    let nonce = ITestUsdc::new(sandbox.token(), &reader).nonces(payer.address()).call().await.unwrap();
-    let permit = sign_permit2_allowance(&payer, &offer, terms.max, nonce, window.deadline).unwrap();
-    let payment = serde_json::to_value(sign_upto_evm(&payer, &offer, None, &window, Some(permit)).unwrap()).unwrap();
+    let (offer, window, payment) = sponsored_upto(&sandbox, 20_000).await;
     // What the paywall keeps with an `upto` claim: the token, the payer, Permit2's nonce.
     let kept = |nonce: String, valid_before: u64| PaidRequest {
         operation: Some("ocr_pdf".into()),
