@@ -77,6 +77,10 @@ struct Browser {
     cdp: Connection,
     /// The box's root (profile, /tmp), removed with the browser.
     _root: tempfile::TempDir,
+    /// The root's `lock`, locked while this process uses the root: a process's browser is
+    /// not dropped when the process exits, so the next browser started on this machine
+    /// removes the roots nobody holds any more ([`remove_stale_roots`]).
+    _in_use: std::fs::File,
 }
 
 impl Drop for Browser {
@@ -151,12 +155,40 @@ impl BrowserHost {
     }
 }
 
+/// The prefix of a browser's folder in the temporary folder.
+const ROOT_PREFIX: &str = "paperchain-chromium-";
+
+/// How old a browser's folder must be before another process may take it for left over:
+/// past the moment its own process locks it.
+const STALE_AFTER: Duration = Duration::from_secs(60);
+
+/// Removes the browser folders of processes that are gone: those whose `lock` nobody holds,
+/// older than [`STALE_AFTER`]. A folder without a `lock` is left alone.
+fn remove_stale_roots(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else { return };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(ROOT_PREFIX) {
+            continue;
+        }
+        let Ok(lock) = std::fs::File::open(entry.path().join("lock")) else { continue };
+        let old =
+            lock.metadata().and_then(|m| m.modified()).is_ok_and(|at| at.elapsed().is_ok_and(|age| age > STALE_AFTER));
+        if old && lock.try_lock().is_ok() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// Starts a browser in a new box and waits until it answers.
 fn start(program: &Path) -> Result<Browser, String> {
+    remove_stale_roots(&std::env::temp_dir());
     let root = tempfile::Builder::new()
-        .prefix("paperchain-chromium-")
+        .prefix(ROOT_PREFIX)
         .tempdir()
         .map_err(|e| format!("cannot make the browser's folder: {e}"))?;
+    let in_use = std::fs::File::create(root.path().join("lock"))
+        .and_then(|lock| lock.lock().map(|()| lock))
+        .map_err(|e| format!("cannot lock the browser's folder: {e}"))?;
     for dir in ["tmp", "home", "profile"] {
         std::fs::create_dir_all(root.path().join(dir))
             .map_err(|e| format!("cannot make the browser's folders: {e}"))?;
@@ -211,7 +243,7 @@ fn start(program: &Path) -> Result<Browser, String> {
     drop(to_browser_read);
     drop(from_browser_write);
     let cdp = Connection::new(to_browser, from_browser);
-    let mut browser = Browser { child, cdp, _root: root };
+    let mut browser = Browser { child, cdp, _root: root, _in_use: in_use };
     let started = Instant::now();
     match browser.cdp.call(None, "Browser.getVersion", json!({}), Duration::from_secs(30)) {
         Ok(_) => Ok(browser),
@@ -509,4 +541,37 @@ fn load_and_print(
         .decode(data)
         .map_err(|e| Failure::Unresponsive(format!("the printed PDF is not base64: {e}")))?;
     Ok(printed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_folders_of_gone_browsers_are_removed() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = |name: &str, lock: Option<Duration>| {
+            let dir = temp.path().join(format!("{ROOT_PREFIX}{name}"));
+            std::fs::create_dir_all(dir.join("profile")).unwrap();
+            lock.map(|age| {
+                let file = std::fs::File::create(dir.join("lock")).unwrap();
+                file.set_modified(std::time::SystemTime::now() - age).unwrap();
+                file
+            })
+        };
+        let hour = Duration::from_secs(3600);
+        drop(root("gone", Some(hour)));
+        let held = root("running", Some(hour)).unwrap();
+        held.lock().unwrap();
+        drop(root("starting", Some(Duration::ZERO)));
+        root("older-kind", None);
+        std::fs::create_dir_all(temp.path().join("someone-else")).unwrap();
+        remove_stale_roots(temp.path());
+        let mut left: Vec<String> =
+            std::fs::read_dir(temp.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into()).collect();
+        left.sort();
+        let expected = ["older-kind", "running", "starting"].map(|n| format!("{ROOT_PREFIX}{n}"));
+        assert_eq!(left, [&expected[..], &["someone-else".to_string()]].concat());
+        drop(held);
+    }
 }
