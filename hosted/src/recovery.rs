@@ -164,15 +164,16 @@ async fn look_up_upto(
     let authorizer: Address =
         auth.authorizer.parse().map_err(|_| format!("authorizer `{}` is not an address", auth.authorizer))?;
     let nonce = U256::from_str_radix(&auth.nonce, 10).map_err(|_| format!("nonce `{}` is not a number", auth.nonce))?;
-    let data = nonceBitmapCall { owner: authorizer, wordPos: nonce >> 8 }.abi_encode();
+    let (word, bit) = paperchain_protocol::upto_evm::nonce_bit(nonce);
+    let data = nonceBitmapCall { owner: authorizer, wordPos: word }.abi_encode();
     let permit2 = paperchain_protocol::upto_evm::PERMIT2;
     let answer: String = chain
         .request("eth_call", (json!({ "to": permit2, "data": alloy::hex::encode_prefixed(data) }), "latest"))
         .await
         .map_err(|e| e.message)?;
     let bytes = alloy::hex::decode(&answer).map_err(|_| format!("nonceBitmap answered `{answer}`"))?;
-    let word = nonceBitmapCall::abi_decode_returns(&bytes).map_err(|e| format!("nonceBitmap: {e}"))?;
-    if !word.bit((nonce & U256::from(0xff)).to::<usize>()) {
+    let bitmap = nonceBitmapCall::abi_decode_returns(&bytes).map_err(|e| format!("nonceBitmap: {e}"))?;
+    if !bitmap.bit(bit) {
         return Ok(None);
     }
     let unknown = Ok(Some(("unknown".to_string(), None)));

@@ -62,6 +62,12 @@ alloy::sol! {
     }
 }
 
+/// Where Permit2 marks an unordered `nonce` used: the word of the owner's nonce bitmap
+/// (`nonceBitmap(owner, word)`) and the bit in it.
+pub fn nonce_bit(nonce: U256) -> (U256, usize) {
+    (nonce >> 8, (nonce & U256::from(0xff)).to::<usize>())
+}
+
 /// The payload of an `upto` EVM payment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -291,6 +297,12 @@ mod tests {
     fn recovered(signature: &str, hash: alloy::primitives::B256) -> Address {
         let bytes = alloy::primitives::hex::decode(signature.trim_start_matches("0x")).unwrap();
         Signature::try_from(bytes.as_slice()).unwrap().recover_address_from_prehash(&hash).unwrap()
+    }
+
+    #[test]
+    fn a_nonce_is_a_bit_of_a_bitmap_word() {
+        assert_eq!(nonce_bit(U256::from(3 * 256 + 5)), (U256::from(3), 5));
+        assert_eq!(nonce_bit(U256::MAX), (U256::MAX >> 8, 255));
     }
 
     #[test]

@@ -37,13 +37,14 @@ alloy::sol! {
 pub async fn permit2_nonce_used(chain: &EvmChain, payer: &str, nonce: &str) -> Result<bool, String> {
     let nonce =
         U256::from_str_radix(nonce, 10).map_err(|_| format!("the ledger's Permit2 nonce `{nonce}` cannot be read"))?;
+    let (word, bit) = paperchain_protocol::upto_evm::nonce_bit(nonce);
     let permit2 = Permit2Nonces::new(paperchain_protocol::upto_evm::PERMIT2, chain.provider());
-    let word = permit2
-        .nonceBitmap(parse(payer, "payer")?, nonce >> 8)
+    let bitmap = permit2
+        .nonceBitmap(parse(payer, "payer")?, word)
         .call()
         .await
         .map_err(|e| format!("Permit2 nonceBitmap on chain {}: {e}", chain.chain_id()))?;
-    Ok(word.bit((nonce & U256::from(0xff)).to::<usize>()))
+    Ok(bitmap.bit(bit))
 }
 
 /// What an `upto` payer has given Permit2 to move of `asset`.

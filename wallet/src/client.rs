@@ -584,21 +584,20 @@ impl PayingClient {
         // One `upto` payment at a time for this wallet's ledger, in every process, each
         // until its answer; waited for before anything is reserved, and what the policy
         // says after the wait holds.
-        let _one_upto = match selected.scheme == SCHEME_UPTO {
-            true => {
-                let held = unless_stopped(stop, self.one_upto_at_a_time()).await?;
-                config = self.config();
-                if policy::select(&config, host, &required)?.requirement != selected.requirement {
-                    return Err(Refusal::Approval(format!(
-                        "the spend policy changed while {} waited for another `upto` payment; nothing was paid, \
-                         call again",
-                        selected.describe()
-                    ))
-                    .into());
-                }
-                Some(held)
+        let _one_upto = if selected.scheme == SCHEME_UPTO {
+            let held = unless_stopped(stop, self.one_upto_at_a_time()).await?;
+            config = self.config();
+            if policy::select(&config, host, &required)?.requirement != selected.requirement {
+                return Err(Refusal::Approval(format!(
+                    "the spend policy changed while {} waited for another `upto` payment; nothing was paid, call \
+                     again",
+                    selected.describe()
+                ))
+                .into());
             }
-            false => None,
+            Some(held)
+        } else {
+            None
         };
         let policy = &config.policy;
         let caps = Caps {
@@ -758,7 +757,8 @@ impl PayingClient {
             Some(upto_evm::sign_permit2_allowance(signer, offer, value, nonce, window.deadline)?)
         } else {
             return Err(PayError::Chain(format!(
-                "an `upto` payment needs Permit2 allowed to move {} of {} for {}, which it is not, and the service                  does not submit the permit for it (eip2612GasSponsoring); nothing was signed",
+                "an `upto` payment needs Permit2 allowed to move {} of {} for {}, which it is not, and the service \
+                 does not submit the permit for it (eip2612GasSponsoring); nothing was signed",
                 selected.describe(),
                 selected.asset.address,
                 signer.address()
@@ -781,36 +781,33 @@ impl PayingClient {
     async fn delivered(&self, paying: &Paying<'_>, received: Received) -> Result<HostedAnswer, CallError> {
         let settlement = received.header(x402::PAYMENT_RESPONSE).map(x402_client::read_settlement);
         match settlement {
-            Some(Ok(settlement)) if paying.selected.scheme == SCHEME_UPTO => {
-                let tx = settlement.transaction.clone();
-                let kept_json = serde_json::to_value(&settlement).unwrap_or_default();
-                let most = paying.selected.atomic;
-                // What it says it charged; never more than was authorized, which is all the
-                // chain can move (a claim of more is recorded as the most, and said).
-                let charged = match settlement.charged().map(u128::from) {
-                    Some(charged) if charged <= most => charged,
-                    claimed => {
-                        tracing::warn!(
-                            call_id = paying.call_id,
-                            ?claimed,
-                            most,
-                            "an upto settlement does not say a charge within what was authorized; the most is recorded"
-                        );
-                        most
-                    }
-                };
-                let dollars =
-                    Dollars::of_atomic(charged, paying.selected.asset.decimals).unwrap_or(paying.selected.dollars);
-                kept(self.ledger.paid_charged(paying.call_id, Some(&tx), &kept_json, (charged, dollars)).await);
-                let mut paid = paying.paid(tx);
-                (paid.amount, paid.dollars) = (charged.to_string(), dollars);
-                Ok(received.answer(Some(paid)))
-            }
             Some(Ok(settlement)) => {
                 let tx = settlement.transaction.clone();
                 let kept_json = serde_json::to_value(&settlement).unwrap_or_default();
-                kept(self.ledger.paid(paying.call_id, Some(&tx), &kept_json).await);
-                let paid = paying.paid(tx);
+                let mut paid = paying.paid(tx.clone());
+                if paying.selected.scheme == SCHEME_UPTO {
+                    // What it says it charged; never more than was authorized, which is all
+                    // the chain can move (a claim of more is recorded as the most, and said).
+                    let most = paying.selected.atomic;
+                    let charged = match settlement.charged().map(u128::from) {
+                        Some(charged) if charged <= most => charged,
+                        claimed => {
+                            tracing::warn!(
+                                call_id = paying.call_id,
+                                ?claimed,
+                                most,
+                                "an upto settlement does not say a charge within what was authorized; the most is \
+                                 recorded"
+                            );
+                            most
+                        }
+                    };
+                    let dollars = Dollars::of_atomic(charged, paid.decimals).unwrap_or(paid.dollars);
+                    kept(self.ledger.paid_charged(paying.call_id, Some(&tx), &kept_json, (charged, dollars)).await);
+                    (paid.amount, paid.dollars) = (charged.to_string(), dollars);
+                } else {
+                    kept(self.ledger.paid(paying.call_id, Some(&tx), &kept_json).await);
+                }
                 Ok(received.answer(Some(paid)))
             }
             Some(Err(e)) => {

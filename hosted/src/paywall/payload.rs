@@ -10,7 +10,7 @@ use super::*;
 
 /// The spec's `payment-identifier` extension.
 pub use paperchain_protocol::x402::PAYMENT_IDENTIFIER;
-use paperchain_protocol::x402::{PAYMENT_ID_LENGTH, SCHEME_EXACT, SchemePayload};
+use paperchain_protocol::x402::{PAYMENT_ID_LENGTH, SCHEME_EXACT, SchemePayload, parse_amount};
 
 /// The `payment-identifier` extension as advertised: optional, with its schema.
 pub(super) fn payment_identifier_extension() -> Value {
@@ -99,14 +99,13 @@ pub(super) fn authorization(payment: &PaymentPayload) -> Option<Authorization> {
         SchemePayload::Permit2(permit) => {
             let auth = &permit.permit2_authorization;
             let text = |key: &str| auth.more.get(key)?.as_str();
-            let digits = |text: &str| !text.is_empty() && text.len() <= 78 && text.bytes().all(|b| b.is_ascii_digit());
-            let nonce = text("nonce").filter(|n| digits(n))?;
+            let nonce = text("nonce").filter(|n| parse_amount(n).is_some())?;
             let from = text("from").filter(|f| f.len() == 42 && f.starts_with("0x"))?;
             Some(Authorization {
                 asset: auth.permitted.token.to_ascii_lowercase(),
                 authorizer: from.to_ascii_lowercase(),
                 nonce: nonce.to_string(),
-                valid_before: text("deadline").filter(|d| digits(d))?.parse().ok()?,
+                valid_before: parse_amount(text("deadline")?)?.try_into().ok()?,
             })
         }
         SchemePayload::Other(_) => None,
