@@ -107,11 +107,21 @@ async fn announce_approvals(app: AppHandle, approvals: Arc<ApprovalQueue>) {
     }
 }
 
+/// Shows, restores and focuses the window in one turn of the main loop: asked from another
+/// thread, each step would be a message of its own, and a close handled between `show` and
+/// `set_focus` (which presents the window again) would leave a window the user just closed
+/// on the screen.
 fn show_main_window(app: &tauri::AppHandle) {
-    if let Some(window) = app.get_webview_window("main") {
-        let _ = window.show();
-        let _ = window.unminimize();
-        let _ = window.set_focus();
+    let handle = app.clone();
+    let shown = app.run_on_main_thread(move || {
+        if let Some(window) = handle.get_webview_window("main") {
+            let _ = window.show();
+            let _ = window.unminimize();
+            let _ = window.set_focus();
+        }
+    });
+    if let Err(e) = shown {
+        tracing::warn!("showing the window: {e}");
     }
 }
 
