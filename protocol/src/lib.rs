@@ -12,6 +12,9 @@
 //! - [`upto_evm`]: x402's `upto` scheme on EVM chains: a Permit2 transfer of at most the
 //!   offer's amount, settled for what the work used by the facilitator the offer names; the
 //!   EIP-2612 permit that gives Permit2 its allowance without gas.
+//! - [`batch_evm`]: x402's `batch-settlement` scheme on EVM chains: a deposit into an
+//!   escrow channel, a signed cumulative voucher per call, the escrow's calls the service
+//!   makes to claim, sweep and refund.
 //! - [`exact_svm`]: x402's `exact` scheme on Solana: the payer's transfer transaction (a v0
 //!   message the facilitator co-signs as fee payer), built, signed and read from bytes; the
 //!   server's checks before spending work on a payment.
@@ -23,6 +26,7 @@
 //! What this crate must not do: know about HTTP servers, routes, the ledger or where a key
 //! is kept. It takes a signer and wire values, and gives wire values back.
 
+pub mod batch_evm;
 pub mod eip3009;
 pub mod exact_evm;
 pub mod exact_svm;

@@ -108,7 +108,8 @@ pub(super) fn authorization(payment: &PaymentPayload) -> Option<Authorization> {
                 valid_before: parse_amount(text("deadline")?)?.try_into().ok()?,
             })
         }
-        SchemePayload::Other(_) => None,
+        // A channel's vouchers are tracked per channel, not as authorizations.
+        SchemePayload::Batch(_) | SchemePayload::Other(_) => None,
     }
 }
 

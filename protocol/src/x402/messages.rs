@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use super::{PAYMENT_ID_LENGTH, PAYMENT_IDENTIFIER, SCHEME_EXACT, SCHEME_UPTO, X402_VERSION};
 use crate::SignError;
+use crate::batch_evm::BatchPayload;
 use crate::exact_evm::ExactEvmPayload;
 use crate::exact_svm::ExactSvmPayload;
 
@@ -243,6 +244,8 @@ pub enum SchemePayload {
     Solana(ExactSvmPayload),
     /// `upto` on EVM (and `exact` with Permit2, for tokens without EIP-3009).
     Permit2(Permit2Payload),
+    /// `batch-settlement` on EVM: a deposit, a voucher or a refund request.
+    Batch(BatchPayload),
     /// A kind this side does not read; the facilitator may.
     Other(Map<String, Value>),
 }
@@ -262,6 +265,10 @@ impl<'de> Deserialize<'de> for SchemePayload {
             ExactSvmPayload::deserialize(&value)
                 .map(SchemePayload::Solana)
                 .map_err(|e| format!("{}: {e}", read("a Solana transaction")))
+        } else if value.get("channelConfig").is_some() {
+            BatchPayload::deserialize(&value)
+                .map(SchemePayload::Batch)
+                .map_err(|e| format!("{}: {e}", read("a batch-settlement deposit, voucher or refund")))
         } else if value.get("permit2Authorization").is_some() {
             Permit2Payload::deserialize(&value)
                 .map(SchemePayload::Permit2)
@@ -287,7 +294,8 @@ impl SchemePayload {
                 Some(whole(&permit.permit2_authorization.permitted.amount).unwrap_or(u64::MAX))
             }
             SchemePayload::Solana(svm) => Some(svm.transferred_amount().unwrap_or(u64::MAX)),
-            SchemePayload::Other(_) => None,
+            // A voucher is cumulative: what it adds is the server's to work out.
+            SchemePayload::Batch(_) | SchemePayload::Other(_) => None,
         }
     }
 }

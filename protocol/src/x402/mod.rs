@@ -40,6 +40,9 @@ pub const SCHEME_EXACT: &str = "exact";
 /// The scheme of an amount known after the work, up to a maximum the payer signs (EVM,
 /// through Permit2).
 pub const SCHEME_UPTO: &str = "upto";
+/// The scheme of a deposit into an escrow channel and a signed cumulative voucher per call,
+/// claimed in batches (EVM).
+pub const SCHEME_BATCH: &str = "batch-settlement";
 /// The extension by which a facilitator submits the payer's EIP-2612 permit for Permit2,
 /// so an `upto` payer needs no gas for the approval.
 pub const EIP2612_GAS_SPONSORING: &str = "eip2612GasSponsoring";
