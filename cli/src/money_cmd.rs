@@ -38,6 +38,17 @@ enum LedgerCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The wallet's batch-settlement payment channels: deposited, refunded, charged by
+    /// vouchers, and what is left; --close asks each channel's service to claim what was
+    /// charged and refund the rest to the wallet.
+    Channels {
+        /// Close every channel with something left.
+        #[arg(long)]
+        close: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(clap::Args)]
@@ -127,6 +138,9 @@ fn amount_text(row: &Row) -> String {
 
 pub async fn run_ledger(args: LedgerArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     let ledger = ledger(data_dir).await?;
+    if let Some(LedgerCommand::Channels { close, json }) = args.command {
+        return channels(ledger, data_dir, close, json).await;
+    }
     if let Some(LedgerCommand::Reconcile { json }) = args.command {
         let ctx = Context::try_new()?;
         let now = paperchain_wallet::ledger::now_secs();
@@ -454,4 +468,82 @@ pub async fn balance(data_dir: &Path, json: bool) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `paperchain ledger channels [--close]`.
+async fn channels(ledger: Ledger, data_dir: &Path, close: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let text = |amount: u128, channel: &paperchain_wallet::channels::Channel| {
+        format!("{} {}", format_atomic(amount, channel.decimals), channel.symbol)
+    };
+    let mut failed = 0;
+    let mut closed = Vec::new();
+    if close {
+        ledger.close().await;
+        let ctx = Context::try_new()?;
+        let nobody = std::sync::Arc::new(paperchain_wallet::client::NobodyToAsk);
+        let client = crate::paying::client(data_dir, &ctx, nobody, &crate::paying::RoutingArgs::default()).await?;
+        for (channel, result) in client.close_channels().await? {
+            match result {
+                Ok(done) => {
+                    if !json {
+                        println!("{}: {} refunded in {}", channel.id, text(done.refunded, &channel), done.tx);
+                    }
+                    closed.push(serde_json::json!({"channel": channel.id, "refunded": done.refunded.to_string(), "tx": done.tx}));
+                }
+                Err(why) => {
+                    failed += 1;
+                    eprintln!("{}: not closed: {why}", channel.id);
+                    closed.push(serde_json::json!({"channel": channel.id, "error": why}));
+                }
+            }
+        }
+        let channels = paperchain_wallet::channels::list(client.ledger()).await?;
+        print_channels(&channels, json, &closed, text);
+    } else {
+        let channels = paperchain_wallet::channels::list(&ledger).await?;
+        ledger.close().await;
+        print_channels(&channels, json, &closed, text);
+    }
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn print_channels(
+    channels: &[paperchain_wallet::channels::Channel],
+    json: bool,
+    closed: &[serde_json::Value],
+    text: impl Fn(u128, &paperchain_wallet::channels::Channel) -> String,
+) {
+    if json {
+        let listed: Vec<_> = channels
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "id": c.id, "host": c.host, "network": c.network, "payer": c.payer, "symbol": c.symbol,
+                    "deposited": c.deposited.to_string(), "refunded": c.refunded.to_string(),
+                    "charged": c.charged.to_string(), "unspent": c.unspent().to_string(),
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"channels": listed, "closed": closed}))
+                .unwrap_or_default()
+        );
+        return;
+    }
+    if channels.is_empty() {
+        println!("no payment channels");
+    }
+    for c in channels {
+        println!(
+            "{} {} on {}: deposited {}, refunded {}, charged {}, left {}",
+            c.id,
+            c.host,
+            c.network,
+            text(c.deposited, c),
+            text(c.refunded, c),
+            text(c.charged, c),
+            text(c.unspent(), c)
+        );
+    }
 }

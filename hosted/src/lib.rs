@@ -21,6 +21,7 @@
 //! that ended with the previous run); [`Hosted::stop`] closes the store and stops the
 //! sandbox's anvil and validator.
 
+pub mod batch;
 pub mod bazaar;
 pub mod config;
 pub mod facilitator;
@@ -68,6 +69,8 @@ pub struct HostedOptions {
     pub facilitator_timeout: Duration,
     /// The clock of free pools' UTC days.
     pub clock: Arc<dyn Clock>,
+    /// How often what `batch-settlement` channels charged is claimed on chain.
+    pub claim_every: Duration,
 }
 
 impl Default for HostedOptions {
@@ -76,6 +79,7 @@ impl Default for HostedOptions {
             run_timeout: Duration::from_secs(120),
             facilitator_timeout: FACILITATOR_TIMEOUT,
             clock: Arc::new(SystemClock),
+            claim_every: Duration::from_secs(60),
         }
     }
 }
@@ -162,7 +166,10 @@ impl Hosted {
             }
             None => evm,
         };
-        let paywall = build(config, catalog, &ctx, facilitator, options).await?;
+        let claim_every = options.claim_every;
+        let escrow = chain.escrow().map_err(|e| HostedError(e.to_string()))?;
+        let channels = batch::Channels::new(escrow, NETWORKS[0].caip2, 900, claim_every);
+        let paywall = build(config, catalog, &ctx, facilitator, options).await?.with_batch(channels);
         // Solana is offered once the facilitator has named its fee payer, `upto` once it has
         // named the address that settles it.
         paywall.learn_supported().await.map_err(HostedError)?;

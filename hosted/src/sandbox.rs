@@ -39,6 +39,7 @@ use alloy::primitives::{Address, B256, Bytes, U256};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol;
+use paperchain_protocol::batch_evm;
 use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
@@ -50,6 +51,8 @@ use x402_chain_eip155::v1_eip155_exact::VALIDATOR_ADDRESS;
 use x402_chain_eip155::{KnownNetworkEip155 as _, chain::AssetTransferMethod};
 use x402_chain_eip155::{V2Eip155Exact, V2Eip155Upto};
 use x402_facilitator_local::FacilitatorLocal;
+
+use crate::batch::escrow::Escrow;
 use x402_types::chain::{ChainId, ChainIdPattern, ChainProviderOps, ChainRegistry, FromConfig as _};
 use x402_types::config::LiteralOrEnv;
 use x402_types::networks::USDC;
@@ -76,9 +79,18 @@ const PERMIT2: (&str, &str) =
     (include_str!("../contracts/SandboxPermit2.json"), include_str!("../contracts/SandboxPermit2.sol"));
 const UPTO_PROXY: (&str, &str) =
     (include_str!("../contracts/SandboxUptoProxy.json"), include_str!("../contracts/SandboxUptoProxy.sol"));
+/// The batch-settlement escrow (docs/batch-settlement.md), placed at the escrow and at both
+/// deposit collectors (one code; what a copy does depends on its address).
+const BATCH_ESCROW: (&str, &str) =
+    (include_str!("../contracts/SandboxBatchEscrow.json"), include_str!("../contracts/SandboxBatchEscrow.sol"));
 
 /// anvil's dev account #0 (default mnemonic): the facilitator's signer.
 const FACILITATOR_KEY: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+
+/// anvil's dev account #2 (default mnemonic): the service's batch-settlement receiver
+/// authorizer, which submits deposits, claims and refunds (a key of its own: transactions
+/// from the facilitator's key would race it for nonces).
+const CHANNELS_KEY: &str = "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
 
 /// anvil's dev account #1 (default mnemonic): the token's owner, the only minter.
 const MINTER_KEY: &str = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
@@ -257,9 +269,9 @@ impl fmt::Debug for SandboxChain {
 impl SandboxChain {
     /// Starts anvil, puts the test USDC at the Base USDC address, and funds a fresh payer.
     pub async fn start(options: SandboxOptions) -> Result<SandboxChain, SandboxError> {
-        let [token_code, permit2_code, upto_code] =
-            [TOKEN, PERMIT2, UPTO_PROXY].map(|(json, _)| Artifact::load(json).map(|a| a.runtime));
-        let (token_code, permit2_code, upto_code) = (token_code?, permit2_code?, upto_code?);
+        let [token_code, permit2_code, upto_code, escrow_code] =
+            [TOKEN, PERMIT2, UPTO_PROXY, BATCH_ESCROW].map(|(json, _)| Artifact::load(json).map(|a| a.runtime));
+        let (token_code, permit2_code, upto_code, escrow_code) = (token_code?, permit2_code?, upto_code?, escrow_code?);
         let anvil = match options.anvil {
             Some(path) => path,
             None => find_anvil()?,
@@ -291,10 +303,13 @@ impl SandboxChain {
         sandbox.set_code(token, token_code).await?;
         sandbox.set_code(PERMIT2_ADDRESS, permit2_code).await?;
         sandbox.set_code(UPTO_PERMIT2_PROXY_ADDRESS, upto_code).await?;
+        for at in [batch_evm::ESCROW, batch_evm::ERC3009_COLLECTOR, batch_evm::PERMIT2_COLLECTOR] {
+            sandbox.set_code(at, escrow_code.clone()).await?;
+        }
         for placeholder in [VALIDATOR_ADDRESS, EXACT_PERMIT2_PROXY_ADDRESS] {
             sandbox.set_code(placeholder, Bytes::from_static(&ALWAYS_REVERTS)).await?;
         }
-        for account in [minter.address(), facilitator_signer] {
+        for account in [minter.address(), facilitator_signer, signer(CHANNELS_KEY)?.address()] {
             sandbox.set_balance(account, U256::from(GAS_MONEY_WEI)).await?;
         }
         let usdc = ISandboxUsdc::new(token, &sandbox.provider);
@@ -357,6 +372,12 @@ impl SandboxChain {
             // x402 lists Base USDC as EIP-3009; the contract's own domain is the fallback.
             AssetTransferMethod::Permit2 { .. } => ("USD Coin".to_string(), "2".to_string()),
         }
+    }
+
+    /// The service's `batch-settlement` escrow on this chain, driven by the sandbox's
+    /// channels key (funded with gas).
+    pub fn escrow(&self) -> Result<Escrow, SandboxError> {
+        Ok(Escrow::new(self.rpc_url.clone(), SANDBOX_CHAIN_ID, signer(CHANNELS_KEY)?))
     }
 
     /// An in-process x402 v2 facilitator (scheme `exact`, network `eip155:8453`) over this
@@ -746,11 +767,6 @@ impl Artifact {
 mod tests {
     use super::*;
     use alloy::primitives::keccak256;
-
-    /// The batch-settlement escrow (docs/batch-settlement.md): compiled and checked with the
-    /// official x402 client (hosted/contracts/batch_check.js), not yet placed by the sandbox.
-    const BATCH_ESCROW: (&str, &str) =
-        (include_str!("../contracts/SandboxBatchEscrow.json"), include_str!("../contracts/SandboxBatchEscrow.sol"));
 
     #[test]
     fn artifacts_match_their_sources() {

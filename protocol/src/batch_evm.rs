@@ -378,6 +378,71 @@ impl Erc3009Deposit {
     }
 }
 
+/// A channel's state as a service reports it (a paid answer's `extra.channelState`, and a
+/// corrective 402's `accepts[].extra.channelState`): what is deposited, claimed on chain and
+/// charged so far, atomic units in decimal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChannelState {
+    /// The channel id.
+    pub channel_id: String,
+    /// Deposited less refunded and withdrawn.
+    pub balance: String,
+    /// Claimed for the receiver on chain.
+    pub total_claimed: String,
+    /// When the payer asked to withdraw (Unix seconds), 0 when not.
+    pub withdraw_requested_at: u64,
+    /// The escrow's refund nonce of the channel.
+    pub refund_nonce: String,
+    /// What the service has charged in total: the next voucher is this plus the next price.
+    pub charged_cumulative_amount: String,
+}
+
+impl ChannelState {
+    /// The charged total and the balance, when they read.
+    pub fn amounts(&self) -> Option<(u128, u128)> {
+        let read = |text: &str| parse_amount(text).and_then(|a| u128::try_from(a).ok());
+        Some((read(&self.charged_cumulative_amount)?, read(&self.balance)?))
+    }
+}
+
+/// The escrow's errors, as declared (`hosted/contracts/SandboxBatchEscrow.sol`).
+const ESCROW_ERRORS: &[&str] = &[
+    "WrongAddress()",
+    "UnauthorizedCaller()",
+    "ZeroAmount()",
+    "EmptyBatch()",
+    "InvalidChannelConfig()",
+    "WithdrawDelayOutOfRange(uint40)",
+    "UnknownCollector(address)",
+    "DepositAmountMismatch(uint256,uint256)",
+    "InvalidVoucherSignature()",
+    "InvalidAuthorizerSignature()",
+    "AuthorizerMismatch()",
+    "ClaimExceedsVoucher(uint128,uint128)",
+    "ClaimExceedsBalance(uint128,uint128)",
+    "InvalidRefundNonce(uint256,uint256)",
+    "NothingToWithdraw()",
+    "WithdrawalPending()",
+    "NoPendingWithdrawal()",
+    "WithdrawDelayNotElapsed(uint40)",
+    "TransferFailed()",
+    "ReentrancyGuardReentrantCall()",
+];
+
+/// What a revert of the escrow (or of the token under it) says: the escrow error's name, or
+/// the `Error(string)` text; `None` for data neither.
+pub fn revert_reason(data: &[u8]) -> Option<String> {
+    let selector = data.get(..4)?;
+    if selector == [0x08, 0xc3, 0x79, 0xa0] {
+        return <(String,)>::abi_decode_params(&data[4..]).ok().map(|(text,)| text);
+    }
+    ESCROW_ERRORS
+        .iter()
+        .find(|signature| keccak256(signature.as_bytes())[..4] == *selector)
+        .map(|signature| signature.split('(').next().unwrap_or(signature).to_string())
+}
+
 /// The ERC-3009 nonce of a deposit into channel `id` with `salt`.
 pub fn deposit_nonce(id: B256, salt: B256) -> B256 {
     keccak256((id, salt).abi_encode())
@@ -517,6 +582,11 @@ mod tests {
         assert_eq!(refundCall::SELECTOR, [0xdc, 0xe4, 0xbf, 0xae]);
         assert_eq!(multicallCall::SELECTOR, [0xac, 0x96, 0x50, 0xd8]);
         assert_eq!(channelsCall::SELECTOR, [0x7a, 0x7e, 0xbd, 0x7b]);
+        let exceeds = [&keccak256("ClaimExceedsBalance(uint128,uint128)")[..4], &[0u8; 64][..]].concat();
+        assert_eq!(revert_reason(&exceeds).as_deref(), Some("ClaimExceedsBalance"));
+        let text = [&[0x08, 0xc3, 0x79, 0xa0][..], &("FiatTokenV2: invalid signature",).abi_encode_params()].concat();
+        assert_eq!(revert_reason(&text).as_deref(), Some("FiatTokenV2: invalid signature"));
+        assert_eq!(revert_reason(&[1, 2, 3, 4]), None);
     }
 
     #[test]

@@ -26,6 +26,11 @@ alloy::sol! {
     }
 
     #[sol(rpc)]
+    interface BatchEscrow {
+        function channels(bytes32 channelId) external view returns (uint128 balance, uint128 totalClaimed);
+    }
+
+    #[sol(rpc)]
     interface PermitToken {
         function allowance(address owner, address spender) external view returns (uint256);
         function nonces(address owner) external view returns (uint256);
@@ -45,6 +50,15 @@ pub async fn permit2_nonce_used(chain: &EvmChain, payer: &str, nonce: &str) -> R
         .await
         .map_err(|e| format!("Permit2 nonceBitmap on chain {}: {e}", chain.chain_id()))?;
     Ok(bitmap.bit(bit))
+}
+
+/// What the `batch-settlement` escrow holds for channel `id`: its balance (deposited less
+/// refunded and withdrawn) and what the receiver claimed of it.
+pub async fn escrow_channel(chain: &EvmChain, id: B256) -> Result<(u128, u128), String> {
+    let escrow = BatchEscrow::new(paperchain_protocol::batch_evm::ESCROW, chain.provider());
+    let state = escrow.channels(id).call().await;
+    let state = state.map_err(|e| format!("the escrow's channel {id} on chain {}: {e}", chain.chain_id()))?;
+    Ok((state.balance, state.totalClaimed))
 }
 
 /// What an `upto` payer has given Permit2 to move of `asset`.

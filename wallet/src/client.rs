@@ -32,7 +32,7 @@ use paperchain_engine_core::solana::Clusters;
 use paperchain_protocol::exact_evm::{self, AuthorizationWindow};
 use paperchain_protocol::upto_evm::{self, UptoTerms, UptoWindow};
 use paperchain_protocol::x402::{
-    self, EIP2612_GAS_SPONSORING, PaymentPayload, PaymentRequired, ResourceInfo, SCHEME_UPTO,
+    self, EIP2612_GAS_SPONSORING, PaymentPayload, PaymentRequired, ResourceInfo, SCHEME_BATCH, SCHEME_UPTO,
 };
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
@@ -472,6 +472,55 @@ impl PayingClient {
         Ok(Received { status, headers, body: body.freeze() })
     }
 
+    /// Closes every `batch-settlement` channel with something unspent: asks its service to
+    /// claim what was charged and refund the rest, in one transaction, and records the
+    /// refund. One closed channel, or why it is not, per channel.
+    pub async fn close_channels(&self) -> Result<Vec<(crate::channels::Channel, Result<Closed, String>)>, CallError> {
+        let _one = self.one_at_a_time("channels.lock").await?;
+        let signer = self.signer().await.map_err(CallError::Keys)?;
+        let mut out = Vec::new();
+        for channel in crate::channels::list(&self.ledger).await? {
+            if channel.unspent() == 0 || !channel.payer.eq_ignore_ascii_case(&signer.address().to_checksum(None)) {
+                continue;
+            }
+            let closed = self.close_channel(&signer, &channel).await;
+            out.push((channel, closed));
+        }
+        Ok(out)
+    }
+
+    async fn close_channel(
+        &self,
+        signer: &PrivateKeySigner,
+        channel: &crate::channels::Channel,
+    ) -> Result<Closed, String> {
+        let offer: x402::Offer = serde_json::from_value(channel.offer.clone()).map_err(|e| e.to_string())?;
+        let request = paperchain_protocol::batch_evm::sign_batch_refund(signer, &offer, channel.charged)
+            .map_err(|e| e.to_string())?;
+        let header = x402::encode(&request);
+        let received = self
+            .send(&channel.url, &channel.host, &bytes::Bytes::from_static(b"{}"), Some(&header))
+            .await
+            .map_err(|e| e.to_string())?;
+        let settlement = received.header(x402::PAYMENT_RESPONSE).map(x402_client::read_settlement);
+        match (received.status, settlement) {
+            (200, Some(Ok(settlement))) if settlement.success => {
+                let refunded = settlement.amount.as_deref().and_then(|a| a.parse::<u128>().ok()).unwrap_or(0);
+                crate::channels::refunded(&self.ledger, &channel.id, refunded, &settlement.transaction)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(Closed { refunded, tx: settlement.transaction })
+            }
+            (status, _) => {
+                let said = x402_client::read_payment_required(received.header(x402::PAYMENT_REQUIRED), &received.body)
+                    .ok()
+                    .and_then(|r| r.error)
+                    .unwrap_or_else(|| String::from_utf8_lossy(&received.body).chars().take(300).collect());
+                Err(format!("the service answered {status}: {}", crate::clean(&said, 300)))
+            }
+        }
+    }
+
     /// What the hosted service would charge for `request`, and whether the policy would
     /// pay it: the call is sent without a payment, nothing is signed or recorded.
     pub async fn quote(&self, request: &Request<'_>) -> Result<Quote, CallError> {
@@ -584,14 +633,20 @@ impl PayingClient {
         // One `upto` payment at a time for this wallet's ledger, in every process, each
         // until its answer; waited for before anything is reserved, and what the policy
         // says after the wait holds.
-        let _one_upto = if selected.scheme == SCHEME_UPTO {
-            let held = unless_stopped(stop, self.one_upto_at_a_time()).await?;
+        let lock = match selected.scheme {
+            SCHEME_UPTO => Some("upto.lock"),
+            // A channel's vouchers are cumulative: one call per channel at a time.
+            SCHEME_BATCH => Some("channels.lock"),
+            _ => None,
+        };
+        let _one_at_a_time = if let Some(lock) = lock {
+            let held = unless_stopped(stop, self.one_at_a_time(lock)).await?;
             config = self.config();
             if policy::select(&config, host, &required)?.requirement != selected.requirement {
                 return Err(Refusal::Approval(format!(
-                    "the spend policy changed while {} waited for another `upto` payment; nothing was paid, call \
-                     again",
-                    selected.describe()
+                    "the spend policy changed while {} waited for another `{}` payment; nothing was paid, call again",
+                    selected.describe(),
+                    selected.scheme
                 ))
                 .into());
             }
@@ -621,14 +676,21 @@ impl PayingClient {
             .min()
             .map_or(selected.atomic, |cap| cap.to_atomic(selected.asset.decimals).max(selected.atomic));
         let permit = Permit { sponsored: required.extensions.contains_key(EIP2612_GAS_SPONSORING), allowance };
-        let signed = match self.sign(&key, &selected, required.resource.as_ref(), &permit).await {
+        let signed = match &key {
+            PayingKey::Evm(signer) if selected.scheme == SCHEME_BATCH => {
+                let cap = policy.channel_deposit.map_or(0, |cap| cap.to_atomic(selected.asset.decimals));
+                self.sign_batch(signer, &selected, required.resource.as_ref(), (host, url), cap).await
+            }
+            _ => self.sign(&key, &selected, required.resource.as_ref(), &permit).await,
+        };
+        let signed = match signed {
             Ok(signed) => signed,
             Err(e) => {
                 self.ledger.release(call_id, &e.to_string()).await?;
                 return Err(e.into());
             }
         };
-        let Signed { mut payload, payer, nonce, valid_before } = signed;
+        let Signed { mut payload, payer, nonce, valid_before, batch } = signed;
         if let Some(extension) = required.extensions.get(PAYMENT_IDENTIFIER).filter(|e| e.is_object()) {
             // The extension echoed with the call's id in its `info` (whatever shape the
             // server gave `info`, the id goes into an object).
@@ -647,7 +709,7 @@ impl PayingClient {
         // row the reconciliation checks on chain.
         self.ledger.signing(call_id, &payer, &nonce, valid_before).await?;
         let header = x402::encode(&payload);
-        let paying = Paying { selected: &selected, payer: &payer, nonce, valid_before, call_id, host };
+        let paying = Paying { selected: &selected, payer: &payer, nonce, valid_before, call_id, host, batch };
         let mut attempt = 0;
         loop {
             match self.send(url, host, &request.body, Some(&header)).await {
@@ -663,20 +725,21 @@ impl PayingClient {
         }
     }
 
-    /// The lock an `upto` payment holds from before it reads Permit2's allowance until its
-    /// answer: `upto.lock` beside the ledger, locked (flock) by every process paying from
-    /// this ledger, and by each payment of one process (each opens the file anew). Two at
-    /// once would count on the same allowance and sign permits with the same token nonce;
-    /// the second settlement would fail after its work was done.
-    async fn one_upto_at_a_time(&self) -> Result<std::fs::File, CallError> {
-        let path = self.ledger.path().with_file_name("upto.lock");
+    /// The lock a payment holds from before it reads what it signs from until its answer:
+    /// `name` beside the ledger, locked (flock) by every process paying from this ledger,
+    /// and by each payment of one process (each opens the file anew). Two `upto` payments at
+    /// once would count on the same allowance and sign permits with the same token nonce
+    /// (`upto.lock`); two vouchers of one channel would be for the same total
+    /// (`channels.lock`): the second would fail after its work was done.
+    async fn one_at_a_time(&self, name: &str) -> Result<std::fs::File, CallError> {
+        let path = self.ledger.path().with_file_name(name);
         let locked = tokio::task::spawn_blocking(move || {
             let file = std::fs::File::options().create(true).truncate(false).write(true).open(&path)?;
             file.lock()?;
             Ok::<_, std::io::Error>(file)
         });
         let failed = |e: &dyn std::fmt::Display| {
-            CallError::Ledger(LedgerError::other(self.ledger.path(), format!("locking upto.lock beside it: {e}")))
+            CallError::Ledger(LedgerError::other(self.ledger.path(), format!("locking {name} beside it: {e}")))
         };
         locked.await.map_err(|e| failed(&e))?.map_err(|e| failed(&e))
     }
@@ -713,6 +776,7 @@ impl PayingClient {
                     payer: signer.address().to_checksum(None),
                     nonce: auth.nonce.to_string(),
                     valid_before: auth.valid_before,
+                    batch: None,
                 })
             }
             PayingKey::Solana(key) => {
@@ -725,6 +789,7 @@ impl PayingClient {
                     payer: signed.payer,
                     nonce: signed.memo,
                     valid_before,
+                    batch: None,
                 })
             }
         }
@@ -770,6 +835,31 @@ impl PayingClient {
             payer: signer.address().to_checksum(None),
             nonce: window.nonce.to_string(),
             valid_before: window.deadline,
+            batch: None,
+        })
+    }
+
+    /// A voucher of `selected` (a `batch-settlement` offer of `host`, paid at `url`) over
+    /// the payer's channel, with a deposit topping the channel up to `cap` atomic units when
+    /// it is short (crate::channels). The ledger's nonce is the channel and the voucher.
+    async fn sign_batch(
+        &self,
+        signer: &PrivateKeySigner,
+        selected: &Selected,
+        resource: Option<&ResourceInfo>,
+        (host, url): (&str, &str),
+        cap: u128,
+    ) -> Result<Signed, PayError> {
+        let now = crate::ledger::now_secs();
+        let (payload, voucher) =
+            crate::channels::sign(&self.ledger, signer, selected, resource, host, url, cap, now).await?;
+        let timeout = selected.requirement.terms.as_ref().map_or(0, |t| t.max_timeout_seconds);
+        Ok(Signed {
+            payload: any_scheme(payload),
+            payer: signer.address().to_checksum(None),
+            nonce: format!("{}:{}", voucher.channel.id, voucher.next.voucher),
+            valid_before: now + timeout,
+            batch: Some(voucher),
         })
     }
 
@@ -785,7 +875,17 @@ impl PayingClient {
                 let tx = settlement.transaction.clone();
                 let kept_json = serde_json::to_value(&settlement).unwrap_or_default();
                 let mut paid = paying.paid(tx.clone());
-                if paying.selected.scheme == SCHEME_UPTO {
+                if let Some(voucher) = &paying.batch {
+                    // A deposit went on chain only when the service names its transaction.
+                    let deposit = voucher.next.deposit.filter(|_| !tx.is_empty()).map(|d| (d, tx.as_str()));
+                    let channel = &voucher.channel;
+                    kept(
+                        crate::channels::paid(&self.ledger, channel, voucher.next.voucher, deposit, paying.call_id)
+                            .await,
+                    );
+                    let tx = (!tx.is_empty()).then_some(tx.as_str());
+                    kept(self.ledger.paid(paying.call_id, tx, &kept_json).await);
+                } else if paying.selected.scheme == SCHEME_UPTO {
                     // What it says it charged; never more than was authorized, which is all
                     // the chain can move (a claim of more is recorded as the most, and said).
                     let most = paying.selected.atomic;
@@ -833,10 +933,29 @@ impl PayingClient {
 
     /// A 402 to a paid request: never answered with a second signature.
     async fn refused(&self, paying: &Paying<'_>, received: &Received) -> Result<CallError, LedgerError> {
-        let reason = x402_client::read_payment_required(received.header(x402::PAYMENT_REQUIRED), &received.body)
-            .ok()
+        let required = x402_client::read_payment_required(received.header(x402::PAYMENT_REQUIRED), &received.body).ok();
+        let reason = required
+            .as_ref()
             .and_then(|r| r.error.as_deref().map(|e| crate::clean(e, 300)))
             .unwrap_or_else(|| "402 again".into());
+        if let Some(voucher) = &paying.batch {
+            // A refused voucher moves nothing beyond what the next one covers; a corrective
+            // 402 carrying this payer's own last voucher sets the channel's total back.
+            let state = required.as_ref().and_then(|r| crate::channels::corrective_state(r, voucher));
+            let mut chain = "A refused voucher moves nothing beyond the channel's later vouchers.".to_string();
+            if let (Some((state, voucher_state)), Ok(payer)) = (state, paying.payer.parse()) {
+                let id = &voucher.channel.id;
+                let resynced =
+                    crate::channels::resync(&self.ledger, id, voucher.chain_id, payer, &state, voucher_state.as_ref());
+                if let Some(charged) = resynced.await? {
+                    chain = format!(
+                        "{chain} The channel's charged total was set back to the service's {charged}; call again."
+                    );
+                }
+            }
+            self.ledger.unsettled(paying.call_id, &reason).await?;
+            return Ok(CallError::PaymentRefused { reason, chain });
+        }
         match self.check_chain(paying).await {
             ChainSays::Used(tx) => self.paid_but_lost(paying, tx).await,
             says => {
@@ -871,6 +990,9 @@ impl PayingClient {
     }
 
     async fn check_chain(&self, paying: &Paying<'_>) -> ChainSays {
+        if paying.batch.is_some() {
+            return ChainSays::Unknown("a voucher leaves no trace on chain until the service claims it".into());
+        }
         if paying.selected.network.starts_with("solana:") {
             let Some(solana) = &self.solana else { return ChainSays::Unknown("no Solana cluster".into()) };
             let found =
@@ -971,6 +1093,15 @@ fn user_builder(overrides: Overrides) -> crate::live::Builder {
     })
 }
 
+/// A channel closed: what its service refunded, in which transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Closed {
+    /// Atomic units refunded to the payer.
+    pub refunded: u128,
+    /// The transaction that claimed and refunded.
+    pub tx: String,
+}
+
 /// The key a payment is signed with.
 enum PayingKey {
     Evm(Arc<PrivateKeySigner>),
@@ -982,9 +1113,12 @@ struct Signed {
     /// The PaymentPayload, its scheme's payload as JSON (either scheme's).
     payload: PaymentPayload<Value, Value>,
     payer: String,
-    /// The EIP-3009 nonce, Permit2's (`upto`), or the Solana transaction's memo.
+    /// The EIP-3009 nonce, Permit2's (`upto`), the Solana transaction's memo, or the
+    /// channel and voucher (`batch-settlement`).
     nonce: String,
     valid_before: u64,
+    /// A voucher over a channel: what is recorded of it once the service accepts it.
+    batch: Option<crate::channels::Voucher>,
 }
 
 /// What an `upto` payment may ask of Permit2 when its allowance is short.
@@ -1023,6 +1157,7 @@ struct Paying<'a> {
     valid_before: u64,
     call_id: &'a str,
     host: &'a str,
+    batch: Option<crate::channels::Voucher>,
 }
 
 impl Paying<'_> {

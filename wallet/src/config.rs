@@ -18,6 +18,7 @@
 //! payees = []                              # empty: any payee
 //! clients = { "claude-desktop" = "0.50" }  # per client, per day
 //! networks = { "eip155:8453" = "1.00" }    # a main network is paid on only with a day cap
+//! channel_deposit = "0.50"                 # batch-settlement: most deposited into one channel
 //! [[policy.assets]]                        # besides USDC on Base, Polygon and their testnets
 //! network = "eip155:8453"
 //! address = "0x…"
@@ -150,6 +151,10 @@ pub struct PolicyConfig {
     pub networks: BTreeMap<String, Dollars>,
     /// Assets paid in, besides [`known_assets`].
     pub assets: Vec<Asset>,
+    /// Most deposited into one `batch-settlement` payment channel at a time; unset, no
+    /// channel is opened (a deposit is not spend, but it is locked in the escrow until
+    /// refunded). Each call's voucher is spend, under the caps above.
+    pub channel_deposit: Option<Dollars>,
     /// Why nothing is paid at all: no configuration is confirmed ([`crate::confirmed`]).
     pub locked: Option<String>,
 }
@@ -248,6 +253,7 @@ struct PolicyTable {
     networks: BTreeMap<String, String>,
     #[serde(default)]
     assets: Vec<Asset>,
+    channel_deposit: Option<String>,
 }
 
 /// The user's config folder: `$XDG_CONFIG_HOME/paperchain`, else `~/.config/paperchain`.
@@ -339,6 +345,7 @@ impl ClientConfig {
             clients: map("clients", &p.clients)?,
             networks: map("networks", &p.networks)?,
             assets: p.assets.clone(),
+            channel_deposit: dollars("channel_deposit", &p.channel_deposit)?,
             locked: None,
         };
         let service_url = table

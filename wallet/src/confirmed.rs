@@ -150,6 +150,14 @@ pub fn loosened(was: &ClientConfig, now: &ClientConfig) -> Vec<String> {
             out.push(format!("policy.{key}: {} → {}", cap_text(before), cap_text(after)));
         }
     }
+    if match (p.channel_deposit, q.channel_deposit) {
+        (None, Some(_)) => true,
+        (Some(before), Some(after)) => after > before,
+        _ => false,
+    } {
+        let before = p.channel_deposit.map_or_else(|| "no channels".to_string(), |d| d.to_string());
+        out.push(format!("policy.channel_deposit: {before} → {}", cap_text(q.channel_deposit)));
+    }
     let hosts = paid_hosts(was);
     for host in paid_hosts(now).into_iter().filter(|h| !hosts.contains(h)) {
         out.push(format!("policy.hosts: a new hosted service to pay, {host}"));
@@ -213,6 +221,8 @@ pub fn meet(confirmed: &ClientConfig, file: &ClientConfig) -> ClientConfig {
     policy.per_day = lower(c.per_day, f.per_day);
     policy.per_session = lower(c.per_session, f.per_session);
     policy.approve_above = lower(c.approve_above, f.approve_above);
+    // Unset opens no channel: the lower of two is unset when either is.
+    policy.channel_deposit = c.channel_deposit.zip(f.channel_deposit).map(|(a, b)| a.min(b));
     policy.clients = c.clients.clone();
     for (client, cap) in &f.clients {
         let cap = lower(Some(*cap), c.clients.get(client).copied()).unwrap_or(*cap);

@@ -307,6 +307,7 @@ impl Ledger {
             .map_err(error)?;
         let mut tx = full.begin_with("BEGIN IMMEDIATE").await.map_err(error)?;
         sqlx::raw_sql(SCHEMA).execute(&mut *tx).await.map_err(error)?;
+        sqlx::raw_sql(crate::channels::SCHEMA).execute(&mut *tx).await.map_err(error)?;
         // Columns added since the table was first made, to a ledger made before them.
         let columns: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info('calls')")
             .fetch_all(&mut *tx)
@@ -357,6 +358,16 @@ impl Ledger {
     async fn apply(&self, update: Update<'_>, pool: &SqlitePool) -> Result<(), LedgerError> {
         update.execute(pool).await.map_err(|e| self.error(e))?;
         Ok(())
+    }
+
+    /// The connections that flush every commit (what records money uses).
+    pub(crate) fn pool(&self) -> &SqlitePool {
+        &self.full
+    }
+
+    /// An SQL error, naming this ledger's file.
+    pub(crate) fn sql_error(&self, e: sqlx::Error) -> LedgerError {
+        self.error(e)
     }
 
     fn error(&self, e: sqlx::Error) -> LedgerError {

@@ -10,6 +10,7 @@
 //! - [`client`]: the x402 v2 exchange, paid once.
 //! - [`solana_pay`]: a Solana `exact` payment built from the chain and signed.
 //! - [`chain`], [`reconcile`]: what the chain says of each payment.
+//! - [`channels`]: `batch-settlement` channels: deposits, vouchers, refunds.
 //! - [`x402_client`]: reading a 402 and a settlement.
 //! - [`approvals`]: payments waiting for the user's answer in the app.
 //! - [`config_edit`]: the user's changes to `config.toml`, one key at a time.
@@ -25,6 +26,7 @@
 
 pub mod approvals;
 pub mod chain;
+pub mod channels;
 pub mod client;
 pub mod config;
 pub mod config_edit;

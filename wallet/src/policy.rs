@@ -5,7 +5,9 @@
 //! calls up (day, session, client, network) are checked when the amount is reserved in the
 //! ledger, atomically ([`crate::ledger::Ledger::reserve`]).
 
-use paperchain_protocol::x402::{EIP2612_GAS_SPONSORING, Offer, PaymentRequired, SCHEME_EXACT, SCHEME_UPTO};
+use paperchain_protocol::x402::{
+    EIP2612_GAS_SPONSORING, Offer, PaymentRequired, SCHEME_BATCH, SCHEME_EXACT, SCHEME_UPTO,
+};
 
 use crate::config::{Asset, ClientConfig, TEST_NETWORKS, is_address_of, same_address};
 use crate::money::{Dollars, format_atomic};
@@ -15,8 +17,9 @@ use crate::money::{Dollars, format_atomic};
 pub struct Selected {
     /// The `accepts` entry to sign: read, and exactly as the server sent it.
     pub requirement: Offer,
-    /// `exact`, or `upto` (then `atomic` is the most it may charge: what is reserved and
-    /// checked against the caps).
+    /// `exact`, `upto` (then `atomic` is the most it may charge: what is reserved and
+    /// checked against the caps), or `batch-settlement` (a voucher of `atomic` over a
+    /// channel, with a deposit when the channel is short).
     pub scheme: &'static str,
     /// Its amount in the asset's atomic units.
     pub atomic: u128,
@@ -73,9 +76,10 @@ pub enum Refusal {
 pub const MAX_TIMEOUT_SECONDS: u64 = 3600;
 
 /// Chooses what to pay of the PaymentRequired `required`, sent by `host`: the cheapest
-/// offer the policy allows, its most for an `upto` one. Of two as cheap, an `upto` one (it
-/// never charges more) when the service submits the permit Permit2 needs
-/// (`eip2612GasSponsoring`), else the server's order.
+/// offer the policy allows, its most for an `upto` one. Of two as cheap, a
+/// `batch-settlement` one when `policy.channel_deposit` allows channels (a voucher, no
+/// transaction per call), then an `upto` one (it never charges more) when the service
+/// submits the permit Permit2 needs (`eip2612GasSponsoring`), else the server's order.
 pub fn select(config: &ClientConfig, host: &str, required: &PaymentRequired) -> Result<Selected, Refusal> {
     if let Some(why) = &config.policy.locked {
         return Err(Refusal::Unconfirmed(why.clone()));
@@ -102,9 +106,20 @@ pub fn select(config: &ClientConfig, host: &str, required: &PaymentRequired) -> 
                 refuse("scheme `upto` is paid on EVM networks only".into());
                 continue;
             }
+            Some(SCHEME_BATCH) if !network.starts_with("eip155:") => {
+                refuse("scheme `batch-settlement` is paid on EVM networks only".into());
+                continue;
+            }
+            Some(SCHEME_BATCH) if policy.channel_deposit.is_none() => {
+                refuse(
+                    "scheme `batch-settlement` opens a payment channel: set policy.channel_deposit to use one".into(),
+                );
+                continue;
+            }
+            Some(SCHEME_BATCH) => SCHEME_BATCH,
             other => {
                 let shown = other.map_or_else(|| "(none)".to_string(), |s| format!("`{}`", crate::clean(s, 80)));
-                refuse(format!("scheme {shown} is not `exact` or `upto`"));
+                refuse(format!("scheme {shown} is not `exact`, `upto` or `batch-settlement`"));
                 continue;
             }
         };
@@ -166,9 +181,19 @@ pub fn select(config: &ClientConfig, host: &str, required: &PaymentRequired) -> 
             refuse(format!("{dollars} is more than the {cap} allowed per call (policy.per_call)"));
             continue;
         }
+        if scheme == SCHEME_BATCH && policy.channel_deposit.is_some_and(|cap| cap < dollars) {
+            refuse(format!("{dollars} is more than policy.channel_deposit lets a payment channel hold"));
+            continue;
+        }
+        // Of two as cheap: a channel's voucher (no transaction per call), then a sponsored
+        // `upto`, then the server's order.
         let sponsored = required.extensions.contains_key(EIP2612_GAS_SPONSORING);
-        let preferred =
-            |b: &Selected| b.dollars < dollars || (b.dollars == dollars && !(sponsored && scheme == SCHEME_UPTO));
+        let rank = |scheme: &str| match scheme {
+            SCHEME_BATCH => 2,
+            SCHEME_UPTO if sponsored => 1,
+            _ => 0,
+        };
+        let preferred = |b: &Selected| b.dollars < dollars || (b.dollars == dollars && rank(b.scheme) >= rank(scheme));
         if best.as_ref().is_some_and(preferred) {
             continue;
         }
@@ -247,7 +272,7 @@ mod tests {
         for part in [
             "payee 0x1111",
             "asset 0x9999",
-            "scheme `stream` is not `exact` or `upto`",
+            "scheme `stream` is not `exact`, `upto` or `batch-settlement`",
             "EVM and Solana networks only",
             "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp: a main network",
             "payTo \"nobody\"",

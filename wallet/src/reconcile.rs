@@ -79,6 +79,9 @@ async fn check_rows(
         let check = check_row(ledger, reads, &row, now_secs).await?;
         checks.push(check);
     }
+    if !open_only {
+        checks.extend(crate::channels::reconcile(ledger, reads.chains).await?);
+    }
     Ok(checks)
 }
 
@@ -95,6 +98,13 @@ async fn check_row(ledger: &Ledger, reads: &Reads<'_>, row: &Row, now_secs: u64)
     else {
         return Ok(verdict("unknown", row.tx.clone(), "the row lacks the payment's details".into()));
     };
+    if row.scheme.as_deref() == Some(paperchain_protocol::x402::SCHEME_BATCH) {
+        // A voucher moves nothing by itself: its channel is checked as a whole (the rows
+        // named `channel …`).
+        let verdict_name = if row.state == "paid" { "ok" } else { "unknown" };
+        let detail = format!("a voucher of {amount} over a payment channel; the channel is checked against the escrow");
+        return Ok(verdict(verdict_name, row.tx.clone(), detail));
+    }
     if network.starts_with("solana:") {
         let payment = SolanaPayment { network, asset, payer, payee, amount };
         return check_solana_row(ledger, reads.clusters, row, &payment, now_secs, verdict).await;

@@ -46,8 +46,8 @@ use paperchain_engine::catalog::{Admission, PreparedCall, Produces, RouteEntry};
 use paperchain_engine::{Catalog, Context, EngineError, ErrorKind, Price, Reply, cancel};
 use paperchain_protocol::exact_svm;
 use paperchain_protocol::x402::{
-    self, EIP2612_GAS_SPONSORING, PaymentPayload, PaymentRequired, Requirements, ResourceInfo, SCHEME_UPTO,
-    SettlementResponse, Version2,
+    self, EIP2612_GAS_SPONSORING, PaymentPayload, PaymentRequired, Requirements, ResourceInfo, SCHEME_BATCH,
+    SCHEME_UPTO, SchemePayload, SettlementResponse, Version2,
 };
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -67,6 +67,7 @@ use paperchain_calls::Body;
 pub use paperchain_calls::paywall::{Answer, Failure, FreeAsk, PaidCall, Payment, Receipt, Required, RequiredBody};
 use paperchain_gateway::files::FileStore;
 
+mod batch;
 mod payload;
 
 pub use payload::{PAYMENT_IDENTIFIER, client_key};
@@ -139,6 +140,8 @@ pub struct Paywall {
     /// The chains payments are looked up on after a crash (recovery.rs).
     chains: Arc<paperchain_engine::evm::Chains>,
     solana: Arc<paperchain_engine::solana::Clusters>,
+    /// The `batch-settlement` channels, on the one EVM network they are offered on.
+    batch: Option<Arc<crate::batch::Channels>>,
 }
 
 /// How often the unpaid refusals counted in memory are added to the store.
@@ -183,7 +186,14 @@ impl Paywall {
             files: std::sync::RwLock::new(None),
             chains: ctx.chains.clone(),
             solana: ctx.solana.clone(),
+            batch: None,
         }
+    }
+
+    /// Offers `batch-settlement` on the network of `channels` beside `exact`, for every route.
+    pub fn with_batch(mut self, channels: crate::batch::Channels) -> Paywall {
+        self.batch = Some(Arc::new(channels));
+        self
     }
 
     /// Keeps the files of `output: "url"` calls in `files`, linked under `base_url`, before
@@ -234,8 +244,15 @@ impl Paywall {
         let mut hourly = tokio::time::interval(Duration::from_secs(3600));
         let mut recovery = tokio::time::interval(RECOVERY_EVERY);
         recovery.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let claim_every = self.batch.as_ref().map_or(Duration::from_secs(3600), |b| b.claim_every());
+        let mut claims = tokio::time::interval_at(tokio::time::Instant::now() + claim_every, claim_every);
+        claims.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
+                _ = claims.tick() => {
+                    self.claim_channels().await;
+                    continue;
+                }
                 _ = flush.tick() => {
                     if let Err(e) = self.store.flush_counts().await {
                         tracing::error!(error = %e, "writing the unpaid counts failed; kept for the next try");
@@ -272,6 +289,19 @@ impl Paywall {
                 Ok(n) => tracing::warn!(claims = n, "payment claims left unfinished were marked abandoned"),
                 Err(e) => tracing::warn!(error = %e, "checking for unfinished payment claims failed"),
             }
+        }
+    }
+
+    /// Claims what the `batch-settlement` channels charged (crate::batch), after releasing
+    /// reservations of calls that died. Every [`crate::batch::Channels::claim_every`].
+    pub async fn claim_channels(&self) {
+        let Some(channels) = &self.batch else { return };
+        let stale = self.run_timeout + self.facilitator_timeout * 2 + Duration::from_secs(600);
+        if let Err(e) = self.store.release_stale_channels(stale).await {
+            tracing::warn!(error = %e, "releasing channel reservations of stopped calls failed");
+        }
+        if let Err(e) = channels.sweep(&self.store).await {
+            tracing::warn!(error = %e, "claiming the batch-settlement channels failed; tried again at the next sweep");
         }
     }
 
@@ -370,24 +400,25 @@ impl Paywall {
             .collect()
     }
 
-    /// What a call of `route` at `price` may be paid with: the [`Paywall::requirements`],
-    /// and for a metered route (its quote the most it costs) an `upto` offer after each EVM
-    /// network's `exact` one, where the facilitator settles `upto`.
+    /// What a call of `route` at `price` may be paid with: the [`Paywall::requirements`];
+    /// for a metered route (its quote the most it costs) an `upto` offer after each EVM
+    /// network's `exact` one, where the facilitator settles `upto`; and `batch-settlement`
+    /// on the network whose channels this service keeps.
     pub async fn offers(&self, route: &RouteEntry, price: Price) -> Vec<Requirements> {
         let exact = self.requirements(price).await;
-        if !route.metered() {
+        if !route.metered() && self.batch.is_none() {
             return exact;
         }
         let upto = self.upto.read().await;
-        let mut offers = Vec::with_capacity(exact.len() * 2);
+        let mut offers = Vec::with_capacity(exact.len() * 3);
         for requirement in exact {
-            let metered = upto.get(requirement.network.as_str()).map(|(extra, _)| Requirements {
-                scheme: SCHEME_UPTO.to_string(),
-                extra: Some(extra.clone()),
-                ..requirement.clone()
+            let metered = upto.get(requirement.network.as_str()).filter(|_| route.metered()).map(|(extra, _)| {
+                Requirements { scheme: SCHEME_UPTO.to_string(), extra: Some(extra.clone()), ..requirement.clone() }
             });
+            let channel = self.batch_offer(&requirement);
             offers.push(requirement);
             offers.extend(metered);
+            offers.extend(channel);
         }
         offers
     }
@@ -432,11 +463,11 @@ impl Paywall {
             None => self.unpaid(&call, ctx, &mut decision).await,
             Some(Payment::X402(ref header)) => {
                 let payment = x402::decode_payment(header);
-                self.paid_x402(&call, payment, ctx, &mut decision).await
+                self.paid_or_refund(&call, payment, ctx, &mut decision).await
             }
             Some(Payment::X402Json(ref value)) => {
                 let payment = x402::read(value.clone(), "the payment").map(|read| (value.clone(), read));
-                self.paid_x402(&call, payment, ctx, &mut decision).await
+                self.paid_or_refund(&call, payment, ctx, &mut decision).await
             }
             Some(Payment::Mpp(ref header)) => self.paid_mpp(&call, header, ctx, &mut decision).await,
         };
@@ -551,6 +582,24 @@ impl Paywall {
         }
     }
 
+    /// A paid call, or a `batch-settlement` refund request (which runs no route, so its
+    /// body is not the route's input).
+    async fn paid_or_refund(
+        &self,
+        call: &PaywallCall<'_>,
+        payment: Result<(Value, PaymentPayload), String>,
+        ctx: &Context,
+        decision: &mut Decision,
+    ) -> Answer {
+        if let Ok((_, read)) = &payment
+            && let Some(refund) = batch::refund_request(read)
+        {
+            decision.network = Some(read.accepted.network.clone());
+            return self.refund_batch(call, read, refund, decision).await;
+        }
+        self.paid_x402(call, payment, ctx, decision).await
+    }
+
     async fn paid_x402(
         &self,
         call: &PaywallCall<'_>,
@@ -626,6 +675,19 @@ impl Paywall {
             let error = "requirements_mismatch: the payment's accepted requirements differ from the ones offered \
                          (scheme, asset, payTo, maxTimeoutSeconds or extra)";
             let error = refuse(decision, Outcome::InvalidPayment, "requirements_mismatch", error.into());
+            return self.required(call, price, Some(error)).await;
+        }
+        if let SchemePayload::Batch(channel) = &payment.payload {
+            if ours.scheme != SCHEME_BATCH {
+                let error = "invalid_payment: a batch-settlement payload for another scheme".to_string();
+                let error = refuse(decision, Outcome::InvalidPayment, "invalid_payment", error);
+                return self.required(call, price, Some(error)).await;
+            }
+            return self.paid_batch(call, price, prepared, &payment, channel, ctx, decision).await;
+        }
+        if ours.scheme == SCHEME_BATCH {
+            let error = "invalid_payment: a batch-settlement payment carries a deposit or a voucher".to_string();
+            let error = refuse(decision, Outcome::InvalidPayment, "invalid_payment", error);
             return self.required(call, price, Some(error)).await;
         }
         // A Solana payment its payer did not sign can never settle: refused before any work.

@@ -50,9 +50,11 @@ use super::liveness::RunLock;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use time::{Date, OffsetDateTime};
 
+mod channels;
 mod records;
 mod schema;
 
+pub use channels::{ChannelCommit, ChannelRow, ChannelTx, NewChannel};
 pub use records::*;
 use schema::MIGRATIONS;
 
@@ -706,6 +708,19 @@ impl Store {
         .bind(clip_opt(&decision.client))
         .bind(decision.payment_key.map(hex::encode))
         .bind(charged);
+        if let Some(commit) = &decision.channel {
+            // The voucher becomes the charged total with the row about it, in one transaction.
+            let mut tx = self.inner.pool.begin().await?;
+            if !channels::commit_channel(&mut tx, commit).await? {
+                return Err(StoreError::Corrupt {
+                    table: "channels",
+                    detail: format!("channel {} no longer holds the reservation {}", commit.id, commit.charged),
+                });
+            }
+            let id = insert.fetch_one(&mut *tx).await?;
+            tx.commit().await?;
+            return Ok(id);
+        }
         let Some(finish) = &decision.finish else {
             let pool = if decision.outcome.moves_money() { &self.inner.pool } else { &self.inner.relaxed };
             return Ok(insert.fetch_one(pool).await?);
@@ -812,7 +827,8 @@ impl Store {
         loop {
             let done = sqlx::query(
                 "DELETE FROM decisions WHERE id IN (SELECT id FROM decisions WHERE at_ms < ?1
-                     AND outcome NOT IN ('paid', 'mpp_paid', 'settle_failed', 'redelivered') LIMIT 5000)",
+                     AND outcome NOT IN ('paid', 'mpp_paid', 'settle_failed', 'redelivered', 'channel_refunded')
+                     LIMIT 5000)",
             )
             .bind(cutoff_ms)
             .execute(&self.inner.relaxed)
@@ -891,6 +907,7 @@ fn decision_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<Decision, StoreErr
         client: row.try_get("client")?,
         payment_key,
         finish: None,
+        channel: None,
     })
 }
 

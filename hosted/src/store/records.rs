@@ -216,11 +216,14 @@ pub enum Outcome {
     Redelivered,
     /// The facilitator could not be reached (503).
     FacilitatorUnavailable,
+    /// A `batch-settlement` channel closed at its payer's request: what it charged claimed,
+    /// the rest refunded (the row's `tx_hash`; no route ran).
+    Refunded,
 }
 
 impl Outcome {
     /// Every outcome.
-    pub const ALL: [Outcome; 14] = [
+    pub const ALL: [Outcome; 15] = [
         Outcome::PaymentRequired,
         Outcome::PriceMismatch,
         Outcome::InvalidInput,
@@ -235,6 +238,7 @@ impl Outcome {
         Outcome::Replay,
         Outcome::Redelivered,
         Outcome::FacilitatorUnavailable,
+        Outcome::Refunded,
     ];
 
     /// The stored name.
@@ -254,6 +258,7 @@ impl Outcome {
             Outcome::Replay => "replay",
             Outcome::Redelivered => "redelivered",
             Outcome::FacilitatorUnavailable => "facilitator_unavailable",
+            Outcome::Refunded => "channel_refunded",
         }
     }
 
@@ -264,7 +269,7 @@ impl Outcome {
 
     /// Whether money moved or may have moved (the row is committed with a full flush).
     pub fn moves_money(self) -> bool {
-        matches!(self, Outcome::Paid | Outcome::MppPaid | Outcome::SettleFailed)
+        matches!(self, Outcome::Paid | Outcome::MppPaid | Outcome::SettleFailed | Outcome::Refunded)
     }
 
     /// Whether money was collected (the quote counts in [`Totals`]).
@@ -282,7 +287,7 @@ impl Outcome {
 /// The outcomes [`Outcome::kept_for_good`] names, as retention's SQL lists them (a unit
 /// test holds the two together).
 #[cfg(test)]
-pub(super) const KEPT_FOR_GOOD: [&str; 4] = ["paid", "mpp_paid", "settle_failed", "redelivered"];
+pub(super) const KEPT_FOR_GOOD: [&str; 5] = ["paid", "mpp_paid", "settle_failed", "redelivered", "channel_refunded"];
 
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -329,6 +334,8 @@ pub struct Decision {
     /// How the claimed payment ended, recorded with this row in one transaction: the row
     /// about money and the payment's end are never one without the other.
     pub finish: Option<ClosedPayment>,
+    /// A `batch-settlement` call's voucher, committed with this row in one transaction.
+    pub channel: Option<super::ChannelCommit>,
 }
 
 impl Decision {
@@ -348,6 +355,7 @@ impl Decision {
             client: None,
             payment_key: None,
             finish: None,
+            channel: None,
         }
     }
 }

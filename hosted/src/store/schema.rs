@@ -93,4 +93,32 @@ CREATE INDEX IF NOT EXISTS decisions_outcome_amounts ON decisions (outcome, quot
 -- What a redelivered `upto` answer says it charged (rows with a charge only).
 CREATE INDEX IF NOT EXISTS decisions_charged_by_payment ON decisions (payment_key) WHERE charged IS NOT NULL;
 "#,
+    // 6: `batch-settlement` channels (store/channels.rs) and the transactions sent for them.
+    r#"
+CREATE TABLE IF NOT EXISTS channels (
+    id             TEXT PRIMARY KEY NOT NULL,     -- 0x and 64 hex digits
+    network        TEXT NOT NULL,
+    payer          TEXT NOT NULL,
+    config         TEXT NOT NULL,                 -- the channel config as it travels (JSON)
+    balance        INTEGER NOT NULL CHECK (balance >= 0),   -- deposited less refunded, as last known
+    charged        INTEGER NOT NULL CHECK (charged >= 0),   -- what the accepted vouchers add up to
+    claimed        INTEGER NOT NULL CHECK (claimed >= 0),   -- claimed on chain
+    voucher_sig    TEXT,                          -- the payer's voucher for `charged`
+    pending        INTEGER,                       -- a running call's voucher amount
+    pending_sig    TEXT,
+    pending_at_ms  INTEGER,
+    withdrawing    INTEGER NOT NULL DEFAULT 0,    -- 1: the payer asked to withdraw
+    checked_at_ms  INTEGER NOT NULL,              -- balance last read from the chain (0: never)
+    updated_at_ms  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS channels_to_claim ON channels (updated_at_ms) WHERE charged > claimed;
+CREATE TABLE IF NOT EXISTS channel_txs (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    at_ms     INTEGER NOT NULL,
+    kind      TEXT NOT NULL CHECK (kind IN ('deposit', 'claim', 'refund')),
+    tx_hash   TEXT NOT NULL,
+    channels  INTEGER NOT NULL,
+    amount    INTEGER NOT NULL
+);
+"#,
 ];

@@ -354,6 +354,9 @@ pub struct SettlementResponse {
     /// authorized; 0 with no transaction).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amount: Option<String>,
+    /// The scheme's own (`batch-settlement`: the channel's state and what this call charged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra: Option<Value>,
 }
 
 impl SettlementResponse {
@@ -366,6 +369,7 @@ impl SettlementResponse {
             network: network.to_string(),
             payer: payer.map(str::to_string),
             amount: None,
+            extra: None,
         }
     }
 
