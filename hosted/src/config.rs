@@ -13,6 +13,7 @@
 //! max_timeout_seconds = 300
 //! mpp_secret = "<64 hex digits>"                 # shared by every server behind one name
 //! retention_days = 90                             # what moved no money is kept this long
+//! claim_every_seconds = 60                        # batch-settlement channels claimed this often
 //!
 //! [hosted.pay_to]                                 # at least one network
 //! base = "0x…"
@@ -29,7 +30,8 @@
 //! `PAPERCHAIN_SERVICE_NAME`, `PAPERCHAIN_ICON_URL`, `PAPERCHAIN_CLIENT_IP_HEADER`,
 //! `PAPERCHAIN_HOSTED_DB`, `PAPERCHAIN_PAY_TO_BASE`, `PAPERCHAIN_PAY_TO_POLYGON`,
 //! `PAPERCHAIN_PAY_TO_SOLANA`, `PAPERCHAIN_FREE_CHAIN_READS`, `PAPERCHAIN_FREE_ADDRESS_CHECK`,
-//! `PAPERCHAIN_FREE_DOCS`, `PAPERCHAIN_MPP_SECRET`, `PAPERCHAIN_LEDGER_RETENTION_DAYS`.
+//! `PAPERCHAIN_FREE_DOCS`, `PAPERCHAIN_MPP_SECRET`, `PAPERCHAIN_LEDGER_RETENTION_DAYS`,
+//! `PAPERCHAIN_CLAIM_EVERY_SECONDS`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -113,6 +115,8 @@ pub struct HostedConfig {
     /// How long the ledger keeps what moved no money (decisions and unpaid counts); money
     /// rows are kept for good.
     pub retention_days: u32,
+    /// How often what `batch-settlement` channels charged is claimed on chain.
+    pub claim_every: std::time::Duration,
 }
 
 /// Why the hosted configuration cannot be used.
@@ -142,6 +146,7 @@ struct FileHosted {
     free_pools: BTreeMap<String, u32>,
     mpp_secret: Option<String>,
     retention_days: Option<u32>,
+    claim_every_seconds: Option<u64>,
 }
 
 /// What the caller already knows: the file (if any), the data folder and the public URL
@@ -289,8 +294,23 @@ impl HostedConfig {
                 origin("PAPERCHAIN_LEDGER_RETENTION_DAYS", "hosted.retention_days")
             )));
         }
+        let claim_every = match env("PAPERCHAIN_CLAIM_EVERY_SECONDS") {
+            Some(text) => text.parse::<u64>().map_err(|_| {
+                ConfigError(format!("PAPERCHAIN_CLAIM_EVERY_SECONDS must be a whole number of seconds, not `{text}`"))
+            })?,
+            None => file.claim_every_seconds.unwrap_or(60),
+        };
+        // Well inside the escrow's shortest withdraw delay (900 s): claimed before a payer's
+        // withdrawal can take what was charged.
+        if !(1..=600).contains(&claim_every) {
+            return Err(ConfigError(format!(
+                "{} must be between 1 and 600 seconds, not {claim_every}",
+                origin("PAPERCHAIN_CLAIM_EVERY_SECONDS", "hosted.claim_every_seconds")
+            )));
+        }
         let default_database = if sources.sandbox { "sandbox.sqlite" } else { "hosted.sqlite" };
         Ok(HostedConfig {
+            claim_every: std::time::Duration::from_secs(claim_every),
             mpp_secret,
             public_url,
             facilitator_url,

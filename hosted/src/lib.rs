@@ -69,8 +69,6 @@ pub struct HostedOptions {
     pub facilitator_timeout: Duration,
     /// The clock of free pools' UTC days.
     pub clock: Arc<dyn Clock>,
-    /// How often what `batch-settlement` channels charged is claimed on chain.
-    pub claim_every: Duration,
 }
 
 impl Default for HostedOptions {
@@ -79,7 +77,6 @@ impl Default for HostedOptions {
             run_timeout: Duration::from_secs(120),
             facilitator_timeout: FACILITATOR_TIMEOUT,
             clock: Arc::new(SystemClock),
-            claim_every: Duration::from_secs(60),
         }
     }
 }
@@ -166,7 +163,7 @@ impl Hosted {
             }
             None => evm,
         };
-        let claim_every = options.claim_every;
+        let claim_every = config.claim_every;
         let escrow = chain.escrow().map_err(|e| HostedError(e.to_string()))?;
         let channels = batch::Channels::new(escrow, NETWORKS[0].caip2, 900, claim_every);
         let paywall = build(config, catalog, &ctx, facilitator, options).await?.with_batch(channels);

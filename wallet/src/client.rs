@@ -869,8 +869,9 @@ impl PayingClient {
 
     /// A paid request answered (2xx, or an error the service gave after reading the payment).
     async fn delivered(&self, paying: &Paying<'_>, received: Received) -> Result<HostedAnswer, CallError> {
-        let settlement = received.header(x402::PAYMENT_RESPONSE).map(x402_client::read_settlement);
-        match settlement {
+        let read =
+            if paying.batch.is_some() { x402_client::read_channel_settlement } else { x402_client::read_settlement };
+        match received.header(x402::PAYMENT_RESPONSE).map(read) {
             Some(Ok(settlement)) => {
                 let tx = settlement.transaction.clone();
                 let kept_json = serde_json::to_value(&settlement).unwrap_or_default();
@@ -949,7 +950,8 @@ impl PayingClient {
                     crate::channels::resync(&self.ledger, id, voucher.chain_id, payer, &state, voucher_state.as_ref());
                 if let Some(charged) = resynced.await? {
                     chain = format!(
-                        "{chain} The channel's charged total was set back to the service's {charged}; call again."
+                        "{chain} The channel's charged total is now the service's {charged}, for which it holds this \
+                         wallet's own voucher; call again."
                     );
                 }
             }

@@ -101,9 +101,18 @@ async fn check_row(ledger: &Ledger, reads: &Reads<'_>, row: &Row, now_secs: u64)
     if row.scheme.as_deref() == Some(paperchain_protocol::x402::SCHEME_BATCH) {
         // A voucher moves nothing by itself: its channel is checked as a whole (the rows
         // named `channel …`).
-        let verdict_name = if row.state == "paid" { "ok" } else { "unknown" };
-        let detail = format!("a voucher of {amount} over a payment channel; the channel is checked against the escrow");
-        return Ok(verdict(verdict_name, row.tx.clone(), detail));
+        if row.state == "paid" {
+            let detail =
+                format!("a voucher of {amount} over a payment channel; the channel is checked against the escrow");
+            return Ok(verdict("ok", row.tx.clone(), detail));
+        }
+        // Refused or unanswered: the channel's cumulative total says what was charged, and
+        // the next voucher covers the same amount; on its own it moves nothing.
+        ledger.expired(&row.call_id).await?;
+        let detail = "a voucher the service did not confirm: it moves nothing beyond the channel's total, checked \
+                      against the escrow"
+            .to_string();
+        return Ok(verdict("expired", row.tx.clone(), detail));
     }
     if network.starts_with("solana:") {
         let payment = SolanaPayment { network, asset, payer, payee, amount };

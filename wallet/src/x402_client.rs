@@ -35,6 +35,16 @@ pub fn read_payment_required(header: Option<&str>, body: &[u8]) -> Result<Paymen
     }
 }
 
+/// The SettlementResponse of a call paid over a `batch-settlement` channel: successful,
+/// naming a transaction only when a deposit went on chain (a voucher alone sends none).
+pub fn read_channel_settlement(header: &str) -> Result<SettlementResponse, PayError> {
+    let settlement: SettlementResponse = x402::decode(header, "PAYMENT-RESPONSE").map_err(PayError::Settlement)?;
+    if settlement.transaction.is_empty() && settlement.success {
+        return Ok(settlement);
+    }
+    read_settlement(header)
+}
+
 /// The SettlementResponse of a paid answer's `PAYMENT-RESPONSE` header, which must say it
 /// succeeded and name its transaction.
 pub fn read_settlement(header: &str) -> Result<SettlementResponse, PayError> {

@@ -107,8 +107,7 @@ impl Paywall {
         call: &PaywallCall<'_>,
         price: Price,
         prepared: PreparedCall,
-        payment: &PaymentPayload,
-        payload: &BatchPayload,
+        (payment, payload): (&PaymentPayload, &BatchPayload),
         ctx: &Context,
         decision: &mut Decision,
     ) -> Answer {

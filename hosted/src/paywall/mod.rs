@@ -683,7 +683,7 @@ impl Paywall {
                 let error = refuse(decision, Outcome::InvalidPayment, "invalid_payment", error);
                 return self.required(call, price, Some(error)).await;
             }
-            return self.paid_batch(call, price, prepared, &payment, channel, ctx, decision).await;
+            return self.paid_batch(call, price, prepared, (&payment, channel), ctx, decision).await;
         }
         if ours.scheme == SCHEME_BATCH {
             let error = "invalid_payment: a batch-settlement payment carries a deposit or a voucher".to_string();

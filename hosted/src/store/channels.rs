@@ -195,7 +195,7 @@ impl Store {
         let cutoff = now_ms().saturating_sub(i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX));
         let done = sqlx::query(
             "UPDATE channels SET pending = NULL, pending_sig = NULL, pending_at_ms = NULL
-             WHERE pending IS NOT NULL AND pending_at_ms < ?1",
+             WHERE pending IS NOT NULL AND pending_at_ms <= ?1",
         )
         .bind(cutoff)
         .execute(&self.inner.pool)

@@ -384,6 +384,7 @@ async fn ledger_round_trips_and_totals() {
         client: Some("2001:db8::/64".into()),
         payment_key: Some(key(5)),
         finish: None,
+        channel: None,
     };
     let first = store.record(&full).await.unwrap();
     let mut mpp = Decision::new("/v1/pdf/merge", "merge_pdf", Outcome::MppPaid);
@@ -672,4 +673,46 @@ async fn claims_of_a_run_that_is_gone_are_abandoned_at_once_and_listed_for_the_c
         store.claim_payment(&key(2), "/v1/chain/gas", "eip155:8453").await.unwrap(),
         Claim::AlreadyUsed { state: PaymentState::Abandoned }
     );
+}
+
+#[tokio::test]
+async fn one_voucher_at_a_time_per_channel_and_each_charged_once_with_its_row() {
+    let store = Store::open_in_memory().await.unwrap();
+    let channel = NewChannel { id: "0xc1", network: "eip155:8453", payer: "0xp", config: "{}" };
+    // The first voucher reserves the new channel; a second call cannot while it runs.
+    assert!(store.reserve_channel(&channel, 0, 1000, "0xs1").await.unwrap());
+    assert!(!store.reserve_channel(&channel, 0, 1000, "0xs1").await.unwrap(), "held by the first call");
+    // Its ledger row commits it, with the deposit's balance.
+    let mut paid = Decision::new("/v1/chain/gas", "get_gas_price", Outcome::Paid);
+    paid.quote = Some(1000);
+    paid.channel = Some(ChannelCommit { id: "0xc1".into(), charged: 1000, balance: Some(200_000) });
+    store.record(&paid).await.unwrap();
+    let row = store.channel("0xc1").await.unwrap().unwrap();
+    assert_eq!((row.balance, row.charged, row.claimed, row.pending), (200_000, 1000, 0, None));
+    assert_eq!(row.voucher_signature.as_deref(), Some("0xs1"));
+    // The same row again commits nothing (the reservation is gone) and writes no row.
+    assert!(store.record(&paid).await.is_err());
+    assert_eq!(store.totals().await.unwrap().paid_calls, 1);
+    // A voucher signed from a stale total is refused; from the charged one, taken.
+    assert!(!store.reserve_channel(&channel, 0, 1000, "0xs0").await.unwrap());
+    assert!(store.reserve_channel(&channel, 1000, 2000, "0xs2").await.unwrap());
+    // A failed call releases it; a dead call's reservation goes after the stale time.
+    store.release_channel("0xc1", 2000).await.unwrap();
+    assert_eq!(store.channel("0xc1").await.unwrap().unwrap().pending, None);
+    assert!(store.reserve_channel(&channel, 1000, 2000, "0xs2").await.unwrap());
+    assert_eq!(store.release_stale_channels(std::time::Duration::ZERO).await.unwrap(), 1);
+    // What is charged and not claimed is what the sweep claims; a claim and a refund recorded.
+    let to_claim = store.channels_to_claim(10).await.unwrap();
+    assert_eq!(to_claim.iter().map(|c| (c.id.as_str(), c.charged)).collect::<Vec<_>>(), [("0xc1", 1000)]);
+    let claim = ChannelTx { kind: "claim".into(), tx_hash: "0xt".into(), channels: 1, amount: 1000 };
+    store.channels_settled(&claim, &[("0xc1".into(), 1000, None)]).await.unwrap();
+    assert!(store.channels_to_claim(10).await.unwrap().is_empty());
+    let refund = ChannelTx { kind: "refund".into(), tx_hash: "0xr".into(), channels: 1, amount: 199_000 };
+    store.channels_settled(&refund, &[("0xc1".into(), 1000, Some(1000))]).await.unwrap();
+    assert_eq!(store.channel("0xc1").await.unwrap().unwrap().balance, 1000);
+    let kinds: Vec<String> = store.channel_txs().await.unwrap().into_iter().map(|t| t.kind).collect();
+    assert_eq!(kinds, ["claim", "refund"]);
+    // A payer's withdrawal read from the chain stops its vouchers.
+    store.channel_checked("0xc1", 1000, 1000, true).await.unwrap();
+    assert!(!store.reserve_channel(&channel, 1000, 2000, "0xs2").await.unwrap());
 }

@@ -51,10 +51,16 @@ impl Drop for Sandbox {
 }
 
 fn start_sandbox() -> Sandbox {
+    start_sandbox_with(&[])
+}
+
+/// The sandbox process with `env` added to its environment.
+fn start_sandbox_with(env: &[(&str, &str)]) -> Sandbox {
     let data = tempfile::tempdir().unwrap();
     let mut child = Command::new(paperchain_binary())
         .args(["serve", "--hosted", "--sandbox", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(data.path())
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -219,7 +225,9 @@ async fn an_upto_ocr_payment_authorized_for_twenty_pages_pays_for_the_twelve_rea
         .filter(|o| o.raw["network"] == "eip155:8453")
         .map(|o| (o.raw["scheme"].as_str().unwrap().to_string(), o.raw["amount"].as_str().unwrap().to_string()))
         .collect();
-    assert_eq!(offers, [("exact".into(), "43000".into()), ("upto".into(), "43000".into())], "$0.003 + 20 × $0.002");
+    let expected =
+        [("exact", "43000"), ("upto", "43000"), ("batch-settlement", "43000")].map(|(s, a)| (s.into(), a.into()));
+    assert_eq!(offers, expected, "$0.003 + 20 × $0.002");
     let answer = client.call(&request).await.unwrap();
     assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
     let report: Value = serde_json::from_slice(&answer.body).unwrap();
@@ -297,4 +305,154 @@ fn the_paying_client_does_not_depend_on_the_server() {
     ] {
         assert!(!names.contains(&server), "the wallet builds with {server}");
     }
+}
+
+/// anvil's dev account #2: the sandbox's batch-settlement receiver authorizer, the sender
+/// of its deposits, claims and refunds.
+const CHANNELS_SENDER: &str = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
+
+#[tokio::test]
+async fn a_hundred_calls_over_one_channel_make_one_deposit_and_a_few_claims_and_closing_refunds_the_rest() {
+    use alloy::providers::Provider as _;
+    use paperchain_protocol::batch_evm;
+
+    // Claimed every 2 s, so the calls below see a claim or two before the channel closes.
+    let sandbox = start_sandbox_with(&[("PAPERCHAIN_CLAIM_EVERY_SECONDS", "2")]);
+    let line = &sandbox.line["sandbox"];
+    let base = line["base_url"].as_str().unwrap().to_string();
+    let payer: PrivateKeySigner = line["payer_private_key"].as_str().unwrap().parse().unwrap();
+    let pay_to: alloy::primitives::Address = line["pay_to"].as_str().unwrap().parse().unwrap();
+    let body = json!({ "chain": "base" }).to_string();
+    let http = reqwest::Client::new();
+    let first = http.post(format!("{base}/v1/chain/gas")).body(body.clone()).header("content-type", "application/json");
+    let first = first.send().await.unwrap();
+    let header = first.headers().get(x402::PAYMENT_REQUIRED).and_then(|h| h.to_str().ok()).map(str::to_string);
+    let required = x402_client::read_payment_required(header.as_deref(), &first.bytes().await.unwrap()).unwrap();
+    let offer = required.accepts.iter().find(|o| o.raw["scheme"] == "batch-settlement").expect("a batch offer").clone();
+    let price: u128 = offer.raw["amount"].as_str().unwrap().parse().unwrap();
+    assert_eq!(offer.raw["extra"]["withdrawDelay"], 900);
+    // The wallet may keep 200 calls' worth in a channel.
+    let deposit = 200 * price;
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[service]\nurl = \"{base}\"\n[policy]\nper_call = \"0.01\"\nper_day = \"5\"\nchannel_deposit = \"{}\"\n\
+         networks = {{ \"eip155:8453\" = \"5\" }}\n",
+        paperchain_wallet::money::format_atomic(deposit, 6)
+    );
+    let config = ClientConfig::parse(&config, None).unwrap();
+    let signer = payer.clone();
+    let keys: KeyLoader = Arc::new(move || Ok(signer.clone()));
+    let ledger = Ledger::open_in(dir.path()).await.unwrap();
+    let client =
+        PayingClient::new(Arc::new(config), ledger, keys, Arc::new(NobodyToAsk), Arc::new(sandbox_chains(&sandbox)));
+    let caller = Caller { front_door: "cli", client: None };
+    let request = Request {
+        operation: "get_gas_price",
+        path: "/v1/chain/gas",
+        body: body.clone().into(),
+        caller: &caller,
+        approver: None,
+        stop: Default::default(),
+    };
+    let (payer_before, payee_before) =
+        (usdc_balance(&sandbox, payer.address()).await, usdc_balance(&sandbox, pay_to).await);
+
+    // The first call opens the channel: a deposit and a voucher for one call.
+    let answer = client.call(&request).await.unwrap();
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    let settlement = x402_client::read_settlement(answer.header(x402::PAYMENT_RESPONSE).unwrap()).unwrap();
+    assert!(settlement.transaction.starts_with("0x"), "the deposit's transaction: {settlement:?}");
+    assert_eq!(settlement.amount, Some(deposit.to_string()), "the deposit");
+    let extra = settlement.extra.clone().unwrap();
+    assert_eq!(extra["chargedAmount"], price.to_string());
+    assert_eq!(extra["channelState"]["chargedCumulativeAmount"], price.to_string());
+    assert_eq!(usdc_balance(&sandbox, payer.address()).await, payer_before - deposit, "the deposit left the wallet");
+
+    // A voucher signed outside the wallet for the next total is taken; sent again, or one
+    // for a lower total, is refused with the channel's state, and charges nothing.
+    let send = |header: String| {
+        let request = http
+            .post(format!("{base}/v1/chain/gas"))
+            .header("content-type", "application/json")
+            .header(x402::PAYMENT_SIGNATURE, header)
+            .body(body.clone());
+        async move {
+            let answer = request.send().await.unwrap();
+            let status = answer.status().as_u16();
+            let required = answer.headers().get(x402::PAYMENT_REQUIRED).map(|h| h.to_str().unwrap().to_string());
+            (status, required.map(|r| x402::decode::<Value>(&r, "PAYMENT-REQUIRED").unwrap()))
+        }
+    };
+    let now = paperchain_wallet::ledger::now_secs();
+    let second = x402::encode(&batch_evm::sign_batch_payment(&payer, &offer, None, 2 * price, None, now).unwrap());
+    assert_eq!(send(second.clone()).await.0, 200);
+    for (what, header) in [
+        ("the same voucher again", second),
+        (
+            "a lower total",
+            x402::encode(&batch_evm::sign_batch_payment(&payer, &offer, None, price, None, now).unwrap()),
+        ),
+    ] {
+        let (status, required) = send(header).await;
+        assert_eq!(status, 402, "{what}");
+        let required = required.unwrap();
+        let error = required["error"].as_str().unwrap();
+        assert!(error.starts_with("invalid_batch_settlement_evm_cumulative_amount_mismatch"), "{what}: {error}");
+        let batch = required["accepts"].as_array().unwrap().iter().find(|o| o["scheme"] == "batch-settlement").unwrap();
+        assert_eq!(batch["extra"]["channelState"]["chargedCumulativeAmount"], (2 * price).to_string(), "{what}");
+        assert_eq!(batch["extra"]["voucherState"]["signedMaxClaimable"], (2 * price).to_string(), "{what}");
+    }
+    // The wallet's next voucher is for a total the service has passed: refused, and the
+    // wallet takes the service's total, which it proves with the wallet's own voucher.
+    let error = client.call(&request).await.unwrap_err().to_string();
+    assert!(error.contains("cumulative_amount_mismatch") && error.contains("call again"), "{error}");
+
+    // 99 more calls: vouchers only.
+    for n in 0..99 {
+        let answer = client.call(&request).await.unwrap();
+        assert_eq!(answer.status, 200, "call {n}: {}", String::from_utf8_lossy(&answer.body));
+        let paid = answer.paid.expect("paid");
+        assert_eq!((paid.amount, paid.tx.as_str()), (price.to_string(), ""), "call {n}: a voucher, no transaction");
+    }
+    let charged = 101 * price;
+    let channels = paperchain_wallet::channels::list(client.ledger()).await.unwrap();
+    assert_eq!(channels.len(), 1);
+    assert_eq!((channels[0].deposited, channels[0].charged), (deposit, charged));
+    // The service claims within a few seconds.
+    let rpc_chains = sandbox_chains(&sandbox);
+    let chain = rpc_chains.get("base").unwrap();
+    let id: alloy::primitives::B256 = channels[0].id.parse().unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let (_, claimed) = paperchain_wallet::chain::escrow_channel(chain, id).await.unwrap();
+        if claimed == charged {
+            break;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "claimed {claimed} of {charged}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+
+    // Closing refunds the rest, to the atomic unit.
+    let closed = client.close_channels().await.unwrap();
+    assert_eq!(closed.len(), 1);
+    let done = closed[0].1.as_ref().expect("closed");
+    assert_eq!(done.refunded, deposit - charged);
+    assert_eq!(usdc_balance(&sandbox, payer.address()).await, payer_before - charged);
+    assert_eq!(usdc_balance(&sandbox, pay_to).await, payee_before + charged, "every claim swept to the payee");
+    let channel = &paperchain_wallet::channels::list(client.ledger()).await.unwrap()[0];
+    assert_eq!((channel.deposited - channel.refunded, channel.charged, channel.unspent()), (charged, charged, 0));
+    // One deposit, a few claims, one refund: every transaction the service sent.
+    let sent = chain.provider().get_transaction_count(CHANNELS_SENDER.parse().unwrap()).await.unwrap();
+    assert!((3..=6).contains(&sent), "transactions for 101 paid calls: {sent}");
+    println!("on-chain transactions for 101 paid calls over one channel: {sent} (deposit, claims, refund)");
+    // The ledger and the escrow agree; the refused voucher counts no more.
+    let checks = reconcile(client.ledger(), &rpc_chains, &paperchain_engine_core::solana::Clusters::from_env(), 0)
+        .await
+        .unwrap();
+    let verdicts: std::collections::BTreeMap<&str, usize> = checks.iter().fold(Default::default(), |mut counts, c| {
+        *counts.entry(c.verdict.as_str()).or_default() += 1;
+        counts
+    });
+    assert_eq!(verdicts, [("expired", 1), ("ok", 101)].into(), "{checks:?}");
+    assert!(checks.iter().any(|c| c.call_id.starts_with("channel ") && c.verdict == "ok"), "{checks:?}");
 }
