@@ -31,7 +31,13 @@
 //! steady state once a first permit gave Permit2 the day's cap), the Permit2 signature, and
 //! the charge read from the settlement.
 //!
-//! Output: one `result side=paid|upto|bare|own|own_upto calls=… p50_us=… p99_us=… max_us=…
+//! A fourth side pays over an x402 `batch-settlement` channel: the first call deposits (an
+//! ERC-3009 authorization to the escrow's collector, answered with a made-up deposit
+//! transaction), every later one signs a voucher only, and the server names no
+//! transaction: the channel's record and its events in the ledger, a voucher's EIP-712
+//! signature, one call per channel at a time (`channels.lock`).
+//!
+//! Output: one `result side=paid|upto|batch|bare|own|own_upto|own_batch calls=… p50_us=… p99_us=… max_us=…
 //! mean_us=…` line each on stdout (xtask reads them), progress on stderr. The `own` line's figures are
 //! differences, paid minus bare, of the p50s, the p99s, the maxima and the means: not
 //! percentiles of per-call differences (the two sides' calls are not paired).
@@ -67,8 +73,11 @@ const ASSET: &str = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
 const PAY_TO: &str = "0x00000000000000000000000000000000000b0b02";
 /// Anvil's first development key: a well-known test key that holds nothing anywhere real.
 const PAYER_KEY: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
-/// The policy: a per-call and a per-day cap, far above what the bench spends.
-const POLICY: &str = "per_call = \"0.01\"\nper_day = \"1000\"";
+/// The policy: a per-call and a per-day cap, far above what the bench spends, and a
+/// payment channel that holds every call of a run (one deposit).
+const POLICY: &str = "per_call = \"0.01\"\nper_day = \"1000\"\nchannel_deposit = \"100\"";
+/// What `channel_deposit` is in atomic units: the one deposit.
+const BATCH_DEPOSIT: u128 = 100_000_000;
 
 fn main() {
     let Some(BenchArgs { bench, calls, parent }) = BenchArgs::from_env("client", DEFAULT_CALLS) else { return };
@@ -89,8 +98,14 @@ async fn run(calls: usize, bench: bool, parent: &Path) {
     let upto_required = upto_required(&upto_base);
     tokio::spawn(serve(upto_listener, Arc::new(Answers::new(&upto_required, &payer, Some(UPTO_CHARGE)))));
 
+    let batch_listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await.expect("a loopback port");
+    let batch_base = format!("http://{}", batch_listener.local_addr().expect("the port's address"));
+    let batch_required = batch_required(&batch_base);
+    tokio::spawn(serve(batch_listener, Arc::new(Answers::channel(&batch_required, &payer))));
+
     let client = paying_client(&base, &dir.path().join("exact"), &signer).await;
     let upto_client = paying_client(&upto_base, &dir.path().join("upto"), &signer).await;
+    let batch_client = paying_client(&batch_base, &dir.path().join("batch"), &signer).await;
     let caller = Caller { front_door: "cli", client: Some("bench".into()) };
     let request = Request {
         operation: "get_gas_price",
@@ -129,19 +144,21 @@ async fn run(calls: usize, bench: bool, parent: &Path) {
     for _ in 0..warm_up {
         paid_call(&client, &request, "1000").await;
         paid_call(&upto_client, &request, UPTO_CHARGE).await;
+        paid_call(&batch_client, &request, "1000").await;
         bare_call(&http, &url, &request.body, &signature).await;
     }
-    let (mut paid, mut upto, mut bare) =
-        (Vec::with_capacity(calls), Vec::with_capacity(calls), Vec::with_capacity(calls));
+    let (mut paid, mut upto, mut batch, mut bare) =
+        (Vec::with_capacity(calls), Vec::with_capacity(calls), Vec::with_capacity(calls), Vec::with_capacity(calls));
     let mut round = 0;
     while paid.len() < calls {
         let n = BLOCK.min(calls - paid.len());
-        // The three sides in turn, which one starts rotating from block to block.
-        for side in (0..3).map(|i| (i + round) % 3) {
+        // The four sides in turn, which one starts rotating from block to block.
+        for side in (0..4).map(|i| (i + round) % 4) {
             for _ in 0..n {
                 match side {
                     0 => paid.push(paid_call(&client, &request, "1000").await),
                     1 => upto.push(paid_call(&upto_client, &request, UPTO_CHARGE).await),
+                    2 => batch.push(paid_call(&batch_client, &request, "1000").await),
                     _ => bare.push(bare_call(&http, &url, &request.body, &signature).await),
                 }
             }
@@ -154,7 +171,12 @@ async fn run(calls: usize, bench: bool, parent: &Path) {
 
     // Every paid call, warm-ups too, is one `paid` row, and nothing else is in the ledgers;
     // an `upto` one holds what was charged.
-    for (client, amount) in [(&client, "1000"), (&upto_client, UPTO_CHARGE)] {
+    // The channel: one deposit, a voucher per paid call.
+    let channels = paperchain_wallet::channels::list(batch_client.ledger()).await.expect("the channels");
+    assert_eq!(channels.len(), 1, "one channel");
+    assert_eq!(channels[0].charged, 1000 * (calls + warm_up) as u128, "every voucher in the channel's total");
+    assert_eq!(channels[0].deposited, BATCH_DEPOSIT, "one deposit, of policy.channel_deposit");
+    for (client, amount) in [(&client, "1000"), (&upto_client, UPTO_CHARGE), (&batch_client, "1000")] {
         let rows = client.ledger().rows(0).await.expect("the ledger's rows");
         let paid_rows = rows.iter().filter(|r| r.state == "paid" && r.amount.as_deref() == Some(amount)).count();
         let odd = rows.iter().find(|r| r.state != "paid" || r.amount.as_deref() != Some(amount));
@@ -164,12 +186,15 @@ async fn run(calls: usize, bench: bool, parent: &Path) {
     }
     if bench {
         eprintln!("wallet bench: each ledger has {} paid rows", calls + warm_up);
-        let (paid, upto, bare) = (summary(&mut paid), summary(&mut upto), summary(&mut bare));
+        let (paid, upto, batch, bare) =
+            (summary(&mut paid), summary(&mut upto), summary(&mut batch), summary(&mut bare));
         report("paid", calls, paid);
         report("upto", calls, upto);
+        report("batch", calls, batch);
         report("bare", calls, bare);
         report("own", calls, paid.minus(bare));
         report("own_upto", calls, upto.minus(bare));
+        report("own_batch", calls, batch.minus(bare));
     }
 }
 
@@ -258,12 +283,24 @@ fn upto_required(base: &str) -> Value {
     required
 }
 
+/// The `batch-settlement` server's ask: one channel offer for 1000, with its receiver
+/// authorizer and withdraw delay.
+fn batch_required(base: &str) -> Value {
+    let mut required = payment_required(base);
+    required["accepts"][0]["scheme"] = json!("batch-settlement");
+    required["accepts"][0]["extra"]["receiverAuthorizer"] = json!("0x0000000000000000000000000000000000000a17");
+    required["accepts"][0]["extra"]["withdrawDelay"] = json!(900);
+    required
+}
+
 /// The server's answers, whole, written as they are: the 402, the paid answer, and the
 /// JSON-RPC result of every `eth_call` (a uint256 high enough to be any allowance; Base
 /// Sepolia's id to `eth_chainId`).
 struct Answers {
     quote: Vec<u8>,
     delivered: Vec<u8>,
+    /// For a payment that deposits into a channel, when it differs (the deposit's transaction).
+    deposited: Option<Vec<u8>>,
     rpc_result: String,
 }
 
@@ -288,7 +325,30 @@ impl Answers {
         Answers {
             quote: quote.into_bytes(),
             delivered: delivered.into_bytes(),
+            deposited: None,
             rpc_result: format!("0x{}", "ff".repeat(32)),
+        }
+    }
+
+    /// A `batch-settlement` server's: a voucher's answer names no transaction, a deposit's
+    /// names one.
+    fn channel(required: &Value, payer: &str) -> Answers {
+        let answer = |transaction: &str| {
+            let mut settlement = x402::SettlementResponse::settled(transaction, NETWORK, Some(payer));
+            settlement.extra = Some(json!({"chargedAmount": "1000"}));
+            let body = json!({"chain": "base-sepolia", "gas_price_wei": "1000000"}).to_string();
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{PAYMENT_RESPONSE}: {}\r\n\
+                 content-length: {}\r\n\r\n{body}",
+                x402::encode(&settlement),
+                body.len()
+            )
+            .into_bytes()
+        };
+        Answers {
+            delivered: answer(""),
+            deposited: Some(answer(&format!("0x{}", "cd".repeat(32)))),
+            ..Answers::new(required, payer, None)
         }
     }
 }
@@ -308,7 +368,7 @@ async fn connection(stream: TcpStream, answers: Arc<Answers>) -> std::io::Result
     let mut reader = BufReader::new(stream);
     let (mut line, mut body) = (String::new(), Vec::new());
     loop {
-        let (mut length, mut paid, mut head, mut rpc) = (0, false, 0, false);
+        let (mut length, mut paid, mut head, mut rpc, mut deposit) = (0, false, 0, false, false);
         loop {
             line.clear();
             if reader.read_line(&mut line).await? == 0 {
@@ -328,6 +388,10 @@ async fn connection(stream: TcpStream, answers: Arc<Answers>) -> std::io::Result
                     length = value.trim().parse().unwrap_or(0);
                 } else if name.eq_ignore_ascii_case(PAYMENT_SIGNATURE) {
                     paid = true;
+                    // A channel's deposit is answered with its transaction.
+                    deposit = answers.deposited.is_some()
+                        && x402::decode::<Value>(value.trim(), "the payment")
+                            .is_ok_and(|payment| payment["payload"]["type"] == "deposit");
                 }
             }
         }
@@ -348,7 +412,11 @@ async fn connection(stream: TcpStream, answers: Arc<Answers>) -> std::io::Result
             reader.get_mut().write_all(answer.as_bytes()).await?;
             continue;
         }
-        let answer = if paid { &answers.delivered } else { &answers.quote };
+        let answer = match (paid, &answers.deposited) {
+            (true, Some(deposited)) if deposit => deposited,
+            (true, _) => &answers.delivered,
+            (false, _) => &answers.quote,
+        };
         reader.get_mut().write_all(answer).await?;
     }
 }

@@ -334,6 +334,16 @@ mod tests {
             assert!(said.contains(part), "{part}:\n{said}");
         }
         assert!(!said.contains("approve_above"), "no threshold was confirmed, so none is looser: {said}");
+        // A payment channel where none was, or a larger one, is a loosening; the meet opens
+        // none unless both allow one.
+        let none = ClientConfig::parse("[policy]\nper_day = \"1\"\n", None).unwrap();
+        let some = ClientConfig::parse("[policy]\nper_day = \"1\"\nchannel_deposit = \"0.5\"\n", None).unwrap();
+        let more = ClientConfig::parse("[policy]\nper_day = \"1\"\nchannel_deposit = \"2\"\n", None).unwrap();
+        assert!(loosened(&none, &some).join("\n").contains("policy.channel_deposit: no channels →"));
+        assert!(loosened(&some, &more).join("\n").contains("policy.channel_deposit: $0.50 → $2.00"));
+        assert!(loosened(&more, &some).is_empty() && loosened(&some, &none).is_empty(), "lowering loosens nothing");
+        assert_eq!(meet(&none, &some).policy.channel_deposit, None);
+        assert_eq!(meet(&more, &some).policy.channel_deposit, Some(Dollars::from_micros(500_000)));
     }
 
     #[test]

@@ -313,6 +313,30 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_offer_is_taken_only_with_a_channel_deposit_and_wins_a_tie() {
+        let batch = {
+            let mut offer = offer("eip155:8453", BASE_USDC, "2000");
+            offer["scheme"] = json!("batch-settlement");
+            offer
+        };
+        let both = offering(json!([offer("eip155:8453", BASE_USDC, "2000"), batch.clone()]));
+        let plain = config("[policy]\nnetworks = {\"eip155:8453\" = \"1\"}");
+        assert_eq!(select(&plain, "api.example.test", &both).unwrap().scheme, SCHEME_EXACT, "no channel without a cap");
+        let error = select(&plain, "api.example.test", &offering(json!([batch.clone()]))).unwrap_err().to_string();
+        assert!(error.contains("set policy.channel_deposit"), "{error}");
+        let channels = config("[policy]\nchannel_deposit = \"0.5\"\nnetworks = {\"eip155:8453\" = \"1\"}");
+        let chosen = select(&channels, "api.example.test", &both).unwrap();
+        assert_eq!((chosen.scheme, chosen.atomic), (SCHEME_BATCH, 2000));
+        // A call dearer than a channel may hold is not paid over one.
+        let small = config("[policy]\nchannel_deposit = \"0.001\"\nnetworks = {\"eip155:8453\" = \"1\"}");
+        assert_eq!(select(&small, "api.example.test", &both).unwrap().scheme, SCHEME_EXACT);
+        let mut solana = batch;
+        solana["network"] = json!("solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1");
+        let error = select(&channels, "api.example.test", &offering(json!([solana]))).unwrap_err().to_string();
+        assert!(error.contains("`batch-settlement` is paid on EVM networks only"), "{error}");
+    }
+
+    #[test]
     fn the_cheapest_allowed_offer_wins_and_approval_is_flagged() {
         let c = config(
             "[policy]\napprove_above = \"0.0015\"\nhosts = [\"mirror.example.test\", \"api.example.test\"]\n\

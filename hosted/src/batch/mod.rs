@@ -115,6 +115,7 @@ impl Channels {
             let (receiver, token) = (first.receiver, first.token);
             let mut claims = Vec::new();
             let mut recorded = Vec::new();
+            let mut before = Vec::new();
             let mut amount = 0u128;
             for row in &rows {
                 let config = read_config(row)?;
@@ -126,14 +127,48 @@ impl Channels {
                     .ok_or_else(|| format!("channel {}: its voucher signature is not hex", row.id))?;
                 claims.push(claim);
                 recorded.push((row.id.clone(), row.charged, None));
+                before.push(row.claimed);
                 amount += row.charged - row.claimed;
             }
             let count = claims.len() as u32;
-            let tx = self.escrow.claim(claims, receiver, token).await.map_err(|e| e.to_string())?;
-            let tx = ChannelTx { kind: "claim".into(), tx_hash: tx.to_string(), channels: count, amount };
-            store.channels_settled(&tx, &recorded).await.map_err(|e| e.to_string())?;
-            tracing::info!(channels = count, amount = %amount, tx = %tx.tx_hash, "batch-settlement: claimed");
-            total += amount;
+            match self.escrow.claim(claims.clone(), receiver, token).await {
+                Ok(tx) => {
+                    let tx = ChannelTx { kind: "claim".into(), tx_hash: tx.to_string(), channels: count, amount };
+                    store.channels_settled(&tx, &recorded).await.map_err(|e| e.to_string())?;
+                    tracing::info!(channels = count, amount = %amount, tx = %tx.tx_hash, "batch-settlement: claimed");
+                    total += amount;
+                }
+                // One channel the escrow refuses (its payer withdrew what it had charged, say)
+                // must not hold back the others: each is claimed alone, the refused one read
+                // back from the chain and left out until its record changes.
+                Err(EscrowError::Refused { detail, .. }) if count > 1 => {
+                    tracing::warn!(detail = %detail, "a batch claim was refused; claiming its channels one by one");
+                    for (claim, (claimed, (id, charged, _))) in claims.into_iter().zip(before.into_iter().zip(recorded))
+                    {
+                        let one = charged - claimed;
+                        match self.escrow.claim(vec![claim], receiver, token).await {
+                            Ok(tx) => {
+                                let tx = ChannelTx {
+                                    kind: "claim".into(),
+                                    tx_hash: tx.to_string(),
+                                    channels: 1,
+                                    amount: one,
+                                };
+                                store.channels_settled(&tx, &[(id, charged, None)]).await.map_err(|e| e.to_string())?;
+                                total += one;
+                            }
+                            Err(e) => {
+                                tracing::error!(channel = %id, error = %e, "a channel's claim was refused");
+                                if let Ok(channel) = id.parse::<B256>() {
+                                    let _ = self.refresh(store, channel).await;
+                                }
+                            }
+                        }
+                    }
+                    break;
+                }
+                Err(e) => return Err(e.to_string()),
+            }
             if count < CLAIM_ROWS {
                 break;
             }

@@ -451,16 +451,18 @@ async fn upto_is_offered_for_metered_routes_only_and_refused_elsewhere() {
     let scan = json!({"file": {"data": paperchain_testkit::b64(&pdf_with_pages(2)), "filename": "scan.pdf"}});
     let ocr = required(&server, "/v1/pdf/ocr", &scan).await;
     let schemes: Vec<&str> = ocr["accepts"].as_array().unwrap().iter().map(|a| a["scheme"].as_str().unwrap()).collect();
-    assert_eq!(schemes, ["exact", "upto"], "{ocr}");
+    assert_eq!(schemes, ["exact", "upto", "batch-settlement"], "{ocr}");
     assert_eq!(ocr["accepts"][1]["amount"], ocr["accepts"][0]["amount"]);
     let facilitator = server.chain.facilitator_signer().to_string().to_lowercase();
     assert_eq!(ocr["accepts"][1]["extra"]["facilitatorAddress"], json!(facilitator), "{ocr}");
     assert_eq!(ocr["extensions"]["eip2612GasSponsoring"]["info"]["version"], "1", "{ocr}");
-    // A flat-priced route offers `exact` only, and an `upto` payment for it is refused
-    // before anything is verified or run.
+    // A flat-priced route offers no `upto` (`exact`, and the sandbox's channels), and an
+    // `upto` payment for it is refused before anything is verified or run.
     let body = balance_body(&server);
     let balance = required(&server, BALANCE, &body).await;
-    assert_eq!(balance["accepts"].as_array().unwrap().len(), 1, "{balance}");
+    let schemes: Vec<&str> =
+        balance["accepts"].as_array().unwrap().iter().map(|a| a["scheme"].as_str().unwrap()).collect();
+    assert_eq!(schemes, ["exact", "batch-settlement"], "{balance}");
     assert!(balance["extensions"].get("eip2612GasSponsoring").is_none(), "{balance}");
     let mut requirement = balance["accepts"][0].clone();
     requirement["scheme"] = json!("upto");
@@ -471,7 +473,7 @@ async fn upto_is_offered_for_metered_routes_only_and_refused_elsewhere() {
     let before = server.balances().await;
     let refused = expect_402(paid(&server, BALANCE, &body, &paperchain_protocol::x402::encode(&payment)).await).await;
     assert!(error_text(&refused).starts_with("scheme_not_accepted"), "{refused}");
-    assert!(error_text(&refused).contains("(accepted: exact)"), "{refused}");
+    assert!(error_text(&refused).contains("(accepted: exact, batch-settlement)"), "{refused}");
     assert_unmoved(&server, before, "upto for a flat price").await;
     let decision = last_decision(&server).await;
     assert_eq!(decision.outcome, Outcome::InvalidPayment);
@@ -713,7 +715,17 @@ async fn the_402_has_the_fields_of_the_spec() {
     assert!(!tags.is_empty() && tags.iter().all(Value::is_string), "{tags:?}");
 
     let accepts = offer["accepts"].as_array().expect("accepts");
-    assert_eq!(accepts.len(), 1, "the sandbox is paid on Base only");
+    assert_eq!(accepts.len(), 2, "the sandbox is paid on Base only: exact, and over a payment channel");
+    let channel = &accepts[1];
+    assert_eq!(
+        (&channel["scheme"], &channel["network"], &channel["amount"]),
+        (&json!("batch-settlement"), &json!("eip155:8453"), &json!("2000"))
+    );
+    assert_eq!(
+        channel["extra"],
+        json!({"name": "USD Coin", "version": "2", "receiverAuthorizer": "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+               "withdrawDelay": 900, "minDeposit": "20000"})
+    );
     let accept = &accepts[0];
     assert_eq!(keys(accept), ["amount", "asset", "extra", "maxTimeoutSeconds", "network", "payTo", "scheme"]);
     assert_eq!(accept["scheme"], "exact");
@@ -744,4 +756,51 @@ async fn the_402_has_the_fields_of_the_spec() {
     assert_eq!(rotate["resource"]["mimeType"], "application/pdf");
     assert_eq!(rotate["resource"]["url"], format!("{}{ROTATE}", server.base));
     assert_eq!(rotate["extensions"]["bazaar"]["info"]["output"]["type"], "binary");
+}
+
+#[tokio::test]
+async fn channel_payments_that_are_not_the_payers_or_not_this_services_are_refused_and_move_nothing() {
+    use paperchain_protocol::batch_evm::{sign_batch_payment, sign_batch_refund};
+    let server = sandbox::start(Setup::default()).await;
+    let body = balance_body(&server);
+    let quoted = required(&server, BALANCE, &body).await;
+    let offer: paperchain_protocol::x402::Offer = serde_json::from_value(quoted["accepts"][1].clone()).unwrap();
+    let payer = server.chain.payer_signer();
+    let before = server.balances().await;
+    let refusal = |header: String| {
+        let (server, body) = (&server, &body);
+        async move { expect_402(paid(server, BALANCE, body, &header).await).await }
+    };
+    // A voucher signed by someone else for the payer's channel.
+    let payment = sign_batch_payment(&payer, &offer, None, 2000, Some(20_000), now()).unwrap();
+    let forged = sign_batch_payment(&PrivateKeySigner::random(), &offer, None, 2000, None, now()).unwrap();
+    let mut stolen = serde_json::to_value(&payment).unwrap();
+    stolen["payload"]["voucher"]["signature"] = json!(forged.payload.voucher.signature);
+    let refused = refusal(paperchain_protocol::x402::encode(&stolen)).await;
+    assert!(error_text(&refused).starts_with("invalid_batch_settlement_evm_voucher_signature"), "{refused}");
+    // A channel paying someone else.
+    let mut elsewhere = serde_json::to_value(&payment).unwrap();
+    elsewhere["payload"]["channelConfig"]["receiver"] = json!(PrivateKeySigner::random().address().to_checksum(None));
+    let refused = refusal(paperchain_protocol::x402::encode(&elsewhere)).await;
+    assert!(error_text(&refused).contains("`channelConfig.receiver` is not this service's payTo"), "{refused}");
+    // A voucher alone, for a channel never funded.
+    let unfunded = sign_batch_payment(&payer, &offer, None, 2000, None, now()).unwrap();
+    let refused = refusal(paperchain_protocol::x402::encode(&unfunded)).await;
+    assert!(error_text(&refused).starts_with("invalid_batch_settlement_evm_insufficient_balance"), "{refused}");
+    // A deposit whose authorization is for more than the payer holds: the escrow refuses it
+    // before anything runs.
+    let broke = sign_batch_payment(&payer, &offer, None, 2000, Some(u128::from(u64::MAX)), now()).unwrap();
+    let refused = refusal(paperchain_protocol::x402::encode(&broke)).await;
+    assert!(error_text(&refused).starts_with("invalid_batch_settlement_evm_escrow"), "{refused}");
+    // Closing a channel the service never had.
+    let refund = sign_batch_refund(&payer, &offer, 0).unwrap();
+    let refused = refusal(paperchain_protocol::x402::encode(&refund)).await;
+    assert!(error_text(&refused).contains("no such channel"), "{refused}");
+    assert_unmoved(&server, before, "refused channel payments").await;
+    // The payer's own deposit goes through, once.
+    let header = paperchain_protocol::x402::encode(&payment);
+    let answer = paid(&server, BALANCE, &body, &header).await;
+    assert_eq!(answer.status().as_u16(), 200);
+    let refused = refusal(header).await;
+    assert!(error_text(&refused).starts_with("invalid_batch_settlement_evm_cumulative_amount_mismatch"), "{refused}");
 }

@@ -6,8 +6,9 @@
 //! EIP-3009 signature, the paid request, the settlement read) against a loopback server
 //! that answers at once, and the bare transport of the same two requests made with plain
 //! reqwest; the difference is the client's. It times a second paid side paying with x402
-//! `upto` (a Permit2 signature and one chain read of Permit2's allowance), against the same
-//! bare transport. It runs twice: with the ledger on the bench
+//! `upto` (a Permit2 signature and one chain read of Permit2's allowance), and a third paying
+//! over an x402 `batch-settlement` channel (one deposit, then a voucher a call), against the
+//! same bare transport. It runs twice: with the ledger on the bench
 //! folder's disk, and on a memory file system (/dev/shm, when it is tmpfs), where a flush
 //! costs nothing, so the table shows what the disk adds to the ledger's FULL commits.
 
@@ -43,6 +44,8 @@ struct Figures {
     own: Percentiles,
     /// Paid with `upto` minus bare.
     own_upto: Percentiles,
+    /// Paid over a `batch-settlement` channel minus bare.
+    own_batch: Percentiles,
 }
 
 pub(super) fn measure(dir: &Path) -> anyhow::Result<Report> {
@@ -80,9 +83,10 @@ fn run_bench(folder: &Path) -> anyhow::Result<Figures> {
             .find(|(side, ..)| side == name)
             .with_context(|| format!("the wallet bench printed no `{name}` result:\n{output}"))
     };
-    let (paid, bare, own, own_upto) = (side("paid")?, side("bare")?, side("own")?, side("own_upto")?);
+    let (paid, bare, own) = (side("paid")?, side("bare")?, side("own")?);
+    let (own_upto, own_batch) = (side("own_upto")?, side("own_batch")?);
     ensure!(paid.1 == bare.1, "the wallet bench timed {} paid calls and {} bare ones", paid.1, bare.1);
-    Ok(Figures { calls: paid.1, paid: paid.2, bare: bare.2, own: own.2, own_upto: own_upto.2 })
+    Ok(Figures { calls: paid.1, paid: paid.2, bare: bare.2, own: own.2, own_upto: own_upto.2, own_batch: own_batch.2 })
 }
 
 /// `result side=paid calls=2000 p50_us=1.0 p99_us=2.0 max_us=3.0 mean_us=1.5`.
@@ -108,6 +112,8 @@ impl Report {
             "client p99 µs",
             "upto client p50 µs",
             "upto client p99 µs",
+            "batch client p50 µs",
+            "batch client p99 µs",
             "bare / paid mean µs",
         ];
         let cells: Vec<Vec<String>> = self
@@ -125,6 +131,8 @@ impl Report {
                     format!("{:+.0}", f.own.p99_us),
                     format!("{:+.0}", f.own_upto.p50_us),
                     format!("{:+.0}", f.own_upto.p99_us),
+                    format!("{:+.0}", f.own_batch.p50_us),
+                    format!("{:+.0}", f.own_batch.p99_us),
                     format!("{:.0} / {:.0}", f.bare.mean_us, f.paid.mean_us),
                 ],
                 Err(e) => {
@@ -141,7 +149,7 @@ impl Report {
         }
         println!(
             "wallet/benches/client.rs, one call at a time over keep-alive loopback connections to an in-process \
-             HTTP/1.1 server that answers at once and checks nothing, the three sides (exact, upto, bare) taking turns in blocks of 50. \
+             HTTP/1.1 server that answers at once and checks nothing, the four sides (exact, upto, batch, bare) taking turns in blocks of 50. \
              Paid: PayingClient::call, a 402 then the paid request (USDC on Base Sepolia; a per-call cap, and a \
              per-day cap whose check sums the day's paid rows, so it grows by one row a paid call, warm-ups \
              included). Bare: the same two requests with plain reqwest, a fixed signed payment on the second. The \
@@ -151,7 +159,10 @@ impl Report {
              file system their flushes cost nothing), the EIP-3009 signature, encoding the payment, reading the \
              settlement. The upto client columns: the same with x402 `upto` (charged 700 of at most 1000): the \
              Permit2 signature instead, plus one read of Permit2's allowance from the same loopback server as \
-             JSON-RPC (answered as enough: no permit to sign), and the charge read from the settlement."
+             JSON-RPC (answered as enough: no permit to sign), and the charge read from the settlement. The batch \
+             client columns: over an x402 `batch-settlement` channel, a voucher's EIP-712 signature, the \
+             channel's record and its voucher event written with the paid row, one call per channel at a time \
+             (a file lock); its one deposit falls in the warm-up."
         );
     }
 
