@@ -159,14 +159,15 @@ pub async fn list(ledger: &Ledger) -> Result<Vec<Channel>, LedgerError> {
     rows.iter().map(channel_of).collect::<Result<_, _>>().map_err(|e| ledger.sql_error(e))
 }
 
-/// A call's voucher (and deposit) the service accepted, recorded with the channel's new
-/// totals in one transaction.
+/// A call's voucher (and deposit) the service accepted: the channel's new totals, its
+/// events and the call's row marked paid (`tx`: the deposit's; the settlement as the
+/// service said it), in one transaction.
 pub(crate) async fn paid(
     ledger: &Ledger,
     channel: &Channel,
-    voucher: u128,
-    deposit: Option<(u128, &str)>,
+    (voucher, deposit): (u128, Option<(u128, &str)>),
     call_id: &str,
+    settlement: &Value,
 ) -> Result<(), LedgerError> {
     let error = |e| ledger.sql_error(e);
     let now = crate::ledger::now_ms();
@@ -207,6 +208,13 @@ pub(crate) async fn paid(
         .bind(&channel.id)
         .bind(to_db(ledger, voucher)?)
         .bind(to_db(ledger, deposit.map_or(0, |(amount, _)| amount))?)
+        .execute(&mut *tx)
+        .await
+        .map_err(error)?;
+    sqlx::query("UPDATE calls SET state = 'paid', tx = ?2, settlement = ?3 WHERE call_id = ?1")
+        .bind(call_id)
+        .bind(deposit.map(|(_, hash)| crate::clean(hash, 200)))
+        .bind(crate::clean(&settlement.to_string(), 4000))
         .execute(&mut *tx)
         .await
         .map_err(error)?;

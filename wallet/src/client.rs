@@ -879,13 +879,8 @@ impl PayingClient {
                 if let Some(voucher) = &paying.batch {
                     // A deposit went on chain only when the service names its transaction.
                     let deposit = voucher.next.deposit.filter(|_| !tx.is_empty()).map(|d| (d, tx.as_str()));
-                    let channel = &voucher.channel;
-                    kept(
-                        crate::channels::paid(&self.ledger, channel, voucher.next.voucher, deposit, paying.call_id)
-                            .await,
-                    );
-                    let tx = (!tx.is_empty()).then_some(tx.as_str());
-                    kept(self.ledger.paid(paying.call_id, tx, &kept_json).await);
+                    let (channel, paid_with) = (&voucher.channel, (voucher.next.voucher, deposit));
+                    kept(crate::channels::paid(&self.ledger, channel, paid_with, paying.call_id, &kept_json).await);
                 } else if paying.selected.scheme == SCHEME_UPTO {
                     // What it says it charged; never more than was authorized, which is all
                     // the chain can move (a claim of more is recorded as the most, and said).
