@@ -448,6 +448,23 @@ pub fn deposit_nonce(id: B256, salt: B256) -> B256 {
     keccak256((id, salt).abi_encode())
 }
 
+/// The terms of `offer`, the channel of `signer` for them, and its voucher for `max`.
+fn channel_voucher(
+    signer: &PrivateKeySigner,
+    offer: &Offer,
+    max: u128,
+) -> Result<(BatchTerms, ChannelConfig, VoucherFields), SignError> {
+    let terms = BatchTerms::of(offer)?;
+    let config = terms.channel_for(signer.address());
+    let id = channel_id(&config, terms.chain_id);
+    let voucher = VoucherFields {
+        channel_id: id.to_string(),
+        max_claimable_amount: max.to_string(),
+        signature: sign_voucher(signer, terms.chain_id, id, max)?,
+    };
+    Ok((terms, config, voucher))
+}
+
 /// The PaymentPayload that pays `offer` (a `batch-settlement` entry of a PaymentRequired's
 /// `accepts`) over `config`'s channel with a voucher for `voucher_max` (the charged total
 /// with this call's price) and, when `deposit` is given, a deposit of that many atomic
@@ -460,14 +477,8 @@ pub fn sign_batch_payment(
     deposit: Option<u128>,
     now: u64,
 ) -> Result<PaymentPayload<BatchPayload, serde_json::Value>, SignError> {
-    let terms = BatchTerms::of(offer)?;
-    let config = terms.channel_for(signer.address());
+    let (terms, config, voucher) = channel_voucher(signer, offer, voucher_max)?;
     let id = channel_id(&config, terms.chain_id);
-    let voucher = VoucherFields {
-        channel_id: id.to_string(),
-        max_claimable_amount: voucher_max.to_string(),
-        signature: sign_voucher(signer, terms.chain_id, id, voucher_max)?,
-    };
     let deposit = match deposit {
         None => None,
         Some(amount) => {
@@ -519,14 +530,7 @@ pub fn sign_batch_refund(
     offer: &Offer,
     charged: u128,
 ) -> Result<PaymentPayload<BatchPayload, serde_json::Value>, SignError> {
-    let terms = BatchTerms::of(offer)?;
-    let config = terms.channel_for(signer.address());
-    let id = channel_id(&config, terms.chain_id);
-    let voucher = VoucherFields {
-        channel_id: id.to_string(),
-        max_claimable_amount: charged.to_string(),
-        signature: sign_voucher(signer, terms.chain_id, id, charged)?,
-    };
+    let (_, config, voucher) = channel_voucher(signer, offer, charged)?;
     Ok(PaymentPayload {
         x402_version: Version2,
         accepted: offer.raw.clone(),
