@@ -14,6 +14,7 @@
 //! mpp_secret = "<64 hex digits>"                 # shared by every server behind one name
 //! retention_days = 90                             # what moved no money is kept this long
 //! claim_every_seconds = 60                        # batch-settlement channels claimed this often
+//! channel_idle_seconds = 86400                    # an idle channel's unspent deposit is refunded
 //!
 //! [hosted.pay_to]                                 # at least one network
 //! base = "0x…"
@@ -31,7 +32,7 @@
 //! `PAPERCHAIN_HOSTED_DB`, `PAPERCHAIN_PAY_TO_BASE`, `PAPERCHAIN_PAY_TO_POLYGON`,
 //! `PAPERCHAIN_PAY_TO_SOLANA`, `PAPERCHAIN_FREE_CHAIN_READS`, `PAPERCHAIN_FREE_ADDRESS_CHECK`,
 //! `PAPERCHAIN_FREE_DOCS`, `PAPERCHAIN_MPP_SECRET`, `PAPERCHAIN_LEDGER_RETENTION_DAYS`,
-//! `PAPERCHAIN_CLAIM_EVERY_SECONDS`.
+//! `PAPERCHAIN_CLAIM_EVERY_SECONDS`, `PAPERCHAIN_CHANNEL_IDLE_SECONDS`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -117,6 +118,9 @@ pub struct HostedConfig {
     pub retention_days: u32,
     /// How often what `batch-settlement` channels charged is claimed on chain.
     pub claim_every: std::time::Duration,
+    /// How long a `batch-settlement` channel may go without a call before the service
+    /// refunds its unspent deposit to the payer.
+    pub channel_idle: std::time::Duration,
 }
 
 /// Why the hosted configuration cannot be used.
@@ -147,6 +151,7 @@ struct FileHosted {
     mpp_secret: Option<String>,
     retention_days: Option<u32>,
     claim_every_seconds: Option<u64>,
+    channel_idle_seconds: Option<u64>,
 }
 
 /// What the caller already knows: the file (if any), the data folder and the public URL
@@ -308,9 +313,22 @@ impl HostedConfig {
                 origin("PAPERCHAIN_CLAIM_EVERY_SECONDS", "hosted.claim_every_seconds")
             )));
         }
+        let channel_idle = match env("PAPERCHAIN_CHANNEL_IDLE_SECONDS") {
+            Some(text) => text.parse::<u64>().map_err(|_| {
+                ConfigError(format!("PAPERCHAIN_CHANNEL_IDLE_SECONDS must be a whole number of seconds, not `{text}`"))
+            })?,
+            None => file.channel_idle_seconds.unwrap_or(86_400),
+        };
+        if !(1..=2_592_000).contains(&channel_idle) {
+            return Err(ConfigError(format!(
+                "{} must be between 1 and 2592000 seconds (30 days), not {channel_idle}",
+                origin("PAPERCHAIN_CHANNEL_IDLE_SECONDS", "hosted.channel_idle_seconds")
+            )));
+        }
         let default_database = if sources.sandbox { "sandbox.sqlite" } else { "hosted.sqlite" };
         Ok(HostedConfig {
             claim_every: std::time::Duration::from_secs(claim_every),
+            channel_idle: std::time::Duration::from_secs(channel_idle),
             mpp_secret,
             public_url,
             facilitator_url,

@@ -165,7 +165,8 @@ impl Hosted {
         };
         let claim_every = config.claim_every;
         let escrow = chain.escrow().map_err(|e| HostedError(e.to_string()))?;
-        let channels = batch::Channels::new(escrow, NETWORKS[0].caip2, 900, claim_every);
+        let channels =
+            batch::Channels::new(escrow, NETWORKS[0].caip2, 900, claim_every).refunding_after(config.channel_idle);
         let paywall = build(config, catalog, &ctx, facilitator, options).await?.with_batch(channels);
         // Solana is offered once the facilitator has named its fee payer, `upto` once it has
         // named the address that settles it.

@@ -261,8 +261,29 @@ pub(crate) async fn resync(
     Ok(Some(believed))
 }
 
-/// A refund of `amount` in transaction `tx` on channel `id`.
-pub(crate) async fn refunded(ledger: &Ledger, id: &str, amount: u128, tx: &str) -> Result<(), LedgerError> {
+/// What the escrow holds for `channel` (`balance`, read from the chain), when it is less
+/// than the ledger's deposited less refunded: the rest went back to the payer without this
+/// ledger seeing it (the service refunded an idle channel, or a withdrawal made with
+/// another tool). Recorded as a refund found on chain; how much.
+pub(crate) async fn returned_on_chain(ledger: &Ledger, channel: &Channel, balance: u128) -> Result<u128, LedgerError> {
+    let missed = channel.balance().saturating_sub(balance.max(channel.charged));
+    if missed > 0 {
+        refunded(ledger, &channel.id, missed, None).await?;
+    }
+    Ok(missed)
+}
+
+/// Reads `channel` from the escrow and records what went back to the payer unseen
+/// ([`returned_on_chain`]); how much.
+pub(crate) async fn sync(ledger: &Ledger, chains: &Chains, channel: &Channel) -> Result<u128, String> {
+    let chain = crate::chain::chain_of(chains, &channel.network)?;
+    let id = channel.id.parse::<B256>().map_err(|_| "the channel id is not 32 bytes of hex".to_string())?;
+    let (balance, _) = crate::chain::escrow_channel(&chain, id).await?;
+    returned_on_chain(ledger, channel, balance).await.map_err(|e| e.to_string())
+}
+
+/// A refund of `amount` (in transaction `tx`, when known) on channel `id`.
+pub(crate) async fn refunded(ledger: &Ledger, id: &str, amount: u128, tx: Option<&str>) -> Result<(), LedgerError> {
     let error = |e| ledger.sql_error(e);
     let now = crate::ledger::now_ms();
     let mut db = ledger.pool().begin().await.map_err(error)?;
@@ -314,6 +335,13 @@ pub async fn reconcile(ledger: &Ledger, chains: &Chains) -> Result<Vec<Check>, L
                 continue;
             }
         };
+        let missed = returned_on_chain(ledger, &channel, balance).await?;
+        let channel = Channel { refunded: channel.refunded + missed, ..channel.clone() };
+        let found = if missed > 0 {
+            format!("; a return of {missed} to the payer found on chain was recorded")
+        } else {
+            String::new()
+        };
         if balance != channel.balance() {
             checks.push(check(
                 "mismatch",
@@ -337,7 +365,7 @@ pub async fn reconcile(ledger: &Ledger, chains: &Chains) -> Result<Vec<Check>, L
             checks.push(check(
                 "ok",
                 format!(
-                    "balance {balance} = {} deposited − {} refunded; claimed {claimed} of {} charged",
+                    "balance {balance} = {} deposited − {} refunded; claimed {claimed} of {} charged{found}",
                     channel.deposited, channel.refunded, channel.charged
                 ),
             ));

@@ -506,7 +506,7 @@ impl PayingClient {
         match (received.status, settlement) {
             (200, Some(Ok(settlement))) if settlement.success => {
                 let refunded = settlement.amount.as_deref().and_then(|a| a.parse::<u128>().ok()).unwrap_or(0);
-                crate::channels::refunded(&self.ledger, &channel.id, refunded, &settlement.transaction)
+                crate::channels::refunded(&self.ledger, &channel.id, refunded, Some(&settlement.transaction))
                     .await
                     .map_err(|e| e.to_string())?;
                 Ok(Closed { refunded, tx: settlement.transaction })
@@ -948,6 +948,20 @@ impl PayingClient {
                         "{chain} The channel's charged total is now the service's {charged}, for which it holds this \
                          wallet's own voucher; call again."
                     );
+                }
+            }
+            if reason.starts_with("invalid_batch_settlement_evm_insufficient_balance") {
+                // The service says the channel holds less than this ledger thinks: what the
+                // chain says is recorded, and the next call deposits again.
+                match crate::channels::sync(&self.ledger, &self.chains, &voucher.channel).await {
+                    Ok(0) => {}
+                    Ok(missed) => {
+                        chain = format!(
+                            "{chain} The escrow shows {missed} of the channel's deposit returned to this wallet (an idle \
+                             channel refunded): recorded; the next call deposits again."
+                        );
+                    }
+                    Err(e) => tracing::warn!(error = %e, "reading the channel from the escrow failed"),
                 }
             }
             self.ledger.unsettled(paying.call_id, &reason).await?;

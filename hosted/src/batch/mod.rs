@@ -4,6 +4,9 @@
 //! The paywall's checks of each paid call are in `paywall/batch.rs`; the channel records
 //! in the store (`store/channels.rs`).
 //!
+//! Idle channels: one without a call for [`Channels::refunding_after`] (a day unless
+//! configured) has its unspent deposit returned to its payer by the same sweep.
+//!
 //! Claims: every [`Channels::claim_every`], all channels with more charged than claimed, up
 //! to [`CLAIM_ROWS`] per transaction, each claimed with the payer's latest voucher and the
 //! claimed tokens swept to the receiver in the same transaction. A channel whose payer
@@ -34,6 +37,7 @@ pub struct Channels {
     network: &'static str,
     withdraw_delay: u64,
     claim_every: Duration,
+    idle: Duration,
 }
 
 impl Channels {
@@ -41,7 +45,13 @@ impl Channels {
     /// `withdraw_delay` seconds, claimed every `claim_every`.
     pub fn new(escrow: Escrow, network: &'static str, withdraw_delay: u64, claim_every: Duration) -> Channels {
         let withdraw_delay = withdraw_delay.clamp(*WITHDRAW_DELAY.start(), *WITHDRAW_DELAY.end());
-        Channels { escrow, network, withdraw_delay, claim_every }
+        Channels { escrow, network, withdraw_delay, claim_every, idle: Duration::from_secs(86_400) }
+    }
+
+    /// Refunds a channel's unspent deposit once it has gone `idle` without a call.
+    pub fn refunding_after(mut self, idle: Duration) -> Channels {
+        self.idle = idle;
+        self
     }
 
     /// The network.
@@ -174,7 +184,53 @@ impl Channels {
             }
         }
         self.check(store).await?;
+        self.refund_idle(store).await?;
         Ok(total)
+    }
+
+    /// Returns the unspent deposit of every channel without a call for [`Channels::idle`]:
+    /// what it charged is claimed and the rest refunded to its payer, in one transaction.
+    /// The channel takes no voucher meanwhile; a later deposit opens it again.
+    async fn refund_idle(&self, store: &Store) -> Result<(), String> {
+        let before = now_ms() - i64::try_from(self.idle.as_millis()).unwrap_or(i64::MAX);
+        for row in store.take_idle_channels(before, CLAIM_ROWS).await.map_err(|e| e.to_string())? {
+            let refunded = self.refund_one(store, &row).await;
+            // Read back whatever happened: the record is the chain's again, and open.
+            if let Ok(id) = row.id.parse::<B256>()
+                && let Err(e) = self.refresh(store, id).await
+            {
+                tracing::warn!(channel = %row.id, error = %e, "reading an idle channel back failed");
+            }
+            if let Err(e) = refunded {
+                tracing::warn!(channel = %row.id, error = %e, "refunding an idle channel failed; tried again later");
+            }
+        }
+        Ok(())
+    }
+
+    async fn refund_one(&self, store: &Store, row: &ChannelRow) -> Result<(), String> {
+        if row.network != self.network {
+            return Ok(());
+        }
+        let config = read_config(row)?;
+        let id = row.id.parse::<B256>().map_err(|e| e.to_string())?;
+        let on_chain = self.escrow.channel(id).await.map_err(|e| e.to_string())?;
+        let rest = on_chain.balance.saturating_sub(row.charged.max(on_chain.claimed));
+        if rest == 0 {
+            return Ok(());
+        }
+        let claim = (row.charged > on_chain.claimed)
+            .then(|| claim_row(&config, row.charged, row.voucher_signature.as_deref().unwrap_or_default(), row.charged))
+            .flatten();
+        let tx = self.escrow.refund(&config, claim, rest).await.map_err(|e| e.to_string())?;
+        let record = ChannelTx { kind: "refund".into(), tx_hash: tx.to_string(), channels: 1, amount: rest };
+        let balance = on_chain.balance - rest;
+        store
+            .channels_settled(&record, &[(row.id.clone(), row.charged, Some(balance))])
+            .await
+            .map_err(|e| e.to_string())?;
+        tracing::info!(channel = %row.id, refunded = %rest, tx = %record.tx_hash, "batch-settlement: an idle channel's rest refunded");
+        Ok(())
     }
 
     /// Reads back from the chain the channels not read for [`BALANCE_FRESH`].

@@ -228,6 +228,24 @@ impl Store {
         rows.iter().map(channel_from_row).collect()
     }
 
+    /// Up to `limit` channels with an unspent deposit and no call since `before_ms` (Unix
+    /// ms), none running; each is taken (it accepts no voucher) until
+    /// [`Store::channel_checked`] records it again.
+    pub async fn take_idle_channels(&self, before_ms: i64, limit: u32) -> Result<Vec<ChannelRow>, StoreError> {
+        let rows = sqlx::query(
+            "UPDATE channels SET withdrawing = 1
+             WHERE id IN (SELECT id FROM channels WHERE balance > charged AND updated_at_ms < ?1 AND pending IS NULL
+                          AND withdrawing = 0 ORDER BY updated_at_ms LIMIT ?2)
+               AND pending IS NULL
+             RETURNING *",
+        )
+        .bind(before_ms)
+        .bind(i64::from(limit))
+        .fetch_all(&self.inner.pool)
+        .await?;
+        rows.iter().map(channel_from_row).collect()
+    }
+
     /// Records what the chain says of channel `id`: its balance, what is claimed, whether
     /// the payer asked to withdraw.
     pub async fn channel_checked(

@@ -456,3 +456,64 @@ async fn a_hundred_calls_over_one_channel_make_one_deposit_and_a_few_claims_and_
     assert_eq!(verdicts, [("expired", 1), ("ok", 101)].into(), "{checks:?}");
     assert!(checks.iter().any(|c| c.call_id.starts_with("channel ") && c.verdict == "ok"), "{checks:?}");
 }
+
+#[tokio::test]
+async fn an_idle_channel_is_refunded_by_the_service_and_the_wallet_deposits_again() {
+    // Idle after 2 s without a call; the service looks every second.
+    let sandbox =
+        start_sandbox_with(&[("PAPERCHAIN_CLAIM_EVERY_SECONDS", "1"), ("PAPERCHAIN_CHANNEL_IDLE_SECONDS", "2")]);
+    let line = &sandbox.line["sandbox"];
+    let base = line["base_url"].as_str().unwrap().to_string();
+    let payer: PrivateKeySigner = line["payer_private_key"].as_str().unwrap().parse().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[service]\nurl = \"{base}\"\n[policy]\nper_call = \"0.01\"\nchannel_deposit = \"0.05\"\n\
+         networks = {{ \"eip155:8453\" = \"1\" }}\n"
+    );
+    let config = ClientConfig::parse(&config, None).unwrap();
+    let signer = payer.clone();
+    let keys: KeyLoader = Arc::new(move || Ok(signer.clone()));
+    let ledger = Ledger::open_in(dir.path()).await.unwrap();
+    let client =
+        PayingClient::new(Arc::new(config), ledger, keys, Arc::new(NobodyToAsk), Arc::new(sandbox_chains(&sandbox)));
+    let caller = Caller { front_door: "cli", client: None };
+    let request = Request {
+        operation: "get_gas_price",
+        path: "/v1/chain/gas",
+        body: json!({ "chain": "base" }).to_string().into(),
+        caller: &caller,
+        approver: None,
+        stop: Default::default(),
+    };
+    let before = usdc_balance(&sandbox, payer.address()).await;
+    let mut price = 0;
+    for _ in 0..2 {
+        let answer = client.call(&request).await.unwrap();
+        assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+        price = answer.paid.unwrap().amount.parse::<u128>().unwrap();
+    }
+    let deposit = 50_000;
+    assert_eq!(usdc_balance(&sandbox, payer.address()).await, before - deposit);
+    // Left idle, the channel's rest comes back to the wallet.
+    let started = std::time::Instant::now();
+    while usdc_balance(&sandbox, payer.address()).await != before - 2 * price {
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "the idle channel was not refunded");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    // The wallet's next voucher is over what the channel holds now: refused, and the wallet
+    // reads the return from the escrow; the call after deposits again.
+    let error = client.call(&request).await.unwrap_err().to_string();
+    assert!(error.contains("insufficient_balance") && error.contains("returned to this wallet"), "{error}");
+    let channel = &paperchain_wallet::channels::list(client.ledger()).await.unwrap()[0];
+    assert_eq!((channel.deposited, channel.refunded, channel.charged), (deposit, deposit - 2 * price, 2 * price));
+    let answer = client.call(&request).await.unwrap();
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    assert!(answer.paid.unwrap().tx.starts_with("0x"), "a new deposit");
+    assert_eq!(usdc_balance(&sandbox, payer.address()).await, before - 2 * price - deposit);
+    let checks =
+        reconcile(client.ledger(), &sandbox_chains(&sandbox), &paperchain_engine_core::solana::Clusters::from_env(), 0)
+            .await
+            .unwrap();
+    let verdicts: Vec<&str> = checks.iter().map(|c| c.verdict.as_str()).collect();
+    assert_eq!(verdicts, ["ok", "ok", "expired", "ok", "ok"], "{checks:?}");
+}
