@@ -15,12 +15,15 @@
 use alloy::primitives::B256;
 use paperchain_engine_core::evm::Chains;
 use paperchain_protocol::batch_evm::{self, ChannelState};
+use paperchain_protocol::x402;
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::Row as _;
 
+use crate::client::CallError;
 use crate::ledger::{Ledger, LedgerError};
 use crate::reconcile::Check;
+use crate::x402_client;
 
 /// The tables (created with the ledger's).
 pub(crate) const SCHEMA: &str = "
@@ -374,6 +377,66 @@ pub async fn reconcile(ledger: &Ledger, chains: &Chains) -> Result<Vec<Check>, L
     Ok(checks)
 }
 
+/// A channel closed: what its service refunded, in which transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Closed {
+    /// Atomic units refunded to the payer.
+    pub refunded: u128,
+    /// The transaction that claimed and refunded.
+    pub tx: String,
+}
+
+impl crate::client::PayingClient {
+    /// Closes every `batch-settlement` channel with something unspent: asks its service to
+    /// claim what was charged and refund the rest, in one transaction, and records the
+    /// refund. One closed channel, or why it is not, per channel.
+    pub async fn close_channels(&self) -> Result<Vec<(Channel, Result<Closed, String>)>, CallError> {
+        let _one = self.one_at_a_time("channels.lock").await?;
+        let signer = self.signer().await.map_err(CallError::Keys)?;
+        let mut out = Vec::new();
+        for channel in list(self.ledger()).await? {
+            if channel.unspent() == 0 || !channel.payer.eq_ignore_ascii_case(&signer.address().to_checksum(None)) {
+                continue;
+            }
+            let closed = self.close_channel(&signer, &channel).await;
+            out.push((channel, closed));
+        }
+        Ok(out)
+    }
+
+    async fn close_channel(
+        &self,
+        signer: &alloy::signers::local::PrivateKeySigner,
+        channel: &Channel,
+    ) -> Result<Closed, String> {
+        let offer: x402::Offer = serde_json::from_value(channel.offer.clone()).map_err(|e| e.to_string())?;
+        let request = paperchain_protocol::batch_evm::sign_batch_refund(signer, &offer, channel.charged)
+            .map_err(|e| e.to_string())?;
+        let header = x402::encode(&request);
+        let received = self
+            .send(&channel.url, &channel.host, &bytes::Bytes::from_static(b"{}"), Some(&header))
+            .await
+            .map_err(|e| e.to_string())?;
+        let settlement = received.header(x402::PAYMENT_RESPONSE).map(x402_client::read_settlement);
+        match (received.status, settlement) {
+            (200, Some(Ok(settlement))) if settlement.success => {
+                let amount = settlement.amount.as_deref().and_then(|a| a.parse::<u128>().ok()).unwrap_or(0);
+                refunded(self.ledger(), &channel.id, amount, Some(&settlement.transaction))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(Closed { refunded: amount, tx: settlement.transaction })
+            }
+            (status, _) => {
+                let said = x402_client::read_payment_required(received.header(x402::PAYMENT_REQUIRED), &received.body)
+                    .ok()
+                    .and_then(|r| r.error)
+                    .unwrap_or_else(|| String::from_utf8_lossy(&received.body).chars().take(300).collect());
+                Err(format!("the service answered {status}: {}", crate::clean(&said, 300)))
+            }
+        }
+    }
+}
+
 /// A call's payment over a channel, in flight: the channel (as it will be recorded) and
 /// what was signed.
 #[derive(Clone, Debug)]
@@ -394,20 +457,17 @@ pub(crate) async fn sign(
     ledger: &Ledger,
     signer: &alloy::signers::local::PrivateKeySigner,
     selected: &crate::policy::Selected,
-    resource: Option<&paperchain_protocol::x402::ResourceInfo>,
+    resource: Option<&x402::ResourceInfo>,
     host: &str,
     url: &str,
     cap: u128,
     now: u64,
-) -> Result<
-    (paperchain_protocol::x402::PaymentPayload<batch_evm::BatchPayload, Value>, Voucher),
-    crate::x402_client::PayError,
-> {
+) -> Result<(x402::PaymentPayload<batch_evm::BatchPayload, Value>, Voucher), x402_client::PayError> {
     let offer = &selected.requirement;
     let terms = batch_evm::BatchTerms::of(offer)?;
     let id = batch_evm::channel_id(&terms.channel_for(signer.address()), terms.chain_id).to_string();
-    let known = get(ledger, &id).await.map_err(|e| crate::x402_client::PayError::Chain(e.to_string()))?;
-    let next = next(known.as_ref(), selected.atomic, cap).map_err(crate::x402_client::PayError::Chain)?;
+    let known = get(ledger, &id).await.map_err(|e| x402_client::PayError::Chain(e.to_string()))?;
+    let next = next(known.as_ref(), selected.atomic, cap).map_err(x402_client::PayError::Chain)?;
     let payload = batch_evm::sign_batch_payment(signer, offer, resource, next.voucher, next.deposit, now)?;
     let channel = Channel {
         id,
@@ -426,7 +486,7 @@ pub(crate) async fn sign(
 /// The channel state and last voucher a corrective 402 (`accepts[].extra`) carries for
 /// `voucher`'s channel.
 pub(crate) fn corrective_state(
-    required: &paperchain_protocol::x402::PaymentRequired,
+    required: &x402::PaymentRequired,
     voucher: &Voucher,
 ) -> Option<(ChannelState, Option<Value>)> {
     required.accepts.iter().find_map(|offer| {

@@ -437,7 +437,7 @@ impl PayingClient {
         Ok((url, host))
     }
 
-    async fn send(
+    pub(crate) async fn send(
         &self,
         url: &str,
         host: &str,
@@ -470,55 +470,6 @@ impl PayingClient {
             body.extend_from_slice(&chunk);
         }
         Ok(Received { status, headers, body: body.freeze() })
-    }
-
-    /// Closes every `batch-settlement` channel with something unspent: asks its service to
-    /// claim what was charged and refund the rest, in one transaction, and records the
-    /// refund. One closed channel, or why it is not, per channel.
-    pub async fn close_channels(&self) -> Result<Vec<(crate::channels::Channel, Result<Closed, String>)>, CallError> {
-        let _one = self.one_at_a_time("channels.lock").await?;
-        let signer = self.signer().await.map_err(CallError::Keys)?;
-        let mut out = Vec::new();
-        for channel in crate::channels::list(&self.ledger).await? {
-            if channel.unspent() == 0 || !channel.payer.eq_ignore_ascii_case(&signer.address().to_checksum(None)) {
-                continue;
-            }
-            let closed = self.close_channel(&signer, &channel).await;
-            out.push((channel, closed));
-        }
-        Ok(out)
-    }
-
-    async fn close_channel(
-        &self,
-        signer: &PrivateKeySigner,
-        channel: &crate::channels::Channel,
-    ) -> Result<Closed, String> {
-        let offer: x402::Offer = serde_json::from_value(channel.offer.clone()).map_err(|e| e.to_string())?;
-        let request = paperchain_protocol::batch_evm::sign_batch_refund(signer, &offer, channel.charged)
-            .map_err(|e| e.to_string())?;
-        let header = x402::encode(&request);
-        let received = self
-            .send(&channel.url, &channel.host, &bytes::Bytes::from_static(b"{}"), Some(&header))
-            .await
-            .map_err(|e| e.to_string())?;
-        let settlement = received.header(x402::PAYMENT_RESPONSE).map(x402_client::read_settlement);
-        match (received.status, settlement) {
-            (200, Some(Ok(settlement))) if settlement.success => {
-                let refunded = settlement.amount.as_deref().and_then(|a| a.parse::<u128>().ok()).unwrap_or(0);
-                crate::channels::refunded(&self.ledger, &channel.id, refunded, Some(&settlement.transaction))
-                    .await
-                    .map_err(|e| e.to_string())?;
-                Ok(Closed { refunded, tx: settlement.transaction })
-            }
-            (status, _) => {
-                let said = x402_client::read_payment_required(received.header(x402::PAYMENT_REQUIRED), &received.body)
-                    .ok()
-                    .and_then(|r| r.error)
-                    .unwrap_or_else(|| String::from_utf8_lossy(&received.body).chars().take(300).collect());
-                Err(format!("the service answered {status}: {}", crate::clean(&said, 300)))
-            }
-        }
     }
 
     /// What the hosted service would charge for `request`, and whether the policy would
@@ -731,7 +682,7 @@ impl PayingClient {
     /// once would count on the same allowance and sign permits with the same token nonce
     /// (`upto.lock`); two vouchers of one channel would be for the same total
     /// (`channels.lock`): the second would fail after its work was done.
-    async fn one_at_a_time(&self, name: &str) -> Result<std::fs::File, CallError> {
+    pub(crate) async fn one_at_a_time(&self, name: &str) -> Result<std::fs::File, CallError> {
         let path = self.ledger.path().with_file_name(name);
         let locked = tokio::task::spawn_blocking(move || {
             let file = std::fs::File::options().create(true).truncate(false).write(true).open(&path)?;
@@ -863,7 +814,7 @@ impl PayingClient {
         })
     }
 
-    async fn signer(&self) -> Result<Arc<PrivateKeySigner>, String> {
+    pub(crate) async fn signer(&self) -> Result<Arc<PrivateKeySigner>, String> {
         loaded(&self.signer, self.keys.clone(), "the key").await
     }
 
@@ -1104,15 +1055,6 @@ fn user_builder(overrides: Overrides) -> crate::live::Builder {
     })
 }
 
-/// A channel closed: what its service refunded, in which transaction.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Closed {
-    /// Atomic units refunded to the payer.
-    pub refunded: u128,
-    /// The transaction that claimed and refunded.
-    pub tx: String,
-}
-
 /// The key a payment is signed with.
 enum PayingKey {
     Evm(Arc<PrivateKeySigner>),
@@ -1210,14 +1152,14 @@ impl ChainSays {
     }
 }
 
-struct Received {
-    status: u16,
+pub(crate) struct Received {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: bytes::Bytes,
+    pub(crate) body: bytes::Bytes,
 }
 
 impl Received {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
     }
 
