@@ -520,7 +520,8 @@ fn print_channels(
                 serde_json::json!({
                     "id": c.id, "host": c.host, "network": c.network, "payer": c.payer, "symbol": c.symbol,
                     "deposited": c.deposited.to_string(), "refunded": c.refunded.to_string(),
-                    "charged": c.charged.to_string(), "unspent": c.unspent().to_string(),
+                    "charged": c.charged.to_string(), "claimed": c.claimed.to_string(),
+                    "unspent": c.unspent().to_string(),
                 })
             })
             .collect();
@@ -536,13 +537,14 @@ fn print_channels(
     }
     for c in channels {
         println!(
-            "{} {} on {}: deposited {}, refunded {}, charged {}, left {}",
+            "{} {} on {}: deposited {}, refunded {}, charged {} (claimed {} when last reconciled), left {}",
             c.id,
             c.host,
             c.network,
             text(c.deposited, c),
             text(c.refunded, c),
             text(c.charged, c),
+            text(c.claimed, c),
             text(c.unspent(), c)
         );
     }

@@ -1,5 +1,6 @@
 //! The payer's `batch-settlement` channels, kept in the ledger's file: per channel what was
-//! deposited, refunded and charged (the last voucher signed), and each deposit, voucher and
+//! deposited, refunded, charged (the last voucher signed) and claimed by the service, and
+//! each deposit, voucher, claim (as the escrow shows it when the channel is read) and
 //! refund as an event.
 //!
 //! A call over a channel signs a voucher for the charged total plus its price; when that is
@@ -39,13 +40,14 @@ CREATE TABLE IF NOT EXISTS channels (
     deposited INTEGER NOT NULL DEFAULT 0,
     refunded INTEGER NOT NULL DEFAULT 0,
     charged INTEGER NOT NULL DEFAULT 0,
+    claimed INTEGER NOT NULL DEFAULT 0,
     updated_at_ms INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS channel_events (
     id INTEGER PRIMARY KEY,
     channel TEXT NOT NULL,
     at_ms INTEGER NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ('deposit', 'voucher', 'refund')),
+    kind TEXT NOT NULL CHECK (kind IN ('deposit', 'voucher', 'claim', 'refund')),
     amount INTEGER NOT NULL,
     tx TEXT,
     call_id TEXT
@@ -79,6 +81,8 @@ pub struct Channel {
     pub refunded: u128,
     /// What the vouchers signed and accepted add up to.
     pub charged: u128,
+    /// What the service has claimed of it, as the escrow showed when last read.
+    pub claimed: u128,
 }
 
 impl Channel {
@@ -140,6 +144,7 @@ fn channel_of(row: &sqlx::sqlite::SqliteRow) -> Result<Channel, sqlx::Error> {
         deposited: amount("deposited")?,
         refunded: amount("refunded")?,
         charged: amount("charged")?,
+        claimed: amount("claimed")?,
     })
 }
 
@@ -285,6 +290,33 @@ pub(crate) async fn sync(ledger: &Ledger, chains: &Chains, channel: &Channel) ->
     returned_on_chain(ledger, channel, balance).await.map_err(|e| e.to_string())
 }
 
+/// What the escrow shows claimed of `channel` (`claimed`), when more than last recorded:
+/// the service's claims since, recorded as one claim event; how much.
+async fn claimed_on_chain(ledger: &Ledger, channel: &Channel, claimed: u128) -> Result<u128, LedgerError> {
+    let new = claimed.saturating_sub(channel.claimed);
+    if new == 0 {
+        return Ok(0);
+    }
+    let error = |e| ledger.sql_error(e);
+    let now = crate::ledger::now_ms();
+    let mut db = ledger.pool().begin().await.map_err(error)?;
+    sqlx::query("INSERT INTO channel_events (channel, at_ms, kind, amount) VALUES (?1, ?2, 'claim', ?3)")
+        .bind(&channel.id)
+        .bind(now)
+        .bind(to_db(ledger, new)?)
+        .execute(&mut *db)
+        .await
+        .map_err(error)?;
+    sqlx::query("UPDATE channels SET claimed = ?2 WHERE id = ?1")
+        .bind(&channel.id)
+        .bind(to_db(ledger, claimed)?)
+        .execute(&mut *db)
+        .await
+        .map_err(error)?;
+    db.commit().await.map_err(error)?;
+    Ok(new)
+}
+
 /// A refund of `amount` (in transaction `tx`, when known) on channel `id`.
 pub(crate) async fn refunded(ledger: &Ledger, id: &str, amount: u128, tx: Option<&str>) -> Result<(), LedgerError> {
     let error = |e| ledger.sql_error(e);
@@ -339,7 +371,8 @@ pub async fn reconcile(ledger: &Ledger, chains: &Chains) -> Result<Vec<Check>, L
             }
         };
         let missed = returned_on_chain(ledger, &channel, balance).await?;
-        let channel = Channel { refunded: channel.refunded + missed, ..channel.clone() };
+        claimed_on_chain(ledger, &channel, claimed).await?;
+        let channel = Channel { refunded: channel.refunded + missed, claimed, ..channel.clone() };
         let found = if missed > 0 {
             format!("; a return of {missed} to the payer found on chain was recorded")
         } else {
@@ -514,6 +547,7 @@ mod tests {
             deposited,
             refunded,
             charged,
+            claimed: 0,
         }
     }
 

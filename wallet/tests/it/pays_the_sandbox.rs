@@ -455,6 +455,9 @@ async fn a_hundred_calls_over_one_channel_make_one_deposit_and_a_few_claims_and_
     });
     assert_eq!(verdicts, [("expired", 1), ("ok", 101)].into(), "{checks:?}");
     assert!(checks.iter().any(|c| c.call_id.starts_with("channel ") && c.verdict == "ok"), "{checks:?}");
+    // Reconciling recorded what the service claimed: every voucher's total.
+    let channel = &paperchain_wallet::channels::list(client.ledger()).await.unwrap()[0];
+    assert_eq!(channel.claimed, charged);
 }
 
 #[tokio::test]
