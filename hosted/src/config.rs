@@ -299,32 +299,41 @@ impl HostedConfig {
                 origin("PAPERCHAIN_LEDGER_RETENTION_DAYS", "hosted.retention_days")
             )));
         }
-        let claim_every = match env("PAPERCHAIN_CLAIM_EVERY_SECONDS") {
-            Some(text) => text.parse::<u64>().map_err(|_| {
-                ConfigError(format!("PAPERCHAIN_CLAIM_EVERY_SECONDS must be a whole number of seconds, not `{text}`"))
-            })?,
-            None => file.claim_every_seconds.unwrap_or(60),
-        };
+        // Seconds from the environment, else the file, else `default`, within `range`.
+        let seconds =
+            |variable: &str, key: &str, in_file: Option<u64>, default: u64, range: std::ops::RangeInclusive<u64>| {
+                let value = match env(variable) {
+                    Some(text) => text.parse::<u64>().map_err(|_| {
+                        ConfigError(format!("{variable} must be a whole number of seconds, not `{text}`"))
+                    })?,
+                    None => in_file.unwrap_or(default),
+                };
+                if !range.contains(&value) {
+                    return Err(ConfigError(format!(
+                        "{} must be between {} and {} seconds, not {value}",
+                        origin(variable, key),
+                        range.start(),
+                        range.end()
+                    )));
+                }
+                Ok(value)
+            };
         // Well inside the escrow's shortest withdraw delay (900 s): claimed before a payer's
         // withdrawal can take what was charged.
-        if !(1..=600).contains(&claim_every) {
-            return Err(ConfigError(format!(
-                "{} must be between 1 and 600 seconds, not {claim_every}",
-                origin("PAPERCHAIN_CLAIM_EVERY_SECONDS", "hosted.claim_every_seconds")
-            )));
-        }
-        let channel_idle = match env("PAPERCHAIN_CHANNEL_IDLE_SECONDS") {
-            Some(text) => text.parse::<u64>().map_err(|_| {
-                ConfigError(format!("PAPERCHAIN_CHANNEL_IDLE_SECONDS must be a whole number of seconds, not `{text}`"))
-            })?,
-            None => file.channel_idle_seconds.unwrap_or(86_400),
-        };
-        if !(1..=2_592_000).contains(&channel_idle) {
-            return Err(ConfigError(format!(
-                "{} must be between 1 and 2592000 seconds (30 days), not {channel_idle}",
-                origin("PAPERCHAIN_CHANNEL_IDLE_SECONDS", "hosted.channel_idle_seconds")
-            )));
-        }
+        let claim_every = seconds(
+            "PAPERCHAIN_CLAIM_EVERY_SECONDS",
+            "hosted.claim_every_seconds",
+            file.claim_every_seconds,
+            60,
+            1..=600,
+        )?;
+        let channel_idle = seconds(
+            "PAPERCHAIN_CHANNEL_IDLE_SECONDS",
+            "hosted.channel_idle_seconds",
+            file.channel_idle_seconds,
+            86_400,
+            1..=2_592_000,
+        )?;
         let default_database = if sources.sandbox { "sandbox.sqlite" } else { "hosted.sqlite" };
         Ok(HostedConfig {
             claim_every: std::time::Duration::from_secs(claim_every),
@@ -428,6 +437,7 @@ mod tests {
         assert_eq!(config.service_name, "Paperchain");
         assert!(config.client_ip_header.is_none());
         assert_eq!(config.retention_days, DEFAULT_RETENTION_DAYS);
+        assert_eq!((config.claim_every.as_secs(), config.channel_idle.as_secs()), (60, 86_400));
     }
 
     #[test]
@@ -480,6 +490,10 @@ mod tests {
         assert!(with("PAPERCHAIN_MPP_SECRET", "abcd").contains("PAPERCHAIN_MPP_SECRET"));
         assert!(with("PAPERCHAIN_LEDGER_RETENTION_DAYS", "a year").contains("PAPERCHAIN_LEDGER_RETENTION_DAYS"));
         assert!(with("PAPERCHAIN_LEDGER_RETENTION_DAYS", "0").contains("PAPERCHAIN_LEDGER_RETENTION_DAYS"));
+        assert!(with("PAPERCHAIN_CLAIM_EVERY_SECONDS", "soon").contains("PAPERCHAIN_CLAIM_EVERY_SECONDS"));
+        let late = with("PAPERCHAIN_CLAIM_EVERY_SECONDS", "900");
+        assert!(late.contains("PAPERCHAIN_CLAIM_EVERY_SECONDS") && late.contains("between 1 and 600"), "{late}");
+        assert!(with("PAPERCHAIN_CHANNEL_IDLE_SECONDS", "0").contains("PAPERCHAIN_CHANNEL_IDLE_SECONDS"));
         let error = load(&minimal(), Some("[hosted]\nunknown_key = 1\n")).unwrap_err().0;
         assert!(error.contains("unknown_key"), "{error}");
         let error = load(&minimal(), Some("[hosted.pay_to]\nethereum = \"0x0\"\n")).unwrap_err().0;

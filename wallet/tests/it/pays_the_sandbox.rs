@@ -125,12 +125,16 @@ async fn the_paying_client_without_the_server_crate_pays_the_sandbox_process() {
 
 /// A paying client of `sandbox` with the sandbox's funded payer, paying up to `per_call`.
 async fn client_of(sandbox: &Sandbox, per_call: &str, dir: &std::path::Path) -> (PayingClient, PrivateKeySigner) {
+    client_with(sandbox, &format!("per_call = \"{per_call}\"\nnetworks = {{ \"eip155:8453\" = \"1\" }}"), dir).await
+}
+
+/// A paying client of `sandbox` with the sandbox's funded payer, under `policy` (the
+/// `[policy]` table's lines).
+async fn client_with(sandbox: &Sandbox, policy: &str, dir: &std::path::Path) -> (PayingClient, PrivateKeySigner) {
     let line = &sandbox.line["sandbox"];
     let base = line["base_url"].as_str().expect("base_url").to_string();
     let payer: PrivateKeySigner = line["payer_private_key"].as_str().expect("the test payer's key").parse().unwrap();
-    let config = format!(
-        "[service]\nurl = \"{base}\"\n[policy]\nper_call = \"{per_call}\"\nnetworks = {{ \"eip155:8453\" = \"1\" }}\n"
-    );
+    let config = format!("[service]\nurl = \"{base}\"\n[policy]\n{policy}\n");
     let config = ClientConfig::parse(&config, None).unwrap();
     let signer = payer.clone();
     let keys: KeyLoader = Arc::new(move || Ok(signer.clone()));
@@ -334,17 +338,11 @@ async fn a_hundred_calls_over_one_channel_make_one_deposit_and_a_few_claims_and_
     // The wallet may keep 200 calls' worth in a channel.
     let deposit = 200 * price;
     let dir = tempfile::tempdir().unwrap();
-    let config = format!(
-        "[service]\nurl = \"{base}\"\n[policy]\nper_call = \"0.01\"\nper_day = \"5\"\nchannel_deposit = \"{}\"\n\
-         networks = {{ \"eip155:8453\" = \"5\" }}\n",
+    let policy = format!(
+        "per_call = \"0.01\"\nper_day = \"5\"\nchannel_deposit = \"{}\"\nnetworks = {{ \"eip155:8453\" = \"5\" }}",
         paperchain_wallet::money::format_atomic(deposit, 6)
     );
-    let config = ClientConfig::parse(&config, None).unwrap();
-    let signer = payer.clone();
-    let keys: KeyLoader = Arc::new(move || Ok(signer.clone()));
-    let ledger = Ledger::open_in(dir.path()).await.unwrap();
-    let client =
-        PayingClient::new(Arc::new(config), ledger, keys, Arc::new(NobodyToAsk), Arc::new(sandbox_chains(&sandbox)));
+    let (client, _) = client_with(&sandbox, &policy, dir.path()).await;
     let caller = Caller { front_door: "cli", client: None };
     let request = Request {
         operation: "get_gas_price",
@@ -465,20 +463,9 @@ async fn an_idle_channel_is_refunded_by_the_service_and_the_wallet_deposits_agai
     // Idle after 2 s without a call; the service looks every second.
     let sandbox =
         start_sandbox_with(&[("PAPERCHAIN_CLAIM_EVERY_SECONDS", "1"), ("PAPERCHAIN_CHANNEL_IDLE_SECONDS", "2")]);
-    let line = &sandbox.line["sandbox"];
-    let base = line["base_url"].as_str().unwrap().to_string();
-    let payer: PrivateKeySigner = line["payer_private_key"].as_str().unwrap().parse().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let config = format!(
-        "[service]\nurl = \"{base}\"\n[policy]\nper_call = \"0.01\"\nchannel_deposit = \"0.05\"\n\
-         networks = {{ \"eip155:8453\" = \"1\" }}\n"
-    );
-    let config = ClientConfig::parse(&config, None).unwrap();
-    let signer = payer.clone();
-    let keys: KeyLoader = Arc::new(move || Ok(signer.clone()));
-    let ledger = Ledger::open_in(dir.path()).await.unwrap();
-    let client =
-        PayingClient::new(Arc::new(config), ledger, keys, Arc::new(NobodyToAsk), Arc::new(sandbox_chains(&sandbox)));
+    let policy = "per_call = \"0.01\"\nchannel_deposit = \"0.05\"\nnetworks = { \"eip155:8453\" = \"1\" }";
+    let (client, payer) = client_with(&sandbox, policy, dir.path()).await;
     let caller = Caller { front_door: "cli", client: None };
     let request = Request {
         operation: "get_gas_price",
