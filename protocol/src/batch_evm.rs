@@ -89,6 +89,11 @@ alloy::sol! {
     function receivers(address receiver, address token) external view returns (uint128 totalClaimed, uint128 totalSettled);
 }
 
+/// An x402 amount that fits the escrow's uint128 (decimal digits only).
+pub fn read_units(text: &str) -> Option<u128> {
+    parse_amount(text).and_then(|a| u128::try_from(a).ok())
+}
+
 /// The escrow's EIP-712 domain on `chain_id`.
 pub fn escrow_domain(chain_id: u64) -> Eip712Domain {
     Eip712Domain::new(
@@ -164,8 +169,7 @@ impl BatchTerms {
                 .filter(|a| !a.is_zero())
                 .ok_or_else(|| format!("the requirement's `{key}` is not a non-zero address"))
         };
-        let amount = parse_amount(&terms.amount)
-            .and_then(|a| u128::try_from(a).ok())
+        let amount = read_units(&terms.amount)
             .ok_or_else(|| "the requirement's `amount` is not a whole number of at most 128 bits".to_string())?;
         let extra = terms.extra.as_ref();
         let withdraw_delay = match extra.and_then(|e| e.get("withdrawDelay")) {
@@ -178,8 +182,7 @@ impl BatchTerms {
         let min_deposit = match terms.extra_text("minDeposit") {
             None => None,
             Some(text) => Some(
-                parse_amount(text)
-                    .and_then(|a| u128::try_from(a).ok())
+                read_units(text)
                     .ok_or_else(|| "the requirement's `extra.minDeposit` is not a whole number".to_string())?,
             ),
         };
@@ -314,8 +317,7 @@ impl VoucherFields {
     pub fn read(&self) -> Result<(B256, u128), String> {
         let id =
             self.channel_id.parse::<B256>().map_err(|_| "`voucher.channelId` is not 32 bytes of hex".to_string())?;
-        let max = parse_amount(&self.max_claimable_amount)
-            .and_then(|a| u128::try_from(a).ok())
+        let max = read_units(&self.max_claimable_amount)
             .ok_or_else(|| "`voucher.maxClaimableAmount` is not a whole number of at most 128 bits".to_string())?;
         Ok((id, max))
     }
@@ -401,8 +403,7 @@ pub struct ChannelState {
 impl ChannelState {
     /// The charged total and the balance, when they read.
     pub fn amounts(&self) -> Option<(u128, u128)> {
-        let read = |text: &str| parse_amount(text).and_then(|a| u128::try_from(a).ok());
-        Some((read(&self.charged_cumulative_amount)?, read(&self.balance)?))
+        Some((read_units(&self.charged_cumulative_amount)?, read_units(&self.balance)?))
     }
 }
 

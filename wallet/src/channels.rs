@@ -199,18 +199,7 @@ pub(crate) async fn paid(
     .map_err(error)?;
     let events = [deposit.map(|(amount, hash)| ("deposit", amount, Some(hash))), Some(("voucher", voucher, None))];
     for (kind, amount, hash) in events.into_iter().flatten() {
-        sqlx::query(
-            "INSERT INTO channel_events (channel, at_ms, kind, amount, tx, call_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )
-        .bind(&channel.id)
-        .bind(now)
-        .bind(kind)
-        .bind(to_db(ledger, amount)?)
-        .bind(hash)
-        .bind(call_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(error)?;
+        event(ledger, &mut tx, &channel.id, (kind, amount, hash), Some(call_id)).await?;
     }
     sqlx::query("UPDATE channels SET charged = MAX(charged, ?2), deposited = deposited + ?3 WHERE id = ?1")
         .bind(&channel.id)
@@ -298,15 +287,8 @@ async fn claimed_on_chain(ledger: &Ledger, channel: &Channel, claimed: u128) -> 
         return Ok(0);
     }
     let error = |e| ledger.sql_error(e);
-    let now = crate::ledger::now_ms();
     let mut db = ledger.pool().begin().await.map_err(error)?;
-    sqlx::query("INSERT INTO channel_events (channel, at_ms, kind, amount) VALUES (?1, ?2, 'claim', ?3)")
-        .bind(&channel.id)
-        .bind(now)
-        .bind(to_db(ledger, new)?)
-        .execute(&mut *db)
-        .await
-        .map_err(error)?;
+    event(ledger, &mut db, &channel.id, ("claim", new, None), None).await?;
     sqlx::query("UPDATE channels SET claimed = ?2 WHERE id = ?1")
         .bind(&channel.id)
         .bind(to_db(ledger, claimed)?)
@@ -317,19 +299,36 @@ async fn claimed_on_chain(ledger: &Ledger, channel: &Channel, claimed: u128) -> 
     Ok(new)
 }
 
+/// Adds event `kind` of `amount` (in transaction `tx`, for call `call_id`, when known) to
+/// channel `id`'s events, inside `db`'s transaction.
+async fn event(
+    ledger: &Ledger,
+    db: &mut sqlx::SqliteConnection,
+    id: &str,
+    (kind, amount, tx): (&str, u128, Option<&str>),
+    call_id: Option<&str>,
+) -> Result<(), LedgerError> {
+    sqlx::query(
+        "INSERT INTO channel_events (channel, at_ms, kind, amount, tx, call_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )
+    .bind(id)
+    .bind(crate::ledger::now_ms())
+    .bind(kind)
+    .bind(to_db(ledger, amount)?)
+    .bind(tx.map(|tx| crate::clean(tx, 200)))
+    .bind(call_id)
+    .execute(db)
+    .await
+    .map_err(|e| ledger.sql_error(e))?;
+    Ok(())
+}
+
 /// A refund of `amount` (in transaction `tx`, when known) on channel `id`.
 pub(crate) async fn refunded(ledger: &Ledger, id: &str, amount: u128, tx: Option<&str>) -> Result<(), LedgerError> {
     let error = |e| ledger.sql_error(e);
     let now = crate::ledger::now_ms();
     let mut db = ledger.pool().begin().await.map_err(error)?;
-    sqlx::query("INSERT INTO channel_events (channel, at_ms, kind, amount, tx) VALUES (?1, ?2, 'refund', ?3, ?4)")
-        .bind(id)
-        .bind(now)
-        .bind(to_db(ledger, amount)?)
-        .bind(tx)
-        .execute(&mut *db)
-        .await
-        .map_err(error)?;
+    event(ledger, &mut db, id, ("refund", amount, tx), None).await?;
     sqlx::query("UPDATE channels SET refunded = refunded + ?2, updated_at_ms = ?3 WHERE id = ?1")
         .bind(id)
         .bind(to_db(ledger, amount)?)

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use alloy::network::{EthereumWallet, TransactionBuilder as _};
-use alloy::primitives::{Address, B256, Bytes, U256};
+use alloy::primitives::{Address, B256, Bytes};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::rpc::types::TransactionRequest;
 use alloy::signers::local::PrivateKeySigner;
@@ -187,9 +187,4 @@ pub fn claim_row(config: &ChannelConfig, max: u128, signature: &str, total: u128
         signature: Bytes::from(signature),
         totalClaimed: total,
     })
-}
-
-/// `amount` as the escrow's uint128, when it fits.
-pub fn atomic(amount: U256) -> Option<u128> {
-    u128::try_from(amount).ok()
 }

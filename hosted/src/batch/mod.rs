@@ -192,7 +192,7 @@ impl Channels {
     /// what it charged is claimed and the rest refunded to its payer, in one transaction.
     /// The channel takes no voucher meanwhile; a later deposit opens it again.
     async fn refund_idle(&self, store: &Store) -> Result<(), String> {
-        let before = now_ms() - i64::try_from(self.idle.as_millis()).unwrap_or(i64::MAX);
+        let before = crate::store::now_ms() - i64::try_from(self.idle.as_millis()).unwrap_or(i64::MAX);
         for row in store.take_idle_channels(before, CLAIM_ROWS).await.map_err(|e| e.to_string())? {
             let refunded = self.refund_one(store, &row).await;
             // Read back whatever happened: the record is the chain's again, and open.
@@ -235,7 +235,7 @@ impl Channels {
 
     /// Reads back from the chain the channels not read for [`BALANCE_FRESH`].
     async fn check(&self, store: &Store) -> Result<(), String> {
-        let before = now_ms() - i64::try_from(BALANCE_FRESH.as_millis()).unwrap_or(i64::MAX);
+        let before = crate::store::now_ms() - i64::try_from(BALANCE_FRESH.as_millis()).unwrap_or(i64::MAX);
         for row in store.channels_to_check(before, 1000).await.map_err(|e| e.to_string())? {
             if row.network != self.network {
                 continue;
@@ -267,8 +267,4 @@ pub fn read_config(row: &ChannelRow) -> Result<ChannelConfig, String> {
     let fields: ChannelFields =
         serde_json::from_str(&row.config).map_err(|e| format!("channel {}: its config does not read: {e}", row.id))?;
     fields.config().map_err(|e| format!("channel {}: {e}", row.id))
-}
-
-fn now_ms() -> i64 {
-    i64::try_from(time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
 }

@@ -16,7 +16,7 @@ use alloy::primitives::{Address, B256};
 use paperchain_engine::catalog::PreparedCall;
 use paperchain_engine::{Context, EngineError, ErrorKind, Price, Reply};
 use paperchain_protocol::batch_evm::{
-    BatchKind, BatchPayload, ChannelConfig, ChannelState, channel_id, voucher_signer,
+    BatchKind, BatchPayload, ChannelConfig, ChannelState, channel_id, read_units, voucher_signer,
 };
 use paperchain_protocol::x402::{PaymentPayload, Requirements, SCHEME_BATCH, SettlementResponse};
 use serde_json::json;
@@ -82,13 +82,13 @@ impl Paywall {
             return Err(invalid(why));
         }
         decision.payer = Some(config.payer.to_checksum(None));
-        let id = channel_id(&config, channels.escrow().chain_id());
+        let chain_id = channels.escrow().chain_id();
+        let id = channel_id(&config, chain_id);
         let (voucher_id, max) = payload.voucher.read().map_err(invalid)?;
         if voucher_id != id {
             return Err(invalid("`voucher.channelId` is not the id of `channelConfig`".into()));
         }
         let signer = if config.payerAuthorizer.is_zero() { config.payer } else { config.payerAuthorizer };
-        let chain_id = channels.escrow().chain_id();
         if voucher_signer(chain_id, id, max, &payload.voucher.signature) != Some(signer) {
             let why = "invalid_batch_settlement_evm_voucher_signature: the voucher is not signed by the channel's \
                        payer authorizer";
@@ -115,19 +115,14 @@ impl Paywall {
             Ok(checked) => checked,
             Err((outcome, code, error)) => return self.refuse_batch(call, price, decision, outcome, code, error).await,
         };
+        // A refund request never comes here: `Paywall::paid_or_refund` takes it first.
         let price_units = u128::from(price.units());
-        if payload.kind == BatchKind::Refund {
-            let error = "invalid_payment: a refund request closes the channel; it pays for no call".to_string();
-            return self.refuse_batch(call, price, decision, Outcome::InvalidPayment, "invalid_payment", error).await;
-        }
         if checked.max != checked.charged() + price_units {
             return self.corrective(call, price, &checked, decision).await;
         }
         let deposit = match (&payload.kind, &payload.deposit) {
             (BatchKind::Deposit, Some(deposit)) => {
-                let amount = paperchain_protocol::x402::parse_amount(&deposit.amount)
-                    .and_then(|a| u128::try_from(a).ok())
-                    .filter(|a| *a > 0);
+                let amount = read_units(&deposit.amount).filter(|a| *a > 0);
                 let data = deposit.authorization.erc3009_authorization.collector_data();
                 match (amount, data) {
                     (Some(amount), Ok(data)) => Some((amount, data)),
@@ -153,7 +148,7 @@ impl Paywall {
         };
         // The channel's balance, read again from the chain when the service's copy is old.
         let stale = checked.row.as_ref().is_some_and(|row| {
-            row.checked_at_ms < now_ms() - i64::try_from(BALANCE_FRESH.as_millis()).unwrap_or(i64::MAX)
+            row.checked_at_ms < crate::store::now_ms() - i64::try_from(BALANCE_FRESH.as_millis()).unwrap_or(i64::MAX)
         });
         if deposit.is_none() && stale {
             match checked.channels.refresh(&self.store, checked.id).await {
@@ -403,8 +398,4 @@ pub(super) fn refund_request(payment: &PaymentPayload) -> Option<&BatchPayload> 
         paperchain_protocol::x402::SchemePayload::Batch(batch) if batch.kind == BatchKind::Refund => Some(batch),
         _ => None,
     }
-}
-
-fn now_ms() -> i64 {
-    i64::try_from(time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
 }

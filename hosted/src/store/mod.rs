@@ -926,7 +926,8 @@ fn day_key(day: Date) -> String {
     format!("{:04}-{:02}-{:02}", day.year(), u8::from(day.month()), day.day())
 }
 
-fn now_ms() -> i64 {
+/// Now, Unix milliseconds (UTC).
+pub(crate) fn now_ms() -> i64 {
     i64::try_from(OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
 }
 
