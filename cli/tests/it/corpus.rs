@@ -376,3 +376,100 @@ fn every_page_edit_route_on_every_corpus_file() {
     eprintln!("{} files, {calls_made} calls: {behaved} behaved, {failed} failed", files.len());
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// Corpus files where poppler's `pdfimages` and `extract_pdf_images` are known to see
+/// different images, and why.
+const IMAGES_SEEN_APART: &[(&str, &str)] = &[
+    // The image is in a form field's appearance, which pdfimages reads and the page's
+    // content (what extract-images reads) does not draw.
+    ("form-filled-by-acrobat.pdf", "an image inside an annotation's appearance"),
+    // A damaged file: pdfimages stops at the broken content stream before its image.
+    ("issue-117.pdf", "pdfimages gives up on the damaged content"),
+];
+
+/// `pdfimages -list`'s images and stencil masks (not soft masks): (page, width, height) → count.
+fn pdfimages_list(pdf: &Path, password: Option<&str>) -> std::collections::BTreeMap<(u32, u32, u32), u32> {
+    let mut command = Command::new("pdfimages");
+    command.arg("-list");
+    if let Some(pw) = password {
+        command.args(["-upw", pw]);
+    }
+    let out = command.arg(pdf).output().expect("pdfimages is installed (cargo xtask setup)");
+    let mut seen = std::collections::BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines().skip(2) {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        if cols.len() > 4 && matches!(cols[2], "image" | "stencil") {
+            let key = (cols[0].parse().unwrap(), cols[3].parse().unwrap(), cols[4].parse().unwrap());
+            *seen.entry(key).or_insert(0) += 1;
+        }
+    }
+    seen
+}
+
+#[test]
+fn extracted_images_are_the_ones_pdfimages_lists_on_every_corpus_file() {
+    let mut files = Vec::new();
+    pdfs(&corpus().join("pdf"), &mut files);
+    let work = tempfile::tempdir().unwrap();
+    let (mut same, mut refused, mut with_images) = (0, 0, 0);
+    let mut failures = Vec::new();
+    for pdf in &files {
+        let name = pdf.file_name().unwrap().to_string_lossy().to_string();
+        let password = password_of(pdf);
+        let input = work.path().join("input.json");
+        std::fs::write(&input, json!({ "file": { "password": password } }).to_string()).unwrap();
+        let out = work.path().join("images.zip");
+        let result = Command::new("timeout")
+            .args(["-k", "5", TIME_CAP, "prlimit", MEMORY_CAP, "--"])
+            .arg(env!("CARGO_BIN_EXE_paperchain"))
+            .args(["call", "extract_pdf_images", "--input"])
+            .arg(&input)
+            .arg("--file")
+            .arg(format!("file={}", pdf.display()))
+            .arg("--out")
+            .arg(&out)
+            .arg("--force")
+            .output()
+            .unwrap();
+        let theirs = pdfimages_list(pdf, password);
+        if result.status.code() == Some(2) {
+            let stderr = String::from_utf8_lossy(&result.stderr);
+            let code = stderr.split("error [").nth(1).and_then(|s| s.split(']').next()).unwrap_or("");
+            // Refused as damaged or locked: pdfimages finds nothing in those either.
+            if !INPUT_ERRORS.contains(&code) || !theirs.is_empty() {
+                failures.push(format!("{name}: refused ({code}) where pdfimages lists {theirs:?}"));
+            }
+            refused += 1;
+            continue;
+        }
+        if !result.status.success() {
+            failures.push(format!(
+                "{name}: exit {:?}: {}",
+                result.status.code(),
+                String::from_utf8_lossy(&result.stderr)
+            ));
+            continue;
+        }
+        let mut archive = zip::ZipArchive::new(std::fs::File::open(&out).unwrap()).unwrap();
+        let manifest: Value = serde_json::from_reader(archive.by_name("images.json").unwrap()).unwrap();
+        let mut ours = std::collections::BTreeMap::new();
+        for image in manifest["images"].as_array().unwrap() {
+            let (w, h) = (image["width"].as_u64().unwrap() as u32, image["height"].as_u64().unwrap() as u32);
+            // Every file the manifest names is in the archive, at its stated size.
+            let file = archive.by_name(image["file"].as_str().unwrap()).unwrap();
+            assert_eq!(file.size(), image["bytes"].as_u64().unwrap(), "{name}: {}", image["file"]);
+            for place in image["placements"].as_array().unwrap() {
+                *ours.entry((place["page"].as_u64().unwrap() as u32, w, h)).or_insert(0) += 1;
+            }
+        }
+        with_images += usize::from(!ours.is_empty());
+        match IMAGES_SEEN_APART.iter().find(|(file, _)| *file == name) {
+            Some((_, why)) => assert_ne!(ours, theirs, "{name} is listed as seen apart ({why}) but now agrees"),
+            None if ours == theirs => same += 1,
+            None => failures.push(format!("{name}: ours {ours:?}, pdfimages {theirs:?}")),
+        }
+    }
+    eprintln!("{} files: {same} agree with pdfimages ({with_images} with images), {refused} refused", files.len());
+    assert!(with_images >= 12, "expected images in at least 12 corpus files, found {with_images}");
+    assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+}

@@ -37,6 +37,7 @@ mod html_to_pdf;
 mod memory_budget;
 mod ocr_url;
 mod pdf_bank_statement;
+mod pdf_extract_images;
 mod pdf_ocr;
 mod pdf_tables;
 mod pdf_to_docx;

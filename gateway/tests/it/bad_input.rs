@@ -106,6 +106,12 @@ fn cases() -> Vec<Case> {
             file_at: "/file",
             pages_at: Some("/pages"),
         },
+        Case {
+            path: "/v1/pdf/extract-images",
+            body: |f| json!({ "file": f, "pages": "1", "min_width": 1 }),
+            file_at: "/file",
+            pages_at: Some("/pages"),
+        },
         Case { path: "/v1/pdf/rasterize", body: |f| json!({ "file": f, "dpi": 36 }), file_at: "/file", pages_at: None },
         Case {
             path: "/v1/pdf/flatten",

@@ -13,6 +13,7 @@ pub mod attachments;
 pub mod bank_statement;
 pub mod compress;
 pub mod crop;
+pub mod extract_images;
 pub mod extract_pages;
 pub mod fill_form;
 pub mod fill_template;
@@ -73,6 +74,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<unlock::UnlockRoute>();
     catalog.add::<repair::RepairRoute>();
     catalog.add::<to_images::ToImagesRoute>();
+    catalog.add::<extract_images::ExtractImagesRoute>();
     catalog.add::<rasterize::RasterizeRoute>();
     catalog.add::<from_images::FromImagesRoute>();
     catalog.add::<compress::CompressRoute>();

@@ -648,7 +648,8 @@ fn tidy_text(raw: &str) -> String {
 
 /// Opens `bytes` in pdfium once its streams are checked ([`crate::pdf::decoded`]: pdfium
 /// inflates them outside the call's counted memory, with no limit of its own).
-fn open<'a>(
+/// Opens `bytes` in pdfium, after the stream bounds are checked; errors name `field`.
+pub(crate) fn open<'a>(
     pdfium: &'a Pdfium,
     bytes: &'a [u8],
     password: Option<&str>,
