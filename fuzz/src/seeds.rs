@@ -410,6 +410,12 @@ pub fn templates(operation: &str) -> Vec<Value> {
             json!({ "file": file("pdf"), "format": "jpeg", "dpi": 40, "pages": "1-2", "quality": 50 }),
         ],
         "flatten_pdf_to_image_only" => one(json!({ "file": pdf, "dpi": 36 })),
+        "extract_pdf_images" => vec![
+            json!({ "file": pdf, "pages": "1" }),
+            json!({ "file": file("pdf"), "format": "png", "min_width": 2, "min_height": 2 }),
+        ],
+        "remove_blank_pdf_pages" => one(json!({ "file": pdf, "threshold_percent": 0.5 })),
+        "sanitize_pdf" => vec![json!({ "file": pdf }), json!({ "file": file("attached_pdf"), "links": true })],
         "convert_images_to_pdf" => vec![
             json!({ "images": [file("png"), file("jpeg")] }),
             json!({ "images": [file("jpeg")], "page_size": "A4", "margin_pt": 10 }),

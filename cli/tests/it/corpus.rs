@@ -115,6 +115,8 @@ fn check_output(path: &Path, strict: bool, password: Option<&str>) -> Result<u32
 /// What a route should produce for a file of `n` pages.
 enum Expect {
     Pages(u32),
+    /// A PDF of at most this many pages, or refused for having no page left.
+    AtMost(u32),
     Parts(Vec<u32>),
     Json,
     /// Refused with this error code.
@@ -215,6 +217,13 @@ fn calls(n: u32) -> Vec<Call> {
             expect: Expect::Pages(n),
         },
         Call { operation: "flatten_pdf_forms", input: json!({}), files: vec!["file"], expect: Expect::Pages(n) },
+        Call { operation: "remove_blank_pdf_pages", input: json!({}), files: vec!["file"], expect: Expect::AtMost(n) },
+        Call {
+            operation: "sanitize_pdf",
+            input: json!({ "links": true }),
+            files: vec!["file"],
+            expect: Expect::Pages(n),
+        },
         Call { operation: "inspect_pdf_document", input: json!({}), files: vec!["file"], expect: Expect::Json },
         Call {
             operation: "compress_pdf",
@@ -305,6 +314,14 @@ fn run(pdf: &Path, password: Option<&str>, view: &QpdfView, call: &Call, work: &
             Ok(got) if expected_pages.is_some() && got != *want => Some(format!("{got} pages, expected {want}")),
             Ok(_) => None,
         },
+        (Some(0), Expect::AtMost(most)) => match check_output(&out, view.clean, output_password) {
+            Err(e) => Some(e),
+            Ok(got) if expected_pages.is_some() && (got > *most || got == 0) => {
+                Some(format!("{got} pages, expected 1 to {most}"))
+            }
+            Ok(_) => None,
+        },
+        (Some(2), Expect::AtMost(_)) if error_code == "no_pages_left" => None,
         (Some(0), Expect::Parts(want)) => {
             let bytes = std::fs::read(&out).unwrap_or_default();
             let mut archive = match zip::ZipArchive::new(std::io::Cursor::new(bytes)) {

@@ -112,6 +112,8 @@ pub const CODES: &[(&str, &str)] = &[
     ("too_many_pages", "a PDF, a page selection or a result has more pages than the limit"),
     ("too_many_logs", "a log query matches more logs than one call answers; narrow its block range or filters"),
     ("output_too_large", "the result would be larger than the limit"),
+    ("too_many_images", "the pages chosen draw more distinct images than one call writes"),
+    ("too_complex", "a page draws more objects, or more image data, than one call looks at"),
     ("body_too_large", "the request body is larger than the limit"),
     ("unsupported_media_type", "the body is not application/json"),
     ("not_found", "no such route or file, or the chain has no such record (a receipt, a block)"),

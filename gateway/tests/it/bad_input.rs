@@ -107,6 +107,18 @@ fn cases() -> Vec<Case> {
             pages_at: Some("/pages"),
         },
         Case {
+            path: "/v1/pdf/remove-blank-pages",
+            body: |f| json!({ "file": f, "pages": "1", "threshold_percent": 0 }),
+            file_at: "/file",
+            pages_at: Some("/pages"),
+        },
+        Case {
+            path: "/v1/pdf/sanitize",
+            body: |f| json!({ "file": f, "links": true }),
+            file_at: "/file",
+            pages_at: None,
+        },
+        Case {
             path: "/v1/pdf/extract-images",
             body: |f| json!({ "file": f, "pages": "1", "min_width": 1 }),
             file_at: "/file",

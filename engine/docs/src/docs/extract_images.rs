@@ -1,12 +1,15 @@
 //! `POST /v1/pdf/extract-images`: every image drawn on the chosen pages as a file of its
 //! own, with where it is drawn.
 //!
-//! pdfium finds the images (page content, form XObjects at any depth, inline images) and
-//! decodes the ones that are not passed through. A JPEG (`DCTDecode` alone) or JPEG 2000
+//! pdfium finds the images (page content, form XObjects nested up to 16 deep, inline
+//! images; not the appearances of annotations) and decodes the ones that are not passed
+//! through. A JPEG (`DCTDecode` alone) or JPEG 2000
 //! (`JPXDecode` alone) image is written with the file's own bytes, unchanged; every other
 //! image (Flate, LZW, run-length, CCITT, JBIG2, any colour space and bit depth) is decoded
 //! to 8-bit samples and written as PNG. An image drawn several times (a logo on every page)
-//! is written once; `images.json` lists every place it is drawn.
+//! is written once; `images.json` lists every place it is drawn. A passed-through JPEG is
+//! the image as stored: a `/Decode` inversion or a soft mask the PDF applies to it is not.
+//! An image that cannot be decoded is listed under `unreadable` and the others are written.
 //!
 //! What this module must not do: write an image twice, decode an image past
 //! [`MAX_IMAGE_PIXELS`] or answer more than [`pdf::MAX_OUTPUT_BYTES`] of files.
@@ -36,6 +39,10 @@ const MAX_IMAGES: usize = 10_000;
 const MAX_FORM_DEPTH: usize = 16;
 /// Most page objects looked at on one page, forms' contents included.
 const MAX_OBJECTS_PER_PAGE: usize = 500_000;
+/// Most stored image data read, over every time an image is drawn.
+const MAX_HASHED_BYTES: u64 = 4 << 30;
+/// Page objects looked at between two checks that the call still runs.
+const CHECK_EVERY: usize = 1_000;
 /// Most places listed for one image (the count goes on past it).
 const MAX_PLACEMENTS: usize = 1_000;
 
@@ -87,6 +94,21 @@ pub struct ImagesManifest {
     pub skipped_small: u64,
     /// The images, in the order first drawn.
     pub images: Vec<ImageEntry>,
+    /// Images that could not be decoded or are too large to, where first drawn (the others are still written).
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// An image left out because it could not be decoded.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Unreadable {
+    /// 1-based page number.
+    pub page: u32,
+    /// Width in pixels, as the PDF states it.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Why.
+    pub reason: String,
 }
 
 /// One image written.
@@ -119,12 +141,12 @@ pub struct ImageEntry {
 pub struct Placement {
     /// 1-based page number.
     pub page: u32,
-    /// The drawn image's bounding box in the page's coordinates (points, origin at the
-    /// media box's lower left, as the PDF states them): `[x0, y0, x1, y1]`.
+    /// The drawn image's bounding box in the page's own coordinates (points, as the PDF
+    /// states them; the media box's lower left is usually 0, 0): `[x0, y0, x1, y1]`.
     pub box_pt: [f64; 4],
-    /// Horizontal resolution as drawn: pixels per inch of the box's width.
+    /// Resolution as drawn along the image's width: its pixels per inch.
     pub dpi_x: f64,
-    /// Vertical resolution as drawn.
+    /// Resolution as drawn along the image's height.
     pub dpi_y: f64,
 }
 
@@ -267,8 +289,9 @@ fn unit_box(m: &Matrix) -> [f64; 4] {
     ]
 }
 
-/// What identifies an image across pages: its stored bytes, filters and size.
-type Key = ([u8; 32], Vec<String>, u32, u32);
+/// What identifies an image across pages: its stored bytes, filters, colour space and
+/// bits a pixel, and size.
+type Key = ([u8; 32], Vec<String>, String, u32, u32);
 
 /// The images found so far.
 struct Found<'c> {
@@ -276,9 +299,17 @@ struct Found<'c> {
     width: usize,
     index: HashMap<Key, usize>,
     small: HashSet<Key>,
+    /// Images that could not be decoded (tried once).
+    failed: HashSet<Key>,
     entries: Vec<ImageEntry>,
+    unreadable: Vec<Unreadable>,
     files: Vec<OutFile>,
     written: usize,
+    hashed: u64,
+    /// Images drawn whose data pdfium did not hand over, each its own.
+    blind: u64,
+    /// Images first drawn on each page so far, for their file names.
+    first_drawn: HashMap<u32, usize>,
 }
 
 impl<'c> Found<'c> {
@@ -288,9 +319,14 @@ impl<'c> Found<'c> {
             width: call.page_count.to_string().len(),
             index: HashMap::new(),
             small: HashSet::new(),
+            failed: HashSet::new(),
             entries: Vec::new(),
+            unreadable: Vec::new(),
             files: Vec::new(),
             written: 0,
+            hashed: 0,
+            blind: 0,
+            first_drawn: HashMap::new(),
         }
     }
 
@@ -313,6 +349,9 @@ impl<'c> Found<'c> {
         seen: &mut usize,
     ) -> Result<(), EngineError> {
         *seen += 1;
+        if seen.is_multiple_of(CHECK_EVERY) {
+            crate::cancel::check()?;
+        }
         if *seen > MAX_OBJECTS_PER_PAGE {
             return Err(EngineError::too_large(
                 "too_complex",
@@ -340,18 +379,41 @@ impl<'c> Found<'c> {
             return Ok(());
         }
         let raw = image.get_raw_image_data().unwrap_or_default();
+        self.hashed += raw.len() as u64;
+        if self.hashed > MAX_HASHED_BYTES {
+            return Err(EngineError::too_large(
+                "too_complex",
+                Some("/pages".into()),
+                format!(
+                    "/pages: the pages draw more than {} GiB of image data in all; choose fewer pages",
+                    MAX_HASHED_BYTES >> 30
+                ),
+            ));
+        }
         let filters: Vec<String> = image.filters().iter().map(|f| f.name().to_string()).collect();
-        let key: Key = (Sha256::digest(&raw).into(), filters.clone(), width, height);
+        let colour = format!("{:?}/{}", image.color_space(), image.bits_per_pixel().unwrap_or(0));
+        // Image data pdfium cannot hand over is never taken for another image's.
+        let digest: [u8; 32] = if raw.is_empty() {
+            let mut unique = [0u8; 32];
+            self.blind += 1;
+            unique[..8].copy_from_slice(&self.blind.to_le_bytes());
+            unique[31] = 1;
+            unique
+        } else {
+            Sha256::digest(&raw).into()
+        };
+        let key: Key = (digest, filters.clone(), colour, width, height);
         let box_pt = unit_box(matrix);
-        let inches = |pt: f64| pt.abs() / 72.0;
-        let dpi = |pixels: u32, pt: f64| {
-            if inches(pt) > 0.0 { (pixels as f64 / inches(pt) * 10.0).round() / 10.0 } else { 0.0 }
+        // The resolution along the image's own axes, so a turned image reads right too.
+        let dpi = |pixels: u32, dx: f64, dy: f64| {
+            let inches = dx.hypot(dy) / 72.0;
+            if inches > 0.0 { (pixels as f64 / inches * 10.0).round() / 10.0 } else { 0.0 }
         };
         let placement = Placement {
             page,
             box_pt,
-            dpi_x: dpi(width, box_pt[2] - box_pt[0]),
-            dpi_y: dpi(height, box_pt[3] - box_pt[1]),
+            dpi_x: dpi(width, matrix[0], matrix[1]),
+            dpi_y: dpi(height, matrix[2], matrix[3]),
         };
         if let Some(&i) = self.index.get(&key) {
             let entry = &mut self.entries[i];
@@ -359,6 +421,9 @@ impl<'c> Found<'c> {
             if entry.placements.len() < MAX_PLACEMENTS {
                 entry.placements.push(placement);
             }
+            return Ok(());
+        }
+        if self.failed.contains(&key) {
             return Ok(());
         }
         if width < self.call.min.0 || height < self.call.min.1 {
@@ -379,8 +444,17 @@ impl<'c> Found<'c> {
         drop(raw);
         let (bytes, ext, format, media_type, passed_through) = match kept {
             Some((bytes, Stored::Jpeg)) => (bytes, "jpg", "jpeg", "image/jpeg", true),
-            Some((bytes, Stored::Jpeg2000)) => (bytes, "jp2", "jp2", "image/jp2", true),
-            None => (png(image, width, height, page)?, "png", "png", "image/png", false),
+            Some((bytes, Stored::Jp2)) => (bytes, "jp2", "jp2", "image/jp2", true),
+            Some((bytes, Stored::Codestream)) => (bytes, "j2c", "j2c", "image/j2c", true),
+            None => match png(image, width, height) {
+                Ok(bytes) => (bytes, "png", "png", "image/png", false),
+                // One image that cannot be decoded does not cost the others.
+                Err(reason) => {
+                    self.failed.insert(key);
+                    self.unreadable.push(Unreadable { page, width, height, reason });
+                    return Ok(());
+                }
+            },
         };
         self.written += bytes.len();
         if self.written > pdf::MAX_OUTPUT_BYTES {
@@ -393,8 +467,9 @@ impl<'c> Found<'c> {
                 ),
             ));
         }
-        let on_page = self.entries.iter().filter(|e| e.placements.first().is_some_and(|p| p.page == page)).count();
-        let suffix = format!("page-{:0w$}-image-{}", page, on_page + 1, w = self.width);
+        let on_page = self.first_drawn.entry(page).or_insert(0);
+        *on_page += 1;
+        let suffix = format!("page-{:0w$}-image-{}", page, on_page, w = self.width);
         let file =
             OutFile { filename: derived_name(&self.call.filename, &suffix, ext), media_type: media_type.into(), bytes };
         self.index.insert(key, self.entries.len());
@@ -420,6 +495,7 @@ impl<'c> Found<'c> {
             count: self.entries.len() as u64,
             skipped_small: self.small.len() as u64,
             images: self.entries,
+            unreadable: self.unreadable,
         };
         let json =
             serde_json::to_vec_pretty(&manifest).map_err(|e| EngineError::internal(format!("images.json: {e}")))?;
@@ -433,7 +509,10 @@ impl<'c> Found<'c> {
 /// An image format a file can hold as the PDF stores it.
 enum Stored {
     Jpeg,
-    Jpeg2000,
+    /// A JPEG 2000 file (JP2).
+    Jp2,
+    /// A bare JPEG 2000 codestream.
+    Codestream,
 }
 
 /// A filter's full name (inline images use abbreviations).
@@ -454,9 +533,9 @@ fn full_name(filter: &str) -> &str {
 /// layer around the image) decode; None otherwise.
 fn stored_image(raw: &[u8], filters: &[String]) -> Option<(Vec<u8>, Stored)> {
     let (last, layers) = filters.split_last()?;
-    let kind = match full_name(last) {
-        "DCTDecode" => Stored::Jpeg,
-        "JPXDecode" => Stored::Jpeg2000,
+    let jpeg = match full_name(last) {
+        "DCTDecode" => true,
+        "JPXDecode" => false,
         _ => return None,
     };
     let mut data = raw.to_vec();
@@ -468,41 +547,35 @@ fn stored_image(raw: &[u8], filters: &[String]) -> Option<(Vec<u8>, Stored)> {
         let stream = lopdf::Stream::new(lopdf::dictionary! { "Filter" => lopdf::Object::Name(name.into()) }, data);
         data = stream.decompressed_content_with_limit(pdf::MAX_OUTPUT_BYTES).ok()?;
     }
-    let looks_right = match kind {
-        Stored::Jpeg => data.starts_with(&[0xFF, 0xD8]),
-        // A JP2 file or a bare codestream.
-        Stored::Jpeg2000 => data.starts_with(&[0, 0, 0, 0x0C, b'j', b'P']) || data.starts_with(&[0xFF, 0x4F]),
+    let kind = if jpeg {
+        data.starts_with(&[0xFF, 0xD8]).then_some(Stored::Jpeg)?
+    } else if data.starts_with(&[0, 0, 0, 0x0C, b'j', b'P']) {
+        Stored::Jp2
+    } else {
+        data.starts_with(&[0xFF, 0x4F]).then_some(Stored::Codestream)?
     };
-    looks_right.then_some((data, kind))
+    Some((data, kind))
 }
 
 /// The image decoded by pdfium (filters undone, colour converted to gray or RGB, with
-/// alpha where pdfium gives it) as PNG.
-fn png(image: &PdfPageImageObject, width: u32, height: u32, page: u32) -> Result<Vec<u8>, EngineError> {
+/// alpha where pdfium gives it) as PNG; why not, when it cannot be.
+fn png(image: &PdfPageImageObject, width: u32, height: u32) -> Result<Vec<u8>, String> {
     use image::ImageEncoder as _;
+    let too_large = |w: u64, h: u64| format!("{w} × {h} pixels, more than {MAX_IMAGE_PIXELS} can be decoded");
     if width as u64 * height as u64 > MAX_IMAGE_PIXELS {
-        return Err(EngineError::too_large(
-            "image_too_large",
-            Some("/file".into()),
-            format!(
-                "/file: an image on page {page} has {width} × {height} pixels, more than {MAX_IMAGE_PIXELS} can be decoded"
-            ),
-        ));
+        return Err(too_large(width as u64, height as u64));
     }
-    let undecodable = || {
-        EngineError::invalid_with(
-            "damaged_pdf",
-            "/file",
-            format!("/file: an image on page {page} ({width} × {height} pixels) cannot be decoded"),
-        )
-    };
-    let bitmap = image.get_raw_bitmap().map_err(|_| undecodable())?;
+    let bitmap = image.get_raw_bitmap().map_err(|e| format!("pdfium cannot decode it ({e:?})"))?;
     let (w, h) = (bitmap.width().max(0) as usize, bitmap.height().max(0) as usize);
-    let format = bitmap.format().map_err(|_| undecodable())?;
+    // The image data may say another size than the dictionary did.
+    if w as u64 * h as u64 > MAX_IMAGE_PIXELS {
+        return Err(too_large(w as u64, h as u64));
+    }
+    let format = bitmap.format().map_err(|e| format!("pdfium cannot decode it ({e:?})"))?;
     let raw = bitmap.as_raw_bytes();
     drop(bitmap);
-    if w == 0 || h == 0 {
-        return Err(undecodable());
+    if w == 0 || h == 0 || raw.len() < h {
+        return Err("pdfium decodes it to nothing".into());
     }
     let stride = raw.len() / h;
     let (channels, color) = match format {
@@ -517,7 +590,7 @@ fn png(image: &PdfPageImageObject, width: u32, height: u32, page: u32) -> Result
         PdfBitmapFormat::BGRx | PdfBitmapFormat::BGRA => 4,
     };
     if stride < w * source_channels {
-        return Err(undecodable());
+        return Err("pdfium decodes it to a short bitmap".into());
     }
     let mut samples = Vec::with_capacity(w * h * channels);
     for row in raw.chunks_exact(stride).take(h) {
@@ -537,6 +610,6 @@ fn png(image: &PdfPageImageObject, width: u32, height: u32, page: u32) -> Result
         image::codecs::png::FilterType::Adaptive,
     )
     .write_image(&samples, w as u32, h as u32, color)
-    .map_err(|e| EngineError::internal(format!("encoding an image of page {page}: {e}")))?;
+    .map_err(|e| format!("it cannot be written as PNG ({e})"))?;
     Ok(out)
 }

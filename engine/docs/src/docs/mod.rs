@@ -33,11 +33,13 @@ pub mod pipeline;
 pub mod pptx_build;
 pub mod protect;
 pub mod rasterize;
+pub mod remove_blank_pages;
 pub mod remove_pages;
 pub mod reorder;
 pub mod repair;
 pub mod resize;
 pub mod rotate;
+pub mod sanitize;
 pub mod set_outline;
 pub mod split;
 pub mod tables;
@@ -56,6 +58,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<split::SplitRoute>();
     catalog.add::<extract_pages::ExtractPagesRoute>();
     catalog.add::<remove_pages::RemovePagesRoute>();
+    catalog.add::<remove_blank_pages::RemoveBlankPagesRoute>();
     catalog.add::<reorder::ReorderRoute>();
     catalog.add::<rotate::RotateRoute>();
     catalog.add::<watermark::WatermarkRoute>();
@@ -73,6 +76,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<protect::ProtectRoute>();
     catalog.add::<unlock::UnlockRoute>();
     catalog.add::<repair::RepairRoute>();
+    catalog.add::<sanitize::SanitizeRoute>();
     catalog.add::<to_images::ToImagesRoute>();
     catalog.add::<extract_images::ExtractImagesRoute>();
     catalog.add::<rasterize::RasterizeRoute>();
@@ -111,6 +115,7 @@ pub fn pipeline_steps() -> Vec<Box<dyn ErasedStep>> {
         StepKind::<metadata::Metadata>::boxed(),
         StepKind::<unlock::Unlock>::boxed(),
         StepKind::<repair::Repair>::boxed(),
+        StepKind::<sanitize::Sanitize>::boxed(),
         StepKind::<compress::Compress>::boxed(),
         StepKind::<rasterize::Rasterize>::boxed(),
         StepKind::<ocr::Ocr>::boxed(),

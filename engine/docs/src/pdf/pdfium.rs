@@ -277,6 +277,13 @@ pub fn page_texts(bytes: &[u8], password: Option<&str>, field: &str) -> Result<V
     Ok(texts)
 }
 
+/// How many pages pdfium reads in the PDF; errors name `field`.
+pub fn page_count(bytes: &[u8], password: Option<&str>, field: &str) -> Result<u32, EngineError> {
+    let pdfium = library()?;
+    let doc = open(pdfium, bytes, password, field)?;
+    Ok(doc.pages().len().max(0) as u32)
+}
+
 /// The error of a page whose text pdfium cannot read.
 fn unreadable_text(number: u32, field: &str) -> EngineError {
     EngineError::invalid_with("damaged_pdf", field, format!("{field}: the text of page {number} cannot be read"))
