@@ -678,3 +678,109 @@ fn put_back(doc: &mut Document, parent: &mut Dictionary, key: &[u8], id: Option<
         None => parent.set(key.to_vec(), Object::Dictionary(value)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lopdf::{Stream, dictionary};
+
+    fn options(javascript: bool, actions: bool) -> SanitizeOptions {
+        SanitizeOptions { javascript, actions, embedded_files: true, links: false, metadata: true }
+    }
+
+    /// A one-page document; `build` adds objects and answers the catalog's and the page's
+    /// extra entries.
+    fn document(
+        build: impl FnOnce(&mut Document) -> (Vec<(&'static str, Object)>, Vec<(&'static str, Object)>),
+    ) -> Document {
+        let mut doc = Document::with_version("1.7");
+        let pages_id = doc.new_object_id();
+        let content = doc.add_object(Stream::new(Dictionary::new(), b"0 0 m 10 10 l S".to_vec()));
+        let (catalog_extra, page_extra) = build(&mut doc);
+        let mut page = dictionary! { "Type" => "Page", "Parent" => pages_id, "Contents" => content,
+        "MediaBox" => vec![0.into(), 0.into(), 612.into(), 792.into()] };
+        for (k, v) in page_extra {
+            page.set(k, v);
+        }
+        let page = doc.add_object(page);
+        doc.objects.insert(
+            pages_id,
+            Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => vec![page.into()], "Count" => 1 }),
+        );
+        let mut catalog = dictionary! { "Type" => "Catalog", "Pages" => pages_id };
+        for (k, v) in catalog_extra {
+            catalog.set(k, v);
+        }
+        let catalog = doc.add_object(catalog);
+        doc.trailer.set("Root", catalog);
+        doc
+    }
+
+    fn script(doc: &mut Document, code: &str) -> ObjectId {
+        doc.add_object(dictionary! { "S" => "JavaScript", "JS" => Object::string_literal(code) })
+    }
+
+    /// The saved file, for a search of its bytes (nothing is compressed here).
+    fn saved(doc: &mut Document) -> String {
+        String::from_utf8_lossy(&pdf::save(doc).unwrap()).into_owned()
+    }
+
+    #[test]
+    fn a_cycle_of_actions_ends_and_is_kept() {
+        let mut doc = document(|doc| {
+            let a = doc.new_object_id();
+            let b = doc
+                .add_object(dictionary! { "S" => "GoTo", "D" => vec![Object::Integer(0), "Fit".into()], "Next" => a });
+            doc.objects.insert(
+                a,
+                Object::Dictionary(
+                    dictionary! { "S" => "GoTo", "D" => vec![Object::Integer(0), "Fit".into()], "Next" => b },
+                ),
+            );
+            (vec![("OpenAction", a.into())], vec![])
+        });
+        let report = sanitize(&mut doc, options(true, true));
+        assert_eq!((report.javascript, report.actions), (0, 0));
+        assert!(saved(&mut doc).contains("/OpenAction"));
+    }
+
+    #[test]
+    fn a_script_behind_a_list_object_or_a_long_chain_goes() {
+        let mut doc = document(|doc| {
+            let hidden = script(doc, "HIDDEN-IN-A-LIST");
+            let list = doc.add_object(Object::Array(vec![hidden.into()]));
+            let jump = dictionary! { "S" => "GoTo", "D" => vec![Object::Integer(0), "Fit".into()], "Next" => list };
+            let link = doc.add_object(dictionary! { "Type" => "Annot", "Subtype" => "Link",
+            "Rect" => vec![0.into(), 0.into(), 10.into(), 10.into()], "A" => jump });
+            // 40 jumps, then a script.
+            let mut next = script(doc, "AT-THE-END-OF-A-LONG-CHAIN");
+            for _ in 0..40 {
+                next = doc.add_object(
+                    dictionary! { "S" => "GoTo", "D" => vec![Object::Integer(0), "Fit".into()], "Next" => next },
+                );
+            }
+            (vec![("OpenAction", next.into())], vec![("Annots", vec![link.into()].into())])
+        });
+        let report = sanitize(&mut doc, options(true, true));
+        let text = saved(&mut doc);
+        assert!(!text.contains("HIDDEN-IN-A-LIST") && !text.contains("AT-THE-END-OF-A-LONG-CHAIN"), "{text}");
+        assert_eq!(report.javascript, 1, "{report:?}");
+        assert!(report.removed.iter().any(|r| r.what.contains("longer than 32 steps")), "{report:?}");
+        // The link to a page stays, without its script.
+        assert!(text.contains("/Link"));
+    }
+
+    #[test]
+    fn a_launch_carrying_a_script_goes_with_the_actions_when_scripts_stay() {
+        let mut doc = document(|doc| {
+            let launch = doc.add_object(dictionary! { "S" => "Launch", "F" => Object::string_literal("RUN-ME.exe"),
+            "JS" => Object::string_literal("KEPT-SCRIPT") });
+            let keep = script(doc, "A-SCRIPT-THAT-STAYS");
+            (vec![("OpenAction", launch.into())], vec![("AA", dictionary! { "O" => keep }.into())])
+        });
+        let report = sanitize(&mut doc, options(false, true));
+        let text = saved(&mut doc);
+        assert!(!text.contains("RUN-ME.exe") && text.contains("A-SCRIPT-THAT-STAYS"), "{text}");
+        assert_eq!((report.actions, report.javascript), (1, 0));
+    }
+}
