@@ -27,8 +27,8 @@ use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
 use crate::pages::PageSelection;
-use crate::pdf;
 use crate::pdf::pdfium::{self, RENDERING_PRICE_RULE, RenderSource, rendering_price};
+use crate::pdf::{self, IDENTITY, Matrix};
 use crate::price::Price;
 
 /// Most pixels one image may have to be decoded: 100 MP (400 MB as RGBA while encoded).
@@ -250,23 +250,6 @@ fn check_min(value: Option<u32>, field: &str) -> Result<u32, EngineError> {
     }
 }
 
-/// A transformation matrix `[a b c d e f]`.
-type Matrix = [f64; 6];
-
-const IDENTITY: Matrix = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0];
-
-/// `m` then `n` (PDF's `m × n`).
-fn then(m: &Matrix, n: &Matrix) -> Matrix {
-    [
-        m[0] * n[0] + m[1] * n[2],
-        m[0] * n[1] + m[1] * n[3],
-        m[2] * n[0] + m[3] * n[2],
-        m[2] * n[1] + m[3] * n[3],
-        m[4] * n[0] + m[5] * n[2] + n[4],
-        m[4] * n[1] + m[5] * n[3] + n[5],
-    ]
-}
-
 fn matrix_of(object: &PdfPageObject) -> Matrix {
     match object.matrix() {
         Ok(m) => [m.a(), m.b(), m.c(), m.d(), m.e(), m.f()].map(f64::from),
@@ -359,7 +342,7 @@ impl<'c> Found<'c> {
                 format!("/file: page {page} draws more than {MAX_OBJECTS_PER_PAGE} objects"),
             ));
         }
-        let matrix = then(&matrix_of(object), outer);
+        let matrix = pdf::concat(&matrix_of(object), outer);
         if let Some(form) = object.as_x_object_form_object() {
             if depth < MAX_FORM_DEPTH {
                 for child in form.iter() {

@@ -18,7 +18,7 @@ use crate::docs::PAGE_EDIT_PRICE_RULE;
 use crate::error::EngineError;
 use crate::pdf::stamp::num;
 use crate::pdf::transform::{Pdf, Transform, TransformRoute};
-use crate::pdf::{self, Rect};
+use crate::pdf::{self, IDENTITY, Rect};
 use crate::price::Price;
 
 /// Fields of `/v1/pdf/flatten` besides `file` and `output`.
@@ -204,8 +204,6 @@ fn fate(doc: &Document, annot: &Dictionary, annotations: bool) -> Fate {
     let matrix = stream.dict.get(b"Matrix").ok().and_then(|m| read_matrix(doc, m)).unwrap_or(IDENTITY);
     Fate::Draw(form, placement(bbox, matrix, rect))
 }
-
-const IDENTITY: [f64; 6] = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0];
 
 fn read_matrix(doc: &Document, object: &Object) -> Option<[f64; 6]> {
     let array = doc.dereference(object).ok()?.1.as_array().ok()?;

@@ -240,6 +240,24 @@ pub fn save(doc: &mut Document) -> Result<Vec<u8>, EngineError> {
     Ok(out)
 }
 
+/// A transformation matrix `[a b c d e f]`.
+pub type Matrix = [f64; 6];
+
+/// The matrix that changes nothing.
+pub const IDENTITY: Matrix = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0];
+
+/// `m` then `n`: the matrix mapping through `m` first (PDF's `m × n`).
+pub fn concat(m: &Matrix, n: &Matrix) -> Matrix {
+    [
+        m[0] * n[0] + m[1] * n[2],
+        m[0] * n[1] + m[1] * n[3],
+        m[2] * n[0] + m[3] * n[2],
+        m[2] * n[1] + m[3] * n[3],
+        m[4] * n[0] + m[5] * n[2] + n[4],
+        m[4] * n[1] + m[5] * n[3] + n[5],
+    ]
+}
+
 /// Page attributes a page inherits from its ancestors when it does not set them.
 pub const INHERITABLE: [&[u8]; 4] = [b"Resources", b"MediaBox", b"CropBox", b"Rotate"];
 

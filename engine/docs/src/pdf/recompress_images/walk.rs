@@ -15,6 +15,7 @@ use lopdf::{Dictionary, Document, Object, ObjectId};
 
 use crate::context::Limits;
 use crate::pdf;
+use crate::pdf::{IDENTITY, Matrix, concat as mul};
 
 /// Content streams decoded larger than this are not parsed; their images are left alone.
 const MAX_CONTENT_BYTES: usize = 16 * 1024 * 1024;
@@ -38,23 +39,6 @@ pub(super) struct Usage {
     pub(super) width: f64,
     pub(super) height: f64,
     pub(super) mask: bool,
-}
-
-/// A transformation matrix `[a b c d e f]`.
-type Matrix = [f64; 6];
-
-const IDENTITY: Matrix = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0];
-
-/// `m` then `n`: the matrix mapping through `m` first (PDF's `m × n`).
-fn mul(m: &Matrix, n: &Matrix) -> Matrix {
-    [
-        m[0] * n[0] + m[1] * n[2],
-        m[0] * n[1] + m[1] * n[3],
-        m[2] * n[0] + m[3] * n[2],
-        m[2] * n[1] + m[3] * n[3],
-        m[4] * n[0] + m[5] * n[2] + n[4],
-        m[4] * n[1] + m[5] * n[3] + n[5],
-    ]
 }
 
 fn finite(m: &Matrix) -> bool {
