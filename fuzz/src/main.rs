@@ -337,8 +337,9 @@ struct Watch {
 }
 
 /// Starts the watchdog: past the time cap with a call running, or past the memory cap, it
-/// writes `died.json` in `work` and ends the process with [`WATCHDOG_EXIT`].
-fn start_watchdog(caps: &Caps, work: PathBuf) -> Arc<Mutex<Watch>> {
+/// says why on stderr and in `died.json` in `work` (a worker's parent reads it; a replay
+/// has none) and ends the process with [`WATCHDOG_EXIT`].
+fn start_watchdog(caps: &Caps, work: Option<PathBuf>) -> Arc<Mutex<Watch>> {
     let watch = Arc::new(Mutex::new(Watch::default()));
     let shared = watch.clone();
     let time_cap = Duration::from_secs(caps.time_cap);
@@ -363,7 +364,9 @@ fn start_watchdog(caps: &Caps, work: PathBuf) -> Arc<Mutex<Watch>> {
             };
             if let Some(died) = died {
                 eprintln!("watchdog: {died}");
-                let _ = std::fs::write(work.join("died.json"), died.to_string());
+                if let Some(work) = &work {
+                    let _ = std::fs::write(work.join("died.json"), died.to_string());
+                }
                 std::process::exit(WATCHDOG_EXIT);
             }
         }
@@ -412,7 +415,7 @@ fn work(run: RunArgs, until_ms: u64, stats_path: &Path) -> anyhow::Result<()> {
         })
         .collect();
     anyhow::ensure!(!targets.is_empty(), "no route matches --routes {}", run.routes.join(","));
-    let watch = start_watchdog(&run.caps, work.clone());
+    let watch = start_watchdog(&run.caps, Some(work.clone()));
     let mut rng = Rng::new(run.seed.unwrap_or_else(now_ms));
     let mut last_stats = Instant::now();
     let mut kept_bytes = 0usize;
@@ -567,9 +570,8 @@ fn mutate_file(rng: &mut Rng, body: &mut Value, at: &str, pools: &Pools) {
 
 fn replay(caps: Caps, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     paperchain_fuzz::capture_panics();
-    let work = std::env::temp_dir().join(format!("paperchain-fuzz-replay-{}", std::process::id()));
-    std::fs::create_dir_all(&work)?;
-    let watch = start_watchdog(&caps, work.clone());
+    // A replay the watchdog ends leaves nothing behind: it keeps no folder.
+    let watch = start_watchdog(&caps, None);
     let runtime = runtime()?;
     let catalog = Arc::new(paperchain_fuzz::catalog(caps.selftest));
     let ctx = paperchain_fuzz::offline_context();
@@ -591,6 +593,5 @@ fn replay(caps: Caps, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&work);
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
