@@ -109,7 +109,10 @@ test("the wallet shows its balances; a limit changed in the app applies to the n
   // Each try derives the keystore's key (scrypt): seconds, and far more while other test
   // processes load both cores.
   await page().waitForFunction(() => document.querySelector("form[aria-label='Changes waiting for you'] .field-error")?.textContent.includes("not the wallet's password"), { timeout: 120_000 });
-  await page().$eval("#confirm-password", (e) => (e.value = ""));
+  // Cleared as a person would: setting the field's value from outside is undone by the
+  // next render of the form (the settings are polled), which then sent both passwords.
+  await page().click("#confirm-password", { clickCount: 3 });
+  await page().keyboard.press("Backspace");
   await page().type("#confirm-password", process.env.PAPERCHAIN_PASSWORD);
   await page().click("form[aria-label='Changes waiting for you'] button[type=submit]");
   await page().waitForFunction(() => !document.querySelector("form[aria-label='Changes waiting for you']"), { timeout: 120_000 });
