@@ -11,6 +11,7 @@ use crate::price::Price;
 
 pub mod attachments;
 pub mod bank_statement;
+pub mod booklet;
 pub mod compress;
 pub mod crop;
 pub mod extract_images;
@@ -24,12 +25,14 @@ pub mod html_to_pdf;
 pub mod inspect;
 pub mod merge;
 pub mod metadata;
+pub mod n_up;
 pub mod ocr;
 pub mod ocr_url;
 pub mod outline;
 pub mod page_numbers;
 pub mod pdf_text;
 pub mod pipeline;
+pub mod poster;
 pub mod pptx_build;
 pub mod protect;
 pub mod rasterize;
@@ -65,6 +68,9 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<page_numbers::PageNumbersRoute>();
     catalog.add::<crop::CropRoute>();
     catalog.add::<resize::ResizeRoute>();
+    catalog.add::<n_up::NUpRoute>();
+    catalog.add::<booklet::BookletRoute>();
+    catalog.add::<poster::PosterRoute>();
     catalog.add::<outline::OutlineRoute>();
     catalog.add::<set_outline::SetOutlineRoute>();
     catalog.add::<metadata::MetadataRoute>();
@@ -107,6 +113,8 @@ pub fn pipeline_steps() -> Vec<Box<dyn ErasedStep>> {
         StepKind::<rotate::Rotate>::boxed(),
         StepKind::<crop::Crop>::boxed(),
         StepKind::<resize::Resize>::boxed(),
+        StepKind::<n_up::NUp>::boxed(),
+        StepKind::<booklet::Booklet>::boxed(),
         StepKind::<watermark::Watermark>::boxed(),
         StepKind::<page_numbers::PageNumbers>::boxed(),
         StepKind::<set_outline::SetOutline>::boxed(),

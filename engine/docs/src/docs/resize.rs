@@ -1,13 +1,10 @@
 //! `POST /v1/pdf/resize`: scale pages to a paper size (fit, fill or stretch).
 
-use std::borrow::Cow;
 use std::collections::HashSet;
-use std::fmt;
 
 use lopdf::{Dictionary, Document, Object, ObjectId, Stream};
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde::de::{self, Deserializer, MapAccess, Visitor};
 
 use crate::catalog::{Family, FreePool, Produces, RouteInfo};
 use crate::context::Limits;
@@ -15,6 +12,7 @@ use crate::docs::PAGE_EDIT_PRICE_RULE;
 use crate::error::EngineError;
 use crate::pages::PageSelection;
 use crate::pdf::content_refs;
+use crate::pdf::paper::PageSize;
 use crate::pdf::transform::{Pdf, Transform, TransformRoute};
 use crate::pdf::{self, Rect};
 use crate::price::Price;
@@ -23,7 +21,7 @@ use crate::price::Price;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResizeOptions {
-    /// Target size as the reader sees the page: `A4`, `Letter`, `Legal`, or `{"width_pt": …, "height_pt": …}`.
+    /// Target size as the reader sees the page: a paper name (`A4`, `Letter`…) or `{"width_pt": …, "height_pt": …}`.
     pub size: PageSize,
     /// `fit` scales uniformly to fit inside, centred, with blank margins; `fill` scales uniformly to cover, cropping the overflow; `stretch` scales each axis to match exactly.
     #[serde(default)]
@@ -35,92 +33,6 @@ pub struct ResizeOptions {
     #[serde(default)]
     #[schemars(regex(pattern = crate::pages::PATTERN))]
     pub pages: Option<String>,
-}
-
-/// A target page size: a paper name or a custom size in points.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum PageSize {
-    /// ISO A4, 595.276 x 841.89 pt (210 x 297 mm).
-    A4,
-    /// US Letter, 612 x 792 pt.
-    Letter,
-    /// US Legal, 612 x 1008 pt.
-    Legal,
-    /// Any size in points.
-    Custom(CustomSize),
-}
-
-const SIZE_NAMES: [(&str, PageSize); 3] =
-    [("A4", PageSize::A4), ("Letter", PageSize::Letter), ("Legal", PageSize::Legal)];
-
-impl PageSize {
-    /// Width and height in points, portrait for the named sizes.
-    pub fn points(self) -> (f64, f64) {
-        match self {
-            PageSize::A4 => (595.276, 841.89),
-            PageSize::Letter => (612.0, 792.0),
-            PageSize::Legal => (612.0, 1008.0),
-            PageSize::Custom(c) => (c.width_pt, c.height_pt),
-        }
-    }
-}
-
-/// A custom page size in points (1/72 inch).
-#[derive(Clone, Copy, Debug, PartialEq, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CustomSize {
-    /// Width in points, 1 to 14400.
-    #[schemars(range(min = 1, max = 14400))]
-    pub width_pt: f64,
-    /// Height in points, 1 to 14400.
-    #[schemars(range(min = 1, max = 14400))]
-    pub height_pt: f64,
-}
-
-/// The largest page side readers accept (ISO 32000's implementation limit), in points.
-const MAX_SIDE: f64 = 14_400.0;
-
-impl<'de> Deserialize<'de> for PageSize {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct SizeVisitor;
-
-        impl<'de> Visitor<'de> for SizeVisitor {
-            type Value = PageSize;
-
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("`A4`, `Letter`, `Legal` or {\"width_pt\": …, \"height_pt\": …}")
-            }
-
-            fn visit_str<E: de::Error>(self, value: &str) -> Result<PageSize, E> {
-                SIZE_NAMES.iter().find(|(name, _)| name.eq_ignore_ascii_case(value.trim())).map(|(_, s)| *s).ok_or_else(
-                    || E::custom(format!("unknown size `{value}`; use `A4`, `Letter`, `Legal` or {{\"width_pt\": …, \"height_pt\": …}}")),
-                )
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<PageSize, A::Error> {
-                CustomSize::deserialize(de::value::MapAccessDeserializer::new(map)).map(PageSize::Custom)
-            }
-        }
-
-        deserializer.deserialize_any(SizeVisitor)
-    }
-}
-
-impl JsonSchema for PageSize {
-    fn schema_name() -> Cow<'static, str> {
-        "PageSize".into()
-    }
-
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        let custom = generator.subschema_for::<CustomSize>();
-        json_schema!({
-            "description": "A paper name (A4 595.276 x 841.89 pt, Letter 612 x 792, Legal 612 x 1008) or a custom size in points.",
-            "oneOf": [
-                { "type": "string", "enum": ["A4", "Letter", "Legal"] },
-                custom
-            ]
-        })
-    }
 }
 
 /// How a page's content is scaled to the target.
@@ -192,17 +104,7 @@ impl Transform for Resize {
     const SUFFIX: &'static str = "resized";
 
     fn check(options: &ResizeOptions, pages: u32, _: &Limits) -> Result<u32, EngineError> {
-        if let PageSize::Custom(c) = options.size {
-            for (name, value) in [("width_pt", c.width_pt), ("height_pt", c.height_pt)] {
-                if !(1.0..=MAX_SIDE).contains(&value) {
-                    let field = format!("/size/{name}");
-                    return Err(EngineError::invalid(
-                        &field,
-                        format!("{field}: must be 1 to 14400 points, not {value}"),
-                    ));
-                }
-            }
-        }
+        options.size.check("/size")?;
         PageSelection::parse_or_all(options.pages.as_deref(), "/pages")?.resolve_set(pages, "/pages")?;
         Ok(pages)
     }
@@ -348,7 +250,7 @@ fn resize_page(
     let mut boxes = Vec::new();
     for key in [&b"BleedBox"[..], b"TrimBox", b"ArtBox"] {
         if let Ok(object) = page.get(key) {
-            let moved = pdf::rect(doc, object).map(|r| m.rect(r)).and_then(|r| intersect(r, media));
+            let moved = pdf::rect(doc, object).map(|r| m.rect(r)).and_then(|r| r.intersect(media));
             boxes.push((key, moved));
         }
     }
@@ -380,12 +282,6 @@ fn resize_page(
     }
     apply_annotation_updates(doc, annot_updates);
     Ok(())
-}
-
-fn intersect(r: Rect, bounds: Rect) -> Option<Rect> {
-    let cut =
-        Rect { x0: r.x0.max(bounds.x0), y0: r.y0.max(bounds.y0), x1: r.x1.min(bounds.x1), y1: r.y1.min(bounds.y1) };
-    (cut.width() > 0.0 && cut.height() > 0.0).then_some(cut)
 }
 
 /// Where an annotation dictionary lives: its own object, or inline in a `/Annots` array.
@@ -852,7 +748,7 @@ mod tests {
     async fn refuses_bad_input_naming_the_field() {
         let pdf = build(vec![vec![]]);
         let cases = [
-            (json!({ "size": "A5" }), "/size", "invalid_input"),
+            (json!({ "size": "B5" }), "/size", "invalid_input"),
             (json!({ "size": 5 }), "/size", "invalid_input"),
             (json!({ "size": { "width_pt": 0, "height_pt": 100 } }), "/size/width_pt", "invalid_input"),
             (json!({ "size": { "width_pt": 100, "height_pt": 14401 } }), "/size/height_pt", "invalid_input"),
@@ -873,7 +769,7 @@ mod tests {
             assert_eq!(e.code, code, "{body}: {}", e.message);
             assert!(e.message.starts_with(field), "{body}: {}", e.message);
         }
-        let e = resize(&pdf, json!({ "size": "A5" })).await.err().unwrap();
+        let e = resize(&pdf, json!({ "size": "B5" })).await.err().unwrap();
         assert!(
             e.message.contains("A4") && e.message.contains("Legal") && e.message.contains("width_pt"),
             "{}",
@@ -886,7 +782,7 @@ mod tests {
         let schema =
             schemars::SchemaGenerator::default().into_root_schema_for::<crate::pdf::transform::PdfJob<ResizeOptions>>();
         let text = serde_json::to_string(&schema).unwrap();
-        assert!(text.contains(r#""enum":["A4","Letter","Legal"]"#), "{text}");
+        assert!(text.contains(r#""enum":["A0","A1","A2","A3","A4","A5","Letter","Legal","Tabloid"]"#), "{text}");
         assert!(text.contains("width_pt") && text.contains(r#""maximum":14400"#), "{text}");
         assert!(text.contains(r#""additionalProperties":false"#), "{text}");
         for word in ["fit", "fill", "stretch", "as_given"] {

@@ -15,10 +15,12 @@ pub mod dedupe;
 pub mod embedded_files;
 pub mod flate;
 pub mod graft;
+pub mod impose;
 pub mod inspect;
 pub mod metadata;
 pub mod name_tree;
 pub mod outline_tree;
+pub mod paper;
 pub mod pdfium;
 pub mod qpdf;
 pub mod recompress_images;
@@ -313,6 +315,17 @@ impl Rect {
     /// Height in points.
     pub fn height(&self) -> f64 {
         self.y1 - self.y0
+    }
+
+    /// The part of this rectangle inside `bounds`, if any of it is.
+    pub fn intersect(self, bounds: Rect) -> Option<Rect> {
+        let cut = Rect {
+            x0: self.x0.max(bounds.x0),
+            y0: self.y0.max(bounds.y0),
+            x1: self.x1.min(bounds.x1),
+            y1: self.y1.min(bounds.y1),
+        };
+        (cut.width() > 0.0 && cut.height() > 0.0).then_some(cut)
     }
 
     /// As a PDF array.
