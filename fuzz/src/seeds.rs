@@ -415,6 +415,18 @@ pub fn templates(operation: &str) -> Vec<Value> {
             json!({ "file": file("pdf"), "format": "png", "min_width": 2, "min_height": 2 }),
         ],
         "remove_blank_pdf_pages" => one(json!({ "file": pdf, "threshold_percent": 0.5 })),
+        "n_up_pdf_pages" => vec![
+            json!({ "file": pdf, "per_sheet": 4 }),
+            json!({ "file": file("form_pdf"), "per_sheet": 2, "order": "down", "borders": true, "sheet": "A4" }),
+        ],
+        "make_pdf_booklet" => vec![
+            json!({ "file": pdf }),
+            json!({ "file": file("pdf"), "binding": "right", "sheets_per_signature": 1, "gutter_pt": 12 }),
+        ],
+        "make_pdf_poster" => vec![
+            json!({ "file": pdf, "scale": 2 }),
+            json!({ "file": file("pdf"), "poster_size": "A2", "margin_pt": 18, "overlap_pt": 20, "marks": true }),
+        ],
         "sanitize_pdf" => vec![json!({ "file": pdf }), json!({ "file": file("attached_pdf"), "links": true })],
         "convert_images_to_pdf" => vec![
             json!({ "images": [file("png"), file("jpeg")] }),

@@ -183,6 +183,25 @@ fn calls(n: u32) -> Vec<Call> {
             expect: Expect::Pages(n),
         },
         Call {
+            operation: "n_up_pdf_pages",
+            input: json!({ "per_sheet": 4, "borders": true }),
+            files: vec!["file"],
+            expect: Expect::Pages(n.div_ceil(4)),
+        },
+        Call {
+            operation: "make_pdf_booklet",
+            input: json!({ "sheet": "A4", "gutter_pt": 10 }),
+            files: vec!["file"],
+            expect: Expect::Pages(n.div_ceil(4) * 2),
+        },
+        // A page scaled to fit an A4 poster, turned like the page, is one A4 tile.
+        Call {
+            operation: "make_pdf_poster",
+            input: json!({ "poster_size": "A4" }),
+            files: vec!["file"],
+            expect: Expect::Pages(n),
+        },
+        Call {
             operation: "edit_pdf_metadata",
             input: json!({ "action": "edit", "set": { "title": "Corpus test" } }),
             files: vec!["file"],

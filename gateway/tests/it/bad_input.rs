@@ -113,6 +113,24 @@ fn cases() -> Vec<Case> {
             pages_at: Some("/pages"),
         },
         Case {
+            path: "/v1/pdf/n-up",
+            body: |f| json!({ "file": f, "per_sheet": 4, "pages": "1" }),
+            file_at: "/file",
+            pages_at: Some("/pages"),
+        },
+        Case {
+            path: "/v1/pdf/booklet",
+            body: |f| json!({ "file": f, "pages": "1" }),
+            file_at: "/file",
+            pages_at: Some("/pages"),
+        },
+        Case {
+            path: "/v1/pdf/poster",
+            body: |f| json!({ "file": f, "scale": 1.5, "pages": "1" }),
+            file_at: "/file",
+            pages_at: Some("/pages"),
+        },
+        Case {
             path: "/v1/pdf/sanitize",
             body: |f| json!({ "file": f, "links": true }),
             file_at: "/file",
