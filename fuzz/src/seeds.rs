@@ -415,6 +415,11 @@ pub fn templates(operation: &str) -> Vec<Value> {
             json!({ "file": file("pdf"), "format": "png", "min_width": 2, "min_height": 2 }),
         ],
         "remove_blank_pdf_pages" => one(json!({ "file": pdf, "threshold_percent": 0.5 })),
+        "split_pdf_by_content" => vec![
+            json!({ "file": pdf, "at": "size", "max_mb": 0.05 }),
+            json!({ "file": file("pdf"), "at": "separator", "text": "the", "keep_separators": true }),
+            json!({ "file": file("pdf"), "at": "blank_pages", "threshold_percent": 1 }),
+        ],
         "n_up_pdf_pages" => vec![
             json!({ "file": pdf, "per_sheet": 4 }),
             json!({ "file": file("form_pdf"), "per_sheet": 2, "order": "down", "borders": true, "sheet": "A4" }),

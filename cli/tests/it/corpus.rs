@@ -115,6 +115,8 @@ fn check_output(path: &Path, strict: bool, password: Option<&str>) -> Result<u32
 /// What a route should produce for a file of `n` pages.
 enum Expect {
     Pages(u32),
+    /// A ZIP of PDFs (and a JSON manifest) whose pages add up to this many.
+    Covers(u32),
     /// A PDF of at most this many pages, or refused for having no page left.
     AtMost(u32),
     Parts(Vec<u32>),
@@ -145,6 +147,12 @@ fn calls(n: u32) -> Vec<Call> {
             input: json!({ "every": every }),
             files: vec!["file"],
             expect: Expect::Parts(parts),
+        },
+        Call {
+            operation: "split_pdf_by_content",
+            input: json!({ "at": "size", "max_mb": 0.2 }),
+            files: vec!["file"],
+            expect: Expect::Covers(n),
         },
         Call {
             operation: "extract_pdf_pages",
@@ -302,7 +310,8 @@ fn run(pdf: &Path, password: Option<&str>, view: &QpdfView, call: &Call, work: &
     }
     let input_path = work.join("input.json");
     std::fs::write(&input_path, serde_json::to_vec(&input).unwrap()).unwrap();
-    let out = work.join(if matches!(call.expect, Expect::Parts(_)) { "out.zip" } else { "out.pdf" });
+    let out =
+        work.join(if matches!(call.expect, Expect::Parts(_) | Expect::Covers(_)) { "out.zip" } else { "out.pdf" });
     let _ = std::fs::remove_file(&out);
     let mut command = Command::new("timeout");
     command.args(["-k", "5", TIME_CAP, "prlimit", MEMORY_CAP, "--"]).arg(env!("CARGO_BIN_EXE_paperchain"));
@@ -341,6 +350,30 @@ fn run(pdf: &Path, password: Option<&str>, view: &QpdfView, call: &Call, work: &
             Ok(_) => None,
         },
         (Some(2), Expect::AtMost(_)) if error_code == "no_pages_left" => None,
+        (Some(0), Expect::Covers(want)) => {
+            let bytes = std::fs::read(&out).unwrap_or_default();
+            let mut archive = match zip::ZipArchive::new(std::io::Cursor::new(bytes)) {
+                Ok(a) => a,
+                Err(e) => return Some(format!("not a ZIP: {e}")),
+            };
+            let mut total = 0;
+            for i in 0..archive.len() {
+                let mut part = archive.by_index(i).unwrap();
+                if part.name().is_ok_and(|name| name.ends_with(".json")) {
+                    continue;
+                }
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut part, &mut bytes).unwrap();
+                let path = work.join(format!("part-{i}.pdf"));
+                std::fs::write(&path, bytes).unwrap();
+                match check_output(&path, view.clean, output_password) {
+                    Ok(n) => total += n,
+                    Err(e) => return Some(format!("part {i}: {e}")),
+                }
+            }
+            (expected_pages.is_some() && total != *want)
+                .then(|| format!("parts of {total} pages in all, expected {want}"))
+        }
         (Some(0), Expect::Parts(want)) => {
             let bytes = std::fs::read(&out).unwrap_or_default();
             let mut archive = match zip::ZipArchive::new(std::io::Cursor::new(bytes)) {

@@ -113,6 +113,7 @@ pub const CODES: &[(&str, &str)] = &[
     ("too_many_logs", "a log query matches more logs than one call answers; narrow its block range or filters"),
     ("output_too_large", "the result would be larger than the limit"),
     ("too_many_images", "the pages chosen draw more distinct images than one call writes"),
+    ("no_bookmarks", "the document has no bookmark at the level asked for that opens a page"),
     ("too_complex", "a page draws more objects, or more image data, than one call looks at"),
     ("body_too_large", "the request body is larger than the limit"),
     ("unsupported_media_type", "the body is not application/json"),

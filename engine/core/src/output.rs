@@ -47,6 +47,13 @@ impl OutFile {
         OutFile { filename: filename.into(), media_type: "application/pdf".into(), bytes }
     }
 
+    /// A JSON file named `filename` (a manifest beside the files of a result).
+    pub fn json(filename: &str, value: &impl serde::Serialize) -> Result<OutFile, crate::error::EngineError> {
+        let bytes = serde_json::to_vec_pretty(value)
+            .map_err(|e| crate::error::EngineError::internal(format!("{filename}: {e}")))?;
+        Ok(OutFile { filename: filename.into(), media_type: "application/json".into(), bytes })
+    }
+
     /// Lower-case hex SHA-256 of the bytes.
     pub fn sha256(&self) -> String {
         hex::encode(Sha256::digest(&self.bytes))

@@ -113,6 +113,12 @@ fn cases() -> Vec<Case> {
             pages_at: Some("/pages"),
         },
         Case {
+            path: "/v1/pdf/split-by",
+            body: |f| json!({ "file": f, "at": "size", "max_mb": 1 }),
+            file_at: "/file",
+            pages_at: None,
+        },
+        Case {
             path: "/v1/pdf/n-up",
             body: |f| json!({ "file": f, "per_sheet": 4, "pages": "1" }),
             file_at: "/file",

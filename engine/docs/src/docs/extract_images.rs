@@ -480,10 +480,8 @@ impl<'c> Found<'c> {
             images: self.entries,
             unreadable: self.unreadable,
         };
-        let json =
-            serde_json::to_vec_pretty(&manifest).map_err(|e| EngineError::internal(format!("images.json: {e}")))?;
         let mut files = self.files;
-        files.push(OutFile { filename: "images.json".into(), media_type: "application/json".into(), bytes: json });
+        files.push(OutFile::json("images.json", &manifest)?);
         let zip = derived_name(&self.call.filename, "images", "zip");
         Ok(Reply::Files(FileSet::several(files, self.call.output, zip)))
     }

@@ -45,6 +45,7 @@ pub mod rotate;
 pub mod sanitize;
 pub mod set_outline;
 pub mod split;
+pub mod split_by;
 pub mod tables;
 pub mod to_docx;
 pub mod to_images;
@@ -59,6 +60,7 @@ pub mod xlsx_to_json;
 pub fn register(catalog: &mut Catalog) {
     catalog.add::<merge::MergeRoute>();
     catalog.add::<split::SplitRoute>();
+    catalog.add::<split_by::SplitByRoute>();
     catalog.add::<extract_pages::ExtractPagesRoute>();
     catalog.add::<remove_pages::RemovePagesRoute>();
     catalog.add::<remove_blank_pages::RemoveBlankPagesRoute>();

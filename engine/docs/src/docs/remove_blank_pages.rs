@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
+use crate::context::{Context, Progress, blocking};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
@@ -119,16 +119,7 @@ impl Route for RemoveBlankPagesRoute {
     };
 
     async fn prepare(input: RemoveBlankPagesInput, ctx: &Context) -> Result<RemoveBlankPages, EngineError> {
-        let threshold = match input.threshold_percent {
-            None => DEFAULT_THRESHOLD,
-            Some(t) if (0.0..=MAX_THRESHOLD).contains(&t) => t,
-            Some(t) => {
-                return Err(EngineError::invalid(
-                    "/threshold_percent",
-                    format!("/threshold_percent: must be from 0 to {MAX_THRESHOLD} (percent of the page), not {t}"),
-                ));
-            }
-        };
+        let threshold = threshold(input.threshold_percent)?;
         let selection = PageSelection::parse_or_all(input.pages.as_deref(), "/pages")?;
         // Found before the file is read, so a server without the renderer charges nothing.
         pdfium::ensure_library().await?;
@@ -145,42 +136,8 @@ impl Route for RemoveBlankPagesRoute {
         let progress = ctx.progress.clone();
         blocking(move || {
             let RemoveBlankPages { source, bytes, password, pages, threshold, output } = call;
-            // The pages measured (pdfium's) must be the pages kept or dropped (lopdf's).
-            let rendered = pdfium::page_count(&bytes, password.as_deref(), "/file")?;
-            if rendered != source.page_count {
-                return Err(EngineError::invalid_with(
-                    "damaged_pdf",
-                    "/file",
-                    format!(
-                        "/file: the page tree reads as {} pages one way and {rendered} another; repair the file first \
-                         (repair_damaged_pdf)",
-                        source.page_count
-                    ),
-                ));
-            }
-            let with_text = pdfium::pages_with_text(&bytes, password.as_deref(), &pages, "/file")?;
-            let to_render: Vec<u32> =
-                pages.iter().zip(&with_text).filter(|(_, text)| !**text).map(|(p, _)| *p).collect();
-            let total = pages.len() as u64;
-            let mut done = (pages.len() - to_render.len()) as u64;
-            let mut ink = std::collections::HashMap::new();
-            pdfium::render_pages(&bytes, password.as_deref(), &to_render, DPI, "/file", "/file", |page| {
-                ink.insert(page.number, ink_percent(&page.rgb, page.width as usize, page.height as usize));
-                done += 1;
-                progress.advance("pages", done, total);
-                Ok(())
-            })?;
-            let mut report_pages = Vec::with_capacity(pages.len());
-            let mut removed = Vec::new();
-            for (&page, &text) in pages.iter().zip(&with_text) {
-                // The figure reported is the one decided on.
-                let ink_percent = ink.get(&page).map(|p| (p * 1000.0).round() / 1000.0);
-                let blank = !text && ink_percent.is_some_and(|p| p <= threshold);
-                if blank {
-                    removed.push(page);
-                }
-                report_pages.push(PageInk { page, text, ink_percent, blank });
-            }
+            let report_pages = measure(&bytes, password.as_deref(), source.page_count, &pages, threshold, &*progress)?;
+            let removed: Vec<u32> = report_pages.iter().filter(|p| p.blank).map(|p| p.page).collect();
             let keep: Vec<u32> = (1..=source.page_count).filter(|p| removed.binary_search(p).is_err()).collect();
             if keep.is_empty() {
                 return Err(EngineError::invalid_with(
@@ -212,6 +169,65 @@ impl Route for RemoveBlankPagesRoute {
         })
         .await
     }
+}
+
+/// The threshold asked for (in percent of the page), or the default; errors name
+/// `/threshold_percent`.
+pub fn threshold(asked: Option<f64>) -> Result<f64, EngineError> {
+    match asked {
+        None => Ok(DEFAULT_THRESHOLD),
+        Some(t) if (0.0..=MAX_THRESHOLD).contains(&t) => Ok(t),
+        Some(t) => Err(EngineError::invalid(
+            "/threshold_percent",
+            format!("/threshold_percent: must be from 0 to {MAX_THRESHOLD} (percent of the page), not {t}"),
+        )),
+    }
+}
+
+/// Looks at `pages` (1-based) of a document of `page_count` pages as lopdf reads it: which
+/// have text, the ink of the others, and which are blank at `threshold` percent. Errors
+/// name `/file`.
+pub fn measure(
+    bytes: &[u8],
+    password: Option<&str>,
+    page_count: u32,
+    pages: &[u32],
+    threshold: f64,
+    progress: &dyn Progress,
+) -> Result<Vec<PageInk>, EngineError> {
+    // The pages measured (pdfium's) must be the pages kept or dropped (lopdf's).
+    let rendered = pdfium::page_count(bytes, password, "/file")?;
+    if rendered != page_count {
+        return Err(EngineError::invalid_with(
+            "damaged_pdf",
+            "/file",
+            format!(
+                "/file: the page tree reads as {page_count} pages one way and {rendered} another; repair the file \
+                 first (repair_damaged_pdf)"
+            ),
+        ));
+    }
+    let with_text = pdfium::pages_with_text(bytes, password, pages, "/file")?;
+    let to_render: Vec<u32> = pages.iter().zip(&with_text).filter(|(_, text)| !**text).map(|(p, _)| *p).collect();
+    let total = pages.len() as u64;
+    let mut done = (pages.len() - to_render.len()) as u64;
+    let mut ink = std::collections::HashMap::new();
+    pdfium::render_pages(bytes, password, &to_render, DPI, "/file", "/file", |page| {
+        ink.insert(page.number, ink_percent(&page.rgb, page.width as usize, page.height as usize));
+        done += 1;
+        progress.advance("pages", done, total);
+        Ok(())
+    })?;
+    Ok(pages
+        .iter()
+        .zip(&with_text)
+        .map(|(&page, &text)| {
+            // The figure reported is the one decided on.
+            let ink_percent = ink.get(&page).map(|p| (p * 1000.0).round() / 1000.0);
+            let blank = !text && ink_percent.is_some_and(|p| p <= threshold);
+            PageInk { page, text, ink_percent, blank }
+        })
+        .collect())
 }
 
 /// Percent of the page that is ink: pixels darker than [`INK_BELOW`] with at least one
