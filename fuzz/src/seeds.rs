@@ -415,6 +415,10 @@ pub fn templates(operation: &str) -> Vec<Value> {
             json!({ "file": file("pdf"), "format": "png", "min_width": 2, "min_height": 2 }),
         ],
         "remove_blank_pdf_pages" => one(json!({ "file": pdf, "threshold_percent": 0.5 })),
+        "compare_pdfs" => vec![
+            json!({ "original": pdf, "revised": file("pdf") }),
+            json!({ "original": file("pdf"), "revised": file("form_pdf"), "format": "pdf", "ignore_case": true }),
+        ],
         "split_pdf_by_content" => vec![
             json!({ "file": pdf, "at": "size", "max_mb": 0.05 }),
             json!({ "file": file("pdf"), "at": "separator", "text": "the", "keep_separators": true }),

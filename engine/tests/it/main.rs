@@ -38,6 +38,7 @@ mod memory_budget;
 mod ocr_url;
 mod pdf_bank_statement;
 mod pdf_blank_pages;
+mod pdf_compare;
 mod pdf_extract_images;
 mod pdf_layouts;
 mod pdf_ocr;

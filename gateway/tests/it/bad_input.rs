@@ -113,6 +113,12 @@ fn cases() -> Vec<Case> {
             pages_at: Some("/pages"),
         },
         Case {
+            path: "/v1/pdf/compare",
+            body: |f| json!({ "original": f, "revised": f, "visual": false }),
+            file_at: "/original",
+            pages_at: None,
+        },
+        Case {
             path: "/v1/pdf/split-by",
             body: |f| json!({ "file": f, "at": "size", "max_mb": 1 }),
             file_at: "/file",

@@ -12,6 +12,7 @@ use crate::price::Price;
 pub mod attachments;
 pub mod bank_statement;
 pub mod booklet;
+pub mod compare;
 pub mod compress;
 pub mod crop;
 pub mod extract_images;
@@ -85,6 +86,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<unlock::UnlockRoute>();
     catalog.add::<repair::RepairRoute>();
     catalog.add::<sanitize::SanitizeRoute>();
+    catalog.add::<compare::CompareRoute>();
     catalog.add::<to_images::ToImagesRoute>();
     catalog.add::<extract_images::ExtractImagesRoute>();
     catalog.add::<rasterize::RasterizeRoute>();

@@ -40,7 +40,8 @@ pub struct Sheet {
     pub size: (f64, f64),
     /// What is drawn on it, in order.
     pub draws: Vec<Draw>,
-    /// Content drawn over the pages (frames, marks); it may use the font `/Helv`.
+    /// Content drawn over the pages (frames, marks); it may use the font `/Helv` and the
+    /// graphics state `/Hl` (fills a third opaque, for highlights).
     pub marks: String,
 }
 
@@ -304,6 +305,13 @@ pub fn impose(mut doc: Document, sheets: Vec<Sheet>, limits: &Limits) -> Result<
             let mut fonts = Dictionary::new();
             fonts.set("Helv", font);
             resources.set("Font", fonts);
+            // A see-through fill, for highlights.
+            let mut highlight = Dictionary::new();
+            highlight.set("Type", Object::Name(b"ExtGState".to_vec()));
+            highlight.set("ca", Object::Real(0.35));
+            let mut states = Dictionary::new();
+            states.set("Hl", highlight);
+            resources.set("ExtGState", states);
         }
         let mut stream = Stream::new(Dictionary::new(), content.into_bytes());
         let _ = stream.compress();
