@@ -72,7 +72,7 @@ pub struct BenchArgs {
 enum Group {
     /// Every group.
     All,
-    /// Page operations against the qpdf CLI: merge, split, rotate.
+    /// Page operations against the qpdf CLI: merge, split, rotate; n-up against Ghostscript.
     Pages,
     /// Compression against qpdf and Ghostscript, PDF to PNG against pdftoppm, on the
     /// corpus's largest PDFs.
@@ -139,6 +139,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let mut comparisons: Vec<Comparison> = Vec::new();
     if args.group.includes(Group::Pages) {
         comparisons.extend(pages::cases(&paperchain, &corpus, &work.path.join("pages"))?.into_iter().map(Into::into));
+        comparisons.extend(pages::layouts(&paperchain, &work.path.join("pages"))?);
     }
     if args.group.includes(Group::Docs) {
         comparisons.extend(docs::cases(&paperchain, &corpus, &work.path.join("docs"))?);

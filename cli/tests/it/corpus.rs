@@ -252,6 +252,8 @@ fn calls(n: u32) -> Vec<Call> {
             expect: Expect::Pages(n),
         },
         Call { operation: "inspect_pdf_document", input: json!({}), files: vec!["file"], expect: Expect::Json },
+        // A file against itself: nothing differs, in words or looks.
+        Call { operation: "compare_pdfs", input: json!({}), files: vec!["original", "revised"], expect: Expect::Json },
         Call {
             operation: "compress_pdf",
             input: json!({ "mode": "lossless" }),
@@ -333,6 +335,9 @@ fn run(pdf: &Path, password: Option<&str>, view: &QpdfView, call: &Call, work: &
             match (call.operation, expected_pages) {
                 ("inspect_pdf_document", Some(n)) if json["page_count"] != n => {
                     Some(format!("page_count {} but qpdf counts {n}", json["page_count"]))
+                }
+                ("compare_pdfs", _) if json["identical"] != true => {
+                    Some(format!("a file compared with itself differs: {}", json["changes"]))
                 }
                 _ => None,
             }

@@ -1,5 +1,6 @@
 //! The `pages` group: merge (of different files, and of one file given ten times), split
-//! and rotate, Paperchain against the qpdf CLI.
+//! and rotate, Paperchain against the qpdf CLI; four pages a sheet against Ghostscript's
+//! `-sNupControl` ([`layouts`]).
 //!
 //! The inputs are cut with qpdf from a real corpus document (a 117-page thesis with
 //! images), cycling through its pages, so both sides work on real content.
@@ -9,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, ensure};
 
-use super::{Case, Expect, Produces, Side, rotations};
+use super::{Case, Comparison, Expect, Kind, Produces, Side, rotations};
 use crate::cmd::Cmd;
 
 /// The corpus document the inputs are cut from.
@@ -162,6 +163,61 @@ pub(super) fn cases(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Res
         note: None,
     };
     Ok(vec![merge, merge_self, split, rotate])
+}
+
+/// Four pages a sheet of the 500-page input `pages::cases` cut, against Ghostscript
+/// (`-sNupControl=2x2` on A4 sheets, 10.0 and later).
+pub(super) fn layouts(paperchain: &Path, dir: &Path) -> anyhow::Result<Vec<Comparison>> {
+    let big = dir.join("inputs/big.pdf");
+    ensure!(big.is_file(), "{} is cut by the pages cases first", big.display());
+    let big_pages = page_count(&big)?;
+    std::fs::create_dir_all(dir.join("gs")).context("creating the gs folder")?;
+    let (ours, theirs) = (dir.join("paperchain/n-up.pdf"), dir.join("gs/n-up.pdf"));
+    let n_up = Comparison {
+        table: "layouts",
+        tool: "gs",
+        operation: format!("n-up: {big_pages} pages, 4 a sheet"),
+        paperchain: Side {
+            program: paperchain.to_path_buf(),
+            args: vec![
+                os("call"),
+                os("n_up_pdf_pages"),
+                os("--input"),
+                os("-"),
+                os("--file"),
+                os(format!("file={}", big.display())),
+                os("--out"),
+                ours.clone().into(),
+                os("--force"),
+            ],
+            stdin: Some(r#"{"per_sheet":4,"sheet":"A4"}"#),
+            output: Produces::Pdf(ours),
+        },
+        reference: Side {
+            program: "gs".into(),
+            args: vec![
+                os("-q"),
+                os("-dSAFER"),
+                os("-sDEVICE=pdfwrite"),
+                os("-sPAPERSIZE=a4"),
+                os("-dFIXEDMEDIA"),
+                os("-sNupControl=2x2"),
+                os("-o"),
+                theirs.clone().into(),
+                big.into(),
+            ],
+            stdin: None,
+            output: Produces::Pdf(theirs),
+        },
+        kind: Kind::Pdf,
+        expect: Expect { files: 1, pages_each: big_pages.div_ceil(4), rotations: None, text_samples: Vec::new() },
+        source: None,
+        note: Some(
+            "Ghostscript rewrites every page (fonts and images re-encoded) and drops links and bookmarks; Paperchain \
+             draws each page as a form, keeping its content as it is, and carries links and bookmarks.",
+        ),
+    };
+    Ok(vec![n_up])
 }
 
 fn os(text: impl Into<OsString>) -> OsString {
