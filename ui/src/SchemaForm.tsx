@@ -7,7 +7,7 @@
 import { useState } from "preact/hooks";
 import type { JSX } from "preact";
 import { base64Of } from "./api";
-import { type Schema, choices, isFileInput, labelOf, optionalOf, resolve, types } from "./schema";
+import { type Schema, choices, isFileInput, labelOf, namesOrObject, optionalOf, resolve, types } from "./schema";
 
 /** A chosen file, or a URL, with an optional password: the value of a file input. */
 export type FileValue = { file?: File; url?: string; password?: string };
@@ -289,6 +289,36 @@ export function Field(props: FieldProps): JSX.Element {
       {required && <span class="required"> (required)</span>}
     </label>
   );
+  const named = namesOrObject(schema, ctx.schemas);
+  if (named) {
+    // A name from a list, or "Custom" and the object's own fields (a paper size).
+    const custom = value !== null && typeof value === "object";
+    const index = custom ? named.names.length : named.names.indexOf(value as string);
+    return (
+      <div class="field">
+        {labelEl}
+        <select
+          {...common}
+          value={index < 0 ? "" : String(index)}
+          onChange={(e) => {
+            const i = (e.currentTarget as HTMLSelectElement).value;
+            if (i === "") onChange(undefined);
+            else if (Number(i) === named.names.length) onChange({});
+            else onChange(named.names[Number(i)]);
+          }}
+        >
+          <option value="">{required ? "(choose)" : "(default)"}</option>
+          {named.names.map((n, i) => (
+            <option value={String(i)}>{n}</option>
+          ))}
+          <option value={String(named.names.length)}>Custom…</option>
+        </select>
+        <Help id={`${id}-help`} text={description} />
+        <FieldError ctx={ctx} pointer={pointer} />
+        {custom && <ObjectField {...props} label={`${label}, custom`} schema={named.object} />}
+      </div>
+    );
+  }
   const options = choices(schema);
   if (options) {
     const index = options.findIndex((o) => o.value === (value ?? schema.default));

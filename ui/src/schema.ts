@@ -107,6 +107,17 @@ export function optionalOf(schema: Schema): Schema | undefined {
   return { ...nonNull[0], description: schema.description ?? nonNull[0].description };
 }
 
+/** A `oneOf` of a list of names and an object (a paper name or a custom size): the
+ * names, and the object's schema. */
+export function namesOrObject(schema: Schema, schemas: Record<string, Schema>): { names: string[]; object: Schema } | undefined {
+  const variants = (schema.oneOf ?? schema.anyOf)?.map((v) => resolve(v, schemas));
+  if (!variants || variants.length !== 2) return undefined;
+  const names = variants.find((v) => (v.enum?.length ?? 0) > 1 && v.enum?.every((n) => typeof n === "string"));
+  const object = variants.find((v) => v.properties);
+  if (!names?.enum || !object) return undefined;
+  return { names: names.enum as string[], object };
+}
+
 /** The constant choices of a `oneOf` of constants or an `enum`. */
 export function choices(schema: Schema): { value: unknown; label: string; help?: string }[] | undefined {
   if (schema.enum) return schema.enum.map((v) => ({ value: v, label: String(v) }));

@@ -113,6 +113,43 @@ test("a form with nested objects and arrays: merge two PDFs, the second twice wi
   await screenshot("05-merge-result");
 });
 
+test("four pages a sheet: the n-up form from the catalog, a PDF qpdf accepts with a quarter of the pages", async () => {
+  const pdf = process.env.PAPERCHAIN_PDF;
+  const pages = Number(process.env.PAPERCHAIN_PDF_PAGES);
+  await open("documents");
+  await drop([pdf]);
+  await page().waitForSelector("#operation");
+  // The layout, split and compare routes are offered like every other.
+  const offered = await page().$$eval("#operation option", (l) => l.map((o) => o.textContent));
+  for (const path of ["/v1/pdf/n-up", "/v1/pdf/booklet", "/v1/pdf/poster", "/v1/pdf/split-by", "/v1/pdf/compare"]) {
+    assert.ok(offered.some((o) => o.includes(path)), `${path} in ${offered.join(" | ")}`);
+  }
+  await selectByLabel("Operation", "/v1/pdf/n-up");
+  await page().waitForSelector("form.route-form");
+  await selectByLabel("Per sheet", "4");
+  // A paper size is a name from a list, or a custom size with its own two fields.
+  await selectByLabel("Sheet", "Custom");
+  await page().waitForSelector("#field-sheet-width-pt");
+  await selectByLabel("Sheet", "A5");
+  assert.equal(await page().$("#field-sheet-width-pt"), null);
+  await page().click("#field-borders");
+  await accessible("the n-up form");
+  await screenshot("10-n-up-form");
+  const before = readdirSync(downloads);
+  await page().click("form.route-form button[type=submit]");
+  const name = await waitForResult("n-up");
+  assert.match(name, /-n-up\.pdf$/);
+  await page().waitForSelector(".results .thumbnails figure", { timeout: 30_000 });
+  await screenshot("11-n-up-result");
+  await page().click(".results .result button.primary");
+  const saved = await waitForDownload(name, before);
+  execFileSync("qpdf", ["--check", saved], { stdio: "pipe" });
+  assert.equal(Number(execFileSync("qpdf", ["--show-npages", saved]).toString().trim()), Math.ceil(pages / 4));
+  // Four portrait pages keep the A5 sheet portrait.
+  const size = execFileSync("pdfinfo", [saved]).toString().match(/Page size: +([\d.]+) x ([\d.]+)/).slice(1, 3).map(Number);
+  assert.deepEqual(size, [419.528, 595.276]);
+});
+
 test("a bad value is refused with the field named, next to the field", async () => {
   await open("documents");
   await drop([process.env.PAPERCHAIN_PDF]);

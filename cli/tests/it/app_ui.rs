@@ -70,10 +70,16 @@ async fn the_app_works_in_a_real_browser() {
         ("PAPERCHAIN_BALANCE", "1.234567".into()),
         ("PAPERCHAIN_CLAUDE_CONFIG", claude.display().to_string()),
     ];
-    run_browser_tests("app.test.mjs", &env, 6).await;
-    for screen in
-        ["01-documents-empty", "03-rotate-result", "04-merge-form", "07-chain-address", "08-spend", "09-agents"]
-    {
+    run_browser_tests("app.test.mjs", &env, 7).await;
+    for screen in [
+        "01-documents-empty",
+        "03-rotate-result",
+        "04-merge-form",
+        "07-chain-address",
+        "08-spend",
+        "09-agents",
+        "11-n-up-result",
+    ] {
         assert!(artifacts.join(format!("{screen}.png")).is_file(), "screenshot {screen}");
     }
 }
