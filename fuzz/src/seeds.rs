@@ -415,6 +415,10 @@ pub fn templates(operation: &str) -> Vec<Value> {
             json!({ "file": file("pdf"), "format": "png", "min_width": 2, "min_height": 2 }),
         ],
         "remove_blank_pdf_pages" => one(json!({ "file": pdf, "threshold_percent": 0.5 })),
+        "redact_pdf" => vec![
+            json!({ "file": pdf, "text": ["the"], "dpi": 72 }),
+            json!({ "file": file("form_pdf"), "patterns": ["[0-9]+"], "areas": [{ "page": 1, "box_pt": [0, 0, 100, 100] }], "fill": "#ff0000", "dpi": 72 }),
+        ],
         "compare_pdfs" => vec![
             json!({ "original": pdf, "revised": file("pdf") }),
             json!({ "original": file("pdf"), "revised": file("form_pdf"), "format": "pdf", "ignore_case": true }),

@@ -251,6 +251,12 @@ fn calls(n: u32) -> Vec<Call> {
             files: vec!["file"],
             expect: Expect::Pages(n),
         },
+        Call {
+            operation: "redact_pdf",
+            input: json!({ "text": ["the"], "patterns": ["[0-9]{2,}"], "dpi": 72 }),
+            files: vec!["file"],
+            expect: Expect::Pages(n),
+        },
         Call { operation: "inspect_pdf_document", input: json!({}), files: vec!["file"], expect: Expect::Json },
         // A file against itself: nothing differs, in words or looks.
         Call { operation: "compare_pdfs", input: json!({}), files: vec!["original", "revised"], expect: Expect::Json },

@@ -42,6 +42,7 @@ mod pdf_compare;
 mod pdf_extract_images;
 mod pdf_layouts;
 mod pdf_ocr;
+mod pdf_redact;
 mod pdf_sanitize;
 mod pdf_split_by;
 mod pdf_tables;

@@ -113,6 +113,12 @@ fn cases() -> Vec<Case> {
             pages_at: Some("/pages"),
         },
         Case {
+            path: "/v1/pdf/redact",
+            body: |f| json!({ "file": f, "text": ["secret"], "pages": "1", "dpi": 72 }),
+            file_at: "/file",
+            pages_at: Some("/pages"),
+        },
+        Case {
             path: "/v1/pdf/compare",
             body: |f| json!({ "original": f, "revised": f, "visual": false }),
             file_at: "/original",

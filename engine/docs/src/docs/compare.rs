@@ -24,6 +24,7 @@ use crate::pdf::assemble::{Assembler, Carry};
 use crate::pdf::impose::{self, Draw, Sheet};
 use crate::pdf::pdfium::{self, PageLayout, RENDERING_PRICE_RULE, RenderSource, rendering_price};
 use crate::pdf::stamp::num;
+use crate::pdf::words::{Word, words_of};
 use crate::pdf::{self, Rect};
 use crate::price::Price;
 
@@ -160,15 +161,6 @@ pub struct PageLook {
     pub areas: Vec<[f64; 4]>,
 }
 
-/// One word and where it is.
-#[derive(Clone, Debug)]
-struct Word {
-    text: String,
-    page: u32,
-    /// Top-down box on its page.
-    area: [f32; 4],
-}
-
 /// A checked call.
 pub struct CompareCall {
     original: RenderSource,
@@ -285,38 +277,6 @@ impl Route for CompareRoute {
         })
         .await
     }
-}
-
-/// The words of every page, in reading order: runs of drawn characters between spaces
-/// and line breaks.
-fn words_of(layouts: &[PageLayout]) -> Vec<Word> {
-    let mut words = Vec::new();
-    for layout in layouts {
-        let mut current: Option<Word> = None;
-        for g in &layout.glyphs {
-            let new_line = current.as_ref().is_some_and(|w| {
-                let mid = (g.y0 + g.y1) / 2.0;
-                mid < w.area[1] || mid > w.area[3] || g.x0 + 0.5 < w.area[0]
-            });
-            if g.ch.is_whitespace() || new_line {
-                words.extend(current.take());
-            }
-            if g.ch.is_whitespace() {
-                continue;
-            }
-            match current.as_mut() {
-                Some(w) => {
-                    w.text.push(g.ch);
-                    w.area = [w.area[0].min(g.x0), w.area[1].min(g.y0), w.area[2].max(g.x1), w.area[3].max(g.y1)];
-                }
-                None => {
-                    current = Some(Word { text: g.ch.to_string(), page: layout.number, area: [g.x0, g.y0, g.x1, g.y1] })
-                }
-            }
-        }
-        words.extend(current);
-    }
-    words
 }
 
 /// The changes between two word sequences, and the words deleted and inserted.

@@ -37,6 +37,7 @@ pub mod poster;
 pub mod pptx_build;
 pub mod protect;
 pub mod rasterize;
+pub mod redact;
 pub mod remove_blank_pages;
 pub mod remove_pages;
 pub mod reorder;
@@ -87,6 +88,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<repair::RepairRoute>();
     catalog.add::<sanitize::SanitizeRoute>();
     catalog.add::<compare::CompareRoute>();
+    catalog.add::<redact::RedactRoute>();
     catalog.add::<to_images::ToImagesRoute>();
     catalog.add::<extract_images::ExtractImagesRoute>();
     catalog.add::<rasterize::RasterizeRoute>();

@@ -29,6 +29,7 @@ pub mod stamp;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod transform;
+pub mod words;
 pub mod xmp;
 
 use lopdf::{Dictionary, Document, LoadOptions, Object, ObjectId, Stream};
