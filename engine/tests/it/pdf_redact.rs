@@ -37,6 +37,8 @@ c.showPage()
 c.bookmarkPage("p2"); c.addOutlineEntry("Notes", "p2")
 c.setFont("Helvetica", 14)
 c.drawString(72, 700, "Nothing secret here.")
+# Not page text, but in the file: a comment and a field value on this untouched page.
+c.acroForm.textfield(name="contact", value="Call JOHN SMITH", x=72, y=500, width=200, height=24, fontSize=12)
 c.showPage()
 c.setFont("Helvetica", 14)
 c.drawString(72, 700, "Contact john smith at home.")
@@ -146,13 +148,14 @@ async fn found_text_is_gone_from_every_reading_of_the_file_and_the_rest_stays() 
     // The rest of the partly covered line is still there, and the untouched page.
     assert!(pages[0].contains("Patient:") && pages[0].contains("Diagnosis follows."), "{}", pages[0]);
     assert_eq!(pages[1], "Nothing secret here.");
+    assert_eq!(report["annotations_removed"], 1, "the field on page 2 holding the name");
     assert!(pages[2].contains("Contact") && pages[2].contains("at home."), "{}", pages[2]);
 
     assert_eq!(report["matches"], 3, "{report:#}");
     assert_eq!(report["not_found"], json!(["Nonexistent"]));
     let redacted: Vec<u64> = report["pages"].as_array().unwrap().iter().map(|p| p["page"].as_u64().unwrap()).collect();
     assert_eq!(redacted, [1, 3]);
-    assert_eq!(report["form_fields_removed"], 1);
+    assert_eq!(report["form_fields_removed"], 2);
     assert_eq!(report["bookmarks"], 1);
     assert!(report["info_fields"].as_array().unwrap().len() >= 2, "{report:#}");
 

@@ -11,7 +11,8 @@
 //! selectable. Pages with nothing to remove are not touched.
 //!
 //! Around the pages: the form fields of rebuilt pages go, the tag structure goes (its
-//! alternate texts could repeat what was removed), and, with `metadata`, the text found is
+//! alternate texts could repeat what was removed), annotations and form fields elsewhere
+//! whose text or value holds what was found go, and, with `metadata`, the text found is
 //! replaced in the document information and bookmark titles, and XMP metadata holding it
 //! is dropped. The file is written anew, so no earlier revision remains.
 //!
@@ -111,8 +112,10 @@ pub struct RedactReport {
     pub not_found: Vec<String>,
     /// Each page rebuilt, with what was removed from it.
     pub pages: Vec<RedactedPage>,
-    /// Form fields removed with their page.
+    /// Form fields removed with their page, or whose value held found text.
     pub form_fields_removed: u32,
+    /// Annotations on pages not rebuilt whose text (comment, title, field value) held found text, removed.
+    pub annotations_removed: u32,
     /// Whether the tag structure was removed.
     pub tags_removed: bool,
     /// Document information entries in which found text was replaced.
@@ -172,7 +175,8 @@ impl Route for RedactRoute {
             (black): nothing under a box survives, neither text (the rest of a partly covered line included), \
             drawings, image pixels, form values nor hidden layers. The words outside the boxes are put back as \
             invisible text (characters of Windows-1252), so the page stays searchable. Other pages are untouched. \
-            The form fields of rebuilt pages and the tag structure go; with metadata=true the text found is \
+            The form fields of rebuilt pages and the tag structure go, and so do comments and form fields \
+            elsewhere whose text or value holds what was found; with metadata=true the text found is \
             replaced in the document information and bookmark titles, and XMP holding it is dropped. A report \
             lists every box per page (Paperchain-Report header for output=file, `report` field for base64 and url).",
         base_price: Price::micros(3_000),
@@ -332,6 +336,7 @@ impl Route for RedactRoute {
                     .collect(),
                 pages: report_pages,
                 form_fields_removed: 0,
+                annotations_removed: 0,
                 tags_removed: false,
                 info_fields: Vec::new(),
                 bookmarks: 0,
@@ -343,6 +348,13 @@ impl Route for RedactRoute {
                     report.tags_removed = catalog.remove(b"StructTreeRoot").is_some();
                     catalog.remove(b"MarkInfo");
                 }
+            }
+            if !found_text.is_empty() {
+                // Comments and field values elsewhere are not page text, but they are in the file.
+                let gone = holding_annotations(&pdf.doc, &found_text);
+                report.annotations_removed = gone.len() as u32;
+                report.form_fields_removed += remove_fields(&mut pdf.doc, &gone);
+                drop_annotations(&mut pdf.doc, &gone);
             }
             if metadata && !found_text.is_empty() {
                 scrub_metadata(&mut pdf.doc, &found_text, &mut report);
@@ -633,6 +645,77 @@ fn prune_fields(
         }
     }
     kept
+}
+
+/// The annotations (form widgets included) whose text entries or field value, their own
+/// or inherited from their field, hold any of `found`, any case.
+fn holding_annotations(doc: &Document, found: &BTreeSet<String>) -> HashSet<ObjectId> {
+    let lowered: Vec<String> = found.iter().map(|f| f.to_lowercase()).collect();
+    let holds = |dict: &Dictionary| {
+        [&b"Contents"[..], b"T", b"TU", b"Subj", b"RC", b"V", b"DV"].iter().any(|key| {
+            dict.get(key)
+                .ok()
+                .and_then(|v| pdf::text_string(doc, v))
+                .is_some_and(|t| lowered.iter().any(|f| t.to_lowercase().contains(f.as_str())))
+        })
+    };
+    let mut gone = HashSet::new();
+    for page in doc.page_iter() {
+        let Some(annots) = doc
+            .get_dictionary(page)
+            .ok()
+            .and_then(|p| p.get(b"Annots").ok())
+            .and_then(|a| doc.dereference(a).ok())
+            .and_then(|(_, a)| a.as_array().ok())
+        else {
+            continue;
+        };
+        for id in annots.iter().filter_map(|a| a.as_reference().ok()) {
+            let Ok(annot) = doc.get_dictionary(id) else { continue };
+            // The annotation, then the fields it belongs to, up to a few levels.
+            let mut current = Some(annot);
+            let mut depth = 0;
+            while let Some(dict) = current {
+                if holds(dict) {
+                    gone.insert(id);
+                    break;
+                }
+                depth += 1;
+                current = (depth < 8)
+                    .then(|| dict.get(b"Parent").ok().and_then(|p| p.as_reference().ok()))
+                    .flatten()
+                    .and_then(|p| doc.get_dictionary(p).ok());
+            }
+        }
+    }
+    gone
+}
+
+/// Removes annotations `gone` from every page.
+fn drop_annotations(doc: &mut Document, gone: &HashSet<ObjectId>) {
+    if gone.is_empty() {
+        return;
+    }
+    let pages: Vec<ObjectId> = doc.page_iter().collect();
+    for page in pages {
+        let list = match doc.get_dictionary(page).ok().and_then(|p| p.get(b"Annots").ok()) {
+            Some(Object::Reference(id)) => Some(*id),
+            _ => None,
+        };
+        let keep = |items: &mut Vec<Object>| items.retain(|a| !a.as_reference().is_ok_and(|id| gone.contains(&id)));
+        match list {
+            Some(id) => {
+                if let Ok(Object::Array(items)) = doc.get_object_mut(id) {
+                    keep(items);
+                }
+            }
+            None => {
+                if let Ok(Object::Array(items)) = doc.get_dictionary_mut(page).and_then(|p| p.get_mut(b"Annots")) {
+                    keep(items);
+                }
+            }
+        }
+    }
 }
 
 /// Replaces found text in the document information and bookmark titles; drops XMP
