@@ -9,7 +9,6 @@ use crate::common;
 
 use common::route::{call, call_files};
 use paperchain_engine::{Context, ErrorKind};
-use paperchain_testkit::b64;
 use paperchain_testkit::page_pdf::{Font, PagePdf};
 use paperchain_testkit::table_score::parse_csv;
 use paperchain_testkit::tools::run_python;
@@ -216,11 +215,7 @@ fn expected(txs: &[Tx], currency: &str) -> Value {
 }
 
 fn body(pdf: &[u8], more: Value) -> Value {
-    let mut body = json!({ "file": { "data": b64(pdf), "filename": "statement.pdf" } });
-    for (k, v) in more.as_object().unwrap() {
-        body[k] = v.clone();
-    }
-    body
+    common::route::file_body(pdf, "statement.pdf", &more)
 }
 
 async fn read(pdf: &[u8]) -> Value {

@@ -56,10 +56,7 @@ fn written() -> (tempfile::TempDir, Vec<u8>) {
 }
 
 async fn remove(pdf: &[u8], more: Value) -> (Vec<u8>, Value) {
-    let mut body = json!({ "file": { "data": b64(pdf), "filename": "pages.pdf" } });
-    for (k, v) in more.as_object().unwrap() {
-        body[k] = v.clone();
-    }
+    let body = common::route::file_body(pdf, "pages.pdf", &more);
     let set = call_files(&Context::new(), ROUTE, body).await.expect("remove-blank-pages succeeds");
     assert_eq!(set.files[0].filename, "pages-no-blanks.pdf");
     (set.files[0].bytes.clone(), set.report.clone().expect("a report"))

@@ -59,10 +59,8 @@ fn written() -> Written {
 }
 
 async fn extract(pdf: &[u8], more: Value) -> (Vec<(String, Vec<u8>)>, Value) {
-    let mut body = json!({ "file": { "data": b64(pdf), "filename": "images.pdf" }, "output": "base64" });
-    for (k, v) in more.as_object().unwrap() {
-        body[k] = v.clone();
-    }
+    let mut body = common::route::file_body(pdf, "images.pdf", &more);
+    body["output"] = "base64".into();
     let set = call_files(&Context::new(), ROUTE, body).await.expect("extract-images succeeds");
     let files: Vec<(String, Vec<u8>)> = set.files.iter().map(|f| (f.filename.clone(), f.bytes.clone())).collect();
     let manifest = files.iter().find(|(name, _)| name == "images.json").expect("images.json is in the result");

@@ -69,10 +69,7 @@ fn written() -> (tempfile::TempDir, Vec<u8>) {
 }
 
 async fn layout(route: &str, pdf: &[u8], more: Value) -> (Vec<u8>, Option<Value>) {
-    let mut body = json!({ "file": { "data": b64(pdf), "filename": "pages.pdf" } });
-    for (k, v) in more.as_object().unwrap() {
-        body[k] = v.clone();
-    }
+    let body = common::route::file_body(pdf, "pages.pdf", &more);
     let set =
         call_files(&Context::new(), route, body.clone()).await.unwrap_or_else(|e| panic!("{route} {more}: {e:?}"));
     (set.files[0].bytes.clone(), set.report.clone())

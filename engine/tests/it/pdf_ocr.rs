@@ -24,10 +24,7 @@ fn text_pdf() -> (Vec<u8>, String) {
 
 /// The route's answer on `pdf`: the file and the report.
 async fn ocr(pdf: &[u8], more: Value) -> Result<(Vec<u8>, Value), paperchain_engine::EngineError> {
-    let mut body = json!({ "file": { "data": b64(pdf), "filename": "scan.pdf" } });
-    for (k, v) in more.as_object().unwrap() {
-        body[k] = v.clone();
-    }
+    let body = common::route::file_body(pdf, "scan.pdf", &more);
     let set = call_files(&Context::new(), ROUTE, body).await?;
     let file = &set.files[0];
     assert_eq!(file.media_type, "application/pdf");

@@ -56,10 +56,7 @@ fn written() -> (tempfile::TempDir, Vec<u8>) {
 }
 
 async fn redact(pdf: &[u8], more: Value) -> (Vec<u8>, Value) {
-    let mut body = json!({ "file": { "data": b64(pdf), "filename": "record.pdf" } });
-    for (k, v) in more.as_object().unwrap() {
-        body[k] = v.clone();
-    }
+    let body = common::route::file_body(pdf, "record.pdf", &more);
     let set = call_files(&Context::new(), ROUTE, body).await.unwrap_or_else(|e| panic!("{more}: {e:?}"));
     assert_eq!(set.files[0].filename, "record-redacted.pdf");
     (set.files[0].bytes.clone(), set.report.clone().expect("a report"))

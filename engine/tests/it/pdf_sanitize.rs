@@ -100,10 +100,7 @@ fn written() -> (tempfile::TempDir, Vec<u8>) {
 }
 
 async fn sanitize(pdf: &[u8], options: Value) -> (Vec<u8>, Value) {
-    let mut body = json!({ "file": { "data": b64(pdf), "filename": "risky.pdf" } });
-    for (k, v) in options.as_object().unwrap() {
-        body[k] = v.clone();
-    }
+    let body = common::route::file_body(pdf, "risky.pdf", &options);
     let set = call_files(&Context::new(), ROUTE, body).await.expect("sanitize succeeds");
     assert_eq!(set.files[0].filename, "risky-sanitized.pdf");
     (set.files[0].bytes.clone(), set.report.clone().expect("a report"))

@@ -68,10 +68,7 @@ fn written() -> (tempfile::TempDir, Vec<u8>) {
 
 /// The parts (file name and bytes) and `parts.json`.
 async fn split(pdf: &[u8], more: Value) -> Result<(Vec<(String, Vec<u8>)>, Value), EngineError> {
-    let mut body = json!({ "file": { "data": b64(pdf), "filename": "batch.pdf" } });
-    for (k, v) in more.as_object().unwrap() {
-        body[k] = v.clone();
-    }
+    let body = common::route::file_body(pdf, "batch.pdf", &more);
     let set = call_files(&Context::new(), ROUTE, body).await?;
     let mut parts = Vec::new();
     let mut manifest = Value::Null;

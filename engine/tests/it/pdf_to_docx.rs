@@ -21,10 +21,7 @@ use serde_json::{Value, json};
 const ROUTE: &str = "/v1/pdf/to-docx";
 
 pub(crate) async fn docx_of(pdf: &[u8], more: Value) -> (Value, Value) {
-    let mut body = json!({ "file": { "data": b64(pdf), "filename": "in.pdf" } });
-    for (k, v) in more.as_object().unwrap() {
-        body[k] = v.clone();
-    }
+    let body = common::route::file_body(pdf, "in.pdf", &more);
     let set = call_files(&Context::new(), ROUTE, body).await.unwrap();
     let file = &set.files[0];
     assert_eq!(file.media_type, "application/vnd.openxmlformats-officedocument.wordprocessingml.document");

@@ -14,7 +14,6 @@ use crate::catalog::{Family, FreePool, Produces, RouteInfo};
 use crate::context::Limits;
 use crate::docs::PAGE_EDIT_PRICE_RULE;
 use crate::error::EngineError;
-use crate::pages::PageSelection;
 use crate::pdf::impose::{self, Draw, Sheet, SheetOrientation};
 use crate::pdf::paper::PageSize;
 use crate::pdf::stamp::check_range;
@@ -108,9 +107,7 @@ impl Transform for Booklet {
     const SUFFIX: &'static str = "booklet";
 
     fn check(options: &BookletOptions, pages: u32, limits: &Limits) -> Result<u32, EngineError> {
-        if let Some(sheet) = options.sheet {
-            sheet.check("/sheet")?;
-        }
+        impose::check_paper(options.sheet, "/sheet", options.margin_pt, 144.0)?;
         if let Some(n) = options.sheets_per_signature
             && !(1..=MAX_SIGNATURE).contains(&n)
         {
@@ -119,52 +116,37 @@ impl Transform for Booklet {
                 format!("/sheets_per_signature: must be 1 to {MAX_SIGNATURE}, not {n}"),
             ));
         }
-        check_range(options.margin_pt, 0.0, 144.0, "/margin_pt")?;
         check_range(options.gutter_pt, 0.0, 144.0, "/gutter_pt")?;
-        let chosen = PageSelection::parse_or_all(options.pages.as_deref(), "/pages")?.resolve(
-            pages,
-            limits.max_pages,
-            "/pages",
-        )?;
+        let chosen = impose::chosen(options.pages.as_deref(), pages, limits)?;
         // Two sides a sheet, a sheet every four pages (padded).
         Ok((chosen.len() as u32).div_ceil(4) * 2)
     }
 
     fn plan(options: BookletOptions, doc: &lopdf::Document, limits: &Limits) -> Result<Vec<Sheet>, EngineError> {
-        let ids: Vec<_> = doc.page_iter().collect();
-        let chosen = PageSelection::parse_or_all(options.pages.as_deref(), "/pages")?.resolve(
-            ids.len() as u32,
-            limits.max_pages,
-            "/pages",
-        )?;
-        let sizes =
-            chosen.iter().map(|&n| impose::page_size(doc, ids[n as usize - 1], n)).collect::<Result<Vec<_>, _>>()?;
-        let paper = options.sheet.map_or(sizes[0], PageSize::points);
+        let chosen = impose::chosen_sizes(doc, options.pages.as_deref(), limits)?;
+        let first = chosen[0].1;
+        let paper = options.sheet.map_or(first, PageSize::points);
         let grid =
-            impose::best_grid(paper, SheetOrientation::Auto, &[(2, 1)], sizes[0], options.margin_pt, options.gutter_pt)
+            impose::best_grid(paper, SheetOrientation::Auto, &[(2, 1)], first, options.margin_pt, options.gutter_pt)
                 .ok_or_else(|| impose::no_room(paper))?;
         let per_signature = options.sheets_per_signature.map_or(chosen.len(), |n| n as usize * 4);
         let mut sheets = Vec::new();
-        let mut start = 0;
         for group in chosen.chunks(per_signature) {
             for side in sides(group.len() as u32, options.binding) {
                 let mut sheet = Sheet { size: grid.size, ..Sheet::default() };
                 for (cell, index) in grid.cells.iter().zip(side) {
-                    if let Some(&page) = group.get(index as usize - 1) {
-                        let at = impose::fit(sizes[start + index as usize - 1], *cell);
-                        sheet.draws.push(Draw { page, at, clip: None });
+                    if let Some(&(page, size)) = group.get(index as usize - 1) {
+                        sheet.draws.push(Draw { page, at: impose::fit(size, *cell), clip: None });
                     }
                 }
                 sheets.push(sheet);
             }
-            start += group.len();
         }
         Ok(sheets)
     }
 
     fn apply(sheets: Vec<Sheet>, doc: lopdf::Document, limits: &Limits) -> Result<Pdf, EngineError> {
-        let (doc, _) = impose::impose(doc, sheets, limits)?;
-        Ok(Pdf::Doc(doc))
+        impose::into_pdf(doc, sheets, limits)
     }
 }
 

@@ -12,7 +12,6 @@ use crate::catalog::{Family, FreePool, Produces, RouteInfo};
 use crate::context::Limits;
 use crate::docs::PAGE_EDIT_PRICE_RULE;
 use crate::error::EngineError;
-use crate::pages::PageSelection;
 use crate::pdf::impose::{self, Draw, Sheet, SheetOrientation};
 use crate::pdf::paper::PageSize;
 use crate::pdf::stamp::check_range;
@@ -129,29 +128,15 @@ impl Transform for NUp {
     fn check(options: &NUpOptions, pages: u32, limits: &Limits) -> Result<u32, EngineError> {
         let per_sheet = options.per_sheet;
         shapes(per_sheet)?;
-        if let Some(sheet) = options.sheet {
-            sheet.check("/sheet")?;
-        }
-        check_range(options.margin_pt, 0.0, 144.0, "/margin_pt")?;
+        impose::check_paper(options.sheet, "/sheet", options.margin_pt, 144.0)?;
         check_range(options.gap_pt, 0.0, 72.0, "/gap_pt")?;
-        let chosen = PageSelection::parse_or_all(options.pages.as_deref(), "/pages")?.resolve(
-            pages,
-            limits.max_pages,
-            "/pages",
-        )?;
+        let chosen = impose::chosen(options.pages.as_deref(), pages, limits)?;
         Ok((chosen.len() as u32).div_ceil(per_sheet))
     }
 
     fn plan(options: NUpOptions, doc: &lopdf::Document, limits: &Limits) -> Result<Vec<Sheet>, EngineError> {
-        let ids: Vec<_> = doc.page_iter().collect();
-        let chosen = PageSelection::parse_or_all(options.pages.as_deref(), "/pages")?.resolve(
-            ids.len() as u32,
-            limits.max_pages,
-            "/pages",
-        )?;
-        let sizes =
-            chosen.iter().map(|&n| impose::page_size(doc, ids[n as usize - 1], n)).collect::<Result<Vec<_>, _>>()?;
-        let first = sizes[0];
+        let chosen = impose::chosen_sizes(doc, options.pages.as_deref(), limits)?;
+        let first = chosen[0].1;
         let paper = options.sheet.map_or(first, PageSize::points);
         let grid = impose::best_grid(
             paper,
@@ -163,10 +148,9 @@ impl Transform for NUp {
         )
         .ok_or_else(|| impose::no_room(paper))?;
         let mut sheets = Vec::new();
-        for (numbers, sizes) in chosen.chunks(options.per_sheet as usize).zip(sizes.chunks(options.per_sheet as usize))
-        {
+        for group in chosen.chunks(options.per_sheet as usize) {
             let mut sheet = Sheet { size: grid.size, ..Sheet::default() };
-            for (slot, (&page, &size)) in numbers.iter().zip(sizes).enumerate() {
+            for (slot, &(page, size)) in group.iter().enumerate() {
                 let cell = grid.cells[options.order.cell(slot as u32, grid.shape)];
                 let at = impose::fit(size, cell);
                 if options.borders {
@@ -181,8 +165,7 @@ impl Transform for NUp {
     }
 
     fn apply(sheets: Vec<Sheet>, doc: lopdf::Document, limits: &Limits) -> Result<Pdf, EngineError> {
-        let (doc, _) = impose::impose(doc, sheets, limits)?;
-        Ok(Pdf::Doc(doc))
+        impose::into_pdf(doc, sheets, limits)
     }
 }
 

@@ -11,11 +11,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
+use crate::context::{Context, Limits, blocking};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::EngineError;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
-use crate::pages::PageSelection;
 use crate::pdf::impose::{self, Draw, Sheet, SheetOrientation};
 use crate::pdf::paper::{self, PageSize};
 use crate::pdf::stamp::{check_range, num};
@@ -158,9 +157,9 @@ impl Route for PosterRoute {
         let options = input.options;
         check(&options)?;
         let source = SourcePdf::load(&input.file, "/file", ctx).await?;
-        let max_pages = ctx.limits.max_pages;
+        let limits = ctx.limits;
         blocking(move || {
-            let (sheets, report) = plan(&options, &source.doc, max_pages)?;
+            let (sheets, report) = plan(&options, &source.doc, &limits)?;
             Ok(PosterCall { source, sheets, report, output: input.output })
         })
         .await
@@ -186,10 +185,9 @@ impl Route for PosterRoute {
 
 /// Checks what needs no document.
 fn check(options: &PosterOptions) -> Result<(), EngineError> {
-    for (size, field) in [(options.tile, "/tile"), (options.poster_size, "/poster_size")] {
-        if let Some(size) = size {
-            size.check(field)?;
-        }
+    impose::check_paper(options.tile, "/tile", options.margin_pt, 72.0)?;
+    if let Some(size) = options.poster_size {
+        size.check("/poster_size")?;
     }
     match (options.scale, options.poster_size) {
         (Some(_), Some(_)) => {
@@ -206,7 +204,6 @@ fn check(options: &PosterOptions) -> Result<(), EngineError> {
         }
         (None, Some(_)) => {}
     }
-    check_range(options.margin_pt, 0.0, 72.0, "/margin_pt")?;
     check_range(options.overlap_pt, 0.0, 144.0, "/overlap_pt")?;
     Ok(())
 }
@@ -215,21 +212,16 @@ fn check(options: &PosterOptions) -> Result<(), EngineError> {
 fn plan(
     options: &PosterOptions,
     doc: &lopdf::Document,
-    max_pages: u32,
+    limits: &Limits,
 ) -> Result<(Vec<Sheet>, PosterReport), EngineError> {
-    let ids: Vec<_> = doc.page_iter().collect();
-    let chosen = PageSelection::parse_or_all(options.pages.as_deref(), "/pages")?.resolve(
-        ids.len() as u32,
-        max_pages,
-        "/pages",
-    )?;
+    let max_pages = limits.max_pages;
+    let chosen = impose::chosen_sizes(doc, options.pages.as_deref(), limits)?;
     let paper = options.tile.unwrap_or(PageSize::A4).points();
     let (margin, overlap) = (options.margin_pt, options.overlap_pt);
     let mut sheets = Vec::new();
     let mut posters = Vec::new();
     let mut tile_size = paper;
-    for &number in &chosen {
-        let page = impose::page_size(doc, ids[number as usize - 1], number)?;
+    for &(number, page) in &chosen {
         let scale = match (options.scale, options.poster_size) {
             (Some(scale), _) => scale,
             (None, Some(size)) => {

@@ -19,6 +19,7 @@ use serde::Deserialize;
 
 use crate::context::Limits;
 use crate::error::EngineError;
+use crate::pdf::paper::PageSize;
 use crate::pdf::stamp::{self, num};
 use crate::pdf::{self, Matrix, Rect, concat};
 
@@ -80,6 +81,38 @@ pub fn page_size(doc: &Document, id: ObjectId, number: u32) -> Result<(f64, f64)
             num(h)
         ),
     ))
+}
+
+/// The pages a `pages` field chooses of `count` (in the order written, repeats kept;
+/// every page when it is absent), at most `limits.max_pages` of them; errors name `/pages`.
+pub fn chosen(pages: Option<&str>, count: u32, limits: &Limits) -> Result<Vec<u32>, EngineError> {
+    crate::pages::PageSelection::parse_or_all(pages, "/pages")?.resolve(count, limits.max_pages, "/pages")
+}
+
+/// A page number and its seen size (width, height).
+pub type SizedPage = (u32, (f64, f64));
+
+/// [`chosen`] pages of `doc`, each with its seen size ([`page_size`]).
+pub fn chosen_sizes(doc: &Document, pages: Option<&str>, limits: &Limits) -> Result<Vec<SizedPage>, EngineError> {
+    let ids: Vec<ObjectId> = doc.page_iter().collect();
+    chosen(pages, ids.len() as u32, limits)?
+        .into_iter()
+        .map(|n| Ok((n, page_size(doc, ids[n as usize - 1], n)?)))
+        .collect()
+}
+
+/// The document with its pages replaced by `sheets`, as a transform's result.
+pub fn into_pdf(doc: Document, sheets: Vec<Sheet>, limits: &Limits) -> Result<crate::pdf::transform::Pdf, EngineError> {
+    Ok(crate::pdf::transform::Pdf::Doc(impose(doc, sheets, limits)?.0))
+}
+
+/// Checks a sheet's paper and margin; errors name `field` and `/margin_pt`.
+pub fn check_paper(paper: Option<PageSize>, field: &str, margin: f64, most: f64) -> Result<(), EngineError> {
+    if let Some(paper) = paper {
+        paper.check(field)?;
+    }
+    stamp::check_range(margin, 0.0, most, "/margin_pt")?;
+    Ok(())
 }
 
 /// Which way a sheet is turned.

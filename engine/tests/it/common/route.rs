@@ -59,6 +59,16 @@ pub async fn err(ctx: &Context, path: &str, body: Value) -> EngineError {
     }
 }
 
+/// The body `{"file": {"data": <base64 of pdf>, "filename": filename}}` with the fields of
+/// `more` added.
+pub fn file_body(pdf: &[u8], filename: &str, more: &Value) -> Value {
+    let mut body = serde_json::json!({ "file": { "data": paperchain_testkit::b64(pdf), "filename": filename } });
+    for (k, v) in more.as_object().expect("the fields to add are an object") {
+        body[k] = v.clone();
+    }
+    body
+}
+
 /// Runs route `path` on `body`, which must answer files.
 pub async fn call_files(ctx: &Context, path: &str, body: Value) -> Result<FileSet, EngineError> {
     let catalog = paperchain_engine::catalog::standard();
