@@ -10,7 +10,6 @@ use std::process::Command;
 use common::route::{assert_refused, call_files};
 use paperchain_engine::Context;
 use paperchain_testkit::b64;
-use paperchain_testkit::tools::run_python;
 use serde_json::{Value, json};
 
 const ROUTE: &str = "/v1/pdf/remove-blank-pages";
@@ -49,10 +48,7 @@ print("ok")
 "#;
 
 fn written() -> (tempfile::TempDir, Vec<u8>) {
-    let dir = tempfile::tempdir().unwrap();
-    assert_eq!(run_python(WRITER, &[dir.path()]).trim(), "ok");
-    let pdf = std::fs::read(dir.path().join("pages.pdf")).unwrap();
-    (dir, pdf)
+    common::written_by(WRITER, "pages.pdf")
 }
 
 async fn remove(pdf: &[u8], more: Value) -> (Vec<u8>, Value) {

@@ -62,10 +62,7 @@ print("ok")
 "#;
 
 fn written() -> (tempfile::TempDir, Vec<u8>) {
-    let dir = tempfile::tempdir().unwrap();
-    assert_eq!(run_python(WRITER, &[dir.path()]).trim(), "ok");
-    let pdf = std::fs::read(dir.path().join("pages.pdf")).unwrap();
-    (dir, pdf)
+    common::written_by(WRITER, "pages.pdf")
 }
 
 async fn layout(route: &str, pdf: &[u8], more: Value) -> (Vec<u8>, Option<Value>) {

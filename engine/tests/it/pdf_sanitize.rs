@@ -11,7 +11,6 @@ use std::process::Command;
 use common::route::{assert_refused, call_files};
 use paperchain_engine::Context;
 use paperchain_testkit::b64;
-use paperchain_testkit::tools::run_python;
 use serde_json::{Value, json};
 
 const ROUTE: &str = "/v1/pdf/sanitize";
@@ -93,10 +92,7 @@ const GONE_BY_DEFAULT: &[&str] = &[
 const LINKS: &[&str] = &["WEB-LINK", "BOOKMARK-LINK"];
 
 fn written() -> (tempfile::TempDir, Vec<u8>) {
-    let dir = tempfile::tempdir().unwrap();
-    assert_eq!(run_python(WRITER, &[dir.path()]).trim(), "ok");
-    let pdf = std::fs::read(dir.path().join("risky.pdf")).unwrap();
-    (dir, pdf)
+    common::written_by(WRITER, "risky.pdf")
 }
 
 async fn sanitize(pdf: &[u8], options: Value) -> (Vec<u8>, Value) {

@@ -11,7 +11,6 @@ use std::process::Command;
 use common::route::{assert_refused, call_files};
 use paperchain_engine::{Context, EngineError};
 use paperchain_testkit::b64;
-use paperchain_testkit::tools::run_python;
 use serde_json::{Value, json};
 
 const ROUTE: &str = "/v1/pdf/split-by";
@@ -60,10 +59,7 @@ print("ok")
 "#;
 
 fn written() -> (tempfile::TempDir, Vec<u8>) {
-    let dir = tempfile::tempdir().unwrap();
-    assert_eq!(run_python(WRITER, &[dir.path()]).trim(), "ok");
-    let pdf = std::fs::read(dir.path().join("batch.pdf")).unwrap();
-    (dir, pdf)
+    common::written_by(WRITER, "batch.pdf")
 }
 
 /// The parts (file name and bytes) and `parts.json`.
