@@ -206,7 +206,6 @@ async fn wrong_requests_are_refused_naming_the_field() {
             (json!({ "file": file }), "/text"),
             (json!({ "file": file, "text": [""] }), "/text/0"),
             (json!({ "file": file, "patterns": ["(open"] }), "/patterns/0"),
-            (json!({ "file": file, "patterns": [".*"] }), "/patterns/0"),
             (json!({ "file": file, "areas": [{ "page": 9, "box_pt": [0, 0, 10, 10] }] }), "/areas/0/page"),
             (json!({ "file": file, "areas": [{ "page": 1, "box_pt": [10, 0, 5, 10] }] }), "/areas/0/box_pt"),
             (json!({ "file": file, "pages": "7" }), "/pages"),

@@ -244,6 +244,16 @@ schemathesis.openapi.format("solidity-event", EVENTS)
 schemathesis.openapi.format("solana-address", _base58_format(32))
 schemathesis.openapi.format("solana-signature", _base58_format(64))
 
+# Regular expressions in Rust's syntax (`rust-regex`): the grammar is no pattern's to state,
+# and JSON Schema's own `regex` format is ECMA 262's, which allows what Rust's engine
+# refuses (look-around, back references). Drawn from patterns people redact with, or a
+# literal word.
+REGEXES = st.one_of(
+    st.sampled_from([r"\d{3}-\d{2}-\d{4}", r"(?i)secret", r"[A-Z][a-z]+", r"\bthe\b", r"[0-9]+", r"\w+@\w+\.com"]),
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=1, max_size=20),
+)
+schemathesis.openapi.format("rust-regex", REGEXES)
+
 # Error codes of a well-formed request that the content it names does not fit.
 CONTENT_CODES = {
     # A page selection is well formed but names pages this document does not have.
@@ -269,6 +279,8 @@ CONTENT_CODES = {
     # The document has no attachments, would lose every page, or has no form field of a name.
     "no_attachments",
     "no_pages_left",
+    # The document has no bookmark at the level asked to split at.
+    "no_bookmarks",
     "form_mismatch",
     # An option for another kind of file than the one sent (PDF pages of a Word file).
     "option_not_applicable",

@@ -39,9 +39,11 @@ pub struct BookletOptions {
     pub sheets_per_signature: Option<u32>,
     /// Blank border around each side, in points: 0 to 144 (0).
     #[serde(default)]
+    #[schemars(range(min = 0, max = 144))]
     pub margin_pt: f64,
     /// Space at the fold between the two pages, in points: 0 to 144 (0).
     #[serde(default)]
+    #[schemars(range(min = 0, max = 144))]
     pub gutter_pt: f64,
     /// Pages of the booklet, in the order written; every page when omitted.
     #[serde(default)]

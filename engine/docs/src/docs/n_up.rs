@@ -46,9 +46,11 @@ pub struct NUpOptions {
     pub order: Order,
     /// Blank border around each sheet, in points: 0 to 144 (0).
     #[serde(default)]
+    #[schemars(range(min = 0, max = 144))]
     pub margin_pt: f64,
     /// Space between pages, in points: 0 to 72 (0).
     #[serde(default)]
+    #[schemars(range(min = 0, max = 72))]
     pub gap_pt: f64,
     /// Draw a thin gray frame around each page (false).
     #[serde(default)]

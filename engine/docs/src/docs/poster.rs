@@ -46,9 +46,11 @@ pub struct PosterOptions {
     pub orientation: SheetOrientation,
     /// Border of each tile left unprinted (printers cannot reach the edge), in points: 0 to 72 (0).
     #[serde(default)]
+    #[schemars(range(min = 0, max = 72))]
     pub margin_pt: f64,
     /// How much neighbouring tiles repeat of each other, for gluing, in points: 0 to 144 (0).
     #[serde(default)]
+    #[schemars(range(min = 0, max = 144))]
     pub overlap_pt: f64,
     /// Draw a cut line around each tile's printed part and, in a margin of 8 pt or more, label the tile with its row and column (false).
     #[serde(default)]
@@ -191,10 +193,15 @@ fn check(options: &PosterOptions) -> Result<(), EngineError> {
     }
     match (options.scale, options.poster_size) {
         (Some(_), Some(_)) => {
-            return Err(EngineError::invalid("/scale", "/scale: give scale or poster_size, not both"));
+            return Err(EngineError::invalid_with(
+                "inconsistent_fields",
+                "/scale",
+                "/scale: give scale or poster_size, not both",
+            ));
         }
         (None, None) => {
-            return Err(EngineError::invalid(
+            return Err(EngineError::invalid_with(
+                "inconsistent_fields",
                 "/poster_size",
                 "/poster_size: give the poster's size (poster_size, e.g. \"A1\") or how much to enlarge the page (scale)",
             ));
@@ -241,7 +248,8 @@ fn plan(
             .filter_map(|tile| cut(tile, poster, margin, overlap))
             .min_by_key(|c| c.columns as u64 * c.rows as u64)
             .ok_or_else(|| {
-                EngineError::invalid(
+                EngineError::invalid_with(
+                    "inconsistent_fields",
                     "/overlap_pt",
                     format!(
                         "/overlap_pt: the margins and the overlap leave nothing of a {} x {} pt tile to print on",

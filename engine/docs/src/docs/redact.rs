@@ -59,17 +59,23 @@ const REPLACEMENT: &str = "[redacted]";
 pub struct RedactInput {
     /// The PDF.
     pub file: FileInput,
-    /// Text to remove wherever it appears: up to 100 strings of 1 to 200 characters; white space matches any white space.
+    /// Text to remove wherever it appears: up to 100 strings of 1 to 200 characters, not only spaces; white space matches any white space.
     #[serde(default)]
+    #[schemars(length(max = 100), inner(length(min = 1, max = 200), regex(pattern = r"\S")))]
     pub text: Vec<String>,
     /// Regular expressions to remove wherever they match (up to 20, e.g. `\d{3}-\d{2}-\d{4}`); `(?i)` makes one ignore case.
     #[serde(default)]
+    #[schemars(
+        length(max = 20),
+        extend("items" = { "type": "string", "minLength": 1, "maxLength": 500, "format": "rust-regex" })
+    )]
     pub patterns: Vec<String>,
     /// Match `text` with its case (false: any case).
     #[serde(default)]
     pub match_case: bool,
     /// Areas to remove (up to 1,000): `{"page": 1, "box_pt": [left, top, right, bottom]}`, points from the visible page's top left corner.
     #[serde(default)]
+    #[schemars(length(max = 1000))]
     pub areas: Vec<RedactArea>,
     /// Pages to remove whole, left as a page of the fill colour (`"3,5-6"`).
     #[serde(default)]
@@ -77,12 +83,14 @@ pub struct RedactInput {
     pub pages: Option<String>,
     /// Colour of the boxes, `#rrggbb` (black).
     #[serde(default)]
+    #[schemars(regex(pattern = r"^#[0-9A-Fa-f]{6}$"))]
     pub fill: Option<String>,
     /// Also replace the text found in the document information and bookmark titles, and drop XMP metadata that holds it (true).
     #[serde(default = "yes")]
     pub metadata: bool,
     /// Resolution the redacted pages are rebuilt at, 72 to 600 dpi (200).
     #[serde(default)]
+    #[schemars(range(min = 72, max = 600))]
     pub dpi: Option<i64>,
     /// How to deliver the PDF.
     #[serde(default)]
@@ -190,7 +198,8 @@ impl Route for RedactRoute {
     async fn prepare(input: RedactInput, ctx: &Context) -> Result<RedactCall, EngineError> {
         let finders = finders(&input)?;
         if finders.is_empty() && input.areas.is_empty() && input.pages.is_none() {
-            return Err(EngineError::invalid(
+            return Err(EngineError::invalid_with(
+                "inconsistent_fields",
                 "/text",
                 "/text: say what to remove: `text`, `patterns`, `areas` or `pages`",
             ));
@@ -202,7 +211,8 @@ impl Route for RedactRoute {
             let [l, t, r, b] = area.box_pt;
             if !(area.box_pt.iter().all(|v| v.is_finite()) && l < r && t < b) {
                 let field = format!("/areas/{i}/box_pt");
-                return Err(EngineError::invalid(
+                return Err(EngineError::invalid_with(
+                    "inconsistent_fields",
                     &field,
                     format!("{field}: give [left, top, right, bottom] with left < right and top < bottom"),
                 ));
@@ -270,7 +280,7 @@ impl Route for RedactRoute {
             for layout in &layouts {
                 let text = PageText::of(layout);
                 for (i, (_, re)) in finders.iter().enumerate() {
-                    for m in re.find_iter(&text.text) {
+                    for m in re.find_iter(&text.text).filter(|m| !m.is_empty()) {
                         let runs = text.boxes(layout, m.start(), m.end());
                         if runs.is_empty() {
                             continue;
@@ -388,7 +398,7 @@ fn finders(input: &RedactInput) -> Result<Vec<(String, regex::Regex)>, EngineErr
     for (i, text) in input.text.iter().enumerate() {
         let field = format!("/text/{i}");
         let squeezed = text.split_whitespace().collect::<Vec<_>>().join(" ");
-        if squeezed.is_empty() || squeezed.chars().count() > MAX_TEXT_CHARS {
+        if squeezed.is_empty() || text.chars().count() > MAX_TEXT_CHARS {
             return Err(EngineError::invalid(&field, format!("{field}: give 1 to {MAX_TEXT_CHARS} characters")));
         }
         let flags = if input.match_case { "" } else { "(?i)" };
@@ -399,11 +409,8 @@ fn finders(input: &RedactInput) -> Result<Vec<(String, regex::Regex)>, EngineErr
         if pattern.is_empty() || pattern.chars().count() > MAX_PATTERN_CHARS {
             return Err(EngineError::invalid(&field, format!("{field}: give 1 to {MAX_PATTERN_CHARS} characters")));
         }
-        let re = build(pattern, &field)?;
-        if re.is_match("") {
-            return Err(EngineError::invalid(&field, format!("{field}: the pattern matches empty text")));
-        }
-        out.push((pattern.clone(), re));
+        // A pattern that can match empty text removes only what it matches that is not empty.
+        out.push((pattern.clone(), build(pattern, &field)?));
     }
     Ok(out)
 }
@@ -818,7 +825,6 @@ mod tests {
             output: OutputMode::default(),
         };
         assert_eq!(finders(&input(vec!["  "], vec![])).unwrap_err().field.as_deref(), Some("/text/0"));
-        assert_eq!(finders(&input(vec![], vec!["a*"])).unwrap_err().field.as_deref(), Some("/patterns/0"));
         assert_eq!(finders(&input(vec![], vec!["(unclosed"])).unwrap_err().field.as_deref(), Some("/patterns/0"));
         let found = finders(&input(vec!["John  Smith"], vec![r"\d{3}-\d{4}"])).unwrap();
         assert!(found[0].1.is_match("to JOHN SMITH."));

@@ -60,9 +60,9 @@ pub struct SplitByOptions {
     #[serde(default)]
     #[schemars(range(min = 0.0, max = 5.0))]
     pub threshold_percent: Option<f64>,
-    /// at=separator: the text a separator page holds (1 to 200 characters; spaces and line breaks match any white space).
+    /// at=separator: the text a separator page holds (1 to 200 characters, not only spaces; spaces and line breaks match any white space).
     #[serde(default)]
-    #[schemars(length(min = 1, max = 200))]
+    #[schemars(length(min = 1, max = 200), regex(pattern = r"\S"))]
     pub text: Option<String>,
     /// at=separator: match `text` with its case (false: any case).
     #[serde(default)]
@@ -267,7 +267,11 @@ fn check(options: &SplitByOptions) -> Result<(), EngineError> {
     let at = options.at;
     let only = |given: bool, field: &str, mode: &str| -> Result<(), EngineError> {
         if given {
-            return Err(EngineError::invalid(field, format!("{field}: applies only with at={mode}")));
+            return Err(EngineError::invalid_with(
+                "inconsistent_fields",
+                field,
+                format!("{field}: applies only with at={mode}"),
+            ));
         }
         Ok(())
     };
@@ -283,7 +287,11 @@ fn check(options: &SplitByOptions) -> Result<(), EngineError> {
         }
         SplitAt::Separator => match options.text.as_deref().map(str::trim) {
             None | Some("") => {
-                return Err(EngineError::invalid("/text", "/text: give the text a separator page holds"));
+                return Err(EngineError::invalid_with(
+                    "inconsistent_fields",
+                    "/text",
+                    "/text: at=separator needs the text a separator page holds",
+                ));
             }
             Some(text) if text.chars().count() > MAX_TEXT => {
                 return Err(EngineError::invalid("/text", format!("/text: at most {MAX_TEXT} characters")));
@@ -298,7 +306,13 @@ fn check(options: &SplitByOptions) -> Result<(), EngineError> {
             }
         }
         SplitAt::Size => match options.max_mb {
-            None => return Err(EngineError::invalid("/max_mb", "/max_mb: give the largest part, in MB")),
+            None => {
+                return Err(EngineError::invalid_with(
+                    "inconsistent_fields",
+                    "/max_mb",
+                    "/max_mb: at=size needs the largest part, in MB",
+                ));
+            }
             Some(mb) if !MB_RANGE.contains(&mb) => {
                 return Err(EngineError::invalid(
                     "/max_mb",

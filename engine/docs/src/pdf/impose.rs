@@ -171,9 +171,11 @@ pub fn best_grid(
     best.map(|(_, grid)| grid)
 }
 
-/// The error of a margin and spacing that leave no room on a sheet of `size`.
+/// The error of a margin and spacing that leave no room on a sheet of `size` (the
+/// document's own page size when no paper is named).
 pub fn no_room(size: (f64, f64)) -> EngineError {
-    EngineError::invalid(
+    EngineError::invalid_with(
+        "margins_too_large",
         "/margin_pt",
         format!(
             "/margin_pt: the margins and the space between pages leave no room for them on a {} x {} pt sheet",
