@@ -8,7 +8,7 @@
 //! that was under a box survives in any form (text, the glyphs of a partly covered line,
 //! vector drawings, image pixels, form values, hidden layers). The words outside the boxes
 //! are put back as invisible text over the picture, so the page stays searchable and
-//! selectable. Pages with nothing to remove are not touched.
+//! selectable (in Tesseract's glyph-less font, whose codes are the characters' own). Pages with nothing to remove are not touched.
 //!
 //! Around the pages: the form fields of rebuilt pages go, the tag structure goes (its
 //! alternate texts could repeat what was removed), annotations and form fields elsewhere
@@ -182,7 +182,7 @@ impl Route for RedactRoute {
             something to remove is rebuilt from its rendering at `dpi` (200) with the boxes painted in `fill` \
             (black): nothing under a box survives, neither text (the rest of a partly covered line included), \
             drawings, image pixels, form values nor hidden layers. The words outside the boxes are put back as \
-            invisible text (characters of Windows-1252), so the page stays searchable. Other pages are untouched. \
+            invisible text, so the page stays searchable. Other pages are untouched. \
             The form fields of rebuilt pages and the tag structure go, and so do comments and form fields \
             elsewhere whose text or value holds what was found; with metadata=true the text found is \
             replaced in the document information and bookmark titles, and XMP holding it is dropped. A report \
@@ -308,7 +308,7 @@ impl Route for RedactRoute {
             if page_ids.len() as u32 != count {
                 return Err(EngineError::internal("the page count changed while redacting"));
             }
-            let font = helvetica(&mut pdf.doc);
+            let font = invisible_font(&mut pdf.doc);
             let mut removed_annots: HashSet<ObjectId> = HashSet::new();
             let mut rendered: HashMap<u32, RgbPage> = HashMap::new();
             pdfium::render_pages(&bytes, password.as_deref(), &rebuilt, dpi, "/file", "/dpi", |page| {
@@ -486,6 +486,72 @@ fn paint(page: &mut RgbPage, boxes: &[[f64; 4]], fill: [u8; 3]) {
     }
 }
 
+/// The font of the invisible words: Tesseract's glyph-less font (every character one
+/// empty glyph, its Unicode value as its code, so any script is put back), or the standard
+/// Helvetica when the font is not installed (then only Windows-1252 characters are).
+fn invisible_font(doc: &mut Document) -> (ObjectId, bool) {
+    let program = crate::ocr::tesseract::tessdata_dir(&|name| std::env::var_os(name))
+        .and_then(|dir| std::fs::read(dir.join("pdf.ttf")).ok());
+    match program {
+        Some(program) => (glyphless(doc, program), true),
+        None => (helvetica(doc), false),
+    }
+}
+
+/// A Type 0 font over `program` (Tesseract's `pdf.ttf`): two-byte codes that are UTF-16
+/// code units, each drawn with glyph 1 (nothing) half an em wide, read back as themselves.
+fn glyphless(doc: &mut Document, program: Vec<u8>) -> ObjectId {
+    let length = program.len() as i64;
+    let mut file = Stream::new(Dictionary::new(), program);
+    file.dict.set("Length1", Object::Integer(length));
+    let _ = file.compress();
+    let file = doc.add_object(file);
+    let mut descriptor = Dictionary::new();
+    descriptor.set("Type", Object::Name(b"FontDescriptor".to_vec()));
+    descriptor.set("FontName", Object::Name(b"GlyphLessFont".to_vec()));
+    descriptor.set("Flags", Object::Integer(5));
+    descriptor.set("FontBBox", Object::Array(vec![0.into(), 0.into(), 500.into(), 1000.into()]));
+    descriptor.set("ItalicAngle", Object::Integer(0));
+    descriptor.set("Ascent", Object::Integer(1000));
+    descriptor.set("Descent", Object::Integer(0));
+    descriptor.set("CapHeight", Object::Integer(1000));
+    descriptor.set("StemV", Object::Integer(80));
+    descriptor.set("FontFile2", Object::Reference(file));
+    let descriptor = doc.add_object(descriptor);
+    // Every code to glyph 1.
+    let mut map = Stream::new(Dictionary::new(), [0u8, 1].repeat(65_536));
+    let _ = map.compress();
+    let map = doc.add_object(map);
+    let mut info = Dictionary::new();
+    info.set("Registry", Object::string_literal("Adobe"));
+    info.set("Ordering", Object::string_literal("Identity"));
+    info.set("Supplement", Object::Integer(0));
+    let mut cid = Dictionary::new();
+    cid.set("Type", Object::Name(b"Font".to_vec()));
+    cid.set("Subtype", Object::Name(b"CIDFontType2".to_vec()));
+    cid.set("BaseFont", Object::Name(b"GlyphLessFont".to_vec()));
+    cid.set("CIDSystemInfo", info);
+    cid.set("FontDescriptor", Object::Reference(descriptor));
+    cid.set("CIDToGIDMap", Object::Reference(map));
+    cid.set("DW", Object::Integer(500));
+    let cid = doc.add_object(cid);
+    let cmap = "/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n\
+        /CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def\n\
+        /CMapName /Adobe-Identity-UCS def\n/CMapType 2 def\n\
+        1 begincodespacerange\n<0000> <FFFF>\nendcodespacerange\n\
+        1 beginbfrange\n<0000> <FFFF> <0000>\nendbfrange\n\
+        endcmap\nCMapName currentdict /CMap defineresource pop\nend\nend\n";
+    let to_unicode = doc.add_object(Stream::new(Dictionary::new(), cmap.as_bytes().to_vec()));
+    let mut font = Dictionary::new();
+    font.set("Type", Object::Name(b"Font".to_vec()));
+    font.set("Subtype", Object::Name(b"Type0".to_vec()));
+    font.set("BaseFont", Object::Name(b"GlyphLessFont".to_vec()));
+    font.set("Encoding", Object::Name(b"Identity-H".to_vec()));
+    font.set("DescendantFonts", Object::Array(vec![Object::Reference(cid)]));
+    font.set("ToUnicode", Object::Reference(to_unicode));
+    doc.add_object(font)
+}
+
 /// The standard Helvetica, for the invisible words.
 fn helvetica(doc: &mut Document) -> ObjectId {
     let mut font = Dictionary::new();
@@ -503,7 +569,7 @@ fn rebuild_page(
     id: ObjectId,
     page: &RgbPage,
     kept: &[&Word],
-    font: ObjectId,
+    (font, glyphless): (ObjectId, bool),
 ) -> Result<Vec<ObjectId>, EngineError> {
     let mut image = Stream::new(Dictionary::new(), jpeg(page)?);
     image.dict.set("Type", Object::Name(b"XObject".to_vec()));
@@ -519,22 +585,29 @@ fn rebuild_page(
     // Each word stretched over its box, invisible (render mode 3).
     content.push_str("BT 3 Tr\n");
     for word in kept {
-        let text: String = word.text.chars().filter(|c| stamp::win_ansi(&c.to_string(), "").is_ok()).collect();
-        let Ok(bytes) = stamp::win_ansi(&text, "") else { continue };
-        if bytes.is_empty() {
-            continue;
-        }
         let [x0, y0, x1, y1] = word.area.map(f64::from);
         let size = (y1 - y0).max(1.0);
-        let natural = stamp::text_width(&bytes, size);
-        let scale = if natural > 0.0 { ((x1 - x0) / natural * 100.0).clamp(1.0, 1000.0) } else { 100.0 };
+        // The word's codes, and its width at `size` before stretching.
+        let (codes, natural) = if glyphless {
+            // Characters of the Basic Multilingual Plane, each one UTF-16 unit.
+            let units: Vec<u16> = word.text.chars().filter(|c| (*c as u32) < 0x1_0000).map(|c| c as u16).collect();
+            let hex: String = units.iter().map(|u| format!("{u:04X}")).collect();
+            (format!("<{hex}>"), units.len() as f64 * size / 2.0)
+        } else {
+            let text: String = word.text.chars().filter(|c| stamp::win_ansi(&c.to_string(), "").is_ok()).collect();
+            let Ok(bytes) = stamp::win_ansi(&text, "") else { continue };
+            (stamp::literal(&bytes), stamp::text_width(&bytes, size))
+        };
+        if natural <= 0.0 {
+            continue;
+        }
+        let scale = ((x1 - x0) / natural * 100.0).clamp(1.0, 1000.0);
         content.push_str(&format!(
-            "/F0 {} Tf {} Tz 1 0 0 1 {} {} Tm {} Tj\n",
+            "/F0 {} Tf {} Tz 1 0 0 1 {} {} Tm {codes} Tj\n",
             num(size),
             num(scale),
             num(x0),
             num(h - y1 + size * 0.2),
-            stamp::literal(&bytes)
         ));
     }
     content.push_str("ET\n");
