@@ -356,7 +356,7 @@ fn looks(
         "/original",
         "/original",
         |p| {
-            held.insert(p.number, (p.width as usize, p.height as usize, gray(&p.rgb)));
+            held.insert(p.number, (p.width as usize, p.height as usize, crate::ocr::grey_of_rgb(&p.rgb)));
             done += 1;
             progress.advance("pages", done, total);
             Ok(())
@@ -367,7 +367,7 @@ fn looks(
     pdfium::render_pages(&revised.bytes, revised.password.as_deref(), &b_pages, DPI, "/revised", "/revised", |p| {
         let look = match held.remove(&p.number) {
             Some((w, h, a)) if (w, h) == (p.width as usize, p.height as usize) => {
-                compare_pixels(p.number, w, h, &a, &gray(&p.rgb))
+                compare_pixels(p.number, w, h, &a, &crate::ocr::grey_of_rgb(&p.rgb))
             }
             _ => whole(p.number, p.width_pt, p.height_pt),
         };
@@ -384,12 +384,6 @@ fn looks(
         looks.push(whole(number, w as f64 * pt, h as f64 * pt));
     }
     Ok(looks)
-}
-
-fn gray(rgb: &[u8]) -> Vec<u8> {
-    rgb.chunks_exact(3)
-        .map(|px| ((299 * px[0] as u32 + 587 * px[1] as u32 + 114 * px[2] as u32) / 1000) as u8)
-        .collect()
 }
 
 /// A page in one document only, or of another size: all of it differs.
@@ -543,7 +537,7 @@ fn side_by_side(
         }
         sheets.push(sheet);
     }
-    let (mut doc, _) = impose::impose(doc, sheets, limits)?;
+    let mut doc = impose::impose(doc, sheets, limits)?;
     pdf::save(&mut doc)
 }
 

@@ -308,12 +308,7 @@ fn on_state(doc: &Document, widget: ObjectId) -> Option<Vec<u8>> {
 }
 
 fn helvetica(doc: &mut Document) -> ObjectId {
-    let mut font = Dictionary::new();
-    font.set("Type", Object::Name(b"Font".to_vec()));
-    font.set("Subtype", Object::Name(b"Type1".to_vec()));
-    font.set("BaseFont", Object::Name(b"Helvetica".to_vec()));
-    font.set("Encoding", Object::Name(b"WinAnsiEncoding".to_vec()));
-    doc.add_object(font)
+    doc.add_object(crate::pdf::stamp::helvetica())
 }
 
 /// Font size and colour from the /DA string (`/Helv 10 Tf 0 0 1 rg`): the widget's,

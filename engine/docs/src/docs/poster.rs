@@ -175,7 +175,7 @@ impl Route for PosterRoute {
         let limits = ctx.limits;
         blocking(move || {
             let PosterCall { source, sheets, report, output } = call;
-            let (mut doc, _) = impose::impose(source.doc, sheets, &limits)?;
+            let mut doc = impose::impose(source.doc, sheets, &limits)?;
             let bytes = pdf::save(&mut doc)?;
             let report = serde_json::to_value(&report).map_err(|e| EngineError::internal(format!("report: {e}")))?;
             let name = derived_name(&source.filename, "poster", "pdf");

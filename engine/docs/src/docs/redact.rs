@@ -27,15 +27,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, blocking};
-use crate::docs::rasterize::jpeg;
+use crate::docs::rasterize::{image_page, jpeg};
 use crate::error::EngineError;
 use crate::input::FileInput;
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
 use crate::pages::PageSelection;
+use crate::pdf;
 use crate::pdf::pdfium::{self, PageLayout, RENDERING_PRICE_RULE, RenderSource, RgbPage, rendering_price};
 use crate::pdf::stamp::{self, num};
 use crate::pdf::words::{Word, words_of};
-use crate::pdf::{self, Rect};
 use crate::price::Price;
 
 /// Most strings and patterns, and the longest of each.
@@ -300,7 +300,10 @@ impl Route for RedactRoute {
                 boxes.entry(page).or_default().push([0.0, 0.0, w, h]);
             }
 
-            let words = words_of(&layouts);
+            let mut words: HashMap<u32, Vec<Word>> = HashMap::new();
+            for word in words_of(&layouts) {
+                words.entry(word.page).or_default().push(word);
+            }
             let mut report_pages = Vec::new();
             let mut rebuilt: Vec<u32> = boxes.keys().copied().collect();
             rebuilt.sort_unstable();
@@ -310,18 +313,15 @@ impl Route for RedactRoute {
             }
             let font = invisible_font(&mut pdf.doc);
             let mut removed_annots: HashSet<ObjectId> = HashSet::new();
-            let mut rendered: HashMap<u32, RgbPage> = HashMap::new();
-            pdfium::render_pages(&bytes, password.as_deref(), &rebuilt, dpi, "/file", "/dpi", |page| {
-                rendered.insert(page.number, page);
-                Ok(())
-            })?;
-            for &number in &rebuilt {
-                let Some(mut page) = rendered.remove(&number) else { continue };
+            // Each page is rebuilt as it is rendered: one rendering held at a time.
+            pdfium::render_pages(&bytes, password.as_deref(), &rebuilt, dpi, "/file", "/dpi", |mut page| {
+                let number = page.number;
                 let page_boxes = &boxes[&number];
                 paint(&mut page, page_boxes, fill);
                 let (kept, gone): (Vec<&Word>, Vec<&Word>) = words
-                    .iter()
-                    .filter(|w| w.page == number)
+                    .get(&number)
+                    .into_iter()
+                    .flatten()
                     .partition(|w| !page_boxes.iter().any(|b| overlaps(w.area.map(f64::from), *b)));
                 let annots = rebuild_page(&mut pdf.doc, page_ids[number as usize - 1], &page, &kept, font)?;
                 let annotations_removed = annots.len() as u32;
@@ -334,7 +334,8 @@ impl Route for RedactRoute {
                     words_kept: kept.len() as u32,
                     annotations_removed,
                 });
-            }
+                Ok(())
+            })?;
 
             let mut report = RedactReport {
                 matches: matches_on.values().sum(),
@@ -554,12 +555,7 @@ fn glyphless(doc: &mut Document, program: Vec<u8>) -> ObjectId {
 
 /// The standard Helvetica, for the invisible words.
 fn helvetica(doc: &mut Document) -> ObjectId {
-    let mut font = Dictionary::new();
-    font.set("Type", Object::Name(b"Font".to_vec()));
-    font.set("Subtype", Object::Name(b"Type1".to_vec()));
-    font.set("BaseFont", Object::Name(b"Helvetica".to_vec()));
-    font.set("Encoding", Object::Name(b"WinAnsiEncoding".to_vec()));
-    doc.add_object(font)
+    doc.add_object(stamp::helvetica())
 }
 
 /// Replaces page `id`'s content by the painted rendering and the kept words as invisible
@@ -571,19 +567,10 @@ fn rebuild_page(
     kept: &[&Word],
     (font, glyphless): (ObjectId, bool),
 ) -> Result<Vec<ObjectId>, EngineError> {
-    let mut image = Stream::new(Dictionary::new(), jpeg(page)?);
-    image.dict.set("Type", Object::Name(b"XObject".to_vec()));
-    image.dict.set("Subtype", Object::Name(b"Image".to_vec()));
-    image.dict.set("Width", Object::Integer(page.width as i64));
-    image.dict.set("Height", Object::Integer(page.height as i64));
-    image.dict.set("ColorSpace", Object::Name(b"DeviceRGB".to_vec()));
-    image.dict.set("BitsPerComponent", Object::Integer(8));
-    image.dict.set("Filter", Object::Name(b"DCTDecode".to_vec()));
-    let image = doc.add_object(image);
-    let (w, h) = (page.width_pt, page.height_pt);
-    let mut content = format!("q {} 0 0 {} 0 0 cm /Im0 Do Q\n", num(w), num(h));
+    let picture = image_page(doc, page, jpeg(page)?);
+    let h = page.height_pt;
     // Each word stretched over its box, invisible (render mode 3).
-    content.push_str("BT 3 Tr\n");
+    let mut content = String::from("BT 3 Tr\n");
     for word in kept {
         let [x0, y0, x1, y1] = word.area.map(f64::from);
         let size = (y1 - y0).max(1.0);
@@ -622,14 +609,11 @@ fn rebuild_page(
         },
         None => Vec::new(),
     };
-    let mut resources = Dictionary::new();
-    let mut xobjects = Dictionary::new();
-    xobjects.set("Im0", Object::Reference(image));
-    resources.set("XObject", xobjects);
+    let mut resources = picture.resources;
     let mut fonts = Dictionary::new();
     fonts.set("F0", Object::Reference(font));
     resources.set("Font", fonts);
-    let media = Rect { x0: 0.0, y0: 0.0, x1: w, y1: h };
+    let media = picture.media_box;
     let dict = doc.get_dictionary_mut(id).map_err(|e| pdf::edit_error("redacting a page", e))?;
     // What the page drew, and what could act or carry text, goes; the picture is the page as seen.
     for key in [
@@ -655,7 +639,7 @@ fn rebuild_page(
     dict.set("CropBox", media.to_object());
     dict.set("Rotate", Object::Integer(0));
     dict.set("Resources", resources);
-    dict.set("Contents", Object::Reference(contents));
+    dict.set("Contents", vec![Object::Reference(picture.contents), Object::Reference(contents)]);
     Ok(annots)
 }
 
@@ -802,12 +786,15 @@ fn drop_annotations(doc: &mut Document, gone: &HashSet<ObjectId>) {
 /// packets that hold it.
 fn scrub_metadata(doc: &mut Document, found: &BTreeSet<String>, report: &mut RedactReport) {
     let lowered: Vec<String> = found.iter().map(|f| f.to_lowercase()).collect();
+    // Any case: metadata is often typed differently from the page.
+    let finders: Vec<regex::Regex> = found
+        .iter()
+        .filter_map(|f| regex::RegexBuilder::new(&regex::escape(f)).case_insensitive(true).build().ok())
+        .collect();
     let scrub = |text: &str| -> Option<String> {
         let mut out = text.to_string();
         let mut changed = false;
-        for f in found {
-            // Case as found, and any case: metadata is often typed differently.
-            let re = regex::RegexBuilder::new(&regex::escape(f)).case_insensitive(true).build().ok()?;
+        for re in &finders {
             if re.is_match(&out) {
                 out = re.replace_all(&out, REPLACEMENT).into_owned();
                 changed = true;

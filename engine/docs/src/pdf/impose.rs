@@ -46,15 +46,6 @@ pub struct Sheet {
     pub marks: String,
 }
 
-/// What imposing carried over and what it could not.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Carried {
-    /// Link annotations placed on the sheets.
-    pub links: usize,
-    /// Annotations that had no appearance to draw and could not follow their page.
-    pub annotations_dropped: usize,
-}
-
 /// The size of page `id` as a reader sees it: its crop box, turned by its /Rotate.
 pub fn seen_size(doc: &Document, id: ObjectId) -> (f64, f64) {
     let crop = pdf::crop_box(doc, id);
@@ -103,7 +94,7 @@ pub fn chosen_sizes(doc: &Document, pages: Option<&str>, limits: &Limits) -> Res
 
 /// The document with its pages replaced by `sheets`, as a transform's result.
 pub fn into_pdf(doc: Document, sheets: Vec<Sheet>, limits: &Limits) -> Result<crate::pdf::transform::Pdf, EngineError> {
-    Ok(crate::pdf::transform::Pdf::Doc(impose(doc, sheets, limits)?.0))
+    Ok(crate::pdf::transform::Pdf::Doc(impose(doc, sheets, limits)?))
 }
 
 /// Checks a sheet's paper and margin; errors name `field` and `/margin_pt`.
@@ -262,12 +253,11 @@ struct Placed {
 }
 
 /// Replaces the document's pages by `sheets`.
-pub fn impose(mut doc: Document, sheets: Vec<Sheet>, limits: &Limits) -> Result<(Document, Carried), EngineError> {
+pub fn impose(mut doc: Document, sheets: Vec<Sheet>, limits: &Limits) -> Result<Document, EngineError> {
     // What a reader saw of fields and annotations becomes page content, so it is drawn
     // with the page; links, attachments and media stay annotations.
     crate::docs::flatten::flatten(&mut doc, true)?;
     let page_ids: Vec<ObjectId> = doc.page_iter().collect();
-    let mut carried = Carried::default();
 
     let mut forms: HashMap<u32, Form> = HashMap::new();
     let mut links: HashMap<u32, Vec<Dictionary>> = HashMap::new();
@@ -279,9 +269,7 @@ pub fn impose(mut doc: Document, sheets: Vec<Sheet>, limits: &Limits) -> Result<
             .get(draw.page as usize - 1)
             .ok_or_else(|| EngineError::internal(format!("imposing page {} of {}", draw.page, page_ids.len())))?;
         forms.insert(draw.page, page_form(&mut doc, id, draw.page, limits)?);
-        let (kept, dropped) = page_links(&doc, id);
-        carried.annotations_dropped += dropped;
-        links.insert(draw.page, kept);
+        links.insert(draw.page, page_links(&doc, id));
     }
 
     let root = doc.new_object_id();
@@ -332,13 +320,8 @@ pub fn impose(mut doc: Document, sheets: Vec<Sheet>, limits: &Limits) -> Result<
             content.push_str("q\n");
             content.push_str(&sheet.marks);
             content.push_str("\nQ\n");
-            let mut font = Dictionary::new();
-            font.set("Type", Object::Name(b"Font".to_vec()));
-            font.set("Subtype", Object::Name(b"Type1".to_vec()));
-            font.set("BaseFont", Object::Name(b"Helvetica".to_vec()));
-            font.set("Encoding", Object::Name(b"WinAnsiEncoding".to_vec()));
             let mut fonts = Dictionary::new();
-            fonts.set("Helv", font);
+            fonts.set("Helv", stamp::helvetica());
             resources.set("Font", fonts);
             // A see-through fill, for highlights.
             let mut highlight = Dictionary::new();
@@ -380,17 +363,14 @@ pub fn impose(mut doc: Document, sheets: Vec<Sheet>, limits: &Limits) -> Result<
     repoint(&mut doc, &page_ids, &placed);
     // A link whose page is not on any sheet goes nowhere: it goes.
     for (sheet, id) in new_links {
-        if link_target_gone(&doc, id) {
-            carried.annotations_dropped += 1;
-            if let Ok(Object::Array(annots)) = doc.get_dictionary_mut(sheet).and_then(|p| p.get_mut(b"Annots")) {
-                annots.retain(|a| a.as_reference().ok() != Some(id));
-            }
-        } else {
-            carried.links += 1;
+        if link_target_gone(&doc, id)
+            && let Ok(Object::Array(annots)) = doc.get_dictionary_mut(sheet).and_then(|p| p.get_mut(b"Annots"))
+        {
+            annots.retain(|a| a.as_reference().ok() != Some(id));
         }
     }
     doc.prune_objects();
-    Ok((doc, carried))
+    Ok(doc)
 }
 
 /// Page `id` as a form XObject of its content, resources and transparency group.
@@ -443,27 +423,24 @@ fn page_form(doc: &mut Document, id: ObjectId, number: u32, limits: &Limits) -> 
     Ok(Form { id: doc.add_object(stream), upright: upright(crop, rotate), height })
 }
 
-/// The link annotations of a page (as dictionaries), and how many other annotations it has.
-fn page_links(doc: &Document, id: ObjectId) -> (Vec<Dictionary>, usize) {
-    let Ok(page) = doc.get_dictionary(id) else { return (Vec::new(), 0) };
+/// The link annotations of a page, as dictionaries.
+fn page_links(doc: &Document, id: ObjectId) -> Vec<Dictionary> {
+    let Ok(page) = doc.get_dictionary(id) else { return Vec::new() };
     let annots = match page.get(b"Annots").and_then(|a| doc.dereference(a)) {
         Ok((_, Object::Array(items))) => items.clone(),
-        _ => return (Vec::new(), 0),
+        _ => return Vec::new(),
     };
-    let mut links = Vec::new();
-    let mut others = 0;
-    for entry in annots {
-        match doc.dereference(&entry) {
+    annots
+        .iter()
+        .filter_map(|entry| match doc.dereference(entry) {
             Ok((_, Object::Dictionary(annot)))
                 if annot.get(b"Subtype").and_then(Object::as_name).ok() == Some(&b"Link"[..]) =>
             {
-                links.push(annot.clone())
+                Some(annot.clone())
             }
-            Ok((_, Object::Dictionary(_))) => others += 1,
-            _ => {}
-        }
-    }
-    (links, others)
+            _ => None,
+        })
+        .collect()
 }
 
 /// A link annotation moved through `m` onto `sheet`, cut to `bounds`; `None` when none

@@ -156,6 +156,16 @@ fn escaped(c: char) -> String {
     format!("\\u{:04X}", c as u32)
 }
 
+/// The standard Helvetica in WinAnsiEncoding, the font of everything this module draws.
+pub fn helvetica() -> Dictionary {
+    let mut font = Dictionary::new();
+    font.set("Type", Object::Name(b"Font".to_vec()));
+    font.set("Subtype", Object::Name(b"Type1".to_vec()));
+    font.set("BaseFont", Object::Name(b"Helvetica".to_vec()));
+    font.set("Encoding", Object::Name(b"WinAnsiEncoding".to_vec()));
+    font
+}
+
 /// Width of WinAnsi-encoded `text` in Helvetica at `font_size`, in points.
 pub fn text_width(text: &[u8], font_size: f64) -> f64 {
     let units: u32 = text
@@ -305,12 +315,7 @@ impl Stamper {
     /// Adds the shared Helvetica font, the opacity state (when `opacity` is given) and the
     /// `q` that opens each page's own content.
     pub fn new(doc: &mut Document, opacity: Option<f64>) -> Stamper {
-        let mut font = Dictionary::new();
-        font.set("Type", Object::Name(b"Font".to_vec()));
-        font.set("Subtype", Object::Name(b"Type1".to_vec()));
-        font.set("BaseFont", Object::Name(b"Helvetica".to_vec()));
-        font.set("Encoding", Object::Name(b"WinAnsiEncoding".to_vec()));
-        let font = doc.add_object(font);
+        let font = doc.add_object(helvetica());
         let state = opacity.map(|alpha| {
             let mut gs = Dictionary::new();
             gs.set("Type", Object::Name(b"ExtGState".to_vec()));
