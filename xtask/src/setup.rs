@@ -57,6 +57,10 @@ pub const DEBIAN_PACKAGES: &[DebianPackage] = &[
         name: "chromium",
         why: "the browser /v1/pdf/html-to-pdf prints pages with (run in a bubblewrap box, driven over its pipe)",
     },
+    DebianPackage {
+        name: "fonts-urw-base35",
+        why: "URW Symbol and Dingbats: embedded by to-pdfa where a PDF uses them unembedded",
+    },
     DebianPackage { name: "fonts-crosextra-carlito", why: "Carlito: metric-compatible Calibri for soffice" },
     DebianPackage { name: "fonts-crosextra-caladea", why: "Caladea: metric-compatible Cambria for soffice" },
     DebianPackage {

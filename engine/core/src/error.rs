@@ -114,6 +114,20 @@ pub const CODES: &[(&str, &str)] = &[
     ("output_too_large", "the result would be larger than the limit"),
     ("too_many_images", "the pages chosen draw more distinct images than one call writes"),
     ("no_bookmarks", "the document has no bookmark at the level asked for that opens a page"),
+    (
+        "font_not_embedded",
+        "PDF/A needs every font drawn with embedded, and one is not and has no installed font of the same metrics; \
+         the message names each font and page",
+    ),
+    (
+        "cmyk_colour",
+        "the PDF paints in device CMYK, which an sRGB output intent cannot describe; the message says where",
+    ),
+    (
+        "invalid_invoice",
+        "the invoice XML is not a Factur-X / ZUGFeRD invoice, lacks fields its profile requires or its totals do not \
+         add up; every problem is listed",
+    ),
     ("too_complex", "a page draws more objects, or more image data, than one call looks at"),
     ("body_too_large", "the request body is larger than the limit"),
     ("unsupported_media_type", "the body is not application/json"),

@@ -47,5 +47,6 @@ mod pdf_sanitize;
 mod pdf_split_by;
 mod pdf_tables;
 mod pdf_to_docx;
+mod pdf_to_pdfa;
 mod pricing;
 mod variety;

@@ -15,7 +15,6 @@ use std::collections::{HashMap, HashSet};
 use lopdf::Document;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use time::OffsetDateTime;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo, media};
 use crate::context::{Context, blocking};
@@ -248,7 +247,7 @@ impl Route for AttachmentsRoute {
                     Ok(Reply::Files(FileSet::several(files, output, zip)))
                 }
                 Plan::Add(additions) => {
-                    add(&mut source.doc, additions, now())?;
+                    add(&mut source.doc, additions, crate::pdf::dates::now())?;
                     source.into_reply("attachments", output)
                 }
             }
@@ -435,12 +434,6 @@ fn plan_additions(add: Vec<NewAttachment>, files: Vec<Vec<u8>>, mut taken: HashS
             bytes,
         })
         .collect()
-}
-
-/// The current time, to the second, in UTC.
-fn now() -> OffsetDateTime {
-    let now = OffsetDateTime::now_utc();
-    now.replace_nanosecond(0).unwrap_or(now)
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@
 use lopdf::Document;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use time::OffsetDateTime;
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, Limits, blocking};
@@ -88,7 +87,7 @@ impl Route for MetadataRoute {
             let MetadataCall { mut source, action, set, output } = call;
             match action {
                 MetadataAction::Read => return Ok(Reply::Json(read_report(&source.doc, source.page_count))),
-                MetadataAction::Edit => edit(&mut source.doc, &set, now())?,
+                MetadataAction::Edit => edit(&mut source.doc, &set, crate::pdf::dates::now())?,
                 MetadataAction::Strip => strip(&mut source.doc),
             }
             source.into_reply("metadata", output)
@@ -135,7 +134,7 @@ impl Transform for Metadata {
 
     fn apply((action, set): Self::Plan, mut doc: Document, _: &Limits) -> Result<Pdf, EngineError> {
         match action {
-            MetadataAction::Edit => edit(&mut doc, &set, now())?,
+            MetadataAction::Edit => edit(&mut doc, &set, crate::pdf::dates::now())?,
             MetadataAction::Strip => strip(&mut doc),
             MetadataAction::Read => {}
         }
@@ -194,12 +193,6 @@ fn check_set(action: MetadataAction, set: Option<MetadataSet>) -> Result<Metadat
     }
 }
 
-/// The current time, to the second, in UTC.
-fn now() -> OffsetDateTime {
-    let now = OffsetDateTime::now_utc();
-    now.replace_nanosecond(0).unwrap_or(now)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,6 +203,7 @@ mod tests {
     use lopdf::content::{Content, Operation};
     use lopdf::dictionary;
     use lopdf::{Object, Stream};
+    use time::OffsetDateTime;
     use time::format_description::well_known::Rfc3339;
 
     const XMP_SAMPLE: &str = r#"<?xpacket begin="" id="W5M0MpCehiHzreSzNTczkc9d"?>

@@ -53,6 +53,7 @@ pub mod to_docx;
 pub mod to_images;
 pub mod to_markdown;
 pub mod to_pdf;
+pub mod to_pdfa;
 pub mod unlock;
 pub mod watermark;
 pub mod xlsx_build;
@@ -87,6 +88,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<unlock::UnlockRoute>();
     catalog.add::<repair::RepairRoute>();
     catalog.add::<sanitize::SanitizeRoute>();
+    catalog.add::<to_pdfa::ToPdfaRoute>();
     catalog.add::<compare::CompareRoute>();
     catalog.add::<redact::RedactRoute>();
     catalog.add::<to_images::ToImagesRoute>();

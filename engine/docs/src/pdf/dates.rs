@@ -84,3 +84,9 @@ pub fn pdf_date_utc(at: OffsetDateTime, zone: &str) -> String {
         at.second()
     )
 }
+
+/// The current time, to the second, in UTC.
+pub fn now() -> OffsetDateTime {
+    let now = OffsetDateTime::now_utc();
+    now.replace_nanosecond(0).unwrap_or(now)
+}

@@ -282,13 +282,16 @@ pub(crate) fn write_xmp(doc: &mut Document, packet: Vec<u8>) -> Result<(), Engin
     dict.set("Subtype", Object::Name(b"XML".to_vec()));
     // XMP stays uncompressed so that tools which scan files for packets (and PDF/A) find it.
     let stream = Object::Stream(Stream::new(dict, packet).with_compression(false));
-    let catalog = doc.catalog_mut().map_err(|e| pdf::edit_error("updating the XMP metadata", e))?;
-    match catalog.get(b"Metadata") {
-        Ok(Object::Reference(id)) => {
-            let id = *id;
+    let existing = doc.catalog().ok().and_then(|c| c.get(b"Metadata").ok()).and_then(|m| m.as_reference().ok());
+    match existing {
+        Some(id) => {
             doc.objects.insert(id, stream);
         }
-        _ => catalog.set("Metadata", stream),
+        // A stream is always an object of its own, never written inside another.
+        None => {
+            let id = doc.add_object(stream);
+            doc.catalog_mut().map_err(|e| pdf::edit_error("updating the XMP metadata", e))?.set("Metadata", id);
+        }
     }
     Ok(())
 }
@@ -307,11 +310,6 @@ const KEPT_PROPERTIES: [(&str, &str, &str); 6] = [
 /// A new XMP packet carrying the Info values of `info`.
 fn fresh_packet(doc: &Document, old: &Stream, info: &Dictionary, at: OffsetDateTime) -> Vec<u8> {
     let old_tree = old.get_plain_content_with_limit(MAX_XMP_BYTES).ok().map(|p| xmp::parse(&xmp::decode_packet(&p)));
-    let value = |key: &[u8]| info.get(key).ok().and_then(|v| loose_text(doc, v));
-    let create_date = value(b"CreationDate")
-        .and_then(|d| parse_pdf_date(&d))
-        .and_then(|d| d.format(&Rfc3339).ok())
-        .or_else(|| old_tree.as_ref().and_then(|t| t.text(xmp::XMP, "CreateDate")));
     let kept = KEPT_PROPERTIES
         .iter()
         .filter_map(|&(ns, prefix, local)| {
@@ -319,6 +317,29 @@ fn fresh_packet(doc: &Document, old: &Stream, info: &Dictionary, at: OffsetDateT
             Some(xmp::Simple { ns, prefix, local, value: text })
         })
         .collect();
+    packet_for(doc, info, at, old_tree.as_ref(), kept, Vec::new())
+}
+
+/// An XMP packet saying what `info` says, with the `kept` properties and the `extra`
+/// `rdf:Description` elements; the creation date comes from the old packet when the Info
+/// dictionary has none.
+pub(crate) fn packet_for(
+    doc: &Document,
+    info: &Dictionary,
+    at: OffsetDateTime,
+    old_tree: Option<&xmp::Tree>,
+    kept: Vec<xmp::Simple>,
+    extra: Vec<String>,
+) -> Vec<u8> {
+    let value = |key: &[u8]| info.get(key).ok().and_then(|v| loose_text(doc, v));
+    let create_date = value(b"CreationDate")
+        .and_then(|d| parse_pdf_date(&d))
+        .and_then(|d| d.format(&Rfc3339).ok())
+        .or_else(|| old_tree.and_then(|t| t.text(xmp::XMP, "CreateDate")));
+    let modify_date = value(b"ModDate")
+        .and_then(|d| parse_pdf_date(&d))
+        .and_then(|d| d.format(&Rfc3339).ok())
+        .unwrap_or_else(|| xmp_date(at));
     let fields = xmp::PacketFields {
         title: value(b"Title"),
         author: value(b"Author"),
@@ -327,8 +348,9 @@ fn fresh_packet(doc: &Document, old: &Stream, info: &Dictionary, at: OffsetDateT
         creator_tool: value(b"Creator"),
         producer: value(b"Producer"),
         create_date,
-        modify_date: xmp_date(at),
+        modify_date,
         kept,
+        extra,
     };
     xmp::write_packet(&fields).into_bytes()
 }

@@ -21,6 +21,7 @@ pub mod metadata;
 pub mod name_tree;
 pub mod outline_tree;
 pub mod paper;
+pub mod pdfa;
 pub mod pdfium;
 pub mod qpdf;
 pub mod recompress_images;

@@ -325,6 +325,8 @@ pub struct PacketFields {
     pub create_date: Option<String>,
     pub modify_date: String,
     pub kept: Vec<Simple>,
+    /// Whole `rdf:Description` elements added after the main one.
+    pub extra: Vec<String>,
 }
 
 /// Serialises a packet with the properties of `fields`.
@@ -360,13 +362,15 @@ pub fn write_packet(fields: &PacketFields) -> String {
         }
         body.push_str(&format!("   <{0}:{1}>{2}</{0}:{1}>\n", kept.prefix, kept.local, escape(&kept.value)));
     }
+    let extra: String = fields.extra.iter().map(|e| format!("  {e}\n")).collect();
     format!(
         "<?xpacket begin=\"\u{FEFF}\" id=\"W5M0MpCehiHzreSzNTczkc9d\"?>\n\
          <x:xmpmeta xmlns:x=\"adobe:ns:meta/\">\n \
          <rdf:RDF xmlns:rdf=\"{RDF}\">\n  \
          <rdf:Description rdf:about=\"\"{namespaces}>\n\
          {body}  \
-         </rdf:Description>\n \
+         </rdf:Description>\n\
+         {extra} \
          </rdf:RDF>\n\
          </x:xmpmeta>\n\
          <?xpacket end=\"w\"?>"
