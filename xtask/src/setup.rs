@@ -137,6 +137,11 @@ pub const PYTHON_TOOLS: &[PythonTool] = &[
         why: "one of the three PDF writers of the variety set (testkit/src/variety.py) the conversion routes are tested on",
     },
     PythonTool {
+        requirement: "factur-x==7.8",
+        probe: &["python", "-c", "import sys, facturx; sys.exit(facturx.__version__ != '7.8')"],
+        why: "reads back and checks (against the Factur-X XSD) the e-invoices of /v1/pdf/e-invoice in tests",
+    },
+    PythonTool {
         requirement: "python-docx==1.2.0",
         probe: &["python", "-c", "import docx"],
         why: "reads back the Word files of /v1/pdf/to-docx in tests",

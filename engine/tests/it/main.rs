@@ -39,6 +39,7 @@ mod ocr_url;
 mod pdf_bank_statement;
 mod pdf_blank_pages;
 mod pdf_compare;
+mod pdf_e_invoice;
 mod pdf_extract_images;
 mod pdf_layouts;
 mod pdf_ocr;

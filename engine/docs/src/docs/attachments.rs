@@ -428,10 +428,15 @@ fn out_file(found: &Found, bytes: Vec<u8>, index: usize) -> OutFile {
 fn plan_additions(add: Vec<NewAttachment>, files: Vec<Vec<u8>>, mut taken: HashSet<String>) -> Vec<Addition> {
     add.into_iter()
         .zip(files)
-        .map(|(item, bytes)| Addition {
-            name: unique(item.filename.trim(), &mut taken),
-            description: item.description.filter(|d| !d.is_empty()),
-            bytes,
+        .map(|(item, bytes)| {
+            let name = unique(item.filename.trim(), &mut taken);
+            Addition {
+                media_type: media_type_for(&name),
+                name,
+                description: item.description.filter(|d| !d.is_empty()),
+                bytes,
+                relationship: "Unspecified",
+            }
         })
         .collect()
 }

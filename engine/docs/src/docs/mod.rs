@@ -15,6 +15,7 @@ pub mod booklet;
 pub mod compare;
 pub mod compress;
 pub mod crop;
+pub mod e_invoice;
 pub mod extract_images;
 pub mod extract_pages;
 pub mod fill_form;
@@ -89,6 +90,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add::<repair::RepairRoute>();
     catalog.add::<sanitize::SanitizeRoute>();
     catalog.add::<to_pdfa::ToPdfaRoute>();
+    catalog.add::<e_invoice::EInvoiceRoute>();
     catalog.add::<compare::CompareRoute>();
     catalog.add::<redact::RedactRoute>();
     catalog.add::<to_images::ToImagesRoute>();

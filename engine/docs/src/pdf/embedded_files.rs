@@ -57,6 +57,10 @@ pub(crate) struct Addition {
     pub(crate) name: String,
     pub(crate) description: Option<String>,
     pub(crate) bytes: Vec<u8>,
+    /// The file's media type (the embedded file's /Subtype).
+    pub(crate) media_type: &'static str,
+    /// How the file relates to the document (/AFRelationship: Unspecified, Data, Alternative, Source…).
+    pub(crate) relationship: &'static str,
 }
 
 /// Every embedded attachment: the EmbeddedFiles tree, then FileAttachment annotations.
@@ -259,19 +263,25 @@ pub(crate) fn existing_keys(doc: &Document) -> Result<HashSet<String>, EngineErr
 }
 
 /// Adds the files to the EmbeddedFiles tree, which is rewritten sorted (its old nodes
-/// are left unreferenced); creates /Names and /EmbeddedFiles when absent.
-pub(crate) fn add(doc: &mut Document, additions: Vec<Addition>, at: OffsetDateTime) -> Result<(), EngineError> {
+/// are left unreferenced); creates /Names and /EmbeddedFiles when absent. Answers the new
+/// file specifications.
+pub(crate) fn add(
+    doc: &mut Document,
+    additions: Vec<Addition>,
+    at: OffsetDateTime,
+) -> Result<Vec<ObjectId>, EngineError> {
     let edit = |e| pdf::edit_error("adding attachments", e);
     let mut entries = match embedded_files_root(doc) {
         Some(root) => name_tree::read(doc, root).entries,
         None => Vec::new(),
     };
     let date = Object::string_literal(pdf_date_utc(at, "Z"));
+    let mut specs = Vec::new();
     for addition in additions {
         let mut stream = Stream::new(
             dictionary! {
                 "Type" => "EmbeddedFile",
-                "Subtype" => Object::Name(media_type_for(&addition.name).as_bytes().to_vec()),
+                "Subtype" => Object::Name(addition.media_type.as_bytes().to_vec()),
                 "Params" => dictionary! {
                     "Size" => Object::Integer(addition.bytes.len() as i64),
                     "CreationDate" => date.clone(),
@@ -289,16 +299,24 @@ pub(crate) fn add(doc: &mut Document, additions: Vec<Addition>, at: OffsetDateTi
             "F" => name.clone(),
             "UF" => name.clone(),
             "EF" => dictionary! { "F" => stream_id, "UF" => stream_id },
-            "AFRelationship" => "Unspecified",
+            "AFRelationship" => addition.relationship,
         };
         if let Some(description) = &addition.description {
             spec.set("Desc", pdf::encode_text_string(description));
         }
         let spec_id = doc.add_object(spec);
+        specs.push(spec_id);
         let Object::String(key, _) = name else { return Err(EngineError::internal("a text string is not a string")) };
         entries.push((key, Object::Reference(spec_id)));
     }
     let root = name_tree::write(doc, entries);
+    put_tree(doc, Object::Reference(root))?;
+    Ok(specs)
+}
+
+/// Makes `root` the catalog's EmbeddedFiles tree, creating /Names when absent.
+fn put_tree(doc: &mut Document, root: Object) -> Result<(), EngineError> {
+    let edit = |e| pdf::edit_error("updating the attachments", e);
     let catalog_id = doc.trailer.get(b"Root").and_then(Object::as_reference).map_err(edit)?;
     let names_id = doc.get_dictionary(catalog_id).map_err(edit)?.get(b"Names").and_then(Object::as_reference).ok();
     match names_id.filter(|&id| doc.get_dictionary(id).is_ok()) {
@@ -311,6 +329,28 @@ pub(crate) fn add(doc: &mut Document, additions: Vec<Addition>, at: OffsetDateTi
         }
     }
     Ok(())
+}
+
+/// Removes the attachments listed under `names` from the EmbeddedFiles tree (rewritten
+/// without them); answers the names removed.
+pub(crate) fn remove_named(doc: &mut Document, names: &[&str]) -> Result<Vec<String>, EngineError> {
+    let Some(root) = embedded_files_root(doc) else { return Ok(Vec::new()) };
+    let tree = name_tree::read(doc, root);
+    let (gone, kept): (Vec<_>, Vec<_>) =
+        tree.entries.into_iter().partition(|(key, _)| names.contains(&pdf::decode_text_string(key).as_str()));
+    if gone.is_empty() {
+        return Ok(Vec::new());
+    }
+    if !tree.complete {
+        return Err(EngineError::invalid_with(
+            "damaged_pdf",
+            "/file",
+            "/file: the PDF's attachment list is too large or too deeply nested to update",
+        ));
+    }
+    let root = name_tree::write(doc, kept);
+    put_tree(doc, Object::Reference(root))?;
+    Ok(gone.iter().map(|(key, _)| pdf::decode_text_string(key)).collect())
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@
 //! What this module must not do: change what a page shows (apart from the hidden,
 //! media and script parts listed), or call a file PDF/A that it has not made so.
 
+pub mod facturx;
 pub mod fonts;
 pub mod icc;
 pub mod truetype;
