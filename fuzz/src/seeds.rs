@@ -441,6 +441,13 @@ pub fn templates(operation: &str) -> Vec<Value> {
             json!({ "file": file("pdf"), "poster_size": "A2", "margin_pt": 18, "overlap_pt": 20, "marks": true }),
         ],
         "sanitize_pdf" => vec![json!({ "file": pdf }), json!({ "file": file("attached_pdf"), "links": true })],
+        "convert_pdf_to_pdfa" => {
+            vec![json!({ "file": pdf }), json!({ "file": file("attached_pdf"), "level": "3b" })]
+        }
+        "make_e_invoice" => one(json!({
+            "file": pdf,
+            "invoice": { "data": base64::engine::general_purpose::STANDARD.encode(paperchain_engine::pdf::pdfa::facturx::MINIMUM_EXAMPLE), "filename": "i.xml" },
+        })),
         "convert_images_to_pdf" => vec![
             json!({ "images": [file("png"), file("jpeg")] }),
             json!({ "images": [file("jpeg")], "page_size": "A4", "margin_pt": 10 }),

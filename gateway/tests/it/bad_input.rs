@@ -107,6 +107,21 @@ fn cases() -> Vec<Case> {
             pages_at: Some("/pages"),
         },
         Case {
+            path: "/v1/pdf/to-pdfa",
+            body: |f| json!({ "file": f, "level": "3b" }),
+            file_at: "/file",
+            pages_at: None,
+        },
+        Case {
+            path: "/v1/pdf/e-invoice",
+            body: |f| {
+                let xml = paperchain_engine::pdf::pdfa::facturx::MINIMUM_EXAMPLE.as_bytes();
+                json!({ "file": f, "invoice": { "data": paperchain_testkit::b64(xml) } })
+            },
+            file_at: "/file",
+            pages_at: None,
+        },
+        Case {
             path: "/v1/pdf/remove-blank-pages",
             body: |f| json!({ "file": f, "pages": "1", "threshold_percent": 0 }),
             file_at: "/file",

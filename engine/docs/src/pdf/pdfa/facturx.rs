@@ -20,6 +20,25 @@ pub const MAX_XML_BYTES: usize = 16 * 1024 * 1024;
 /// Most problems listed in one refusal.
 const MAX_PROBLEMS: usize = 50;
 
+/// The smallest complete invoice the checks take: a Factur-X MINIMUM one (for examples
+/// and tests).
+pub const MINIMUM_EXAMPLE: &str = "<rsm:CrossIndustryInvoice \
+    xmlns:rsm=\"urn:un:unece:uncefact:data:standard:CrossIndustryInvoice:100\" \
+    xmlns:ram=\"urn:un:unece:uncefact:data:standard:ReusableAggregateBusinessInformationEntity:100\" \
+    xmlns:udt=\"urn:un:unece:uncefact:data:standard:UnqualifiedDataType:100\">\
+    <rsm:ExchangedDocumentContext><ram:GuidelineSpecifiedDocumentContextParameter>\
+    <ram:ID>urn:factur-x.eu:1p0:minimum</ram:ID></ram:GuidelineSpecifiedDocumentContextParameter></rsm:ExchangedDocumentContext>\
+    <rsm:ExchangedDocument><ram:ID>1</ram:ID><ram:TypeCode>380</ram:TypeCode>\
+    <ram:IssueDateTime><udt:DateTimeString format=\"102\">20260101</udt:DateTimeString></ram:IssueDateTime></rsm:ExchangedDocument>\
+    <rsm:SupplyChainTradeTransaction><ram:ApplicableHeaderTradeAgreement>\
+    <ram:SellerTradeParty><ram:Name>S</ram:Name><ram:PostalTradeAddress><ram:CountryID>FR</ram:CountryID></ram:PostalTradeAddress></ram:SellerTradeParty>\
+    <ram:BuyerTradeParty><ram:Name>B</ram:Name></ram:BuyerTradeParty></ram:ApplicableHeaderTradeAgreement>\
+    <ram:ApplicableHeaderTradeDelivery/><ram:ApplicableHeaderTradeSettlement><ram:InvoiceCurrencyCode>EUR</ram:InvoiceCurrencyCode>\
+    <ram:SpecifiedTradeSettlementHeaderMonetarySummation><ram:TaxBasisTotalAmount>10.00</ram:TaxBasisTotalAmount>\
+    <ram:TaxTotalAmount currencyID=\"EUR\">2.00</ram:TaxTotalAmount><ram:GrandTotalAmount>12.00</ram:GrandTotalAmount>\
+    <ram:DuePayableAmount>12.00</ram:DuePayableAmount></ram:SpecifiedTradeSettlementHeaderMonetarySummation>\
+    </ram:ApplicableHeaderTradeSettlement></rsm:SupplyChainTradeTransaction></rsm:CrossIndustryInvoice>";
+
 /// A Factur-X profile (conformance level).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -553,6 +572,12 @@ mod tests {
         assert_eq!(show(12_045_600), "1204.56");
         assert_eq!(show(-48_000), "-4.80");
         assert!(valid_date("20240229") && !valid_date("20230229") && !valid_date("2024-02-29"));
+    }
+
+    #[test]
+    fn the_example_passes() {
+        let summary = check(MINIMUM_EXAMPLE.as_bytes()).unwrap();
+        assert_eq!((summary.profile, summary.grand_total.as_str()), (Profile::Minimum, "12.00"));
     }
 
     #[test]
