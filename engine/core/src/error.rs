@@ -120,10 +120,6 @@ pub const CODES: &[(&str, &str)] = &[
          the message names each font and page",
     ),
     (
-        "cmyk_colour",
-        "the PDF paints in device CMYK, which an sRGB output intent cannot describe; the message says where",
-    ),
-    (
         "invalid_invoice",
         "the invoice XML is not a Factur-X / ZUGFeRD invoice, lacks fields its profile requires or its totals do not \
          add up; every problem is listed",

@@ -289,19 +289,42 @@ print("ok")
 "#;
 
 #[tokio::test(flavor = "multi_thread")]
-async fn device_cmyk_and_fonts_without_a_stand_in_are_refused_by_name() {
+async fn fonts_without_a_stand_in_are_refused_by_name() {
     let (dir, _) = common::written_by(REFUSED, "cmyk.pdf");
     let ctx = Context::new();
-    let cmyk = std::fs::read(dir.path().join("cmyk.pdf")).unwrap();
-    let error = call_files(&ctx, ROUTE, file_body(&cmyk, "cmyk.pdf", &json!({}))).await.unwrap_err();
-    assert_eq!((error.code.as_ref(), error.field.as_deref()), ("cmyk_colour", Some("/file")), "{error:?}");
-    assert!(error.message.contains("page 1"), "{}", error.message);
     let dejavu = std::fs::read(dir.path().join("dejavu.pdf")).unwrap();
     let error = call_files(&ctx, ROUTE, file_body(&dejavu, "dejavu.pdf", &json!({}))).await.unwrap_err();
-    assert_eq!(error.code.as_ref(), "font_not_embedded", "{error:?}");
+    assert_eq!((error.code.as_ref(), error.field.as_deref()), ("font_not_embedded", Some("/file")), "{error:?}");
     assert!(error.message.contains("DejaVuSans") && error.message.contains("(page 1)"), "{}", error.message);
     let error = call_files(&ctx, ROUTE, file_body(&dejavu, "dejavu.pdf", &json!({ "level": "1b" }))).await.unwrap_err();
     assert_eq!(error.field.as_deref(), Some("/level"), "{error:?}");
+}
+
+/// What pikepdf finds of the CMYK description.
+const CMYK_READER: &str = r#"
+import sys, json, pikepdf
+pdf = pikepdf.open(sys.argv[1])
+page = pdf.pages[0]
+default = page.Resources.ColorSpace.DefaultCMYK
+print(json.dumps({"kind": str(default[0]), "n": int(default[1].N), "intent": str(pdf.Root.OutputIntents[0].S)}))
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn device_cmyk_is_described_and_keeps_its_look() {
+    let (dir, cmyk) = common::written_by(REFUSED, "cmyk.pdf");
+    let (output, report) = convert(&cmyk, json!({})).await;
+    let changes = report["changes"].to_string();
+    assert!(changes.contains("device CMYK described"), "{report}");
+    let before = dir.path().join("cmyk.pdf");
+    let after = dir.path().join("out.pdf");
+    std::fs::write(&after, &output).unwrap();
+    qpdf_clean(&after);
+    let seen: Value = serde_json::from_str(run_python(CMYK_READER, &[&after]).trim()).unwrap();
+    assert_eq!(seen, json!({ "kind": "/ICCBased", "n": 4, "intent": "/GTS_PDFA1" }));
+    // poppler paints the profile through LittleCMS: the orange text is still orange.
+    let difference = rendering_difference(dir.path(), &before, &after, 1);
+    assert!(difference < 1.0, "the page differs by {difference:.2} grey levels on average");
+    assert_eq!(text(&after), "Printed in CMYK");
 }
 
 /// Every corpus PDF is converted or refused for a reason of its own; each conversion

@@ -282,10 +282,9 @@ CONTENT_CODES = {
     # The document has no bookmark at the level asked to split at.
     "no_bookmarks",
     "form_mismatch",
-    # PDF/A needs this document's fonts embedded or its CMYK described; an invoice XML
-    # (random bytes to a schema) that is not a Factur-X invoice.
+    # PDF/A needs this document's fonts embedded; an invoice XML (random bytes to a
+    # schema) that is not a Factur-X invoice.
     "font_not_embedded",
-    "cmyk_colour",
     "invalid_invoice",
     # An option for another kind of file than the one sent (PDF pages of a Word file).
     "option_not_applicable",

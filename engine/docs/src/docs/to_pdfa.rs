@@ -47,8 +47,8 @@ impl Route for ToPdfaRoute {
             page looks the same wherever and whenever it is opened). Fonts that are not embedded are embedded, \
             replaced by an installed font of the same metrics (Liberation for Helvetica, Arial, Times and Courier; \
             Carlito and Caladea for Calibri and Cambria) cut to the glyphs used; a font with no such match refuses the \
-            call (422 font_not_embedded, naming the font and page). An sRGB output intent is added (a file painting in \
-            device CMYK is refused, 422 cmyk_colour). What PDF/A forbids is removed: JavaScript, actions that launch, \
+            call (422 font_not_embedded, naming the font and page). An sRGB output intent is added, and device CMYK is \
+            described by a CMYK profile that keeps its look. What PDF/A forbids is removed: JavaScript, actions that launch, \
             play, hide or reset, automatic actions, XFA, hidden and media annotations, transfer functions, LZW \
             compression, encryption, and for PDF/A-2b embedded files (PDF/A-3b keeps them, associated with the \
             document). Annotations are made printable with an appearance. New XMP metadata names the part and \

@@ -25,63 +25,59 @@ fn srgb_to_linear(v: f64) -> f64 {
     if v <= 0.04045 { v / 12.92 } else { ((v + 0.055) / 1.055).powf(2.4) }
 }
 
-/// The profile's bytes.
-pub fn srgb_profile() -> Vec<u8> {
+/// The CMYK profile's description.
+pub const CMYK_DESCRIPTION: &str = "Paperchain device CMYK (as RGB 1-C, 1-M, 1-Y times 1-K, in sRGB)";
+
+/// Grid points on each CMYK axis of the CMYK profile's table.
+const CMYK_GRID: usize = 9;
+
+/// Primaries of sRGB adapted to D50 (columns: red, green, blue).
+const PRIMARIES: [[f64; 3]; 3] = [[0.4361, 0.3851, 0.1431], [0.2225, 0.7169, 0.0606], [0.0139, 0.0971, 0.7141]];
+
+fn desc_tag(text: &str) -> Vec<u8> {
     let mut desc = b"desc\0\0\0\0".to_vec();
-    desc.extend_from_slice(&(DESCRIPTION.len() as u32 + 1).to_be_bytes());
-    desc.extend_from_slice(DESCRIPTION.as_bytes());
+    desc.extend_from_slice(&(text.len() as u32 + 1).to_be_bytes());
+    desc.extend_from_slice(text.as_bytes());
     desc.push(0);
     // No Unicode or ScriptCode description: their counts are zero, the ScriptCode area
     // keeps its fixed 67 bytes.
     desc.extend_from_slice(&[0; 8]);
     desc.extend_from_slice(&[0; 3]);
     desc.extend_from_slice(&[0; 67]);
-    let mut cprt = b"text\0\0\0\0".to_vec();
-    cprt.extend_from_slice(b"No copyright, use freely\0");
-    let mut curve = b"curv\0\0\0\0".to_vec();
-    curve.extend_from_slice(&(CURVE_POINTS as u32).to_be_bytes());
-    for i in 0..CURVE_POINTS {
-        let linear = srgb_to_linear(i as f64 / (CURVE_POINTS - 1) as f64);
-        curve.extend_from_slice(&((linear * 65535.0).round() as u16).to_be_bytes());
-    }
-    // Primaries and white of IEC 61966-2-1, chromatically adapted to the D50 connection space.
-    let tags: Vec<(&[u8; 4], Vec<u8>)> = vec![
-        (b"desc", desc),
-        (b"cprt", cprt),
-        (b"wtpt", xyz(0.9642, 1.0, 0.8249)),
-        (b"rXYZ", xyz(0.4361, 0.2225, 0.0139)),
-        (b"gXYZ", xyz(0.3851, 0.7169, 0.0971)),
-        (b"bXYZ", xyz(0.1431, 0.0606, 0.7141)),
-        (b"rTRC", curve),
-    ];
-    // The three channels share one curve.
-    let shared = [b"gTRC", b"bTRC"];
-    let table_len = 4 + 12 * (tags.len() + shared.len());
+    desc
+}
+
+fn text_tag(text: &str) -> Vec<u8> {
+    let mut tag = b"text\0\0\0\0".to_vec();
+    tag.extend_from_slice(text.as_bytes());
+    tag.push(0);
+    tag
+}
+
+/// A profile of `class` and `space` holding `tags` (several signatures may share one tag).
+fn profile(class: &[u8; 4], space: &[u8; 4], tags: Vec<(Vec<&[u8; 4]>, Vec<u8>)>) -> Vec<u8> {
+    let count: usize = tags.iter().map(|(signatures, _)| signatures.len()).sum();
+    let table_len = 4 + 12 * count;
     let mut data = Vec::new();
-    let mut table = (tags.len() as u32 + shared.len() as u32).to_be_bytes().to_vec();
-    let mut curve_at = (0, 0);
-    for (signature, tag) in &tags {
+    let mut table = (count as u32).to_be_bytes().to_vec();
+    for (signatures, tag) in &tags {
         let offset = 128 + table_len + data.len();
-        table.extend_from_slice(*signature);
-        table.extend_from_slice(&(offset as u32).to_be_bytes());
-        table.extend_from_slice(&(tag.len() as u32).to_be_bytes());
-        if *signature == b"rTRC" {
-            curve_at = (offset, tag.len());
+        for signature in signatures {
+            table.extend_from_slice(*signature);
+            table.extend_from_slice(&(offset as u32).to_be_bytes());
+            table.extend_from_slice(&(tag.len() as u32).to_be_bytes());
         }
         data.extend_from_slice(tag);
         data.resize(data.len().next_multiple_of(4), 0);
-    }
-    for signature in shared {
-        table.extend_from_slice(signature);
-        table.extend_from_slice(&(curve_at.0 as u32).to_be_bytes());
-        table.extend_from_slice(&(curve_at.1 as u32).to_be_bytes());
     }
     let size = 128 + table.len() + data.len();
     let mut header = Vec::with_capacity(128);
     header.extend_from_slice(&(size as u32).to_be_bytes());
     header.extend_from_slice(&[0; 4]); // preferred CMM: none
     header.extend_from_slice(&[2, 0x10, 0, 0]); // version 2.1
-    header.extend_from_slice(b"mntrRGB XYZ ");
+    header.extend_from_slice(class);
+    header.extend_from_slice(space);
+    header.extend_from_slice(b"XYZ ");
     for part in [2026u16, 1, 1, 0, 0, 0] {
         header.extend_from_slice(&part.to_be_bytes());
     }
@@ -92,11 +88,85 @@ pub fn srgb_profile() -> Vec<u8> {
         header.extend_from_slice(&s15_16(v));
     }
     header.extend_from_slice(&[0; 4 + 16 + 28]); // creator, profile ID, reserved
-    debug_assert_eq!(header.len(), 128);
-    let mut profile = header;
-    profile.extend_from_slice(&table);
-    profile.extend_from_slice(&data);
-    profile
+    let mut out = header;
+    out.extend_from_slice(&table);
+    out.extend_from_slice(&data);
+    out
+}
+
+/// A CMYK input profile that maps device CMYK the way readers paint it without one
+/// (red = (1 − C)(1 − K) in sRGB, and so on), so the pages keep their look once their
+/// CMYK is described, as PDF/A wants.
+pub fn cmyk_profile() -> Vec<u8> {
+    let mut lut = b"mft2\0\0\0\0".to_vec();
+    lut.extend_from_slice(&[4, 3, CMYK_GRID as u8, 0]);
+    for row in 0..3 {
+        for column in 0..3 {
+            lut.extend_from_slice(&s15_16(if row == column { 1.0 } else { 0.0 }));
+        }
+    }
+    lut.extend_from_slice(&2u16.to_be_bytes());
+    lut.extend_from_slice(&2u16.to_be_bytes());
+    for _ in 0..4 {
+        lut.extend_from_slice(&0u16.to_be_bytes());
+        lut.extend_from_slice(&u16::MAX.to_be_bytes());
+    }
+    let step = |i: usize| i as f64 / (CMYK_GRID - 1) as f64;
+    for c in 0..CMYK_GRID {
+        for m in 0..CMYK_GRID {
+            for y in 0..CMYK_GRID {
+                for k in 0..CMYK_GRID {
+                    let keep = 1.0 - step(k);
+                    let rgb =
+                        [(1.0 - step(c)) * keep, (1.0 - step(m)) * keep, (1.0 - step(y)) * keep].map(srgb_to_linear);
+                    for row in PRIMARIES {
+                        let value = row[0] * rgb[0] + row[1] * rgb[1] + row[2] * rgb[2];
+                        // XYZ in a 16-bit table: 1.0 is 0x8000.
+                        lut.extend_from_slice(&((value * 32768.0).round().clamp(0.0, 65535.0) as u16).to_be_bytes());
+                    }
+                }
+            }
+        }
+    }
+    for _ in 0..3 {
+        lut.extend_from_slice(&0u16.to_be_bytes());
+        lut.extend_from_slice(&u16::MAX.to_be_bytes());
+    }
+    profile(
+        b"scnr",
+        b"CMYK",
+        vec![
+            (vec![b"desc"], desc_tag(CMYK_DESCRIPTION)),
+            (vec![b"cprt"], text_tag("No copyright, use freely")),
+            (vec![b"wtpt"], xyz(0.9642, 1.0, 0.8249)),
+            (vec![b"A2B0"], lut),
+        ],
+    )
+}
+
+/// The sRGB profile's bytes.
+pub fn srgb_profile() -> Vec<u8> {
+    let mut curve = b"curv\0\0\0\0".to_vec();
+    curve.extend_from_slice(&(CURVE_POINTS as u32).to_be_bytes());
+    for i in 0..CURVE_POINTS {
+        let linear = srgb_to_linear(i as f64 / (CURVE_POINTS - 1) as f64);
+        curve.extend_from_slice(&((linear * 65535.0).round() as u16).to_be_bytes());
+    }
+    let [[rx, gx, bx], [ry, gy, by], [rz, gz, bz]] = PRIMARIES;
+    // The three channels share one curve.
+    profile(
+        b"mntr",
+        b"RGB ",
+        vec![
+            (vec![b"desc"], desc_tag(DESCRIPTION)),
+            (vec![b"cprt"], text_tag("No copyright, use freely")),
+            (vec![b"wtpt"], xyz(0.9642, 1.0, 0.8249)),
+            (vec![b"rXYZ"], xyz(rx, ry, rz)),
+            (vec![b"gXYZ"], xyz(gx, gy, gz)),
+            (vec![b"bXYZ"], xyz(bx, by, bz)),
+            (vec![b"rTRC", b"gTRC", b"bTRC"], curve),
+        ],
+    )
 }
 
 #[cfg(test)]
@@ -118,5 +188,8 @@ mod tests {
             assert!(offset.is_multiple_of(4) && offset + len <= p.len(), "{:?}", &entry[..4]);
         }
         assert!((srgb_to_linear(1.0) - 1.0).abs() < 1e-12 && srgb_to_linear(0.0) == 0.0);
+        let cmyk = cmyk_profile();
+        assert_eq!(u32::from_be_bytes(cmyk[0..4].try_into().unwrap()) as usize, cmyk.len());
+        assert_eq!(&cmyk[12..24], b"scnrCMYKXYZ ");
     }
 }

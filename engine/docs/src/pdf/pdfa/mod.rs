@@ -4,8 +4,8 @@
 //! What a conversion does, in order, and what each step answers in the report:
 //! - fonts: every font drawn with is embedded; a missing one gets an installed font of
 //!   the same metrics or the call is refused naming it ([`fonts`]);
-//! - colour: an sRGB output intent ([`icc`]) unless the file has a PDF/A one; a file
-//!   painting in device CMYK without a CMYK intent is refused naming where;
+//! - colour: an sRGB output intent ([`icc`]) unless the file has a PDF/A one that fits;
+//!   device CMYK is described by a CMYK profile mapping it as readers do without one;
 //! - what PDF/A forbids goes: JavaScript, actions that launch, play, hide or reset,
 //!   automatic actions, XFA, the form's "regenerate appearances" flag, transfer functions,
 //!   PostScript and reference XObjects, interpolation, alternate images, LZW compression,
@@ -180,10 +180,10 @@ fn catalog_id(doc: &Document) -> Result<ObjectId, EngineError> {
 // ---------------------------------------------------------------------------------------
 // Colour
 
-/// Where the document paints in device colour.
+/// Whether the document paints in device colour.
 #[derive(Default)]
 struct DeviceColour {
-    cmyk: Option<String>,
+    cmyk: bool,
     rgb: bool,
 }
 
@@ -203,19 +203,10 @@ fn output_intent(doc: &mut Document, changes: &mut Changes) -> Result<(), Engine
         .find(|intent| name(doc, intent, b"S") == Some(b"GTS_PDFA1"))
         .and_then(|intent| doc.dereference(intent.get(b"DestOutputProfile").ok()?).ok()?.1.as_stream().ok())
         .and_then(|profile| pdf::number(doc, profile.dict.get(b"N").ok()?));
-    match (existing, &used.cmyk) {
-        (Some(3.0), None) => return Ok(()),
+    match (existing, used.cmyk) {
+        (Some(3.0), false) => return Ok(()),
         (Some(4.0), _) if !used.rgb => return Ok(()),
-        (_, Some(place)) => {
-            return Err(EngineError::invalid_with(
-                "cmyk_colour",
-                "/file",
-                format!(
-                    "/file: {place} paints in device CMYK, which PDF/A's sRGB output intent cannot describe; convert \
-                     the document's colours to RGB first (for example by printing it to PDF again)"
-                ),
-            ));
-        }
+        (_, true) => describe_cmyk(doc, changes)?,
         _ => {}
     }
     let mut profile = Stream::new(dictionary! { "N" => 3 }, icc::srgb_profile());
@@ -252,12 +243,12 @@ fn device_colour(doc: &Document) -> DeviceColour {
         device_names(&Object::Dictionary(dict.clone()), 0, &mut names);
         for n in names {
             match n {
-                b"DeviceCMYK" if found.cmyk.is_none() => found.cmyk = Some(format!("object {} {}", id.0, id.1)),
+                b"DeviceCMYK" => found.cmyk = true,
                 b"DeviceRGB" => found.rgb = true,
                 _ => {}
             }
         }
-        if let Some(place) = contents.get(id)
+        if contents.contains(id)
             && let Object::Stream(stream) = object
             && budget > 0
         {
@@ -275,9 +266,7 @@ fn device_colour(doc: &Document) -> DeviceColour {
                         }));
                 let rgb = matches!(op.operator.as_str(), "rg" | "RG")
                     || op.operands.iter().any(|o| matches!(o, Object::Name(n) if n == b"DeviceRGB" || n == b"RGB"));
-                if cmyk && found.cmyk.is_none() {
-                    found.cmyk = Some(place.clone());
-                }
+                found.cmyk |= cmyk;
                 found.rgb |= rgb;
             }
         }
@@ -300,41 +289,131 @@ fn device_names(object: &Object, depth: usize, out: &mut Vec<&'static [u8]>) {
     }
 }
 
-/// The streams holding drawing operators, with where they are in words: page contents,
-/// form XObjects, tiling patterns, Type 3 glyphs.
-fn content_stream_ids(doc: &Document) -> std::collections::HashMap<ObjectId, String> {
-    let mut ids = std::collections::HashMap::new();
-    for (index, page_id) in doc.page_iter().enumerate() {
+/// The streams holding drawing operators: page contents, form XObjects, tiling patterns,
+/// Type 3 glyphs.
+fn content_stream_ids(doc: &Document) -> HashSet<ObjectId> {
+    let mut ids = HashSet::new();
+    for page_id in doc.page_iter() {
         let Ok(page) = doc.get_dictionary(page_id) else { continue };
-        for content in pdf::content_refs(doc, page) {
-            if let Object::Reference(id) = content {
-                ids.entry(id).or_insert_with(|| format!("page {}", index + 1));
-            }
-        }
+        ids.extend(pdf::content_refs(doc, page).iter().filter_map(|c| c.as_reference().ok()));
     }
     for (id, object) in &doc.objects {
         match object {
-            Object::Stream(s) if name(doc, &s.dict, b"Subtype") == Some(b"Form") => {
-                ids.entry(*id).or_insert_with(|| format!("a form XObject (object {})", id.0));
-            }
-            Object::Stream(s) if pdf::number(doc, s.dict.get(b"PatternType").unwrap_or(&Object::Null)) == Some(1.0) => {
-                ids.entry(*id).or_insert_with(|| format!("a pattern (object {})", id.0));
+            Object::Stream(s)
+                if name(doc, &s.dict, b"Subtype") == Some(b"Form")
+                    || s.dict.get(b"PatternType").ok().and_then(|t| pdf::number(doc, t)) == Some(1.0) =>
+            {
+                ids.insert(*id);
             }
             Object::Dictionary(d) if name(doc, d, b"Subtype") == Some(b"Type3") => {
                 if let Some(procs) =
                     d.get(b"CharProcs").ok().and_then(|c| doc.dereference(c).ok()).and_then(|(_, c)| c.as_dict().ok())
                 {
-                    for (_, glyph) in procs.iter() {
-                        if let Object::Reference(g) = glyph {
-                            ids.entry(*g).or_insert_with(|| format!("a Type 3 font (object {})", id.0));
-                        }
-                    }
+                    ids.extend(procs.iter().filter_map(|(_, g)| g.as_reference().ok()));
                 }
             }
             _ => {}
         }
     }
     ids
+}
+
+/// Describes device CMYK with [`icc::cmyk_profile`]: every colour space named DeviceCMYK
+/// in the file's objects becomes that ICC-based space, and every resource dictionary gets
+/// it as DefaultCMYK, which the content's CMYK operators and inline images then mean.
+fn describe_cmyk(doc: &mut Document, changes: &mut Changes) -> Result<(), EngineError> {
+    let mut profile = Stream::new(dictionary! { "N" => 4, "Alternate" => "DeviceCMYK" }, icc::cmyk_profile());
+    profile.compress().map_err(|e| pdf::edit_error("compressing the colour profile", e))?;
+    let profile = doc.add_object(profile);
+    let space = doc.add_object(Object::Array(vec![Object::Name(b"ICCBased".to_vec()), Object::Reference(profile)]));
+    let mut named = 0;
+    for (id, object) in doc.objects.iter_mut() {
+        if *id == profile || *id == space {
+            continue;
+        }
+        match object {
+            Object::Dictionary(d) => named += replace_cmyk(d, space, 0),
+            Object::Stream(s) => named += replace_cmyk(&mut s.dict, space, 0),
+            Object::Array(items) => items.iter_mut().for_each(|i| named += replace_cmyk_in(i, space, 1)),
+            _ => {}
+        }
+    }
+    // Every resource dictionary, found from what holds one.
+    let mut resources: HashSet<ObjectId> = HashSet::new();
+    let mut direct: Vec<ObjectId> = Vec::new();
+    for (id, object) in &doc.objects {
+        let dict = match object {
+            Object::Dictionary(d) => d,
+            Object::Stream(s) => &s.dict,
+            _ => continue,
+        };
+        match dict.get(b"Resources") {
+            Ok(Object::Reference(r)) => {
+                resources.insert(*r);
+            }
+            Ok(Object::Dictionary(_)) => direct.push(*id),
+            _ => {}
+        }
+    }
+    let mut spaces: HashSet<ObjectId> = HashSet::new();
+    let mut add_default = |resources: &mut Dictionary| match resources.get_mut(b"ColorSpace") {
+        Ok(Object::Dictionary(d)) => d.set("DefaultCMYK", space),
+        Ok(Object::Reference(r)) => {
+            spaces.insert(*r);
+        }
+        _ => resources.set("ColorSpace", dictionary! { "DefaultCMYK" => space }),
+    };
+    for id in direct {
+        let dict = match doc.objects.get_mut(&id) {
+            Some(Object::Dictionary(d)) => d,
+            Some(Object::Stream(s)) => &mut s.dict,
+            _ => continue,
+        };
+        if let Ok(Object::Dictionary(r)) = dict.get_mut(b"Resources") {
+            add_default(r);
+        }
+    }
+    for id in resources {
+        if let Some(Object::Dictionary(r)) = doc.objects.get_mut(&id) {
+            add_default(r);
+        }
+    }
+    for id in spaces {
+        if let Some(Object::Dictionary(d)) = doc.objects.get_mut(&id) {
+            d.set("DefaultCMYK", space);
+        }
+    }
+    changes.add("device CMYK described by a CMYK profile that keeps its look", 1 + named);
+    Ok(())
+}
+
+/// Replaces the DeviceCMYK colour space names under `dict` (not an ICC profile's
+/// alternate) with `space`; answers how many.
+fn replace_cmyk(dict: &mut Dictionary, space: ObjectId, depth: usize) -> u64 {
+    if depth > MAX_DEPTH {
+        return 0;
+    }
+    let mut count = 0;
+    for (key, value) in dict.iter_mut() {
+        if key != b"Alternate" {
+            count += replace_cmyk_in(value, space, depth + 1);
+        }
+    }
+    count
+}
+
+fn replace_cmyk_in(object: &mut Object, space: ObjectId, depth: usize) -> u64 {
+    match object {
+        Object::Name(n) if n == b"DeviceCMYK" => {
+            *object = Object::Reference(space);
+            1
+        }
+        Object::Array(items) if depth <= MAX_DEPTH => {
+            items.iter_mut().map(|i| replace_cmyk_in(i, space, depth + 1)).sum()
+        }
+        Object::Dictionary(d) => replace_cmyk(d, space, depth),
+        _ => 0,
+    }
 }
 
 // ---------------------------------------------------------------------------------------
