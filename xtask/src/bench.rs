@@ -139,7 +139,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let mut comparisons: Vec<Comparison> = Vec::new();
     if args.group.includes(Group::Pages) {
         comparisons.extend(pages::cases(&paperchain, &corpus, &work.path.join("pages"))?.into_iter().map(Into::into));
-        comparisons.extend(pages::layouts(&paperchain, &work.path.join("pages"))?);
+        comparisons.extend(pages::layouts(&paperchain, &corpus, &work.path.join("pages"))?);
     }
     if args.group.includes(Group::Docs) {
         comparisons.extend(docs::cases(&paperchain, &corpus, &work.path.join("docs"))?);

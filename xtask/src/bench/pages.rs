@@ -166,8 +166,9 @@ pub(super) fn cases(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Res
 }
 
 /// Four pages a sheet of the 500-page input `pages::cases` cut, against Ghostscript
-/// (`-sNupControl=2x2` on A4 sheets, 10.0 and later).
-pub(super) fn layouts(paperchain: &Path, dir: &Path) -> anyhow::Result<Vec<Comparison>> {
+/// (`-sNupControl=2x2` on A4 sheets, 10.0 and later); and PDF/A-2b of the corpus's
+/// 117-page GeoTopo script (CMYK text, 500 links), against Ghostscript's `-dPDFA=2`.
+pub(super) fn layouts(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Result<Vec<Comparison>> {
     let big = dir.join("inputs/big.pdf");
     ensure!(big.is_file(), "{} is cut by the pages cases first", big.display());
     let big_pages = page_count(&big)?;
@@ -217,7 +218,55 @@ pub(super) fn layouts(paperchain: &Path, dir: &Path) -> anyhow::Result<Vec<Compa
              draws each page as a form, keeping its content as it is, and carries links and bookmarks.",
         ),
     };
-    Ok(vec![n_up])
+    let script = corpus.join("pdf/sample-files/GeoTopo-komprimiert.pdf");
+    let script_pages = page_count(&script)?;
+    let (ours, theirs) = (dir.join("paperchain/pdfa.pdf"), dir.join("gs/pdfa.pdf"));
+    let pdfa = Comparison {
+        table: "layouts",
+        tool: "gs",
+        operation: format!("PDF/A-2b: {script_pages} pages"),
+        paperchain: Side {
+            program: paperchain.to_path_buf(),
+            args: vec![
+                os("call"),
+                os("convert_pdf_to_pdfa"),
+                os("--input"),
+                os("-"),
+                os("--file"),
+                os(format!("file={}", script.display())),
+                os("--out"),
+                ours.clone().into(),
+                os("--force"),
+            ],
+            stdin: Some(r#"{"level":"2b"}"#),
+            output: Produces::Pdf(ours),
+        },
+        reference: Side {
+            program: "gs".into(),
+            args: vec![
+                os("-q"),
+                os("-dSAFER"),
+                os("-dPDFA=2"),
+                os("-dPDFACompatibilityPolicy=1"),
+                os("-sColorConversionStrategy=RGB"),
+                os("-sDEVICE=pdfwrite"),
+                os("-o"),
+                theirs.clone().into(),
+                script.into(),
+            ],
+            stdin: None,
+            output: Produces::Pdf(theirs),
+        },
+        kind: Kind::Pdf,
+        expect: Expect { files: 1, pages_each: script_pages, rotations: None, text_samples: Vec::new() },
+        source: None,
+        note: Some(
+            "Ghostscript re-encodes every page and converts the colours to RGB, and drops the link annotations \
+             (\"not permitted in PDF/A\"); Paperchain keeps the content, describes the CMYK with a profile, and \
+             keeps the links with empty appearances.",
+        ),
+    };
+    Ok(vec![n_up, pdfa])
 }
 
 fn os(text: impl Into<OsString>) -> OsString {
