@@ -178,22 +178,7 @@ pub(super) fn layouts(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::R
         table: "layouts",
         tool: "gs",
         operation: format!("n-up: {big_pages} pages, 4 a sheet"),
-        paperchain: Side {
-            program: paperchain.to_path_buf(),
-            args: vec![
-                os("call"),
-                os("n_up_pdf_pages"),
-                os("--input"),
-                os("-"),
-                os("--file"),
-                os(format!("file={}", big.display())),
-                os("--out"),
-                ours.clone().into(),
-                os("--force"),
-            ],
-            stdin: Some(r#"{"per_sheet":4,"sheet":"A4"}"#),
-            output: Produces::Pdf(ours),
-        },
+        paperchain: call_side(paperchain, "n_up_pdf_pages", r#"{"per_sheet":4,"sheet":"A4"}"#, &big, ours),
         reference: Side {
             program: "gs".into(),
             args: vec![
@@ -225,22 +210,7 @@ pub(super) fn layouts(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::R
         table: "layouts",
         tool: "gs",
         operation: format!("PDF/A-2b: {script_pages} pages"),
-        paperchain: Side {
-            program: paperchain.to_path_buf(),
-            args: vec![
-                os("call"),
-                os("convert_pdf_to_pdfa"),
-                os("--input"),
-                os("-"),
-                os("--file"),
-                os(format!("file={}", script.display())),
-                os("--out"),
-                ours.clone().into(),
-                os("--force"),
-            ],
-            stdin: Some(r#"{"level":"2b"}"#),
-            output: Produces::Pdf(ours),
-        },
+        paperchain: call_side(paperchain, "convert_pdf_to_pdfa", r#"{"level":"2b"}"#, &script, ours),
         reference: Side {
             program: "gs".into(),
             args: vec![
@@ -267,6 +237,26 @@ pub(super) fn layouts(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::R
         ),
     };
     Ok(vec![n_up, pdfa])
+}
+
+/// `paperchain call OPERATION --input - --file file=FILE --out OUT --force`, the input on stdin.
+fn call_side(paperchain: &Path, operation: &str, input: &'static str, file: &Path, out: PathBuf) -> Side {
+    Side {
+        program: paperchain.to_path_buf(),
+        args: vec![
+            os("call"),
+            os(operation),
+            os("--input"),
+            os("-"),
+            os("--file"),
+            os(format!("file={}", file.display())),
+            os("--out"),
+            out.clone().into(),
+            os("--force"),
+        ],
+        stdin: Some(input),
+        output: Produces::Pdf(out),
+    }
 }
 
 fn os(text: impl Into<OsString>) -> OsString {
