@@ -150,6 +150,31 @@ test("four pages a sheet: the n-up form from the catalog, a PDF qpdf accepts wit
   assert.deepEqual(size, [419.528, 595.276]);
 });
 
+test("to PDF/A-3b: the form from the catalog, a file qpdf accepts that names its part", async () => {
+  const pdf = process.env.PAPERCHAIN_PDF;
+  await open("documents");
+  await drop([pdf]);
+  await page().waitForSelector("#operation");
+  const offered = await page().$$eval("#operation option", (l) => l.map((o) => o.textContent));
+  assert.ok(offered.some((o) => o.includes("/v1/pdf/e-invoice")), offered.join(" | "));
+  await selectByLabel("Operation", "/v1/pdf/to-pdfa");
+  await page().waitForSelector("form.route-form");
+  await selectByLabel("Level", "3b");
+  await accessible("the PDF/A form");
+  await screenshot("12-pdfa-form");
+  const before = readdirSync(downloads);
+  await page().click("form.route-form button[type=submit]");
+  const name = await waitForResult("pdfa");
+  assert.match(name, /-pdfa-3b\.pdf$/);
+  await page().waitForSelector(".results .thumbnails figure", { timeout: 30_000 });
+  await screenshot("13-pdfa-result");
+  await page().click(".results .result button.primary");
+  const saved = await waitForDownload(name, before);
+  execFileSync("qpdf", ["--check", saved], { stdio: "pipe" });
+  // The XMP packet is stored uncompressed, so the part can be read from the bytes.
+  assert.match(readFileSync(saved, "latin1"), /<pdfaid:part>3<\/pdfaid:part>/);
+});
+
 test("a bad value is refused with the field named, next to the field", async () => {
   await open("documents");
   await drop([process.env.PAPERCHAIN_PDF]);

@@ -70,7 +70,7 @@ async fn the_app_works_in_a_real_browser() {
         ("PAPERCHAIN_BALANCE", "1.234567".into()),
         ("PAPERCHAIN_CLAUDE_CONFIG", claude.display().to_string()),
     ];
-    run_browser_tests("app.test.mjs", &env, 7).await;
+    run_browser_tests("app.test.mjs", &env, 8).await;
     for screen in [
         "01-documents-empty",
         "03-rotate-result",
@@ -79,6 +79,7 @@ async fn the_app_works_in_a_real_browser() {
         "08-spend",
         "09-agents",
         "11-n-up-result",
+        "13-pdfa-result",
     ] {
         assert!(artifacts.join(format!("{screen}.png")).is_file(), "screenshot {screen}");
     }
