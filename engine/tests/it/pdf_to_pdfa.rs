@@ -327,6 +327,46 @@ async fn device_cmyk_is_described_and_keeps_its_look() {
     assert_eq!(text(&after), "Printed in CMYK");
 }
 
+const FORM: &str = r#"
+import sys
+from reportlab.pdfgen import canvas
+import pikepdf
+out = sys.argv[1]
+c = canvas.Canvas(out + "/form.pdf")
+c.acroForm.textfield(name="customer", value="Ada Lovelace", x=72, y=700, width=200, height=24, fontSize=12)
+c.showPage()
+c.save()
+# A form that leaves drawing its values to the reader.
+pdf = pikepdf.open(out + "/form.pdf", allow_overwriting_input=True)
+for annot in pdf.pages[0].Annots:
+    del annot["/AP"]
+pdf.Root.AcroForm.NeedAppearances = True
+pdf.save(out + "/form.pdf")
+print("ok")
+"#;
+
+const WIDGET_READER: &str = r#"
+import sys, pikepdf
+pdf = pikepdf.open(sys.argv[1])
+widget = pdf.pages[0].Annots[0]
+print(widget.AP.N.read_bytes().decode("latin-1"))
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn form_values_left_to_the_reader_are_drawn_with_an_embedded_font() {
+    let (dir, form) = common::written_by(FORM, "form.pdf");
+    let (output, report) = convert(&form, json!({})).await;
+    let changes = report["changes"].to_string();
+    assert!(changes.contains("text field appearances drawn from their values"), "{report}");
+    let path = dir.path().join("out.pdf");
+    std::fs::write(&path, &output).unwrap();
+    qpdf_clean(&path);
+    let look = run_python(WIDGET_READER, &[&path]);
+    assert!(look.contains("(Ada Lovelace) Tj"), "{look}");
+    let fonts = fonts(&path);
+    assert!(!fonts.is_empty() && fonts.iter().all(|(_, embedded)| *embedded), "{fonts:?}");
+}
+
 /// Every corpus PDF is converted or refused for a reason of its own; each conversion
 /// passes qpdf's check with every font embedded and names its part in the XMP.
 #[tokio::test(flavor = "multi_thread")]

@@ -191,6 +191,34 @@ fn locate(doc: &Document) -> HashMap<String, Located> {
     out
 }
 
+/// Draws a normal appearance from its value for each text field widget that has none
+/// (every text field widget when `all`: the form asked readers to regenerate them), as
+/// PDF/A wants appearances rather than readers' rendering; answers how many were drawn.
+pub(crate) fn draw_text_appearances(doc: &mut Document, all: bool) -> Result<u64, EngineError> {
+    let located = locate(doc);
+    let mut font = None;
+    let mut drawn = 0;
+    for at in located.values() {
+        let is_text = pdf::inherited(doc, at.field, b"FT").and_then(|t| t.as_name().ok()) == Some(b"Tx".as_slice());
+        let value = pdf::inherited(doc, at.field, b"V").and_then(|v| pdf::text_string(doc, v));
+        let (true, Some(value)) = (is_text, value) else { continue };
+        for &widget in &at.widgets {
+            let has_look = doc
+                .get_dictionary(widget)
+                .ok()
+                .and_then(|w| pdf::dict_at(doc, w, b"AP"))
+                .is_some_and(|ap| ap.has(b"N"));
+            if has_look && !all {
+                continue;
+            }
+            let font = *font.get_or_insert_with(|| helvetica(doc));
+            text_appearance(doc, widget, &value, font)?;
+            drawn += 1;
+        }
+    }
+    Ok(drawn)
+}
+
 /// Writes the values.
 fn fill(doc: &mut Document, values: &[(String, NewValue)]) -> Result<(), EngineError> {
     let located = locate(doc);

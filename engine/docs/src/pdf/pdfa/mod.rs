@@ -133,6 +133,14 @@ pub fn convert(
 ) -> Result<PdfaReport, EngineError> {
     let mut changes = Changes::default();
     doc.prune_objects();
+    // Text fields are drawn from their values before the fonts are looked at, so the
+    // font of the new appearances is embedded too.
+    let regenerate = matches!(
+        doc.catalog().ok().and_then(|c| pdf::dict_at(doc, c, b"AcroForm")).and_then(|f| f.get(b"NeedAppearances").ok()),
+        Some(Object::Boolean(true))
+    );
+    let drawn = crate::docs::fill_form::draw_text_appearances(doc, regenerate)?;
+    changes.add("text field appearances drawn from their values", drawn);
     let fonts_embedded = fonts::embed_missing(doc)?;
     output_intent(doc, &mut changes)?;
     let cleaned = sanitize(
