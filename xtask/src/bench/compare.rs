@@ -228,6 +228,28 @@ impl Bench {
     }
 }
 
+impl Side {
+    /// `paperchain call OPERATION [--input -] --file POINTER=PATH… --out OUTPUT --force`, the
+    /// input (when there is one) on stdin.
+    pub(super) fn paperchain(
+        program: &Path,
+        operation: &str,
+        input: Option<&'static str>,
+        files: &[(String, &Path)],
+        output: Produces,
+    ) -> Side {
+        let mut args: Vec<OsString> = vec!["call".into(), operation.into()];
+        if input.is_some() {
+            args.extend(["--input".into(), "-".into()]);
+        }
+        for (pointer, path) in files {
+            args.extend(["--file".into(), format!("{pointer}={}", path.display()).into()]);
+        }
+        args.extend(["--out".into(), output.path().into(), "--force".into()]);
+        Side { program: program.to_path_buf(), args, stdin: input, output }
+    }
+}
+
 impl Timing {
     pub(super) fn of(runs: &[Duration], peak_rss_kib: Option<u64>, output_bytes: u64) -> Timing {
         let mut sorted = runs.to_vec();

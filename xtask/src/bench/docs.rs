@@ -42,22 +42,8 @@ pub(super) fn cases(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Res
         std::fs::create_dir_all(&folder).with_context(|| format!("creating {}", folder.display()))?;
     }
     let out = |side: &str, name: String| dir.join(side).join(name);
-    // `paperchain call OPERATION --input - --file file=PATH --out OUTPUT --force`
-    let paperchain = |operation: &str, input: &'static str, pdf: &Path, output: Produces| Side {
-        program: paperchain.to_path_buf(),
-        args: vec![
-            os("call"),
-            os(operation),
-            os("--input"),
-            os("-"),
-            os("--file"),
-            os(format!("file={}", pdf.display())),
-            os("--out"),
-            output.path().into(),
-            os("--force"),
-        ],
-        stdin: Some(input),
-        output,
+    let paperchain = |operation: &str, input: &'static str, pdf: &Path, output: Produces| {
+        Side::paperchain(paperchain, operation, Some(input), &[("file".into(), pdf)], output)
     };
     let one_pdf =
         |input: &Input| Expect { files: 1, pages_each: input.pages, rotations: None, text_samples: Vec::new() };

@@ -51,17 +51,8 @@ pub(super) fn cases(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Res
     let merged_pages = PART_PAGES * MERGE_FILES as u32;
     let turned: Vec<u32> = rotations(&big, big_pages)?.into_iter().map(|r| (r + 90) % 360).collect();
     let out = |side: &str, name: &str| dir.join(side).join(name);
-    // `paperchain call OPERATION [--input -] --file POINTER=PATH… --out OUTPUT --force`
     let paperchain = |operation: &str, input: Option<&'static str>, files: Vec<(String, &Path)>, output: Produces| {
-        let mut args = vec![os("call"), os(operation)];
-        if input.is_some() {
-            args.extend([os("--input"), os("-")]);
-        }
-        for (pointer, path) in files {
-            args.extend([os("--file"), os(format!("{pointer}={}", path.display()))]);
-        }
-        args.extend([os("--out"), output.path().into(), os("--force")]);
-        Side { program: paperchain.to_path_buf(), args, stdin: input, output }
+        Side::paperchain(paperchain, operation, input, &files, output)
     };
     let qpdf = |args: Vec<OsString>, output: Produces| Side { program: "qpdf".into(), args, stdin: None, output };
 
@@ -178,7 +169,13 @@ pub(super) fn layouts(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::R
         table: "layouts",
         tool: "gs",
         operation: format!("n-up: {big_pages} pages, 4 a sheet"),
-        paperchain: call_side(paperchain, "n_up_pdf_pages", r#"{"per_sheet":4,"sheet":"A4"}"#, &big, ours),
+        paperchain: Side::paperchain(
+            paperchain,
+            "n_up_pdf_pages",
+            Some(r#"{"per_sheet":4,"sheet":"A4"}"#),
+            &[("file".into(), &big)],
+            Produces::Pdf(ours),
+        ),
         reference: Side {
             program: "gs".into(),
             args: vec![
@@ -210,7 +207,13 @@ pub(super) fn layouts(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::R
         table: "layouts",
         tool: "gs",
         operation: format!("PDF/A-2b: {script_pages} pages"),
-        paperchain: call_side(paperchain, "convert_pdf_to_pdfa", r#"{"level":"2b"}"#, &script, ours),
+        paperchain: Side::paperchain(
+            paperchain,
+            "convert_pdf_to_pdfa",
+            Some(r#"{"level":"2b"}"#),
+            &[("file".into(), &script)],
+            Produces::Pdf(ours),
+        ),
         reference: Side {
             program: "gs".into(),
             args: vec![
@@ -237,26 +240,6 @@ pub(super) fn layouts(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::R
         ),
     };
     Ok(vec![n_up, pdfa])
-}
-
-/// `paperchain call OPERATION --input - --file file=FILE --out OUT --force`, the input on stdin.
-fn call_side(paperchain: &Path, operation: &str, input: &'static str, file: &Path, out: PathBuf) -> Side {
-    Side {
-        program: paperchain.to_path_buf(),
-        args: vec![
-            os("call"),
-            os(operation),
-            os("--input"),
-            os("-"),
-            os("--file"),
-            os(format!("file={}", file.display())),
-            os("--out"),
-            out.clone().into(),
-            os("--force"),
-        ],
-        stdin: Some(input),
-        output: Produces::Pdf(out),
-    }
 }
 
 fn os(text: impl Into<OsString>) -> OsString {
