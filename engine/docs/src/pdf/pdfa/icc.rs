@@ -1,9 +1,13 @@
-//! The sRGB ICC profile of PDF/A's output intent, written from the standard's numbers
-//! (IEC 61966-2-1: its primaries adapted to D50, its tone curve) rather than shipped as a
-//! file: an ICC version 2.1 display profile, as PDF/A-2 and -3 accept.
+//! The ICC profiles PDF/A needs, written from numbers rather than shipped as files (ICC
+//! version 2.1, as PDF/A-2 and -3 accept): the sRGB display profile of the output intent
+//! (IEC 61966-2-1: its primaries adapted to D50, its tone curve), and a CMYK input profile
+//! describing device CMYK as readers paint it unprofiled.
 
 /// The profile's description, also the output intent's condition.
 pub const DESCRIPTION: &str = "sRGB IEC61966-2.1";
+
+/// The D50 white of the profile connection space.
+const D50: [f64; 3] = [0.9642, 1.0, 0.8249];
 
 /// Entries of each tone curve.
 const CURVE_POINTS: usize = 1024;
@@ -54,8 +58,16 @@ fn text_tag(text: &str) -> Vec<u8> {
     tag
 }
 
-/// A profile of `class` and `space` holding `tags` (several signatures may share one tag).
-fn profile(class: &[u8; 4], space: &[u8; 4], tags: Vec<(Vec<&[u8; 4]>, Vec<u8>)>) -> Vec<u8> {
+/// A profile of `class` and `space` described as `description`, holding the description,
+/// copyright and white point tags and `tags` (several signatures may share one tag).
+fn profile(class: &[u8; 4], space: &[u8; 4], description: &str, tags: Vec<(Vec<&[u8; 4]>, Vec<u8>)>) -> Vec<u8> {
+    let [x, y, z] = D50;
+    let common = [
+        (vec![b"desc"], desc_tag(description)),
+        (vec![b"cprt"], text_tag("No copyright, use freely")),
+        (vec![b"wtpt"], xyz(x, y, z)),
+    ];
+    let tags: Vec<(Vec<&[u8; 4]>, Vec<u8>)> = common.into_iter().chain(tags).collect();
     let count: usize = tags.iter().map(|(signatures, _)| signatures.len()).sum();
     let table_len = 4 + 12 * count;
     let mut data = Vec::new();
@@ -84,7 +96,7 @@ fn profile(class: &[u8; 4], space: &[u8; 4], tags: Vec<(Vec<&[u8; 4]>, Vec<u8>)>
     header.extend_from_slice(b"acsp");
     header.extend_from_slice(&[0; 4 + 4 + 4 + 4 + 8]); // platform, flags, maker, model, attributes
     header.extend_from_slice(&[0, 0, 0, 0]); // perceptual
-    for v in [0.9642, 1.0, 0.8249] {
+    for v in D50 {
         header.extend_from_slice(&s15_16(v));
     }
     header.extend_from_slice(&[0; 4 + 16 + 28]); // creator, profile ID, reserved
@@ -107,10 +119,14 @@ pub fn cmyk_profile() -> Vec<u8> {
     }
     lut.extend_from_slice(&2u16.to_be_bytes());
     lut.extend_from_slice(&2u16.to_be_bytes());
-    for _ in 0..4 {
-        lut.extend_from_slice(&0u16.to_be_bytes());
-        lut.extend_from_slice(&u16::MAX.to_be_bytes());
-    }
+    // Input and output tables of two entries each: straight lines, changing nothing.
+    let identity = |lut: &mut Vec<u8>, channels: usize| {
+        for _ in 0..channels {
+            lut.extend_from_slice(&0u16.to_be_bytes());
+            lut.extend_from_slice(&u16::MAX.to_be_bytes());
+        }
+    };
+    identity(&mut lut, 4);
     let step = |i: usize| i as f64 / (CMYK_GRID - 1) as f64;
     for c in 0..CMYK_GRID {
         for m in 0..CMYK_GRID {
@@ -128,20 +144,8 @@ pub fn cmyk_profile() -> Vec<u8> {
             }
         }
     }
-    for _ in 0..3 {
-        lut.extend_from_slice(&0u16.to_be_bytes());
-        lut.extend_from_slice(&u16::MAX.to_be_bytes());
-    }
-    profile(
-        b"scnr",
-        b"CMYK",
-        vec![
-            (vec![b"desc"], desc_tag(CMYK_DESCRIPTION)),
-            (vec![b"cprt"], text_tag("No copyright, use freely")),
-            (vec![b"wtpt"], xyz(0.9642, 1.0, 0.8249)),
-            (vec![b"A2B0"], lut),
-        ],
-    )
+    identity(&mut lut, 3);
+    profile(b"scnr", b"CMYK", CMYK_DESCRIPTION, vec![(vec![b"A2B0"], lut)])
 }
 
 /// The sRGB profile's bytes.
@@ -157,10 +161,8 @@ pub fn srgb_profile() -> Vec<u8> {
     profile(
         b"mntr",
         b"RGB ",
+        DESCRIPTION,
         vec![
-            (vec![b"desc"], desc_tag(DESCRIPTION)),
-            (vec![b"cprt"], text_tag("No copyright, use freely")),
-            (vec![b"wtpt"], xyz(0.9642, 1.0, 0.8249)),
             (vec![b"rXYZ"], xyz(rx, ry, rz)),
             (vec![b"gXYZ"], xyz(gx, gy, gz)),
             (vec![b"bXYZ"], xyz(bx, by, bz)),
