@@ -10,20 +10,17 @@
 //! family), or whose stated widths the stand-in does not match, refuses the call, naming
 //! the font and the page.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use lopdf::{Dictionary, Document, Object, ObjectId, Stream, dictionary};
 use sha2::{Digest, Sha256};
 
+use super::scan::Scan;
 use super::truetype::TrueType;
 use crate::error::EngineError;
 
-/// Deepest nesting of resources followed (forms in forms, patterns, Type 3 glyphs).
-const MAX_DEPTH: usize = 32;
-/// Most content bytes decoded to learn which codes each font shows, across the file.
-const MAX_SCANNED_CONTENT: usize = 512 * 1024 * 1024;
 /// Largest difference, in thousandths of an em, between a width the PDF states and the
 /// stand-in's, before the stand-in is judged not to have the same metrics.
 const WIDTH_TOLERANCE: f64 = 15.0;
@@ -39,14 +36,12 @@ pub struct EmbeddedFont {
     pub embedded: String,
 }
 
-/// Embeds a stand-in for every drawn simple font that is not embedded; refuses, naming
-/// them, when some font cannot be.
-pub fn embed_missing(doc: &mut Document) -> Result<Vec<EmbeddedFont>, EngineError> {
-    promote_direct_fonts(doc);
-    let used = used_fonts(doc);
+/// Embeds a stand-in for every simple font `used` finds drawn and not embedded; refuses,
+/// naming them, when some font cannot be.
+pub fn embed_missing(doc: &mut Document, used: &Scan) -> Result<Vec<EmbeddedFont>, EngineError> {
     let mut embedded = Vec::new();
     let mut refused: Vec<String> = Vec::new();
-    for (id, page) in used.fonts {
+    for &(id, page) in &used.fonts {
         // Codes shown, when every content was read (none: the font draws nothing).
         let none = BTreeSet::new();
         let shown = if used.complete { Some(used.codes.get(&id).unwrap_or(&none)) } else { None };
@@ -137,8 +132,8 @@ fn check(doc: &Document, font: &Dictionary) -> Status {
 }
 
 /// Moves font dictionaries written inside other objects into objects of their own, so
-/// each can be replaced by its id.
-fn promote_direct_fonts(doc: &mut Document) {
+/// each can be replaced by its id (and found by [`super::scan`]).
+pub(super) fn promote_direct_fonts(doc: &mut Document) {
     let ids: Vec<ObjectId> = doc.objects.keys().copied().collect();
     for id in ids {
         let Some(mut object) = doc.objects.remove(&id) else { continue };
@@ -176,182 +171,6 @@ fn promote_in(doc: &mut Document, dict: &mut Dictionary, depth: usize) {
                 promote_in(doc, inner, depth + 1);
             }
         }
-    }
-}
-
-/// The fonts drawn with: each font's first page, and the codes its text shows.
-#[derive(Default)]
-struct Used {
-    fonts: Vec<(ObjectId, usize)>,
-    codes: HashMap<ObjectId, BTreeSet<u8>>,
-    /// Whether every content stream was read (none past the budget or undecodable).
-    complete: bool,
-}
-
-/// Something that draws: its content streams and the resources they name.
-struct Drawing {
-    streams: Vec<ObjectId>,
-    resources: Option<Object>,
-    page: usize,
-    depth: usize,
-}
-
-/// Every font drawn with, found from the pages' resources down, and the codes shown in
-/// each (from the pages', forms', patterns' and appearances' content).
-fn used_fonts(doc: &Document) -> Used {
-    let mut used = Used { complete: true, ..Used::default() };
-    let mut seen_fonts = HashSet::new();
-    let mut seen = HashSet::new();
-    let mut budget = MAX_SCANNED_CONTENT;
-    for (index, page_id) in doc.page_iter().enumerate() {
-        let page = index + 1;
-        let Ok(page_dict) = doc.get_dictionary(page_id) else { continue };
-        let streams = crate::pdf::content_refs(doc, page_dict).iter().filter_map(|c| c.as_reference().ok()).collect();
-        let resources = crate::pdf::inherited(doc, page_id, b"Resources").cloned();
-        let mut todo = vec![Drawing { streams, resources, page, depth: 0 }];
-        // Annotation appearances draw too.
-        let annots = page_dict
-            .get(b"Annots")
-            .ok()
-            .and_then(|a| doc.dereference(a).ok())
-            .and_then(|(_, a)| a.as_array().ok().cloned())
-            .unwrap_or_default();
-        for annot in annots {
-            let Some(ap) = doc
-                .dereference(&annot)
-                .ok()
-                .and_then(|(_, a)| a.as_dict().ok())
-                .and_then(|a| a.get(b"AP").ok())
-                .and_then(|ap| doc.dereference(ap).ok())
-                .and_then(|(_, ap)| ap.as_dict().ok())
-            else {
-                continue;
-            };
-            for (_, look) in ap.iter() {
-                for id in appearance_streams(doc, look) {
-                    let resources = doc
-                        .get_object(id)
-                        .ok()
-                        .and_then(|s| s.as_stream().ok())
-                        .and_then(|s| s.dict.get(b"Resources").ok())
-                        .cloned();
-                    todo.push(Drawing { streams: vec![id], resources, page, depth: 1 });
-                }
-            }
-        }
-        while let Some(drawing) = todo.pop() {
-            if drawing.depth > MAX_DEPTH || drawing.streams.iter().any(|id| !seen.insert(*id)) && drawing.depth > 0 {
-                continue;
-            }
-            let resources =
-                drawing.resources.as_ref().and_then(|r| doc.dereference(r).ok()).and_then(|(_, r)| r.as_dict().ok());
-            let fonts = resources
-                .and_then(|r| r.get(b"Font").ok())
-                .and_then(|f| doc.dereference(f).ok())
-                .and_then(|(_, f)| f.as_dict().ok());
-            if let Some(fonts) = fonts {
-                for (_, font) in fonts.iter() {
-                    let Object::Reference(id) = font else { continue };
-                    if !seen_fonts.insert(*id) {
-                        continue;
-                    }
-                    used.fonts.push((*id, drawing.page));
-                    // A Type 3 font's glyphs are drawings with resources of their own.
-                    if let Ok(dict) = doc.get_dictionary(*id)
-                        && let Some(procs) = dict
-                            .get(b"CharProcs")
-                            .ok()
-                            .and_then(|c| doc.dereference(c).ok())
-                            .and_then(|(_, c)| c.as_dict().ok())
-                    {
-                        let streams = procs.iter().filter_map(|(_, g)| g.as_reference().ok()).collect();
-                        let resources = dict.get(b"Resources").ok().cloned();
-                        todo.push(Drawing { streams, resources, page: drawing.page, depth: drawing.depth + 1 });
-                    }
-                }
-                used.complete &= shown_codes(doc, &drawing.streams, fonts, &mut budget, &mut used.codes);
-            }
-            let Some(resources) = resources else { continue };
-            for key in [&b"XObject"[..], b"Pattern"] {
-                let Some(items) =
-                    resources.get(key).ok().and_then(|x| doc.dereference(x).ok()).and_then(|(_, x)| x.as_dict().ok())
-                else {
-                    continue;
-                };
-                for (_, item) in items.iter() {
-                    let Object::Reference(id) = item else { continue };
-                    let Ok(Object::Stream(stream)) = doc.get_object(*id) else { continue };
-                    // A form without resources of its own uses the ones it is drawn with.
-                    let inner = stream.dict.get(b"Resources").ok().cloned().or_else(|| drawing.resources.clone());
-                    todo.push(Drawing {
-                        streams: vec![*id],
-                        resources: inner,
-                        page: drawing.page,
-                        depth: drawing.depth + 1,
-                    });
-                }
-            }
-        }
-    }
-    used
-}
-
-/// Adds the codes the text operators of `streams` show, per font, to `codes`; false when
-/// some content could not be read.
-fn shown_codes(
-    doc: &Document,
-    streams: &[ObjectId],
-    fonts: &Dictionary,
-    budget: &mut usize,
-    codes: &mut HashMap<ObjectId, BTreeSet<u8>>,
-) -> bool {
-    let mut content = Vec::new();
-    for id in streams {
-        let Ok(Object::Stream(stream)) = doc.get_object(*id) else { continue };
-        let Ok(bytes) = stream.decompressed_content_with_limit(*budget) else { return false };
-        *budget = budget.saturating_sub(bytes.len());
-        content.extend_from_slice(&bytes);
-        content.push(b'\n');
-    }
-    let Ok(content) = lopdf::content::Content::decode(&content) else { return false };
-    let mut current: Option<ObjectId> = None;
-    let mut add = |font: Option<ObjectId>, text: &Object| {
-        let (Some(font), Object::String(bytes, _)) = (font, text) else { return };
-        codes.entry(font).or_default().extend(bytes.iter().copied());
-    };
-    for op in &content.operations {
-        match op.operator.as_str() {
-            "Tf" => {
-                current = op
-                    .operands
-                    .first()
-                    .and_then(|n| n.as_name().ok())
-                    .and_then(|n| fonts.get(n).ok())
-                    .and_then(|f| f.as_reference().ok());
-            }
-            "Tj" | "'" => op.operands.first().into_iter().for_each(|t| add(current, t)),
-            "\"" => op.operands.get(2).into_iter().for_each(|t| add(current, t)),
-            "TJ" => {
-                if let Some(Object::Array(items)) = op.operands.first() {
-                    items.iter().for_each(|t| add(current, t));
-                }
-            }
-            _ => {}
-        }
-    }
-    true
-}
-
-/// The streams of one appearance entry (a stream, or a dictionary of states).
-fn appearance_streams(doc: &Document, look: &Object) -> Vec<ObjectId> {
-    match look {
-        Object::Reference(id) => match doc.get_object(*id) {
-            Ok(Object::Stream(_)) => vec![*id],
-            Ok(Object::Dictionary(states)) => states.iter().filter_map(|(_, s)| s.as_reference().ok()).collect(),
-            _ => Vec::new(),
-        },
-        Object::Dictionary(states) => states.iter().filter_map(|(_, s)| s.as_reference().ok()).collect(),
-        _ => Vec::new(),
     }
 }
 

@@ -20,11 +20,11 @@
 pub mod facturx;
 pub mod fonts;
 pub mod icc;
+pub mod scan;
 pub mod truetype;
 
 use std::collections::HashSet;
 
-use lopdf::content::Content;
 use lopdf::{Dictionary, Document, Object, ObjectId, Stream, StringFormat, dictionary};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -59,8 +59,6 @@ const ALLOWED_NAMED: [&[u8]; 4] = [b"NextPage", b"PrevPage", b"FirstPage", b"Las
 const FORBIDDEN_ANNOTATIONS: [&[u8]; 5] = [b"3D", b"Sound", b"Screen", b"Movie", b"RichMedia"];
 /// Deepest nesting of direct dictionaries looked into.
 const MAX_DEPTH: usize = 8;
-/// Most content bytes decoded when looking for device colour, across the file.
-const MAX_SCANNED_CONTENT: usize = 512 * 1024 * 1024;
 
 /// The PDF/A part and level made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -141,8 +139,10 @@ pub fn convert(
     );
     let drawn = crate::docs::fill_form::draw_text_appearances(doc, regenerate)?;
     changes.add("text field appearances drawn from their values", drawn);
-    let fonts_embedded = fonts::embed_missing(doc)?;
-    output_intent(doc, &mut changes)?;
+    fonts::promote_direct_fonts(doc);
+    let drawing = scan::scan(doc);
+    let fonts_embedded = fonts::embed_missing(doc, &drawing)?;
+    output_intent(doc, &drawing, &mut changes)?;
     let cleaned = sanitize(
         doc,
         SanitizeOptions {
@@ -196,8 +196,8 @@ struct DeviceColour {
 }
 
 /// Adds the sRGB output intent unless a PDF/A one fits the colour the file uses.
-fn output_intent(doc: &mut Document, changes: &mut Changes) -> Result<(), EngineError> {
-    let used = device_colour(doc);
+fn output_intent(doc: &mut Document, drawing: &scan::Scan, changes: &mut Changes) -> Result<(), EngineError> {
+    let used = device_colour(doc, drawing);
     let root = catalog_id(doc)?;
     let catalog = doc.get_dictionary(root).map_err(|e| pdf::edit_error("reading the catalog", e))?;
     let existing = catalog
@@ -235,49 +235,20 @@ fn output_intent(doc: &mut Document, changes: &mut Changes) -> Result<(), Engine
     Ok(())
 }
 
-/// Device colour used anywhere: colour spaces named in objects, and the colour operators
-/// of content streams.
-fn device_colour(doc: &Document) -> DeviceColour {
-    let mut found = DeviceColour::default();
-    let contents = content_stream_ids(doc);
-    let mut budget = MAX_SCANNED_CONTENT;
-    for (id, object) in &doc.objects {
+/// Device colour used anywhere: colour spaces named in the file's objects, and what the
+/// content paints (`drawing`).
+fn device_colour(doc: &Document, drawing: &scan::Scan) -> DeviceColour {
+    let mut found = DeviceColour { cmyk: drawing.cmyk, rgb: drawing.rgb };
+    for object in doc.objects.values() {
         let dict = match object {
             Object::Stream(s) => &s.dict,
             Object::Dictionary(d) => d,
             _ => continue,
         };
         let mut names = Vec::new();
-        device_names(&Object::Dictionary(dict.clone()), 0, &mut names);
-        for n in names {
-            match n {
-                b"DeviceCMYK" => found.cmyk = true,
-                b"DeviceRGB" => found.rgb = true,
-                _ => {}
-            }
-        }
-        if contents.contains(id)
-            && let Object::Stream(stream) = object
-            && budget > 0
-        {
-            let Ok(bytes) = stream.decompressed_content_with_limit(budget) else { continue };
-            budget = budget.saturating_sub(bytes.len());
-            let Ok(content) = Content::decode(&bytes) else { continue };
-            for op in &content.operations {
-                let cmyk = matches!(op.operator.as_str(), "k" | "K")
-                    || op.operands.iter().any(|o| matches!(o, Object::Name(n) if n == b"DeviceCMYK" || n == b"CMYK"))
-                    || (op.operator == "BI"
-                        && op.operands.iter().any(|o| {
-                            let mut names = Vec::new();
-                            device_names(o, 0, &mut names);
-                            names.iter().any(|n| *n == b"DeviceCMYK" || *n == b"CMYK")
-                        }));
-                let rgb = matches!(op.operator.as_str(), "rg" | "RG")
-                    || op.operands.iter().any(|o| matches!(o, Object::Name(n) if n == b"DeviceRGB" || n == b"RGB"));
-                found.cmyk |= cmyk;
-                found.rgb |= rgb;
-            }
-        }
+        dict.iter().for_each(|(_, v)| device_names(v, 1, &mut names));
+        found.cmyk |= names.contains(&&b"DeviceCMYK"[..]);
+        found.rgb |= names.contains(&&b"DeviceRGB"[..]);
     }
     found
 }
@@ -292,38 +263,8 @@ fn device_names(object: &Object, depth: usize, out: &mut Vec<&'static [u8]>) {
         Object::Name(n) if n == b"DeviceRGB" || n == b"RGB" => out.push(b"DeviceRGB"),
         Object::Array(items) => items.iter().for_each(|i| device_names(i, depth + 1, out)),
         Object::Dictionary(d) => d.iter().for_each(|(_, v)| device_names(v, depth + 1, out)),
-        Object::Stream(s) => s.dict.iter().for_each(|(_, v)| device_names(v, depth + 1, out)),
         _ => {}
     }
-}
-
-/// The streams holding drawing operators: page contents, form XObjects, tiling patterns,
-/// Type 3 glyphs.
-fn content_stream_ids(doc: &Document) -> HashSet<ObjectId> {
-    let mut ids = HashSet::new();
-    for page_id in doc.page_iter() {
-        let Ok(page) = doc.get_dictionary(page_id) else { continue };
-        ids.extend(pdf::content_refs(doc, page).iter().filter_map(|c| c.as_reference().ok()));
-    }
-    for (id, object) in &doc.objects {
-        match object {
-            Object::Stream(s)
-                if name(doc, &s.dict, b"Subtype") == Some(b"Form")
-                    || s.dict.get(b"PatternType").ok().and_then(|t| pdf::number(doc, t)) == Some(1.0) =>
-            {
-                ids.insert(*id);
-            }
-            Object::Dictionary(d) if name(doc, d, b"Subtype") == Some(b"Type3") => {
-                if let Some(procs) =
-                    d.get(b"CharProcs").ok().and_then(|c| doc.dereference(c).ok()).and_then(|(_, c)| c.as_dict().ok())
-                {
-                    ids.extend(procs.iter().filter_map(|(_, g)| g.as_reference().ok()));
-                }
-            }
-            _ => {}
-        }
-    }
-    ids
 }
 
 /// Describes device CMYK with [`icc::cmyk_profile`]: every colour space named DeviceCMYK
