@@ -13,6 +13,9 @@
 //! - [`markdown_score`]: how close a Markdown conversion is to a reference (text, headings, tables).
 //! - [`variety`]: statements, reports and tables written by reportlab, LibreOffice and Chromium
 //!   at test time, with their exact ground truth.
+//! - [`pki`]: a test CA made by `openssl ca` (root, intermediate, RSA and ECDSA signers as
+//!   PKCS#12, a time-stamping certificate, an unrelated root) and pyHanko's validator and
+//!   signer; with the `suite` feature, an RFC 3161 time-stamp authority (`openssl ts`).
 //! - [`b64`] and [`b64_decode`]: standard base64; [`workspace_root`]: the checkout's root.
 //! - `suite` feature (default): [`loopback`] (stand-in HTTP servers: request reader,
 //!   closed ports, silent servers), [`hyperliquid`] (the funding upstream replaying
@@ -36,6 +39,7 @@ pub mod keyring;
 pub mod markdown_score;
 pub mod openpyxl;
 pub mod page_pdf;
+pub mod pki;
 pub mod scan;
 pub mod table_score;
 pub mod tools;

@@ -25,6 +25,10 @@ pub const DEBIAN_PACKAGES: &[DebianPackage] = &[
     DebianPackage { name: "python3-venv", why: "`python3 -m venv`, for the Python tools below" },
     DebianPackage { name: "time", why: "/usr/bin/time: peak memory in the bench" },
     DebianPackage { name: "wrk", why: "the HTTP load generator of `cargo xtask bench load`" },
+    DebianPackage {
+        name: "openssl",
+        why: "the test CA (`openssl ca`) and time-stamp authority (`openssl ts`) of the signature tests",
+    },
     // The wallet's keyring tests (wallet/tests/it/keyring.rs) run a real Secret Service:
     // testkit's `keyring::SecretService` starts a private session bus and an unlocked
     // gnome-keyring on it.
@@ -177,6 +181,28 @@ pub const PYTHON_TOOLS: &[PythonTool] = &[
         ],
         why: "validates the server.json of `cargo xtask bundle --bundles mcpb` against the MCP registry's schema \
               in cli/tests/it/mcpb.rs",
+    },
+    PythonTool {
+        requirement: "pyhanko==0.38.0",
+        // The exact version: another one validates (and reports) otherwise.
+        probe: &[
+            "python",
+            "-c",
+            "import sys, importlib.metadata, pyhanko.sign.validation; \
+             sys.exit(importlib.metadata.version('pyhanko') != '0.38.0')",
+        ],
+        why: "the independent validator (and second signer) of /v1/pdf/sign and /v1/pdf/verify-signatures in tests",
+    },
+    PythonTool {
+        // pyhanko 0.38.0 takes any 0.33.x; its path validation is pinned too.
+        requirement: "pyhanko-certvalidator==0.33.0",
+        probe: &[
+            "python",
+            "-c",
+            "import sys, importlib.metadata, pyhanko_certvalidator; \
+             sys.exit(importlib.metadata.version('pyhanko-certvalidator') != '0.33.0')",
+        ],
+        why: "the certificate path validation of pyhanko (above)",
     },
 ];
 

@@ -124,6 +124,15 @@ pub const CODES: &[(&str, &str)] = &[
         "the invoice XML is not a Factur-X / ZUGFeRD invoice, lacks fields its profile requires or its totals do not \
          add up; every problem is listed",
     ),
+    ("invalid_certificate", "a certificate or PKCS#12 file cannot be read, or holds no usable key and certificate"),
+    ("encrypted_pdf", "the route cannot work on an encrypted PDF; unlock it first"),
+    ("already_signed", "the signature field named is signed already"),
+    ("not_a_signature_field", "the field named is a form field of another type than signature"),
+    ("no_signatures", "the PDF has no signatures"),
+    (
+        "timestamp_failed",
+        "the time-stamp authority refused the request or answered with something other than a valid time stamp",
+    ),
     ("too_complex", "a page draws more objects, or more image data, than one call looks at"),
     ("body_too_large", "the request body is larger than the limit"),
     ("unsupported_media_type", "the body is not application/json"),

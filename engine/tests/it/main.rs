@@ -45,6 +45,7 @@ mod pdf_layouts;
 mod pdf_ocr;
 mod pdf_redact;
 mod pdf_sanitize;
+mod pdf_sign;
 mod pdf_split_by;
 mod pdf_tables;
 mod pdf_to_docx;

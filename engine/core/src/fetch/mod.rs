@@ -15,6 +15,8 @@
 //! - at most [`FetchLimits::max_bytes`] of body (Content-Length checked up front, the
 //!   stream counted) and [`FetchLimits::timeout`] in total across all redirects;
 //! - raw bytes: no content decoding; a non-2xx final status is an error naming it.
+//! - [`SafeFetcher::post`] (a time-stamp request to a user's time-stamp authority) follows
+//!   only 307 and 308, which keep the method and the body.
 
 pub mod address;
 
@@ -127,25 +129,43 @@ impl SafeFetcher {
 
     /// Fetch `url`, following redirects by hand; every target is checked first.
     pub async fn fetch(&self, url: &str) -> Result<Fetched, FetchError> {
+        self.send(url, None).await
+    }
+
+    /// POST `body` as `content_type` to `url` and read the answer under the same rules;
+    /// only 307 and 308 redirects (which keep the method and the body) are followed.
+    pub async fn post(&self, url: &str, content_type: &'static str, body: Vec<u8>) -> Result<Fetched, FetchError> {
+        self.send(url, Some((content_type, body))).await
+    }
+
+    /// A GET (`body` None) or a POST, under the time limit.
+    async fn send(&self, url: &str, body: Option<(&'static str, Vec<u8>)>) -> Result<Fetched, FetchError> {
         let start = Url::parse(url).map_err(|e| FetchError::InvalidUrl(e.to_string()))?;
         check_url(&start, &self.policy)?;
-        match tokio::time::timeout(self.limits.timeout, self.fetch_checked(start)).await {
+        match tokio::time::timeout(self.limits.timeout, self.send_checked(start, body)).await {
             Ok(result) => result,
             Err(_) => Err(FetchError::Timeout),
         }
     }
 
-    /// The fetch loop; `url` has passed [`check_url`].
-    async fn fetch_checked(&self, mut url: Url) -> Result<Fetched, FetchError> {
+    /// The request loop; `url` has passed [`check_url`].
+    async fn send_checked(&self, mut url: Url, body: Option<(&'static str, Vec<u8>)>) -> Result<Fetched, FetchError> {
         let client = self.client.get().map_err(FetchError::Network)?;
         let mut redirects: u8 = 0;
         loop {
-            // Every URL reaching this point was checked (the start URL by `fetch`,
+            // Every URL reaching this point was checked (the start URL by `send`,
             // redirect targets below); check again so the invariant is local.
             check_url(&url, &self.policy)?;
-            let mut response = client.get(url.clone()).send().await.map_err(network_error)?;
+            let request = match &body {
+                None => client.get(url.clone()),
+                Some((content_type, bytes)) => {
+                    client.post(url.clone()).header(CONTENT_TYPE, *content_type).body(bytes.clone())
+                }
+            };
+            let mut response = request.send().await.map_err(network_error)?;
             let status = response.status();
-            if matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308) {
+            let follows = if body.is_some() { &[307, 308][..] } else { &[301, 302, 303, 307, 308][..] };
+            if follows.contains(&status.as_u16()) {
                 let location = response.headers().get(LOCATION).ok_or(FetchError::Status(status.as_u16()))?;
                 let location = std::str::from_utf8(location.as_bytes())
                     .map_err(|_| FetchError::InvalidUrl("redirect Location is not UTF-8".to_string()))?;

@@ -16,6 +16,7 @@ pub mod embedded_files;
 pub mod flate;
 pub mod graft;
 pub mod impose;
+pub mod incremental;
 pub mod inspect;
 pub mod metadata;
 pub mod name_tree;
@@ -26,6 +27,7 @@ pub mod pdfium;
 pub mod qpdf;
 pub mod recompress_images;
 pub mod repair_pass;
+pub mod sign;
 pub mod stamp;
 #[cfg(test)]
 pub(crate) mod testing;
