@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
-use crate::context::{Context, blocking};
+use crate::context::{Context, Limits, blocking};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
 use crate::error::{EngineError, ErrorKind};
 use crate::input::{FileInput, fetch_error};
@@ -87,8 +87,11 @@ pub struct SignReport {
     pub signed_at: String,
     /// The time the authority stamped, for B-T.
     pub time_stamp: Option<String>,
-    /// The signed revision's size: the signature covers every byte of the file.
+    /// The signed file's size: the signature covers every byte of it.
     pub bytes: usize,
+    /// Whether the file was rewritten before signing: its cross-reference data was damaged (or listed objects at
+    /// the wrong places) and it had no signature to keep. Otherwise the original bytes come first, unchanged.
+    pub rewritten: bool,
 }
 
 /// A checked call.
@@ -219,23 +222,14 @@ impl Route for SignRoute {
         let limits = ctx.limits;
         let at = placement.at;
         // The field, the reserved room, and the signature over the signed attributes.
-        let (prepared, identity, signed, signature) = blocking(move || {
-            let doc = pdf::open(&bytes, None, &limits).map_err(|e| e.under("/file"))?;
-            if doc.xref_recovery.is_some() {
-                return Err(EngineError::invalid_with(
-                    "damaged_pdf",
-                    "/file",
-                    "/file: the PDF's cross-reference table is damaged, so a signature cannot be appended to it; \
-                     repair it first (/v1/pdf/repair) and sign the repaired file",
-                ));
-            }
-            let prepared = sign::prepare(&bytes, &doc, &placement)?;
+        let (prepared, identity, signed, signature, rewritten) = blocking(move || {
+            let (prepared, rewritten) = append_field(bytes, &placement, &limits)?;
             let digest = prepared.digest(identity.digest());
             let signed = cms::pades_attributes(&digest, identity.certificate())
                 .map_err(|e| EngineError::internal(format!("encoding the signed attributes: {e}")))?;
             let der = der::Encode::to_der(&signed).map_err(|e| EngineError::internal(e.to_string()))?;
             let signature = identity.sign(&der)?;
-            Ok((prepared, identity, signed, signature))
+            Ok((prepared, identity, signed, signature, rewritten))
         })
         .await?;
 
@@ -296,6 +290,7 @@ impl Route for SignRoute {
                 signed_at: rfc3339(at),
                 time_stamp: stamped_at,
                 bytes: 0,
+                rewritten,
             };
             let mut signed_file = prepared.finish(&cms)?;
             let report = SignReport { bytes: signed_file.len(), ..report };
@@ -309,6 +304,45 @@ impl Route for SignRoute {
         })
         .await
     }
+}
+
+/// The file with the signature field appended and room for the signature, and whether
+/// it had to be rewritten first: a file whose cross-reference data was repaired on reading,
+/// or whose update some readers would not see (an object listed at another's place), is
+/// rewritten as one clean revision when it holds no signature an update must keep.
+fn append_field(bytes: Vec<u8>, placement: &Placement, limits: &Limits) -> Result<(sign::Prepared, bool), EngineError> {
+    let doc = pdf::open(&bytes, None, limits).map_err(|e| e.under("/file"))?;
+    let signed_before = sign::fields::signature_fields(&doc).iter().any(|f| f.signed);
+    if doc.xref_recovery.is_none() {
+        let prepared = sign::prepare(&bytes, &doc, placement)?;
+        if finds_field(prepared.bytes(), &prepared.field, limits) {
+            return Ok((prepared, false));
+        }
+    }
+    if signed_before {
+        return Err(EngineError::invalid_with(
+            "damaged_pdf",
+            "/file",
+            "/file: the PDF's cross-reference data is damaged, so a signature appended to it would not be found by \
+             every reader, and rewriting it would break the signatures it holds",
+        ));
+    }
+    let mut doc = doc;
+    // Generation numbers start again at 0: a lone later generation reads as a broken history.
+    doc.renumber_objects();
+    let clean = pdf::save(&mut doc)?;
+    let doc = pdf::open(&clean, None, limits).map_err(|e| e.under("/file"))?;
+    let prepared = sign::prepare(&clean, &doc, placement)?;
+    if !finds_field(prepared.bytes(), &prepared.field, limits) {
+        return Err(EngineError::internal("the signature field of the rewritten PDF cannot be read back"));
+    }
+    Ok((prepared, true))
+}
+
+/// Whether the signature field `name` is read back from `bytes` with a value.
+fn finds_field(bytes: &[u8], name: &str, limits: &Limits) -> bool {
+    pdf::open(bytes, None, limits)
+        .is_ok_and(|doc| sign::fields::signature_fields(&doc).iter().any(|f| f.name == name && f.signed))
 }
 
 /// The refusal of an encrypted PDF.

@@ -71,6 +71,11 @@ impl Prepared {
         digest.of(&[&self.bytes[..self.contents.start], &self.bytes[self.contents.end..]])
     }
 
+    /// The file as it will be signed, the CMS's room still zeros.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
     /// The room for the CMS, in bytes.
     pub fn room(&self) -> usize {
         (self.contents.len() - 2) / 2

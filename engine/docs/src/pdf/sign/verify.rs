@@ -683,6 +683,7 @@ struct Context {
     catalog: Option<ObjectId>,
     form: Option<ObjectId>,
     info: Option<ObjectId>,
+    metadata: Option<ObjectId>,
     pages: HashMap<ObjectId, u32>,
     signature_parts: HashSet<ObjectId>,
     field_parts: HashSet<ObjectId>,
@@ -698,6 +699,7 @@ impl Context {
         let catalog_dict = catalog.and_then(|id| doc.get_dictionary(id).ok());
         let form = catalog_dict.and_then(|c| c.get(b"AcroForm").ok()).and_then(|o| o.as_reference().ok());
         let info = doc.trailer.get(b"Info").and_then(Object::as_reference).ok();
+        let metadata = catalog_dict.and_then(|c| c.get(b"Metadata").ok()).and_then(|o| o.as_reference().ok());
         let pages: HashMap<ObjectId, u32> = doc.get_pages().into_iter().map(|(n, id)| (id, n)).collect();
         let mut signature_parts = HashSet::new();
         for field in fields::signature_fields(doc) {
@@ -722,15 +724,20 @@ impl Context {
                 let Ok(dict) = doc.get_dictionary(annot) else { continue };
                 let widget = name_of(dict, b"Subtype").as_deref() == Some("Widget");
                 let streams = appearance_streams(doc, dict);
+                // What an appearance draws with (fonts, images, forms) belongs to it.
+                let mut reached = HashSet::new();
+                for stream in &streams {
+                    collect_references(doc, &Object::Reference(*stream), 6, &mut reached);
+                }
                 if widget {
                     field_parts.insert(annot);
                     if let Ok(parent) = dict.get(b"Parent").and_then(Object::as_reference) {
                         field_parts.insert(parent);
                     }
-                    widget_appearances.extend(streams);
+                    widget_appearances.extend(reached);
                 } else {
                     annotations.insert(annot);
-                    annotation_appearances.extend(streams);
+                    annotation_appearances.extend(reached);
                     if let Ok(popup) = dict.get(b"Popup").and_then(Object::as_reference) {
                         annotations.insert(popup);
                     }
@@ -745,6 +752,7 @@ impl Context {
             catalog,
             form,
             info,
+            metadata,
             pages,
             signature_parts,
             field_parts,
@@ -776,14 +784,15 @@ impl Context {
         if self.dss.contains(&id) {
             return (Level::LtaUpdates, format!("object {n}: validation data (DSS)"));
         }
-        if Some(id) == self.info {
+        // The document information and its XMP twin: every writer updates them.
+        if Some(id) == self.info || Some(id) == self.metadata {
             return (Level::None, String::new());
         }
         if self.signature_parts.contains(&id) {
             return (Level::FormFilling, format!("object {n}: a signature field"));
         }
         if Some(id) == self.catalog {
-            let same = same_except(previous, after, &[b"AcroForm", b"DSS", b"Extensions", b"Version"]);
+            let same = same_except(previous, after, &[b"AcroForm", b"DSS", b"Extensions", b"Version", b"Metadata"]);
             return if same {
                 (Level::FormFilling, format!("object {n}: the catalog's form or validation data"))
             } else {
