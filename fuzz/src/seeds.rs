@@ -126,7 +126,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
 }
 
 /// What the corpus lacks, made by the engine itself at start: page images (PNG, JPEG) for
-/// the image routes, a bank statement drawn by Chromium from HTML, and a `fill_pdf_form`
+/// the image routes, a bank statement drawn by Chromium from HTML, signed PDFs, and a `fill_pdf_form`
 /// body for each form with that form's own fields.
 pub async fn add_derived(catalog: &Catalog, ctx: &Context, pools: &mut Pools) -> anyhow::Result<()> {
     let call = |operation: &str, body: Value| {
@@ -162,6 +162,16 @@ pub async fn add_derived(catalog: &Catalog, ctx: &Context, pools: &mut Pools) ->
     {
         pools.add("statement_pdf", PoolFile { name: "statement.pdf".into(), bytes: pdf.bytes });
     }
+    // Signed PDFs for the signature routes (the fuzzer then damages their signatures).
+    for source in sources.iter().take(12) {
+        let body = json!({ "file": file_input(source), "certificate": fixture_identity(), "output": "base64" });
+        if let Some(Reply::Files(set)) = call("sign_pdf", body).await
+            && let Some(pdf) = set.files.into_iter().next()
+        {
+            pools.add("signed_pdf", PoolFile { name: pdf.filename, bytes: pdf.bytes });
+        }
+    }
+    anyhow::ensure!(!pools.of("signed_pdf").is_empty(), "no corpus PDF could be signed");
     let forms: Vec<PoolFile> = pools.of("form_pdf").iter().take(12).cloned().collect();
     for form in &forms {
         let Some(Reply::Json(listing)) = call("list_pdf_form_fields", json!({ "file": file_input(form) })).await else {
@@ -207,6 +217,16 @@ const STATEMENT_HTML: &str = "<html><body style='font-family:sans-serif'>\
     <tr><td>2026-01-09</td><td>Rent</td><td>-1,200.00</td><td>2,296.50</td></tr>\
     <tr><td>2026-01-15</td><td>Supermarket</td><td>-84.20</td><td>2,212.30</td></tr>\
     </table><p>Closing balance 2,212.30</p></body></html>";
+
+/// The signing identity of the tests that need one without a CA (its key is public).
+const FIXTURE_P12: &[u8] = include_bytes!("../../engine/tests/fixtures/signing/signer.p12");
+/// Its certificate, PEM.
+const FIXTURE_CERTIFICATE: &[u8] = include_bytes!("../../engine/tests/fixtures/signing/signer.pem");
+
+/// The fixture's PKCS#12 as a file input with its password.
+fn fixture_identity() -> Value {
+    json!({ "data": base64::engine::general_purpose::STANDARD.encode(FIXTURE_P12), "filename": "signer.p12", "password": "fixture" })
+}
 
 /// A file input of `file`.
 fn file_input(file: &PoolFile) -> Value {
@@ -448,6 +468,21 @@ pub fn templates(operation: &str) -> Vec<Value> {
             "file": pdf,
             "invoice": { "data": base64::engine::general_purpose::STANDARD.encode(paperchain_engine::pdf::pdfa::facturx::MINIMUM_EXAMPLE), "filename": "i.xml" },
         })),
+        "sign_pdf" => vec![
+            json!({ "file": pdf, "certificate": fixture_identity() }),
+            json!({ "file": file("pdf"), "certificate": fixture_identity(), "field": "Approval", "page": 1,
+                    "box_pt": [20, 20, 180, 70], "reason": "Approved", "location": "Lyon" }),
+        ],
+        "verify_pdf_signatures" => vec![
+            json!({ "file": file("signed_pdf") }),
+            json!({ "file": file("signed_pdf"), "trust_roots": [{
+                "data": base64::engine::general_purpose::STANDARD.encode(FIXTURE_CERTIFICATE), "filename": "signer.pem",
+            }] }),
+        ],
+        "remove_pdf_signatures" => vec![
+            json!({ "file": file("signed_pdf") }),
+            json!({ "file": file("signed_pdf"), "fields": ["Signature1"], "keep_fields": true }),
+        ],
         "convert_images_to_pdf" => vec![
             json!({ "images": [file("png"), file("jpeg")] }),
             json!({ "images": [file("jpeg")], "page_size": "A4", "margin_pt": 10 }),

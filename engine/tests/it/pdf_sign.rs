@@ -75,6 +75,23 @@ fn qpdf_check(path: &Path) {
     );
 }
 
+/// Renders page `page` of `pdf` with poppler; kept as `<name>.png` in
+/// `$PAPERCHAIN_KEEP_RENDERS` when that is set, for a person to look at.
+fn keep_render(pdf: &Path, page: u32, name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let page = page.to_string();
+    let status = Command::new("pdftoppm")
+        .args(["-r", "60", "-f", &page, "-l", &page, "-png", "-singlefile"])
+        .arg(pdf)
+        .arg(dir.path().join("page"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "poppler renders the signed page");
+    if let Some(keep) = std::env::var_os("PAPERCHAIN_KEEP_RENDERS") {
+        std::fs::copy(dir.path().join("page.png"), Path::new(&keep).join(format!("{name}.png"))).unwrap();
+    }
+}
+
 /// pyHanko's modification level as ours names it.
 fn level(pyhanko: &Value) -> String {
     pyhanko["modification_level"].as_str().unwrap_or("NONE").to_ascii_lowercase()
@@ -184,6 +201,8 @@ async fn a_second_signature_keeps_the_first_valid() {
     let second = call_files(&ctx, SIGN, body).await.unwrap();
     let path = write(dir.path(), "twice.pdf", &second.files[0].bytes);
     qpdf_check(&path);
+    // The box on the turned page reads upright, as the page is shown.
+    keep_render(&path, 2, "signed-turned-page-2");
 
     let seen = validate_with_pyhanko(&path, &[&pki.root_pem()]);
     let ours = verify(&ctx, &second.files[0].bytes, &[pki.root_pem()]).await;
@@ -368,7 +387,11 @@ async fn signatures_are_removed_and_an_empty_field_signed_again() {
     assert!(fields.contains("\"client\""), "{fields}");
     assert!(!fields.contains("Approval"), "{fields}");
     let e = common::route::err(&ctx, REMOVE, file_body(&bare.files[0].bytes, "bare.pdf", &json!({}))).await;
-    assert_eq!(e.code, "no_signatures");
+    assert_eq!((e.code.as_ref(), e.field.as_deref()), ("no_signatures", Some("/file")));
+    let body = file_body(&again.files[0].bytes, "again.pdf", &json!({ "fields": ["Approval", "Nope"] }));
+    let e = common::route::err(&ctx, REMOVE, body).await;
+    assert_eq!((e.code.as_ref(), e.field.as_deref()), ("form_mismatch", Some("/fields/1")), "{e:?}");
+    assert!(e.message.contains("Signature1"), "the message lists the signed fields: {}", e.message);
 }
 
 #[tokio::test(flavor = "multi_thread")]

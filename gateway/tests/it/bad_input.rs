@@ -122,6 +122,16 @@ fn cases() -> Vec<Case> {
             pages_at: None,
         },
         Case {
+            path: "/v1/pdf/sign",
+            body: |f| {
+                let p12 = include_bytes!("../../../engine/tests/fixtures/signing/signer.p12");
+                json!({ "file": f, "certificate": { "data": paperchain_testkit::b64(p12), "password": "fixture" } })
+            },
+            file_at: "/file",
+            pages_at: None,
+        },
+        Case { path: "/v1/pdf/verify-signatures", body: |f| json!({ "file": f }), file_at: "/file", pages_at: None },
+        Case {
             path: "/v1/pdf/remove-blank-pages",
             body: |f| json!({ "file": f, "pages": "1", "threshold_percent": 0 }),
             file_at: "/file",
@@ -251,6 +261,10 @@ async fn expect(server: &Server, path: &str, body: &Value, status: u16, code: &s
     assert!(!message.is_empty(), "{what}");
 }
 
+/// Routes that refuse an encrypted PDF whatever the password: a signature is appended to the
+/// file's own bytes, which an unlocked copy would not be.
+const ENCRYPTED_REFUSED: &[&str] = &["/v1/pdf/sign"];
+
 /// Routes whose inputs are not a PDF, with their own bad-input test below.
 const NOT_PDF_INPUT: &[&str] = &[
     "/v1/pdf/from-images",
@@ -269,6 +283,8 @@ const NOT_PDF_INPUT: &[&str] = &[
     "/v1/docs/fill-template",
     // A URL or HTML: engine/tests/it/html_to_pdf.rs has its bad inputs.
     "/v1/pdf/html-to-pdf",
+    // Its valid input is a signed PDF: engine/tests/it/pdf_sign.rs has its bad inputs.
+    "/v1/pdf/remove-signatures",
 ];
 
 #[test]
@@ -331,12 +347,19 @@ async fn every_route_answers_every_bad_input_with_the_field() {
 
         let mut locked = valid.clone();
         set(&mut locked, case.file_at, encrypted.clone());
-        expect(&server, case.path, &locked, 422, "password_required", Some(&format!("{}/password", case.file_at)))
-            .await;
         let mut wrong = encrypted.clone();
         wrong["password"] = json!("not-it");
-        set(&mut locked, case.file_at, wrong);
-        expect(&server, case.path, &locked, 422, "wrong_password", Some(&format!("{}/password", case.file_at))).await;
+        if ENCRYPTED_REFUSED.contains(&case.path) {
+            expect(&server, case.path, &locked, 422, "encrypted_pdf", Some(case.file_at)).await;
+            set(&mut locked, case.file_at, wrong);
+            expect(&server, case.path, &locked, 422, "encrypted_pdf", Some(case.file_at)).await;
+        } else {
+            expect(&server, case.path, &locked, 422, "password_required", Some(&format!("{}/password", case.file_at)))
+                .await;
+            set(&mut locked, case.file_at, wrong);
+            expect(&server, case.path, &locked, 422, "wrong_password", Some(&format!("{}/password", case.file_at)))
+                .await;
+        }
 
         let mut blocked = valid.clone();
         set(&mut blocked, case.file_at, json!({ "url": format!("http://{}/x.pdf", server.addr) }));

@@ -200,12 +200,11 @@ fn remove(doc: &mut Document, field: &SignatureField) {
     edit_array(doc, holder, key, drop_refs);
     if holder.is_none() {
         // A form written directly in the catalog.
-        if let Ok(catalog) = doc.catalog_mut() {
-            if let Ok(Object::Dictionary(form)) = catalog.get_mut(b"AcroForm") {
-                if let Ok(Object::Array(fields)) = form.get_mut(b"Fields") {
-                    drop_refs(fields);
-                }
-            }
+        if let Ok(catalog) = doc.catalog_mut()
+            && let Ok(Object::Dictionary(form)) = catalog.get_mut(b"AcroForm")
+            && let Ok(Object::Array(fields)) = form.get_mut(b"Fields")
+        {
+            drop_refs(fields);
         }
     }
     let pages: Vec<ObjectId> = doc.page_iter().collect();

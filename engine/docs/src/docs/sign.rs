@@ -148,13 +148,13 @@ impl Route for SignRoute {
                 return Err(EngineError::invalid(field, format!("{field}: at most {MAX_TEXT} characters")));
             }
         }
-        if let Some(name) = &input.field {
-            if name.trim().is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
-                return Err(EngineError::invalid(
-                    "/field",
-                    "/field: a field name of 1 to 200 characters, no control characters",
-                ));
-            }
+        if let Some(name) = &input.field
+            && (name.trim().is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control))
+        {
+            return Err(EngineError::invalid(
+                "/field",
+                "/field: a field name of 1 to 200 characters, no control characters",
+            ));
         }
         if input.page == Some(0) {
             return Err(EngineError::invalid("/page", "/page: pages are numbered from 1"));

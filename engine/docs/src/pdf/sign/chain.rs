@@ -70,13 +70,13 @@ pub fn signed_by(cert: &Certificate, issuer: &Certificate) -> bool {
 pub fn check(signer: &Certificate, pool: &[Certificate], roots: &[Certificate], at: OffsetDateTime) -> PathCheck {
     let mut path = vec![signer.clone()];
     let mut problem = None;
-    if let Ok(Some((_, usage))) = signer.tbs_certificate().get_extension::<KeyUsage>() {
-        if !(usage.digital_signature() || usage.non_repudiation()) {
-            problem = Some(format!(
-                "the signer's certificate ({}) may not make signatures (its key usage lacks digitalSignature and nonRepudiation)",
-                common_name(signer)
-            ));
-        }
+    if let Ok(Some((_, usage))) = signer.tbs_certificate().get_extension::<KeyUsage>()
+        && !(usage.digital_signature() || usage.non_repudiation())
+    {
+        problem = Some(format!(
+            "the signer's certificate ({}) may not make signatures (its key usage lacks digitalSignature and nonRepudiation)",
+            common_name(signer)
+        ));
     }
     let mut anchored = false;
     while path.len() <= MAX_PATH {
@@ -155,10 +155,10 @@ fn issuer_problem(issuer: &Certificate) -> Option<String> {
     if !ca && !v1 {
         return Some(format!("{} issued a certificate but is not a certification authority", common_name(issuer)));
     }
-    if let Ok(Some((_, usage))) = issuer.tbs_certificate().get_extension::<KeyUsage>() {
-        if !usage.key_cert_sign() {
-            return Some(format!("{} issued a certificate but its key usage lacks keyCertSign", common_name(issuer)));
-        }
+    if let Ok(Some((_, usage))) = issuer.tbs_certificate().get_extension::<KeyUsage>()
+        && !usage.key_cert_sign()
+    {
+        return Some(format!("{} issued a certificate but its key usage lacks keyCertSign", common_name(issuer)));
     }
     None
 }

@@ -151,7 +151,7 @@ impl SignatureAlgorithm {
             SignatureAlgorithm::Ecdsa(Digest::Sha512) => (rfc5912::ECDSA_WITH_SHA_512, false),
             SignatureAlgorithm::Ecdsa(_) => (rfc5912::ECDSA_WITH_SHA_256, false),
         };
-        AlgorithmIdentifierOwned { oid, parameters: null.then(|| Any::null()) }
+        AlgorithmIdentifierOwned { oid, parameters: null.then(Any::null) }
     }
 
     /// The algorithm of a signature identifier; `digest` is the signer's digest
@@ -225,7 +225,7 @@ fn pss_digest(id: &AlgorithmIdentifierOwned) -> Option<Digest> {
     }
     let params: PssParams = id.parameters.as_ref()?.decode_as().ok()?;
     // Absent, the hash is SHA-1.
-    Some(params.hash.map_or(Some(Digest::Sha1), |h| Digest::from_oid(&h.oid))?)
+    params.hash.map_or(Some(Digest::Sha1), |h| Digest::from_oid(&h.oid))
 }
 
 /// ESS `SigningCertificateV2`.
@@ -379,7 +379,7 @@ pub fn signer_certificate<'c>(info: &SignerInfo, certs: &'c [Certificate]) -> Op
 }
 
 /// The single value of attribute `oid` among `attrs`.
-pub fn attribute_value<'a>(attrs: &'a Attributes, oid: ObjectIdentifier) -> Option<&'a Any> {
+pub fn attribute_value(attrs: &Attributes, oid: ObjectIdentifier) -> Option<&Any> {
     attrs.iter().find(|a| a.oid == oid).and_then(|a| a.values.iter().next())
 }
 

@@ -314,11 +314,11 @@ fn set_sig_flags(doc: &Document, update: &mut Update<'_>, root_id: ObjectId) -> 
     match catalog.get(b"AcroForm") {
         Ok(Object::Reference(form_id)) => {
             let form_id = *form_id;
-            if let Some(mut form) = update.current(form_id).and_then(|o| o.as_dict().ok()).cloned() {
-                if form.get(b"SigFlags").ok().and_then(|o| o.as_i64().ok()) != Some(3) {
-                    form.set("SigFlags", Object::Integer(3));
-                    update.replace(form_id, Object::Dictionary(form));
-                }
+            if let Some(mut form) = update.current(form_id).and_then(|o| o.as_dict().ok()).cloned()
+                && form.get(b"SigFlags").ok().and_then(|o| o.as_i64().ok()) != Some(3)
+            {
+                form.set("SigFlags", Object::Integer(3));
+                update.replace(form_id, Object::Dictionary(form));
             }
         }
         Ok(Object::Dictionary(form)) => {

@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use ::cms::signed_data::{SignedData, SignerInfo};
+use der::Encode as _;
 use der::asn1::OctetString;
-use der::{Decode as _, Encode as _};
 use lopdf::xref::XrefEntry;
 use lopdf::{Dictionary, Document, Object, ObjectId};
 use schemars::JsonSchema;
@@ -330,21 +330,21 @@ fn one(
     // The time the certificates are checked at, and the time stamp.
     let mut at = now;
     if report.kind == "signature" {
-        if let Some(attrs) = &info.unsigned_attrs {
-            if let Some(token) = cms::attribute_value(attrs, cms::SIGNATURE_TIME_STAMP) {
-                let stamp = check_time_stamp(token, info.signature.as_bytes(), roots, now);
-                if stamp.valid {
-                    if let Some(time) = stamp.time.as_deref().and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok()) {
-                        at = time;
-                    }
-                }
-                if !stamp.valid {
-                    report
-                        .problems
-                        .push(format!("the time stamp is not valid: {}", stamp.problem.clone().unwrap_or_default()));
-                }
-                report.time_stamp = Some(stamp);
+        if let Some(attrs) = &info.unsigned_attrs
+            && let Some(token) = cms::attribute_value(attrs, cms::SIGNATURE_TIME_STAMP)
+        {
+            let stamp = check_time_stamp(token, info.signature.as_bytes(), roots, now);
+            if stamp.valid
+                && let Some(time) = stamp.time.as_deref().and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok())
+            {
+                at = time;
             }
+            if !stamp.valid {
+                report
+                    .problems
+                    .push(format!("the time stamp is not valid: {}", stamp.problem.clone().unwrap_or_default()));
+            }
+            report.time_stamp = Some(stamp);
         }
     } else if let Some(time) = report.signing_time.as_deref().and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok()) {
         at = time;
@@ -957,10 +957,10 @@ fn collect_references(doc: &Document, object: &Object, depth: usize, out: &mut H
     }
     match object {
         Object::Reference(id) => {
-            if out.insert(*id) {
-                if let Ok(inner) = doc.get_object(*id) {
-                    collect_references(doc, inner, depth - 1, out);
-                }
+            if out.insert(*id)
+                && let Ok(inner) = doc.get_object(*id)
+            {
+                collect_references(doc, inner, depth - 1, out);
             }
         }
         Object::Array(items) => items.iter().for_each(|o| collect_references(doc, o, depth, out)),
