@@ -208,7 +208,7 @@ fn long_description(platform: &Platform) -> String {
          filled, made searchable or turned into Word, Markdown, tables and bank transactions; Office files and web \
          pages to PDF; balances, transactions, token and address risk, ENS names, prices and simulations on \
          Ethereum, Base, Polygon and Solana.\n\n\
-         Agents get five tools: `chain_read` and `document_operation` run any of the 90 operations, \
+         Agents get five tools: `chain_read` and `document_operation` run any of the 93 operations, \
          `describe_operation` gives one operation's schemas, `wallet_budget` and `quote_operation` read the spend \
          limits and prices. No tool changes a limit.\n\n\
          Calls run here by default. With *Where calls run* set to hosted or auto, they can go to a hosted Paperchain \

@@ -43,7 +43,7 @@ pub struct RemoveSignaturesReport {
     pub removed: Vec<String>,
     /// Whether those fields were kept, empty.
     pub fields_kept: bool,
-    /// Signatures left in the document.
+    /// Signatures left in the document. They no longer verify: the rewrite moved the bytes they cover.
     pub remaining: usize,
     /// Whether the certification (`/Perms`) and the validation data (`/DSS`) went too, no signature being left.
     pub certification_removed: bool,
@@ -74,7 +74,8 @@ impl Route for RemoveSignaturesRoute {
         description: "Removes digital signatures: every one, or the signature fields named. The signature values go, \
             and the fields with their widgets too unless keep_fields keeps them empty for signing again. With no \
             signature left, the certification permissions (/Perms) and validation data (/DSS) go as well. The file \
-            is rewritten as a single revision. The report (Paperchain-Report header for output=file, `report` \
+            is rewritten as a single revision, so signatures that are kept no longer verify (the bytes they \
+            cover move): clear one field of a document signed once, or all of them. The report (Paperchain-Report header for output=file, `report` \
             field for base64 and url) lists the fields cleared.",
         base_price: Price::micros(2_000),
         price_rule: PAGE_EDIT_PRICE_RULE,
