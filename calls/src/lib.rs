@@ -21,7 +21,9 @@
 //! In local mode a file input may name a file on this machine (`{"path": …}`) and a call
 //! may ask for its file result to be saved to a path ([`Call::save_to`]): both inside the
 //! folders the user granted, read and written here ([`local_files`]), whether the call
-//! then runs here or is routed. Hosted mode takes neither.
+//! then runs here or is routed. A file input may also name a file kept in the keyring
+//! (`{"keyring": …}`, a signing identity): read here too, and such a call never leaves
+//! this machine. Hosted mode takes none of them.
 //!
 //! What this crate must not do: know a door's wire format (HTTP headers, MCP `_meta`,
 //! arguments), contain a payment rule, or depend on the hosted service's crate.
@@ -288,7 +290,20 @@ impl CallPath {
                 let folders = client.as_ref().map(|c| c.config().folders.clone()).unwrap_or_default();
                 let max = ctx.limits.max_file_bytes;
                 let body = match local_files::inline_paths(route, body, &folders, max).await {
-                    Ok(body) => body,
+                    Ok(local_files::Inlined { from_keyring: true, .. })
+                        if routed::mode_for(client.as_ref(), route, mode) != RouteMode::Local =>
+                    {
+                        return Outcome::Local(
+                            Err(EngineError::invalid_with(
+                                "keyring_not_here",
+                                "",
+                                "a file kept in the keyring never leaves this machine, and this call is sent to the \
+                                 hosted service; run it here (mode local), or send the file as `data`",
+                            )),
+                            None,
+                        );
+                    }
+                    Ok(inlined) => inlined.body,
                     Err(error) => return Outcome::Local(Err(error), None),
                 };
                 let target = match save_to.as_ref().filter(|_| !quote_only) {

@@ -19,7 +19,7 @@ use std::path::{Component, Path, PathBuf};
 use base64::Engine as _;
 use paperchain_engine_core::catalog::RouteEntry;
 use paperchain_engine_core::input::sanitize_filename;
-use paperchain_engine_core::{EngineError, FileSet, OutFile, Reply};
+use paperchain_engine_core::{EngineError, ErrorKind, FileSet, OutFile, Reply};
 use serde_json::{Map, Value, json};
 
 use crate::{Outcome, REPORT_HEADER};
@@ -42,22 +42,22 @@ const FILE_INPUT: &str = "FileInput";
 /// How deep a request's schema is followed (a recursive schema ends here).
 const MAX_DEPTH: usize = 64;
 
-/// The body with every file input given by `path` read and given as `data` instead (the
-/// file's name as `filename` when none was given). A body that names no path is returned
-/// as it came, unparsed.
+/// The body with every file input given by `path` (or `keyring`) read and given as `data`
+/// instead (the file's name as `filename` when none was given; a kept file's password as
+/// `password`). A body that names neither is returned as it came, unparsed.
 pub(crate) async fn inline_paths(
     route: &RouteEntry,
     body: bytes::Bytes,
     folders: &[PathBuf],
     max_bytes: u64,
-) -> Result<bytes::Bytes, EngineError> {
-    // Most bodies name no path: they are not parsed twice.
-    if !body.windows(6).any(|w| w == b"\"path\"") {
-        return Ok(body);
+) -> Result<Inlined, EngineError> {
+    // Most bodies name no path and no kept file: they are not parsed twice.
+    if !body.windows(6).any(|w| w == b"\"path\"") && !body.windows(9).any(|w| w == b"\"keyring\"") {
+        return Ok(Inlined { body, from_keyring: false });
     }
     let Ok(mut value) = serde_json::from_slice::<Value>(&body) else {
         // Not JSON: the route's own parser says so, naming the place.
-        return Ok(body);
+        return Ok(Inlined { body, from_keyring: false });
     };
     let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
     let schema = route.input_schema(&mut generator).to_value();
@@ -68,10 +68,16 @@ pub(crate) async fn inline_paths(
     found.sort();
     found.dedup();
     if found.is_empty() {
-        return Ok(body);
+        return Ok(Inlined { body, from_keyring: false });
     }
+    let mut from_keyring = false;
     for pointer in found {
         let Some(input) = value.pointer_mut(&pointer).and_then(Value::as_object_mut) else { continue };
+        if input.get("keyring").is_some_and(|k| !k.is_null()) {
+            inline_kept(input, &pointer).await?;
+            from_keyring = true;
+            continue;
+        }
         // A null counts as not given.
         let Some(path) = input.get("path").filter(|p| !p.is_null()) else { continue };
         let field = format!("{pointer}/path");
@@ -99,8 +105,70 @@ pub(crate) async fn inline_paths(
         }
     }
     serde_json::to_vec(&value)
-        .map(bytes::Bytes::from)
+        .map(|body| Inlined { body: bytes::Bytes::from(body), from_keyring })
         .map_err(|e| EngineError::internal(format!("writing the request again: {e}")))
+}
+
+/// A body with its local files read in.
+pub(crate) struct Inlined {
+    /// The body, every path and kept file given as `data`.
+    pub body: bytes::Bytes,
+    /// Whether a file came from the keyring: such a call never leaves this machine.
+    pub from_keyring: bool,
+}
+
+/// Reads the file kept in the keyring that the file input at `pointer` names and gives it as
+/// `data`, with its name and password.
+async fn inline_kept(input: &mut Map<String, Value>, pointer: &str) -> Result<(), EngineError> {
+    let field = format!("{pointer}/keyring");
+    let Some(name) = input.get("keyring").and_then(Value::as_str).map(str::to_string) else {
+        return Err(EngineError::invalid(&field, format!("{field}: the name of a kept file is a string")));
+    };
+    if ["data", "url", "path", "password"].iter().any(|k| input.get(*k).is_some_and(|v| !v.is_null())) {
+        return Err(EngineError::invalid(
+            pointer,
+            format!(
+                "{pointer}: a kept file brings its own bytes and password; give `keyring` alone (a `filename` may go with it)"
+            ),
+        ));
+    }
+    if !paperchain_wallet::keys::valid_name(&name) {
+        return Err(EngineError::invalid(
+            &field,
+            format!("{field}: a kept file's name is 1 to 64 letters, digits, '-', '_' and '.'"),
+        ));
+    }
+    let keys = paperchain_wallet::keys::KeyConfig::from_env(&paperchain_engine_core::context::data_dir());
+    let looked = name.clone();
+    let kept = tokio::task::spawn_blocking(move || paperchain_wallet::keys::load_file(&keys, &looked))
+        .await
+        .map_err(|e| EngineError::internal(format!("reading the keyring: {e}")))?
+        .map_err(|e| {
+            EngineError::new(
+                ErrorKind::Unavailable { retry_after: std::time::Duration::from_secs(5) },
+                "keyring_unavailable",
+                format!("{field}: the keyring cannot be read: {e}"),
+            )
+            .at(&field)
+        })?;
+    let Some(kept) = kept else {
+        return Err(EngineError::invalid_with(
+            "keyring_file_missing",
+            &field,
+            format!(
+                "{field}: no file is kept as {name:?} in this machine's keyring; add it with `paperchain wallet file add {name} FILE`"
+            ),
+        ));
+    };
+    input.remove("keyring");
+    input.insert("data".into(), json!(base64::engine::general_purpose::STANDARD.encode(kept.bytes.as_slice())));
+    if input.get("filename").is_none_or(Value::is_null) {
+        input.insert("filename".into(), json!(kept.filename));
+    }
+    if let Some(password) = &kept.password {
+        input.insert("password".into(), json!(password.as_str()));
+    }
+    Ok(())
 }
 
 /// The JSON pointers of the file inputs in `value` that name a path, found by following
@@ -120,7 +188,7 @@ fn find_file_inputs(
     if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
         let name = reference.rsplit('/').next().unwrap_or_default();
         if name == FILE_INPUT {
-            if value.get("path").is_some_and(|p| !p.is_null()) {
+            if ["path", "keyring"].iter().any(|k| value.get(*k).is_some_and(|p| !p.is_null())) {
                 found.push(pointer.to_string());
             }
             return;

@@ -156,6 +156,12 @@ pub(crate) fn mode_for(client: Option<&Arc<PayingClient>>, route: &RouteEntry, a
     let info = route.info();
     match client {
         None => RouteMode::Local,
+        // A caller's key goes to another server only when the call itself says so: not by the
+        // configuration's default, nor by `auto` when this server is busy or a step fails.
+        Some(_) if info.holds_secrets => match asked {
+            Some(RouteMode::Hosted) => RouteMode::Hosted,
+            _ => RouteMode::Local,
+        },
         Some(client) => asked.unwrap_or_else(|| client.config().mode_of(info.operation, info.path)),
     }
 }

@@ -54,6 +54,39 @@ pub enum WalletCommand {
     /// The Solana key, which pays on Solana networks (kept in the OS keyring only).
     #[command(subcommand)]
     Solana(SolanaCommand),
+    /// Files kept in the OS keyring for local calls, such as a signing certificate: a call names
+    /// one as `{"keyring": "NAME"}` instead of sending it, and it never leaves this machine.
+    #[command(subcommand)]
+    File(FileCommand),
+}
+
+/// `paperchain wallet file …`.
+#[derive(clap::Subcommand)]
+pub enum FileCommand {
+    /// Keep FILE as NAME. A PKCS#12 file (.p12, .pfx) is checked to open with its password, asked
+    /// without echo in a terminal or read as the first line of standard input.
+    Add {
+        /// 1 to 64 letters, digits, '-', '_' and '.'.
+        name: String,
+        /// The file (64 KiB at most).
+        file: PathBuf,
+        /// Replace a file kept under that name.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Say whether a file is kept as NAME, its name and size (and a certificate's subject).
+    Show {
+        /// The name it is kept under.
+        name: String,
+    },
+    /// Delete the file kept as NAME (asks first, unless --yes).
+    Remove {
+        /// The name it is kept under.
+        name: String,
+        /// Do not ask (required when standard input is not a terminal).
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 /// `paperchain wallet solana …`.
@@ -152,7 +185,84 @@ fn run_blocking(cmd: WalletCommand, cfg: &KeyConfig) -> anyhow::Result<ExitCode>
         }
         WalletCommand::Remove { yes } => remove(cfg, yes),
         WalletCommand::Solana(cmd) => solana(cmd, cfg),
+        WalletCommand::File(cmd) => kept_file(cmd, cfg),
     }
+}
+
+fn kept_file(cmd: FileCommand, cfg: &KeyConfig) -> anyhow::Result<ExitCode> {
+    match cmd {
+        FileCommand::Add { name, file, replace } => {
+            let bytes = Zeroizing::new(std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?);
+            let filename = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| name.clone());
+            let pkcs12 = is_pkcs12(&file, &bytes);
+            let password = if pkcs12 {
+                let line =
+                    read_secret(&format!("Password of {} (not shown): ", file.display()), "wallet file add NAME FILE")?;
+                let password = Zeroizing::new(line.trim_end_matches(['\r', '\n']).to_string());
+                let identity = paperchain_engine::pdf::sign::identity::Identity::from_pkcs12(&bytes, &password, "FILE")
+                    .map_err(|e| {
+                        anyhow::anyhow!(
+                            "{}: {}",
+                            file.display(),
+                            e.message.trim_start_matches("FILE/password: ").trim_start_matches("FILE: ")
+                        )
+                    })?;
+                println!("certificate: {}", paperchain_engine::pdf::sign::chain::subject(identity.certificate()));
+                Some(password)
+            } else {
+                None
+            };
+            let store =
+                keys::keep_file(cfg, &name, &bytes, &filename, password.as_deref().map(String::as_str), replace)?;
+            println!("kept {filename} as {name:?} in the {store}");
+            println!(
+                "a local call names it as {{\"keyring\": \"{name}\"}} where a file goes; it never leaves this machine"
+            );
+        }
+        FileCommand::Show { name } => match keys::load_file(cfg, &name)? {
+            Some(kept) => {
+                println!(
+                    "{name:?}: {} ({} bytes{})",
+                    kept.filename,
+                    kept.bytes.len(),
+                    if kept.password.is_some() { ", with its password" } else { "" }
+                );
+                if let Some(password) = &kept.password {
+                    if let Ok(identity) =
+                        paperchain_engine::pdf::sign::identity::Identity::from_pkcs12(&kept.bytes, password, "")
+                    {
+                        println!(
+                            "certificate: {}",
+                            paperchain_engine::pdf::sign::chain::subject(identity.certificate())
+                        );
+                    }
+                }
+            }
+            None => bail!("no file is kept as {name:?}"),
+        },
+        FileCommand::Remove { name, yes } => {
+            if keys::load_file(cfg, &name)?.is_none() {
+                bail!("no file is kept as {name:?}");
+            }
+            if !yes && !confirm(&format!("Delete the file kept as {name:?}?"))? {
+                println!("kept");
+                return Ok(ExitCode::FAILURE);
+            }
+            keys::remove_file(cfg, &name)?;
+            println!("removed {name:?}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Whether a file is a PKCS#12 file: by its extension, else by its first bytes (a DER
+/// sequence whose first element is the version 3).
+fn is_pkcs12(path: &Path, bytes: &[u8]) -> bool {
+    let ext = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
+    if matches!(ext.as_deref(), Some("p12" | "pfx")) {
+        return true;
+    }
+    bytes.first() == Some(&0x30) && bytes.windows(3).take(8).any(|w| w == [0x02, 0x01, 0x03])
 }
 
 fn solana(cmd: SolanaCommand, cfg: &KeyConfig) -> anyhow::Result<ExitCode> {

@@ -40,6 +40,7 @@ impl Route for SelfTestRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Json,
         open_world: false,
+        holds_secrets: false,
         accepts: paperchain_engine::catalog::accepts::NONE,
     };
 

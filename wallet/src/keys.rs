@@ -27,9 +27,11 @@
 //!
 //! This file is the key store's interface and its choices; beside it, `os_keyring` (the OS
 //! keyring), `keystore` (V3 keystore files and the private files they are written to) and
-//! `solana` (the Solana key, kept in the keyring), `seal_key` (the secret that seals the
+//! `solana` (the Solana key, kept in the keyring), `kept_files` (files such as a signing
+//! identity kept in the keyring for local calls), `seal_key` (the secret that seals the
 //! confirmed configuration).
 
+mod kept_files;
 mod keystore;
 mod os_keyring;
 mod seal_key;
@@ -45,6 +47,7 @@ use serde::Serialize;
 use serde_json::Value;
 use zeroize::{Zeroize as _, Zeroizing};
 
+pub use self::kept_files::{KeptFile, MAX_KEPT_BYTES, keep_file, load_file, remove_file, valid_name};
 use self::keystore::{
     decrypt_keystore_json, encrypt_to_json, json_address, load_keystore, read_keystore_json, sync_parent,
     write_new_keystore,

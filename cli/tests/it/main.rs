@@ -11,6 +11,7 @@ mod call_files;
 mod corpus;
 mod faults;
 mod hostile_files;
+mod kept_files;
 mod local_files;
 mod mcp;
 mod mcpb;

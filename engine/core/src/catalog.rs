@@ -137,6 +137,10 @@ pub struct RouteInfo {
     pub produces: Produces,
     /// Whether the route reads the network (chain nodes, upstream APIs, URL inputs).
     pub open_world: bool,
+    /// Whether its input carries a secret of the caller's (a signing key and its password): a
+    /// local server never sends such a call to the hosted service unless the call itself asks
+    /// for `hosted`, and a file kept in the keyring never leaves the machine.
+    pub holds_secrets: bool,
     /// The file types its file inputs take, as lower-case file name extensions (what the
     /// desktop app offers the route for); empty when it takes no file.
     pub accepts: &'static [&'static str],
@@ -920,6 +924,7 @@ mod tests {
             free_pool: FreePool::Docs,
             produces: Produces::Json,
             open_world: false,
+            holds_secrets: false,
             accepts: accepts::NONE,
         };
         const HEAVY: bool = true;

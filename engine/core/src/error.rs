@@ -68,6 +68,12 @@ pub const CODES: &[(&str, &str)] = &[
     ("memory_budget", "the input needs more memory than one call may use (PAPERCHAIN_CALL_MEMORY_MIB)"),
     ("too_many_values", "the body holds more JSON values (numbers, strings, lists, objects) than the route takes"),
     ("path_not_here", "a file path or a place to save to was given to a service that is not on the caller's machine"),
+    ("keyring_not_here", "a file kept in the keyring was named on a service that is not on the caller's machine"),
+    (
+        "keyring_unavailable",
+        "the keyring holding a file named as kept there cannot be read (no Secret Service, or locked)",
+    ),
+    ("keyring_file_missing", "no file is kept in this machine's keyring under the name given"),
     ("no_folder_granted", "a file path was given, and no folder is granted to local calls (files.folders)"),
     ("path_not_absolute", "a file path is not absolute"),
     ("path_not_granted", "a file path, once its links and `..` are resolved, is outside the granted folders"),

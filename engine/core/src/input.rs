@@ -39,6 +39,12 @@ pub struct FileInput {
     #[serde(default)]
     #[schemars(length(min = 1))]
     pub path: Option<String>,
+    /// Local servers only: the name of a file kept in this machine's keyring with its password
+    /// (`paperchain wallet file add`), such as a signing certificate, instead of `data`. It never leaves the
+    /// machine.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 64))]
+    pub keyring: Option<String>,
     /// The file's name, used to name outputs.
     #[serde(default)]
     pub filename: Option<String>,
@@ -82,6 +88,17 @@ impl FileInput {
                 format!(
                     "{field}/path: a path is read only by Paperchain on your own machine (paperchain serve, \
                      the app, MCP over stdio); here send the file as `data` or `url`"
+                ),
+            ));
+        }
+        if self.keyring.is_some() {
+            // A local server's call path has read it from the keyring already.
+            return Err(EngineError::invalid_with(
+                "keyring_not_here",
+                format!("{field}/keyring"),
+                format!(
+                    "{field}/keyring: a file kept in the keyring is used only by Paperchain on your own machine \
+                     (paperchain serve, the app, MCP over stdio), and never sent elsewhere; here send the file as `data`"
                 ),
             ));
         }

@@ -416,6 +416,12 @@ async fn bad_signing_inputs_are_refused_naming_the_field() {
             "/certificate",
         ),
         (sign_body(&pdf, &pki, json!({ "field": "client" })), "not_a_signature_field", "/field"),
+        // A file kept in a keyring is read by the local call path; the engine (a hosted service) never has one.
+        (
+            sign_body(&pdf, &pki, json!({ "certificate": { "keyring": "ada" } })),
+            "keyring_not_here",
+            "/certificate/keyring",
+        ),
         (sign_body(&pdf, &pki, json!({ "page": 3 })), "page_out_of_range", "/page"),
         (sign_body(&pdf, &pki, json!({ "box_pt": [500, 10, 700, 60] })), "invalid_input", "/box_pt"),
         (sign_body(&pdf, &pki, json!({ "box_pt": [50, 60, 10, 10] })), "invalid_input", "/box_pt"),

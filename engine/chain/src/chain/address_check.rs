@@ -114,6 +114,7 @@ impl Route for AddressCheckRoute {
         free_pool: FreePool::AddressCheck,
         produces: Produces::Json,
         open_world: true,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::NONE,
     };
 

@@ -176,6 +176,7 @@ impl Route for ApprovalsRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::NONE,
     };
 

@@ -101,6 +101,7 @@ impl Route for BalanceRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::NONE,
     };
 

@@ -98,6 +98,7 @@ impl Route for CalldataRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::NONE,
     };
 

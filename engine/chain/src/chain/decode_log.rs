@@ -85,6 +85,7 @@ impl Route for DecodeLogRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::NONE,
     };
 

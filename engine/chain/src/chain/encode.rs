@@ -69,6 +69,7 @@ impl Route for EncodeRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::NONE,
     };
 

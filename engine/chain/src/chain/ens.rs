@@ -98,6 +98,7 @@ impl Route for EnsRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::NONE,
     };
 

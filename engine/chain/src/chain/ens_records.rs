@@ -197,6 +197,7 @@ impl Route for EnsRecordsRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::NONE,
     };
 

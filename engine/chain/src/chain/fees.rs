@@ -131,6 +131,7 @@ impl Route for FeesRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: true,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::NONE,
     };
 

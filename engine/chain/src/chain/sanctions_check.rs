@@ -147,6 +147,7 @@ impl Route for SanctionsRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::NONE,
     };
 

@@ -297,6 +297,7 @@ impl Route for UrlCheckRoute {
         free_pool: FreePool::ChainReads,
         produces: Produces::Json,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::NONE,
     };
 

@@ -168,6 +168,7 @@ impl Route for AttachmentsRoute {
         free_pool: FreePool::Docs,
         produces: Produces::JsonOrFiles,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
 

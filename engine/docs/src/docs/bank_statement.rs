@@ -162,6 +162,7 @@ impl Route for BankStatementRoute {
         free_pool: FreePool::Docs,
         produces: Produces::JsonOrFile,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
 

@@ -197,6 +197,7 @@ impl Route for CompareRoute {
         free_pool: FreePool::Docs,
         produces: Produces::JsonOrFile,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
 

@@ -70,6 +70,7 @@ impl Route for EInvoiceRoute {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
 

@@ -187,6 +187,7 @@ impl Route for ExtractImagesRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Files,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
 

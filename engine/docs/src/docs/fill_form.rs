@@ -67,6 +67,7 @@ impl Transform for FillForm {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
     const SUFFIX: &'static str = "filled";

@@ -84,6 +84,7 @@ impl Route for FillTemplateRoute {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::DOCX,
     };
 

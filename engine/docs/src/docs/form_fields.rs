@@ -152,6 +152,7 @@ impl Route for FormFieldsRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Json,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
 

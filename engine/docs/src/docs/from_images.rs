@@ -126,6 +126,7 @@ impl Route for FromImagesRoute {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::IMAGES,
     };
 

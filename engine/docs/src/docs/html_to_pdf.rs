@@ -169,6 +169,7 @@ impl Route for HtmlToPdfRoute {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: true,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::HTML,
     };
 

@@ -56,6 +56,7 @@ impl Route for InspectRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Json,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
 

@@ -158,6 +158,7 @@ const INFO: RouteInfo = RouteInfo {
     free_pool: FreePool::Docs,
     produces: Produces::JsonOrFile,
     open_world: false,
+    holds_secrets: false,
     accepts: crate::catalog::accepts::PDF,
 };
 

@@ -123,6 +123,7 @@ impl Transform for NUp {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
     const SUFFIX: &'static str = "n-up";

@@ -94,6 +94,7 @@ impl Route for OcrUrlRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Json,
         open_world: true,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::NONE,
     };
 

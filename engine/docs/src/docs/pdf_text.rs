@@ -92,6 +92,7 @@ impl Route for PdfTextRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Json,
         open_world: true,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::NONE,
     };
 

@@ -152,6 +152,7 @@ impl Route for PosterRoute {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
 

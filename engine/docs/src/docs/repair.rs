@@ -46,6 +46,7 @@ const INFO: RouteInfo = RouteInfo {
     free_pool: FreePool::Docs,
     produces: Produces::File,
     open_world: false,
+    holds_secrets: false,
     accepts: crate::catalog::accepts::PDF,
 };
 

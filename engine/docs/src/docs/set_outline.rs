@@ -63,6 +63,7 @@ impl Transform for SetOutline {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
     const SUFFIX: &'static str = "bookmarked";

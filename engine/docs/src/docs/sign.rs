@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{Family, FreePool, Produces, Route, RouteInfo};
 use crate::context::{Context, Limits, blocking};
 use crate::docs::{PAGE_EDIT_PRICE_RULE, page_edit_price};
-use crate::error::{EngineError, ErrorKind};
+use crate::error::EngineError;
 use crate::input::{FileInput, fetch_error};
 use crate::output::{FileSet, NoJson, OutFile, OutputMode, Reply, derived_name};
 use crate::pdf::sign::cms::{self, SignedParts};
@@ -137,6 +137,7 @@ impl Route for SignRoute {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: true,
+        holds_secrets: true,
         accepts: crate::catalog::accepts::PDF,
     };
 
@@ -245,9 +246,10 @@ impl Route for SignRoute {
                     .post(url, "application/timestamp-query", request)
                     .await
                     .map_err(|e| fetch_error(e, "/timestamp_url"))?;
+                // 422 like a URL that cannot be fetched: the authority named is the caller's choice, and a
+                // failure here must not send the call (and its key) to another server.
                 let token = timestamp::token_from_response(&answer.bytes, &imprint, nonce).map_err(|e| {
-                    EngineError::new(ErrorKind::BadUpstream, "timestamp_failed", format!("/timestamp_url: {e}"))
-                        .at("/timestamp_url")
+                    EngineError::invalid_with("timestamp_failed", "/timestamp_url", format!("/timestamp_url: {e}"))
                 })?;
                 stamped_at = timestamp::token_info(&token).ok().map(|t| rfc3339(t.time));
                 let any = timestamp::token_any(&token).map_err(|e| EngineError::internal(e.to_string()))?;
@@ -272,12 +274,11 @@ impl Route for SignRoute {
             })
             .map_err(|e| EngineError::internal(format!("encoding the signature: {e}")))?;
             if cms.len() > prepared.room() {
-                return Err(EngineError::new(
-                    ErrorKind::BadUpstream,
+                return Err(EngineError::invalid_with(
                     "timestamp_failed",
+                    "/timestamp_url",
                     "/timestamp_url: the time-stamp token is larger than the room reserved for it (16 KiB)",
-                )
-                .at("/timestamp_url"));
+                ));
             }
             let report = SignReport {
                 field: prepared.field.clone(),

@@ -72,6 +72,7 @@ impl Route for SplitRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Files,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
 

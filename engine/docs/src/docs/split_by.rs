@@ -154,6 +154,7 @@ impl Route for SplitByRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Files,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
 

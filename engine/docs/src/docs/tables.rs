@@ -113,6 +113,7 @@ impl Route for TablesRoute {
         free_pool: FreePool::Docs,
         produces: Produces::JsonOrFile,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
 

@@ -66,6 +66,7 @@ impl Route for ToDocxRoute {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
 

@@ -107,6 +107,7 @@ impl Route for ToImagesRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Files,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
 

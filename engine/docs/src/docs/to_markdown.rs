@@ -134,6 +134,7 @@ impl Route for ToMarkdownRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Json,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::TO_MARKDOWN,
     };
 

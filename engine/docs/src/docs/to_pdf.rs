@@ -58,6 +58,7 @@ impl Route for ToPdfRoute {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::OFFICE,
     };
 

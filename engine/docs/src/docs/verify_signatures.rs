@@ -91,6 +91,7 @@ impl Route for VerifySignaturesRoute {
         free_pool: FreePool::Docs,
         produces: Produces::Json,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
 

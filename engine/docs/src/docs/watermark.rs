@@ -128,6 +128,7 @@ impl Transform for Watermark {
         free_pool: FreePool::Docs,
         produces: Produces::File,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::PDF,
     };
     const SUFFIX: &'static str = "watermarked";

@@ -163,6 +163,7 @@ impl Route for XlsxToJsonRoute {
         free_pool: FreePool::Docs,
         produces: Produces::JsonOrFile,
         open_world: false,
+        holds_secrets: false,
         accepts: crate::catalog::accepts::XLSX,
     };
 
