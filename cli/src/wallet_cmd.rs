@@ -227,15 +227,11 @@ fn kept_file(cmd: FileCommand, cfg: &KeyConfig) -> anyhow::Result<ExitCode> {
                     kept.bytes.len(),
                     if kept.password.is_some() { ", with its password" } else { "" }
                 );
-                if let Some(password) = &kept.password {
-                    if let Ok(identity) =
+                if let Some(password) = &kept.password
+                    && let Ok(identity) =
                         paperchain_engine::pdf::sign::identity::Identity::from_pkcs12(&kept.bytes, password, "")
-                    {
-                        println!(
-                            "certificate: {}",
-                            paperchain_engine::pdf::sign::chain::subject(identity.certificate())
-                        );
-                    }
+                {
+                    println!("certificate: {}", paperchain_engine::pdf::sign::chain::subject(identity.certificate()));
                 }
             }
             None => bail!("no file is kept as {name:?}"),
