@@ -41,6 +41,8 @@ pub struct VerifySignaturesInput {
 pub struct VerifySignaturesReport {
     /// How many signatures (document time stamps included) the PDF has.
     pub count: usize,
+    /// Signatures past the first 50, which are counted but not validated.
+    pub not_checked: usize,
     /// Whether it has signatures and every one is `valid`.
     pub all_valid: bool,
     /// How many trust-root certificates were read.
@@ -85,7 +87,8 @@ impl Route for VerifySignaturesRoute {
             revocation is not checked); and what later revisions changed, from none through validation data, form \
             filling and annotations to other changes, against a certification signature's permissions. A verdict \
             per signature: valid, unknown_signer, untrusted, modified, invalid or unreadable, with the problems in \
-            sentences. A PDF without signatures answers count 0.",
+            sentences. A PDF without signatures answers count 0; past 50 signatures the rest are counted, not \
+            validated.",
         base_price: Price::micros(2_000),
         price_rule: PAGE_EDIT_PRICE_RULE,
         free_pool: FreePool::Docs,
@@ -138,10 +141,13 @@ impl Route for VerifySignaturesRoute {
     async fn run(call: VerifyCall, ctx: &Context) -> Result<Reply<VerifySignaturesReport>, EngineError> {
         let limits = ctx.limits;
         blocking(move || {
+            let count = verify::signed_fields(&call.doc).len();
             let signatures = verify::verify(&call.bytes, &call.doc, &call.roots, pdf::dates::now(), &limits);
+            let not_checked = count - signatures.len();
             Ok(Reply::Json(VerifySignaturesReport {
-                count: signatures.len(),
-                all_valid: !signatures.is_empty() && signatures.iter().all(|s| s.status == "valid"),
+                count,
+                not_checked,
+                all_valid: !signatures.is_empty() && not_checked == 0 && signatures.iter().all(|s| s.status == "valid"),
                 trust_roots: call.roots.len(),
                 signatures,
             }))

@@ -161,8 +161,21 @@ impl Level {
     }
 }
 
-/// Validates every signature of the file `bytes` (which `doc` was read from) against
-/// `roots` at `now`.
+/// Most signatures validated in one call: each hashes the file and reads its signed
+/// revision, so a file of thousands of signature fields cannot make a call do that
+/// thousands of times.
+pub const MAX_SIGNATURES: usize = 50;
+
+/// Most certificates of one signature looked at when a path is built.
+const MAX_CERTIFICATES: usize = 100;
+
+/// The signed fields of `doc`, in the form's order.
+pub fn signed_fields(doc: &Document) -> Vec<SignatureField> {
+    fields::signature_fields(doc).into_iter().filter(|f| f.signed).collect()
+}
+
+/// Validates the first [`MAX_SIGNATURES`] signatures of the file `bytes` (which `doc` was
+/// read from) against `roots` at `now`.
 pub fn verify(
     bytes: &[u8],
     doc: &Document,
@@ -172,9 +185,9 @@ pub fn verify(
 ) -> Vec<SignatureReport> {
     let pages: HashMap<ObjectId, u32> = doc.get_pages().into_iter().map(|(n, id)| (id, n)).collect();
     let eofs = eof_ends(bytes);
-    fields::signature_fields(doc)
+    signed_fields(doc)
         .into_iter()
-        .filter(|f| f.signed)
+        .take(MAX_SIGNATURES)
         .map(|field| {
             let mut report = one(bytes, doc, &field, roots, now, &eofs, limits);
             report.page = field.page.and_then(|p| pages.get(&p).copied());
@@ -302,7 +315,8 @@ fn one(
             return finish(report);
         }
     };
-    let certs = cms::certificates(&data);
+    let mut certs = cms::certificates(&data);
+    certs.truncate(MAX_CERTIFICATES);
     let Some(info) = data.signer_infos.0.iter().next() else {
         report.problems.push("the CMS has no signer".to_string());
         return finish(report);
@@ -553,7 +567,8 @@ fn check_time_stamp(token: &der::Any, signature: &[u8], roots: &[Certificate], n
         let tst = timestamp::token_info(&token)?;
         report.time = Some(rfc3339(tst.time));
         let data = cms::read_signed_data(&token)?;
-        let certs = cms::certificates(&data);
+        let mut certs = cms::certificates(&data);
+        certs.truncate(MAX_CERTIFICATES);
         let info = data.signer_infos.0.iter().next().ok_or("the token has no signer")?;
         let authority =
             cms::signer_certificate(info, &certs).ok_or("the token does not carry the authority's certificate")?;
