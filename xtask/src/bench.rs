@@ -1,12 +1,13 @@
 //! `cargo xtask bench`: times Paperchain's operations against other command-line tools
-//! (qpdf, Ghostscript, pdftoppm) on the same inputs, and checks every output so neither side
-//! can win by writing garbage.
+//! (qpdf, Ghostscript, pdftoppm, pyHanko) on the same inputs, and checks every output so
+//! neither side can win by writing garbage.
 //!
 //! Each side of each case is run once to warm up, then `--runs` times, alternating the
 //! sides so drift (thermal, page cache) falls on both. Wall time is measured around the
 //! child process; peak memory (RSS) comes from `/usr/bin/time -f %M` wrapping the child,
 //! the same wrapper on both sides. The cases of a group live in its own module
-//! (`bench/pages.rs`, `bench/docs.rs`); a group is added to [`Group`] and to [`run`].
+//! (`bench/pages.rs`, `bench/docs.rs`, `bench/signatures.rs`); a group is added to [`Group`]
+//! and to [`run`].
 //! The `chain` group (`bench/chain.rs`) times a warm server's answers against `cast` and
 //! prints its own table; so do `convert` (`bench/convert.rs`, documents to data against the
 //! Python libraries, and `bench/markdown.rs`, to-markdown against MarkItDown), `ocr` (`bench/ocr.rs`, against
@@ -30,6 +31,7 @@ mod pages;
 mod paywall;
 mod report;
 mod server;
+mod signatures;
 mod tables;
 mod wallet;
 
@@ -77,6 +79,9 @@ enum Group {
     /// Compression against qpdf and Ghostscript, PDF to PNG against pdftoppm, on the
     /// corpus's largest PDFs.
     Docs,
+    /// Signing a 100-page PDF (PAdES, a visible field) against pyHanko's signer, and validating
+    /// the signed file against pyHanko's validator, with a test CA made by openssl.
+    Signatures,
     /// Documents to data against Python libraries: xlsx-to-json against openpyxl,
     /// to-markdown against MarkItDown, tables against pdfplumber.
     Convert,
@@ -105,7 +110,7 @@ impl Group {
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let installed = setup::run(Verbosity::Quiet)?;
-    let documents = args.group.includes(Group::Pages) || args.group.includes(Group::Docs);
+    let documents = [Group::Pages, Group::Docs, Group::Signatures].iter().any(|g| args.group.includes(*g));
     let corpus = if documents
         || [Group::Convert, Group::Ocr, Group::Office, Group::Load].iter().any(|g| args.group.includes(*g))
     {
@@ -117,6 +122,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let binary = [
         Group::Pages,
         Group::Docs,
+        Group::Signatures,
         Group::Convert,
         Group::Ocr,
         Group::Office,
@@ -143,6 +149,10 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
     if args.group.includes(Group::Docs) {
         comparisons.extend(docs::cases(&paperchain, &corpus, &work.path.join("docs"))?);
+    }
+    if args.group.includes(Group::Signatures) {
+        let dir = work.path.join("signatures");
+        comparisons.extend(signatures::cases(&paperchain, &bench.python, &corpus, &dir)?);
     }
     let rows: Vec<Row> = comparisons.iter().map(|comparison| bench.measure(comparison)).collect();
     let convert = if args.group.includes(Group::Convert) {

@@ -3,7 +3,7 @@
 //! - `setup` installs the system tools the project needs (Debian packages, a Python venv).
 //! - `run` serves the HTTP API from a release build, after a quiet `setup`.
 //! - `test` checks formatting and lints, then runs every test (CI's one command).
-//! - `bench` times document operations against reference tools (qpdf, Ghostscript, pdftoppm).
+//! - `bench` times document operations against reference tools (qpdf, Ghostscript, pdftoppm, pyHanko).
 //! - `bundle` packages the desktop app for Linux (.deb, AppImage), and the MCP bundle (.mcpb).
 //! - `fuzz` mutates corpus files and JSON bodies through every route, in process.
 //!

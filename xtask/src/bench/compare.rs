@@ -10,10 +10,13 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use anyhow::{Context as _, ensure};
+
 use crate::cmd::Cmd;
 
 use super::TIME_PROGRAM;
 use super::checks::files_in;
+use super::report::size_text;
 
 /// One operation of the `pages` group, timed on both sides: the short form of a
 /// [`Comparison`] for PDF outputs against qpdf, which `pages.rs` writes.
@@ -75,6 +78,9 @@ pub(super) enum Produces {
     Zip(PathBuf),
     /// A folder of files (it must exist before the run).
     Folder(PathBuf),
+    /// A JSON answer, which must hold each expected value at its JSON pointer (`Value::Null`
+    /// expected: absent or null). Checked by those values, whatever the comparison's kind.
+    Json(PathBuf, Vec<(&'static str, serde_json::Value)>),
 }
 
 /// The kind of files an operation writes, which decides how they are checked.
@@ -180,12 +186,12 @@ impl Bench {
         // The reference side is checked first: its pages are what Paperchain's must match.
         let [paperchain_times, reference_times] = times;
         let reference = reference_times.and_then(|t| {
-            let bytes = self.check(case.tool, &case.reference.output, case, None)?;
+            let bytes = self.check_output(case.tool, &case.reference.output, case, None)?;
             Ok(Timing::of(&t, peaks[1], bytes))
         });
         let checked_reference = reference.is_ok().then_some(&case.reference.output);
         let paperchain = paperchain_times.and_then(|t| {
-            let bytes = self.check("paperchain", &case.paperchain.output, case, checked_reference)?;
+            let bytes = self.check_output("paperchain", &case.paperchain.output, case, checked_reference)?;
             Ok(Timing::of(&t, peaks[0], bytes))
         });
         Row {
@@ -195,6 +201,28 @@ impl Bench {
             note: case.note,
             paperchain,
             reference,
+        }
+    }
+
+    /// Checks one side's output: a JSON answer against its expected values, files as
+    /// `checks.rs` checks the comparison's kind.
+    fn check_output(
+        &self,
+        name: &str,
+        output: &Produces,
+        case: &Comparison,
+        reference: Option<&Produces>,
+    ) -> Result<u64, String> {
+        let Produces::Json(path, expected) = output else { return self.check(name, output, case, reference) };
+        match check_json(path, expected) {
+            Ok(bytes) => {
+                eprintln!("  {name} output checked: JSON, {} values as expected; {}", expected.len(), size_text(bytes));
+                Ok(bytes)
+            }
+            Err(e) => {
+                eprintln!("  {name} output rejected: {e:#}");
+                Err(format!("output rejected: {e:#}"))
+            }
         }
     }
 
@@ -250,6 +278,18 @@ impl Side {
     }
 }
 
+/// Whether the JSON file at `path` holds each expected value at its pointer; its size.
+fn check_json(path: &Path, expected: &[(&'static str, serde_json::Value)]) -> anyhow::Result<u64> {
+    let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let json: serde_json::Value =
+        serde_json::from_slice(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    for (pointer, want) in expected {
+        let found = json.pointer(pointer).unwrap_or(&serde_json::Value::Null);
+        ensure!(found == want, "{}: {pointer} is {found}, expected {want}", path.display());
+    }
+    Ok(text.len() as u64)
+}
+
 impl Timing {
     pub(super) fn of(runs: &[Duration], peak_rss_kib: Option<u64>, output_bytes: u64) -> Timing {
         let mut sorted = runs.to_vec();
@@ -263,13 +303,13 @@ impl Timing {
 impl Produces {
     pub(super) fn path(&self) -> &Path {
         match self {
-            Produces::Pdf(path) | Produces::Zip(path) | Produces::Folder(path) => path,
+            Produces::Pdf(path) | Produces::Zip(path) | Produces::Folder(path) | Produces::Json(path, _) => path,
         }
     }
 
     pub(super) fn clear(&self) -> anyhow::Result<()> {
         match self {
-            Produces::Pdf(file) | Produces::Zip(file) => match std::fs::remove_file(file) {
+            Produces::Pdf(file) | Produces::Zip(file) | Produces::Json(file, _) => match std::fs::remove_file(file) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
                 _ => Ok(()),
             },
@@ -285,7 +325,7 @@ impl Produces {
     /// The files of `kind` written, in name order (a ZIP is unpacked beside itself first).
     pub(super) fn files(&self, python: &Path, kind: Kind) -> anyhow::Result<Vec<PathBuf>> {
         match self {
-            Produces::Pdf(file) => Ok(vec![file.clone()]),
+            Produces::Pdf(file) | Produces::Json(file, _) => Ok(vec![file.clone()]),
             Produces::Folder(dir) => files_in(dir, kind),
             Produces::Zip(zip) => {
                 let dir = zip.with_extension("unzipped");

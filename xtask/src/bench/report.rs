@@ -22,7 +22,7 @@ pub(super) fn print_documents(rows: &[Row], runs: u32, memory: bool) {
         }
     );
     println!(
-        "Output: the size of the PDFs or images written (a ZIP's, unpacked), after each passed the checks above; \
+        "Output: the size of the PDFs, images or JSON answers written (a ZIP's, unpacked), after each passed the checks above; \
          the ratios are paperchain/other, below 1 where Paperchain is faster or smaller."
     );
 }
