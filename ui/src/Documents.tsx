@@ -5,7 +5,7 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { ApiError, base64Of, callRoute, type RouteAnswer } from "./api";
 import { SaveButton } from "./SaveButton";
 import { SchemaForm, fileValue, materialize } from "./SchemaForm";
-import { type Catalog, type Operation, type Schema, extensionOf, isFileInput, resolve, types } from "./schema";
+import { type Catalog, type Operation, type Schema, extensionOf, isFileInput, labelOf, resolve, types } from "./schema";
 
 type Dropped = { id: number; file: File };
 type Result = { source: string; answer?: RouteAnswer; error?: ApiError | Error };
@@ -83,41 +83,50 @@ function Thumbnails(props: { pdf: Blob; label: string; selected?: number[]; onTo
   );
 }
 
-/** The operation's input with the chosen files placed in its file fields. */
-async function prefill(op: Operation, files: File[], schemas: Record<string, Schema>): Promise<Record<string, unknown>> {
+/** A field that takes files: one file, a file's text, or a list of files (or of objects
+ * with a file in `itemField`). */
+type FileSlot = { name: string } & ({ kind: "file" | "text" } | { kind: "files"; itemField?: string });
+
+/** The field of an operation's input that the chosen files go in: the first that takes
+ * files, in the schema's order. The fields after it take other things (a certificate, trust
+ * roots, files to attach, the revised version of a document), which the user gives there. */
+function fileSlot(op: Operation, schemas: Record<string, Schema>): FileSlot | undefined {
   const input = resolve(op.input, schemas);
-  const value: Record<string, unknown> = {};
   for (const [name, raw] of Object.entries(input.properties ?? {})) {
     const prop = resolve(raw, schemas);
-    if (isFileInput(raw, schemas)) {
-      if (files[0]) value[name] = fileValue(files[0]);
-    } else if (types(prop).types.includes("array") && prop.items) {
+    if (isFileInput(raw, schemas)) return { name, kind: "file" };
+    if (types(prop).types.includes("array") && prop.items) {
       const item = prop.items;
-      if (isFileInput(item, schemas)) value[name] = files.map(fileValue);
-      else {
-        const fields = Object.entries(resolve(item, schemas).properties ?? {});
-        const fileField = fields.find(([, s]) => isFileInput(s, schemas));
-        if (fileField) value[name] = files.map((f) => ({ [fileField[0]]: fileValue(f) }));
-      }
-    } else if (prop.contentMediaType && files[0]) {
-      value[name] = await files[0].text();
+      if (isFileInput(item, schemas)) return { name, kind: "files" };
+      const fields = Object.entries(resolve(item, schemas).properties ?? {});
+      const fileField = fields.find(([, s]) => isFileInput(s, schemas));
+      if (fileField) return { name, kind: "files", itemField: fileField[0] };
+    } else if (prop.contentMediaType) {
+      return { name, kind: "text" };
     }
   }
-  return value;
+  return undefined;
+}
+
+/** The operation's input with the chosen files placed in its file field. */
+async function prefill(op: Operation, files: File[], schemas: Record<string, Schema>): Promise<Record<string, unknown>> {
+  const slot = fileSlot(op, schemas);
+  if (!slot || !files[0]) return {};
+  switch (slot.kind) {
+    case "file":
+      return { [slot.name]: fileValue(files[0]) };
+    case "text":
+      return { [slot.name]: await files[0].text() };
+    case "files": {
+      const field = slot.itemField;
+      return { [slot.name]: files.map((f) => (field ? { [field]: fileValue(f) } : fileValue(f))) };
+    }
+  }
 }
 
 /** Whether the operation takes several files in one call (merge, from-images). */
 function takesMany(op: Operation, schemas: Record<string, Schema>): boolean {
-  const input = resolve(op.input, schemas);
-  return Object.values(input.properties ?? {}).some((raw) => {
-    const prop = resolve(raw, schemas);
-    return types(prop).types.includes("array") && !!prop.items && prefillProbe(prop.items, schemas);
-  });
-}
-
-function prefillProbe(item: Schema, schemas: Record<string, Schema>): boolean {
-  if (isFileInput(item, schemas)) return true;
-  return Object.values(resolve(item, schemas).properties ?? {}).some((s) => isFileInput(s, schemas));
+  return fileSlot(op, schemas)?.kind === "files";
 }
 
 function describeError(e: unknown): string {
@@ -140,7 +149,9 @@ function ResultView({ result }: { result: Result }) {
     return (
       <div class="result">
         <h4>{result.source}</h4>
-        <pre class="json">{JSON.stringify(answer.value, null, 2)}</pre>
+        <pre class="json" tabIndex={0} aria-label={`Answer for ${result.source}`}>
+          {JSON.stringify(answer.value, null, 2)}
+        </pre>
         <SaveButton blob={() => new Blob([JSON.stringify(answer.value, null, 2)], { type: "application/json" })} filename={`${result.source}.json`} label="Save JSON" />
       </div>
     );
@@ -153,9 +164,40 @@ function ResultView({ result }: { result: Result }) {
         {answer.filename} <span class="muted">({formatBytes(answer.blob.size)})</span>
       </h4>
       <SaveButton blob={() => answer.blob} filename={answer.filename} label={`Save ${answer.filename}`} primary />
+      {answer.report && <Report report={answer.report} filename={answer.filename} />}
       {isPdf && <Thumbnails pdf={answer.blob} label={`Pages of ${answer.filename}`} />}
       {isImage && <ImagePreview blob={answer.blob} alt={answer.filename} />}
     </div>
+  );
+}
+
+/** What the route says it did to the file: its plain values as a list, the whole report
+ * (lists, nested parts) as JSON below when it has more. */
+function Report({ report, filename }: { report: Record<string, unknown>; filename: string }) {
+  const plain = Object.entries(report).filter(([, v]) => v !== null && typeof v !== "object");
+  const nested = Object.values(report).some((v) => v !== null && typeof v === "object");
+  const shown = (v: unknown) => (typeof v === "boolean" ? (v ? "yes" : "no") : String(v));
+  return (
+    <>
+      {plain.length > 0 && (
+        <dl class="facts report">
+          {plain.map(([k, v]) => (
+            <>
+              <dt>{labelOf(k)}</dt>
+              <dd>{shown(v)}</dd>
+            </>
+          ))}
+        </dl>
+      )}
+      {nested && (
+        <details>
+          <summary>Whole report</summary>
+          <pre class="json" tabIndex={0} aria-label={`Report on ${filename}`}>
+            {JSON.stringify(report, null, 2)}
+          </pre>
+        </details>
+      )}
+    </>
   );
 }
 

@@ -120,14 +120,16 @@ function FileField({ ctx, label, schema, required, value, pointer, onChange }: F
       </div>
       <details>
         <summary>Password</summary>
-        <label for={`${id}-password`}>Password of an encrypted PDF</label>
-        <input
-          id={`${id}-password`}
-          type="password"
-          autocomplete="off"
-          value={v?.password ?? ""}
-          onInput={(e) => set({ password: (e.currentTarget as HTMLInputElement).value || undefined })}
-        />
+        <div class="file-choice">
+          <label for={`${id}-password`}>Password of an encrypted PDF or of a certificate</label>
+          <input
+            id={`${id}-password`}
+            type="password"
+            autocomplete="off"
+            value={v?.password ?? ""}
+            onInput={(e) => set({ password: (e.currentTarget as HTMLInputElement).value || undefined })}
+          />
+        </div>
       </details>
       <FieldError ctx={ctx} pointer={pointer} />
     </fieldset>
@@ -183,6 +185,64 @@ function ArrayField(props: FieldProps) {
       <FieldError ctx={ctx} pointer={pointer} />
     </fieldset>
   );
+}
+
+/** The names of a fixed list's places when its description gives them as `[left, top, …]`. */
+function placeNames(description: string | undefined, count: number): string[] | undefined {
+  const list = description?.match(/`\[([a-z_ ,]+)\]`/i)?.[1].split(",").map((n) => n.trim());
+  return list?.length === count && list.every(Boolean) ? list.map(labelOf) : undefined;
+}
+
+/** A fixed number of numbers (a box: left, top, right, bottom): one row of number fields,
+ * left out of the request while all are empty. */
+function TupleField({ ctx, label, schema, required, value, pointer, onChange }: FieldProps) {
+  const id = idOf(pointer);
+  const count = schema.maxItems ?? 0;
+  const items = Array.isArray(value) ? value : [];
+  const item = resolve(schema.items ?? {}, ctx.schemas);
+  const names = placeNames(schema.description, count);
+  const set = (i: number, v: number | undefined) => {
+    const next = Array.from({ length: count }, (_, j) => (j === i ? v : items[j]));
+    onChange(next.every((x) => x === undefined) ? undefined : next.map((x) => x ?? null));
+  };
+  return (
+    <fieldset class="tuple-field" aria-describedby={describedBy(ctx, pointer, schema.description)}>
+      <legend>
+        {label}
+        {required && <span class="required"> (required)</span>}
+      </legend>
+      <Help id={`${id}-help`} text={schema.description} />
+      <div class="tuple">
+        {Array.from({ length: count }, (_, i) => (
+          <div class="field" key={i}>
+            <label for={idOf(`${pointer}/${i}`)}>{names?.[i] ?? `${i + 1}`}</label>
+            <input
+              id={idOf(`${pointer}/${i}`)}
+              type="number"
+              step={types(item).types.includes("integer") ? 1 : "any"}
+              min={item.minimum}
+              max={item.maximum}
+              aria-invalid={ctx.error?.field?.startsWith(pointer) || undefined}
+              value={typeof items[i] === "number" ? String(items[i]) : ""}
+              onInput={(e) => {
+                const text = (e.currentTarget as HTMLInputElement).value;
+                set(i, text === "" ? undefined : Number(text));
+              }}
+            />
+          </div>
+        ))}
+      </div>
+      <FieldError ctx={ctx} pointer={pointer} />
+    </fieldset>
+  );
+}
+
+/** Whether an array is a fixed number of numbers, shown as one row of fields. */
+function isTuple(schema: Schema, schemas: Record<string, Schema>): boolean {
+  const count = schema.maxItems;
+  if (count === undefined || schema.minItems !== count || count < 2 || count > 6 || !schema.items) return false;
+  const t = types(resolve(schema.items, schemas)).types;
+  return t.length === 1 && (t[0] === "number" || t[0] === "integer");
 }
 
 function swap<T>(list: T[], a: number, b: number): T[] {
@@ -347,6 +407,7 @@ export function Field(props: FieldProps): JSX.Element {
   }
   const t = types(schema).types;
   if (schema.properties) return <ObjectField {...props} schema={schema} />;
+  if (t.includes("array") && isTuple(schema, ctx.schemas)) return <TupleField {...props} schema={{ ...schema, description }} />;
   if (t.includes("array")) return <ArrayField {...props} schema={schema} />;
   if (t.length === 1 && t[0] === "boolean") {
     return (

@@ -36,10 +36,21 @@ export async function appApi<T>(path: string, init: RequestInit = {}): Promise<T
   return (await response.json()) as T;
 }
 
-/** A route's answer: JSON, or a file. */
+/** A route's answer: JSON, or a file (with the route's report on it, when it gives one). */
 export type RouteAnswer =
   | { kind: "json"; value: unknown }
-  | { kind: "file"; blob: Blob; filename: string; contentType: string };
+  | { kind: "file"; blob: Blob; filename: string; contentType: string; report?: Record<string, unknown> };
+
+/** The `Paperchain-Report` header: what the route did to the file, as JSON. */
+function reportOf(header: string | null): Record<string, unknown> | undefined {
+  if (!header) return undefined;
+  try {
+    const report = JSON.parse(header);
+    return report && typeof report === "object" && !Array.isArray(report) ? report : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 function filenameOf(disposition: string | null, fallback: string): string {
   const star = disposition?.match(/filename\*=UTF-8''([^;]+)/i);
@@ -59,7 +70,8 @@ export async function callRoute(path: string, body: unknown, signal?: AbortSigna
   if (contentType.startsWith("application/json")) return { kind: "json", value: await response.json() };
   const blob = await response.blob();
   const fallback = path.split("/").pop() ?? "result";
-  return { kind: "file", blob, filename: filenameOf(response.headers.get("content-disposition"), fallback), contentType };
+  const filename = filenameOf(response.headers.get("content-disposition"), fallback);
+  return { kind: "file", blob, filename, contentType, report: reportOf(response.headers.get("paperchain-report")) };
 }
 
 /** The file's bytes in base64, for a route's `data` field. */

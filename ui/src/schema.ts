@@ -131,9 +131,9 @@ export function choices(schema: Schema): { value: unknown; label: string; help?:
   return undefined;
 }
 
-/** A field name as a label: `page_size` → "Page size". */
+/** A field name as a label: `page_size` → "Page size", `box_pt` → "Box (pt)". */
 export function labelOf(name: string): string {
-  const words = name.replace(/_/g, " ");
+  const words = name.replace(/_(pt|mm|px|ms)$/, " ($1)").replace(/_/g, " ");
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 

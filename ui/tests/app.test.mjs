@@ -7,6 +7,9 @@
 //   PAPERCHAIN_ADDRESS   an address with a balance on the server's chain (anvil)
 //   PAPERCHAIN_BALANCE   that balance, formatted
 //   PAPERCHAIN_CLAUDE_CONFIG  the server's Claude Desktop configuration file (in a temporary home)
+//   PAPERCHAIN_CERTIFICATE    a PKCS#12 signing identity (certificate and key)
+//   PAPERCHAIN_CERTIFICATE_PASSWORD  its password
+//   PAPERCHAIN_CERTIFICATE_SIGNER    its certificate's common name
 //   PAPERCHAIN_ARTIFACTS a folder for screenshots and downloads
 
 import { test } from "node:test";
@@ -173,6 +176,88 @@ test("to PDF/A-3b: the form from the catalog, a file qpdf accepts that names its
   execFileSync("qpdf", ["--check", saved], { stdio: "pipe" });
   // The XMP packet is stored uncompressed, so the part can be read from the bytes.
   assert.match(readFileSync(saved, "latin1"), /<pdfaid:part>3<\/pdfaid:part>/);
+});
+
+test("sign a PDF with a PKCS#12 certificate through the form, then verify the signature", async () => {
+  const pdf = process.env.PAPERCHAIN_PDF;
+  const certificate = process.env.PAPERCHAIN_CERTIFICATE;
+  const signer = process.env.PAPERCHAIN_CERTIFICATE_SIGNER;
+  await open("documents");
+  await drop([pdf]);
+  await page().waitForSelector("#operation");
+  const offered = await page().$$eval("#operation option", (l) => l.map((o) => o.textContent));
+  for (const route of ["/v1/pdf/sign", "/v1/pdf/verify-signatures", "/v1/pdf/remove-signatures"]) {
+    assert.ok(offered.some((o) => o.includes(route)), `${route} in ${offered.join(" | ")}`);
+  }
+  await selectByLabel("Operation", "/v1/pdf/sign");
+  await page().waitForSelector("form.route-form");
+  // The dropped PDF is the file to sign; the certificate is for the user to give.
+  const chosen = (field) => page().$eval(`#field-${field}-file`, (e) => e.closest(".file-choice").querySelector(".chosen").textContent);
+  assert.equal(await chosen("file"), path.basename(pdf));
+  assert.equal(await chosen("certificate"), "no file chosen");
+  const picker = await page().$("#field-certificate-file");
+  await picker.uploadFile(certificate);
+  await page().waitForFunction(
+    (name) => document.getElementById("field-certificate-file").closest(".file-choice").querySelector(".chosen").textContent === name,
+    {},
+    path.basename(certificate),
+  );
+  // Its password goes beside it, as for an encrypted PDF.
+  const password = await page().evaluateHandle(() => document.getElementById("field-certificate-password").closest("details").querySelector("summary"));
+  await password.click();
+  await page().type("#field-certificate-password", process.env.PAPERCHAIN_CERTIFICATE_PASSWORD);
+  await page().type("#field-reason", "Approved");
+  // A visible signature: left, top, right, bottom in points, near the foot of the A4 page.
+  for (const [i, value] of [320, 730, 550, 800].entries()) {
+    await page().type(`#field-box-pt-${i}`, String(value));
+  }
+  await accessible("the sign form");
+  await screenshot("14-sign-form");
+  const before = readdirSync(downloads);
+  await page().click("form.route-form button[type=submit]");
+  const name = await waitForResult("sign");
+  assert.match(name, /-signed\.pdf$/);
+  // The route's report, shown with the file, says who signed, at which level, where.
+  const said = await page().$eval(".results .result dl.report", (e) => e.textContent);
+  for (const fact of [signer, "B-B", "Signature1"]) assert.ok(said.includes(fact), said);
+  await page().waitForSelector(".results .thumbnails figure", { timeout: 30_000 });
+  await screenshot("15-sign-result");
+  await page().click(".results .result button.primary");
+  const signed = await waitForDownload(name, before);
+  execFileSync("qpdf", ["--check", signed], { stdio: "pipe" });
+  const bytes = readFileSync(signed, "latin1");
+  assert.match(bytes, /\/ETSI\.CAdES\.detached/);
+  assert.match(bytes, /\/ByteRange/);
+  assert.match(bytes, /\/Reason ?\(Approved\)/);
+
+  // The signed file dropped back: its signature verifies, by a signer no trust root vouches for.
+  await drop([signed]);
+  await page().waitForFunction((name) => document.querySelector("form.route-form .chosen")?.textContent === name, {}, name);
+  await selectByLabel("Operation", "/v1/pdf/verify-signatures");
+  await page().waitForSelector("form.route-form");
+  assert.equal(await chosen("file"), name);
+  // No trust roots unless the user adds some.
+  assert.equal(await page().$$eval("form.route-form .array-field > ol > li", (l) => l.length), 0);
+  await page().click("form.route-form button[type=submit]");
+  await waitForResult("verify");
+  const shown = await page().$eval(".results .result", (e) => e.textContent);
+  assert.ok(shown.includes(signer), shown);
+  assert.ok(shown.includes("unknown_signer"), shown);
+  const report = JSON.parse(await page().$eval(".results .result pre.json", (e) => e.textContent));
+  assert.equal(report.count, 1);
+  assert.equal(report.all_valid, false);
+  const [signature] = report.signatures;
+  assert.equal(signature.signer.common_name, signer);
+  assert.equal(signature.status, "unknown_signer");
+  assert.equal(signature.sub_filter, "ETSI.CAdES.detached");
+  assert.ok(signature.intact && signature.valid && signature.visible, JSON.stringify(signature));
+  assert.equal(signature.trusted, null);
+  await accessible("the verification result");
+  // The answer scrolled into view and painted, as the user reads it.
+  await page().$eval(".results .result pre.json", (e) => e.scrollIntoView({ block: "center" }));
+  await page().evaluate(() => new Promise((painted) => requestAnimationFrame(() => requestAnimationFrame(painted))));
+  await screenshot("16-verify-result");
+  assert.deepEqual(page().failures, []);
 });
 
 test("a bad value is refused with the field named, next to the field", async () => {

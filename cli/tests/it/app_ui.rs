@@ -61,6 +61,8 @@ async fn the_app_works_in_a_real_browser() {
 
     // Absolute: the browser reads it from another working folder.
     let pdf = std::fs::canonicalize(corpus().join("pdf/sample-files/pdflatex-4-pages.pdf")).unwrap();
+    // The fixture signing identity (engine/tests/fixtures/signing/README.md).
+    let certificate = std::fs::canonicalize(ui.join("../engine/tests/fixtures/signing/signer.p12")).unwrap();
     let artifacts = ui.join("test-artifacts");
     let env = [
         ("PAPERCHAIN_APP_URL", format!("http://127.0.0.1:{port}")),
@@ -69,8 +71,11 @@ async fn the_app_works_in_a_real_browser() {
         ("PAPERCHAIN_ADDRESS", address.into()),
         ("PAPERCHAIN_BALANCE", "1.234567".into()),
         ("PAPERCHAIN_CLAUDE_CONFIG", claude.display().to_string()),
+        ("PAPERCHAIN_CERTIFICATE", certificate.display().to_string()),
+        ("PAPERCHAIN_CERTIFICATE_PASSWORD", "fixture".into()),
+        ("PAPERCHAIN_CERTIFICATE_SIGNER", "Paperchain Fixture Signer".into()),
     ];
-    run_browser_tests("app.test.mjs", &env, 8).await;
+    run_browser_tests("app.test.mjs", &env, 9).await;
     for screen in [
         "01-documents-empty",
         "03-rotate-result",
@@ -80,6 +85,9 @@ async fn the_app_works_in_a_real_browser() {
         "09-agents",
         "11-n-up-result",
         "13-pdfa-result",
+        "14-sign-form",
+        "15-sign-result",
+        "16-verify-result",
     ] {
         assert!(artifacts.join(format!("{screen}.png")).is_file(), "screenshot {screen}");
     }
