@@ -60,6 +60,7 @@ pub struct SignInput {
     /// An RFC 3161 time-stamp authority (http or https URL): the signature is time-stamped there, making it PAdES
     /// B-T. Without it, B-B.
     #[serde(default)]
+    #[schemars(length(max = 2000), regex(pattern = r"^[Hh][Tt][Tt][Pp][Ss]?://\S+$"))]
     pub timestamp_url: Option<String>,
     /// How to deliver the PDF.
     #[serde(default)]
@@ -161,8 +162,11 @@ impl Route for SignRoute {
             return Err(EngineError::invalid("/page", "/page: pages are numbered from 1"));
         }
         if let Some(url) = &input.timestamp_url {
-            let url = url.trim().to_ascii_lowercase();
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
+            let url = url.to_ascii_lowercase();
+            let scheme = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"));
+            if !scheme.is_some_and(|rest| !rest.is_empty() && !rest.contains(char::is_whitespace))
+                || url.chars().count() > 2000
+            {
                 return Err(EngineError::invalid(
                     "/timestamp_url",
                     "/timestamp_url: the time-stamp authority's http or https URL",
@@ -209,7 +213,7 @@ impl Route for SignRoute {
             page_count,
             identity,
             placement,
-            timestamp_url: input.timestamp_url.map(|u| u.trim().to_string()),
+            timestamp_url: input.timestamp_url,
             output: input.output,
         })
     }
