@@ -35,7 +35,12 @@ pub struct SignInput {
     /// The signature field: an empty signature field of the document to sign (its full name), or the name of a
     /// new field. Default: a new field `Signature1` (or the next free number).
     #[serde(default)]
-    #[schemars(length(min = 1, max = 200))]
+    #[schemars(
+        length(min = 1, max = 200),
+        regex(
+            pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+        )
+    )]
     pub field: Option<String>,
     /// The 1-based page of a new field. Default 1.
     #[serde(default)]
