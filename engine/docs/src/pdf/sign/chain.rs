@@ -91,8 +91,7 @@ pub fn check(signer: &Certificate, pool: &[Certificate], roots: &[Certificate], 
                 crate::pdf::sign::verify::rfc3339(until),
             ));
         }
-        if let Some(root) = roots.iter().find(|r| same(r, current)) {
-            let _ = root;
+        if roots.contains(current) {
             anchored = true;
             break;
         }
@@ -114,9 +113,9 @@ pub fn check(signer: &Certificate, pool: &[Certificate], roots: &[Certificate], 
             }
             break;
         }
-        let next = pool.iter().find(|c| {
-            c.tbs_certificate().subject() == issuer_name && !path.iter().any(|p| same(p, c)) && signed_by(current, c)
-        });
+        let next = pool
+            .iter()
+            .find(|c| c.tbs_certificate().subject() == issuer_name && !path.contains(c) && signed_by(current, c));
         match next {
             Some(next) => {
                 if problem.is_none() {
@@ -161,9 +160,4 @@ fn issuer_problem(issuer: &Certificate) -> Option<String> {
         return Some(format!("{} issued a certificate but its key usage lacks keyCertSign", common_name(issuer)));
     }
     None
-}
-
-/// The same certificate (same DER).
-fn same(a: &Certificate, b: &Certificate) -> bool {
-    a == b
 }

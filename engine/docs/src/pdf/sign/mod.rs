@@ -162,7 +162,7 @@ pub fn prepare(base: &[u8], doc: &Document, placement: &Placement) -> Result<Pre
     ap.set("N", Object::Reference(ap_id));
     widget.set("AP", Object::Dictionary(ap));
     update.replace(widget_id, Object::Dictionary(widget));
-    set_sig_flags(doc, &mut update, root_id)?;
+    set_sig_flags(&mut update, root_id)?;
 
     let written = update.write()?;
     let span = written.spans[&sig_id].clone();
@@ -308,7 +308,7 @@ fn with_field(doc: &Document, update: &mut Update<'_>, mut form: Dictionary, fie
 }
 
 /// Sets `/SigFlags 3` (signatures exist, append only) on the form, wherever it is.
-fn set_sig_flags(doc: &Document, update: &mut Update<'_>, root_id: ObjectId) -> Result<(), EngineError> {
+fn set_sig_flags(update: &mut Update<'_>, root_id: ObjectId) -> Result<(), EngineError> {
     let catalog =
         update.current(root_id).and_then(|o| o.as_dict().ok()).cloned().ok_or_else(|| damaged("the catalog"))?;
     match catalog.get(b"AcroForm") {
@@ -330,7 +330,6 @@ fn set_sig_flags(doc: &Document, update: &mut Update<'_>, root_id: ObjectId) -> 
         }
         _ => {}
     }
-    let _ = doc;
     Ok(())
 }
 

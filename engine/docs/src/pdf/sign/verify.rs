@@ -336,7 +336,7 @@ fn one(
     });
 
     if report.kind == "document_time_stamp" {
-        check_document_time_stamp(&mut report, &value, &signed, &data, info, signer_cert);
+        check_document_time_stamp(&mut report, &value, &signed, info, signer_cert);
     } else {
         check_signature(&mut report, &signed, &data, info, signer_cert);
     }
@@ -511,7 +511,6 @@ fn check_document_time_stamp(
     report: &mut SignatureReport,
     token: &[u8],
     signed: &[&[u8]; 2],
-    data: &SignedData,
     info: &SignerInfo,
     signer: &Certificate,
 ) {
@@ -528,7 +527,7 @@ fn check_document_time_stamp(
         }
         Err(e) => report.problems.push(e),
     }
-    match token_signature(token, data, info, signer) {
+    match token_signature(token, info, signer) {
         Ok(algorithm) => {
             report.signature_algorithm = Some(algorithm);
             report.valid = true;
@@ -539,7 +538,7 @@ fn check_document_time_stamp(
 
 /// Checks a token's own signature (over its signed attributes, whose message digest is
 /// the TSTInfo's); the algorithm's name.
-fn token_signature(token: &[u8], data: &SignedData, info: &SignerInfo, signer: &Certificate) -> Result<String, String> {
+fn token_signature(token: &[u8], info: &SignerInfo, signer: &Certificate) -> Result<String, String> {
     let content = timestamp::tst_info_bytes(token).ok_or("the token's TSTInfo is missing")?;
     let digest = Digest::from_oid(&info.digest_alg.oid).ok_or("the token's digest algorithm is not supported")?;
     let algorithm = SignatureAlgorithm::from_identifier(&info.signature_algorithm, digest)
@@ -555,7 +554,6 @@ fn token_signature(token: &[u8], data: &SignedData, info: &SignerInfo, signer: &
     if !algorithm.verify(signer.tbs_certificate().subject_public_key_info(), &der, info.signature.as_bytes()) {
         return Err("the token's signature does not verify with the authority's key".to_string());
     }
-    let _ = data;
     Ok(algorithm.name())
 }
 
@@ -578,7 +576,7 @@ fn check_time_stamp(token: &der::Any, signature: &[u8], roots: &[Certificate], n
         if digest.of(&[signature]) != tst.imprint.hashed_message.as_bytes() {
             return Err("the token stamps another signature value".to_string());
         }
-        token_signature(&token, &data, info, authority)?;
+        token_signature(&token, info, authority)?;
         report.valid = true;
         if !roots.is_empty() {
             let check = chain::check(authority, &certs, roots, tst.time.min(now));
