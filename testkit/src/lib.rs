@@ -35,6 +35,7 @@ mod b64;
 pub mod bench;
 pub mod corpus;
 pub mod hostile;
+pub mod invoice;
 pub mod keyring;
 pub mod markdown_score;
 pub mod openpyxl;

@@ -1,12 +1,12 @@
 //! `cargo xtask bench`: times Paperchain's operations against other command-line tools
-//! (qpdf, Ghostscript, pdftoppm, pyHanko) on the same inputs, and checks every output so
+//! (qpdf, Ghostscript, pdftoppm, pdfimages, PyMuPDF, mutool, pyHanko) on the same inputs, and checks every output so
 //! neither side can win by writing garbage.
 //!
 //! Each side of each case is run once to warm up, then `--runs` times, alternating the
 //! sides so drift (thermal, page cache) falls on both. Wall time is measured around the
 //! child process; peak memory (RSS) comes from `/usr/bin/time -f %M` wrapping the child,
 //! the same wrapper on both sides. The cases of a group live in its own module
-//! (`bench/pages.rs`, `bench/docs.rs`, `bench/signatures.rs`); a group is added to [`Group`]
+//! (`bench/pages.rs`, `bench/docs.rs`, `bench/edits.rs`, `bench/signatures.rs`); a group is added to [`Group`]
 //! and to [`run`].
 //! The `chain` group (`bench/chain.rs`) times a warm server's answers against `cast` and
 //! prints its own table; so do `convert` (`bench/convert.rs`, documents to data against the
@@ -22,6 +22,7 @@ mod checks;
 mod compare;
 mod convert;
 mod docs;
+mod edits;
 mod html;
 mod load;
 mod markdown;
@@ -79,6 +80,11 @@ enum Group {
     /// Compression against qpdf and Ghostscript, PDF to PNG against pdftoppm, on the
     /// corpus's largest PDFs.
     Docs,
+    /// The other document routes on a 100-page PDF, each against the nearest open tool:
+    /// redact and sanitize against PyMuPDF, extract-images against pdfimages, blank pages
+    /// against Ghostscript's ink coverage with qpdf, compare against git diff and comparepdf,
+    /// booklet against qpdf with Ghostscript, poster against mutool, e-invoice against factur-x.
+    Edits,
     /// Signing a 100-page PDF (PAdES, a visible field) against pyHanko's signer, and validating
     /// the signed file against pyHanko's validator, with a test CA made by openssl.
     Signatures,
@@ -110,7 +116,8 @@ impl Group {
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let installed = setup::run(Verbosity::Quiet)?;
-    let documents = [Group::Pages, Group::Docs, Group::Signatures].iter().any(|g| args.group.includes(*g));
+    let documents =
+        [Group::Pages, Group::Docs, Group::Edits, Group::Signatures].iter().any(|g| args.group.includes(*g));
     let corpus = if documents
         || [Group::Convert, Group::Ocr, Group::Office, Group::Load].iter().any(|g| args.group.includes(*g))
     {
@@ -122,6 +129,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let binary = [
         Group::Pages,
         Group::Docs,
+        Group::Edits,
         Group::Signatures,
         Group::Convert,
         Group::Ocr,
@@ -149,6 +157,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
     if args.group.includes(Group::Docs) {
         comparisons.extend(docs::cases(&paperchain, &corpus, &work.path.join("docs"))?);
+    }
+    if args.group.includes(Group::Edits) {
+        comparisons.extend(edits::cases(&paperchain, &bench.python, &corpus, &work.path.join("edits"))?);
     }
     if args.group.includes(Group::Signatures) {
         let dir = work.path.join("signatures");

@@ -22,6 +22,14 @@ pub const DEBIAN_PACKAGES: &[DebianPackage] = &[
     DebianPackage { name: "g++", why: "builds the libqpdf bundled with the qpdf crate (protect, unlock, repair)" },
     DebianPackage { name: "poppler-utils", why: "pdftoppm, pdftotext, pdfinfo: an independent reader for tests" },
     DebianPackage { name: "ghostscript", why: "gs: the reference compressor in the docs bench" },
+    DebianPackage {
+        name: "mupdf-tools",
+        why: "mutool poster: the reference for /v1/pdf/poster in `cargo xtask bench edits`",
+    },
+    DebianPackage {
+        name: "comparepdf",
+        why: "the reference for /v1/pdf/compare's comparison of looks in `cargo xtask bench edits`",
+    },
     DebianPackage { name: "python3-venv", why: "`python3 -m venv`, for the Python tools below" },
     DebianPackage { name: "time", why: "/usr/bin/time: peak memory in the bench" },
     DebianPackage { name: "wrk", why: "the HTTP load generator of `cargo xtask bench load`" },
@@ -144,6 +152,12 @@ pub const PYTHON_TOOLS: &[PythonTool] = &[
         requirement: "factur-x==7.8",
         probe: &["python", "-c", "import sys, facturx; sys.exit(facturx.__version__ != '7.8')"],
         why: "reads back and checks (against the Factur-X XSD) the e-invoices of /v1/pdf/e-invoice in tests",
+    },
+    PythonTool {
+        // AGPL: run as a program by the bench, never linked.
+        requirement: "pymupdf==1.28.2",
+        probe: &["python", "-c", "import sys, pymupdf; sys.exit(pymupdf.__version__ != '1.28.2')"],
+        why: "the reference for /v1/pdf/redact and /v1/pdf/sanitize in `cargo xtask bench edits`",
     },
     PythonTool {
         requirement: "python-docx==1.2.0",

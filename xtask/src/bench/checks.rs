@@ -29,6 +29,7 @@ impl Bench {
         let checked = match case.kind {
             Kind::Pdf => self.check_pdfs(output, case, reference),
             Kind::Png => self.check_pngs(output, &case.expect, reference),
+            Kind::Images => self.check_images(output, &case.expect, reference),
         };
         match checked {
             Ok((checked, bytes)) => {
@@ -87,6 +88,15 @@ impl Bench {
             }
             checked += &format!(", text of {} sampled pages as in {}'s output", expect.text_samples.len(), case.tool);
         }
+        if let Some(word) = expect.absent_text {
+            for_each_parallel(&pdfs, |pdf| {
+                let text = Cmd::new("pdftotext").arg(pdf).arg("-").quiet().read()?.to_lowercase();
+                let hits = text.matches(&word.to_lowercase()).count();
+                ensure!(hits == 0, "{}: pdftotext still reads \"{word}\" {hits} times", pdf.display());
+                Ok(())
+            })?;
+            checked += &format!(", pdftotext finds no \"{word}\" in any case");
+        }
         if let Some(source) = &case.source {
             let worst = looks_like_source(&pdfs, source)?;
             checked += &format!(
@@ -128,6 +138,48 @@ impl Bench {
             checked += ", each the other tool's size (±1 px)";
         }
         let bytes = pngs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+        Ok((checked, bytes))
+    }
+
+    /// At most `expect.files` images and at least one, each read whole by Pillow where it
+    /// reads the format; each JPEG byte for byte one of `reference`'s (passed through, not
+    /// re-encoded, as pdfimages -all writes them).
+    fn check_images(
+        &self,
+        output: &Produces,
+        expect: &Expect,
+        reference: Option<&Produces>,
+    ) -> anyhow::Result<(String, u64)> {
+        let images = output.files(&self.python, Kind::Images)?;
+        ensure!(
+            (1..=expect.files).contains(&images.len()),
+            "{} images, expected 1 to {} (one an image object)",
+            images.len(),
+            expect.files
+        );
+        Cmd::new(&self.python).args(["-c", CHECK_IMAGES]).args(&images).quiet().read()?;
+        let mut checked = format!("images: {}, each read whole", images.len());
+        if let Some(reference) = reference {
+            let is_jpeg = |path: &PathBuf| {
+                path.extension().is_some_and(|e| e.eq_ignore_ascii_case("jpg") || e.eq_ignore_ascii_case("jpeg"))
+            };
+            let theirs: std::collections::HashSet<Vec<u8>> = reference
+                .files(&self.python, Kind::Images)?
+                .iter()
+                .filter(|path| is_jpeg(path))
+                .map(std::fs::read)
+                .collect::<Result<_, _>>()?;
+            let jpegs: Vec<&PathBuf> = images.iter().filter(|path| is_jpeg(path)).collect();
+            for jpeg in &jpegs {
+                ensure!(
+                    theirs.contains(&std::fs::read(jpeg)?),
+                    "{}: no JPEG of the other tool's is the same bytes",
+                    jpeg.display()
+                );
+            }
+            checked += &format!(", its {} JPEGs each byte for byte one of the other tool's", jpegs.len());
+        }
+        let bytes = images.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
         Ok((checked, bytes))
     }
 
@@ -187,6 +239,24 @@ for path in sys.argv[1:]:
         error = str(e)
     if error:
         print(f'{path}: {error}', file=sys.stderr)
+        failed = True
+sys.exit(1 if failed else 0)
+"#;
+
+/// Opens each image named in argv with Pillow and decodes it whole; formats Pillow does not
+/// read (pdfimages' JBIG2 and CCITT streams) are skipped. A broken one is an error.
+const CHECK_IMAGES: &str = r#"
+import sys
+from PIL import Image
+failed = False
+for path in sys.argv[1:]:
+    if path.lower().endswith(('.jb2e', '.ccitt')):
+        continue
+    try:
+        with Image.open(path) as image:
+            image.load()
+    except Exception as e:
+        print(f'{path}: {e}', file=sys.stderr)
         failed = True
 sys.exit(1 if failed else 0)
 "#;
@@ -272,7 +342,7 @@ pub(super) fn files_in(dir: &Path, kind: Kind) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let path = entry?.path();
-        if path.extension().is_some_and(|e| e.eq_ignore_ascii_case(kind.extension())) {
+        if kind.matches(&path) {
             files.push(path);
         }
     }

@@ -81,6 +81,8 @@ pub(super) enum Produces {
     /// A JSON answer, which must hold each expected value at its JSON pointer (`Value::Null`
     /// expected: absent or null). Checked by those values, whatever the comparison's kind.
     Json(PathBuf, Vec<(&'static str, serde_json::Value)>),
+    /// A text answer (a diff, a verdict), which must hold each expected piece of text.
+    Text(PathBuf, Vec<&'static str>),
 }
 
 /// The kind of files an operation writes, which decides how they are checked.
@@ -89,14 +91,21 @@ pub(super) enum Kind {
     Pdf,
     /// One PNG a page.
     Png,
+    /// Images taken out of a PDF, in their own formats: at most `Expect::files` of them
+    /// (one an image object; a tool that de-duplicates writes fewer).
+    Images,
 }
 
 impl Kind {
-    pub(super) fn extension(self) -> &'static str {
-        match self {
-            Kind::Pdf => "pdf",
-            Kind::Png => "png",
-        }
+    /// Whether a file of an output is one of this kind, by its name's extension.
+    pub(super) fn matches(self, path: &Path) -> bool {
+        let extensions: &[&str] = match self {
+            Kind::Pdf => &["pdf"],
+            Kind::Png => &["png"],
+            // What pdfimages -all and extract_pdf_images write.
+            Kind::Images => &["jpg", "jpeg", "png", "jp2", "jpx", "tif", "tiff", "ppm", "pgm", "pbm", "jb2e", "ccitt"],
+        };
+        path.extension().and_then(|e| e.to_str()).is_some_and(|e| extensions.iter().any(|x| e.eq_ignore_ascii_case(x)))
     }
 }
 
@@ -111,6 +120,9 @@ pub(super) struct Expect {
     /// (file index, page) whose text must match the other tool's output: the two sides must
     /// have put the same pages in the same places.
     pub(super) text_samples: Vec<(usize, u32)>,
+    /// A word no PDF may hold any more, in any case, as pdftotext reads the whole file
+    /// (redaction).
+    pub(super) absent_text: Option<&'static str>,
 }
 
 /// The input PDF an output must still look like: a compressor could otherwise win by
@@ -213,10 +225,14 @@ impl Bench {
         case: &Comparison,
         reference: Option<&Produces>,
     ) -> Result<u64, String> {
-        let Produces::Json(path, expected) = output else { return self.check(name, output, case, reference) };
-        match check_json(path, expected) {
-            Ok(bytes) => {
-                eprintln!("  {name} output checked: JSON, {} values as expected; {}", expected.len(), size_text(bytes));
+        let checked = match output {
+            Produces::Json(path, expected) => check_json(path, expected).map(|bytes| (bytes, expected.len())),
+            Produces::Text(path, expected) => check_text(path, expected).map(|bytes| (bytes, expected.len())),
+            _ => return self.check(name, output, case, reference),
+        };
+        match checked {
+            Ok((bytes, values)) => {
+                eprintln!("  {name} output checked: {values} values as expected; {}", size_text(bytes));
                 Ok(bytes)
             }
             Err(e) => {
@@ -290,6 +306,15 @@ fn check_json(path: &Path, expected: &[(&'static str, serde_json::Value)]) -> an
     Ok(text.len() as u64)
 }
 
+/// Whether the text file at `path` holds each expected piece; its size.
+fn check_text(path: &Path, expected: &[&'static str]) -> anyhow::Result<u64> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    for piece in expected {
+        ensure!(text.contains(piece), "{}: no {piece:?} in it", path.display());
+    }
+    Ok(text.len() as u64)
+}
+
 impl Timing {
     pub(super) fn of(runs: &[Duration], peak_rss_kib: Option<u64>, output_bytes: u64) -> Timing {
         let mut sorted = runs.to_vec();
@@ -303,16 +328,22 @@ impl Timing {
 impl Produces {
     pub(super) fn path(&self) -> &Path {
         match self {
-            Produces::Pdf(path) | Produces::Zip(path) | Produces::Folder(path) | Produces::Json(path, _) => path,
+            Produces::Pdf(path)
+            | Produces::Zip(path)
+            | Produces::Folder(path)
+            | Produces::Json(path, _)
+            | Produces::Text(path, _) => path,
         }
     }
 
     pub(super) fn clear(&self) -> anyhow::Result<()> {
         match self {
-            Produces::Pdf(file) | Produces::Zip(file) | Produces::Json(file, _) => match std::fs::remove_file(file) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
-                _ => Ok(()),
-            },
+            Produces::Pdf(file) | Produces::Zip(file) | Produces::Json(file, _) | Produces::Text(file, _) => {
+                match std::fs::remove_file(file) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+                    _ => Ok(()),
+                }
+            }
             Produces::Folder(dir) => {
                 if dir.exists() {
                     std::fs::remove_dir_all(dir)?;
@@ -325,7 +356,7 @@ impl Produces {
     /// The files of `kind` written, in name order (a ZIP is unpacked beside itself first).
     pub(super) fn files(&self, python: &Path, kind: Kind) -> anyhow::Result<Vec<PathBuf>> {
         match self {
-            Produces::Pdf(file) | Produces::Json(file, _) => Ok(vec![file.clone()]),
+            Produces::Pdf(file) | Produces::Json(file, _) | Produces::Text(file, _) => Ok(vec![file.clone()]),
             Produces::Folder(dir) => files_in(dir, kind),
             Produces::Zip(zip) => {
                 let dir = zip.with_extension("unzipped");

@@ -45,8 +45,13 @@ pub(super) fn cases(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Res
     let paperchain = |operation: &str, input: &'static str, pdf: &Path, output: Produces| {
         Side::paperchain(paperchain, operation, Some(input), &[("file".into(), pdf)], output)
     };
-    let one_pdf =
-        |input: &Input| Expect { files: 1, pages_each: input.pages, rotations: None, text_samples: Vec::new() };
+    let one_pdf = |input: &Input| Expect {
+        files: 1,
+        pages_each: input.pages,
+        rotations: None,
+        text_samples: Vec::new(),
+        absent_text: None,
+    };
     let source = |input: &Input, max_difference: f64, same_text: bool| {
         Some(Source { pdf: input.path.clone(), pages: spread(input.pages, COMPARED_PAGES), max_difference, same_text })
     };
@@ -147,7 +152,13 @@ pub(super) fn cases(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Res
                 output: Produces::Folder(folder),
             },
             kind: Kind::Png,
-            expect: Expect { files: input.pages as usize, pages_each: 1, rotations: None, text_samples: Vec::new() },
+            expect: Expect {
+                files: input.pages as usize,
+                pages_each: 1,
+                rotations: None,
+                text_samples: Vec::new(),
+                absent_text: None,
+            },
             source: None,
             note: Some(
                 "Paperchain renders with pdfium and answers one ZIP of the PNGs (stored, not deflated again); \

@@ -79,6 +79,7 @@ pub(super) fn cases(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Res
             rotations: None,
             // Either side of the first seam, and the last page: the files went in in order.
             text_samples: [1, PART_PAGES, PART_PAGES + 1, merged_pages].map(|p| (0, p)).to_vec(),
+            absent_text: None,
         },
         note: Some(
             "`paperchain call` takes its files base64-encoded inside the JSON input, as the HTTP API does; \
@@ -109,6 +110,7 @@ pub(super) fn cases(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Res
             pages_each: self_pages,
             rotations: None,
             text_samples: [1, source_pages, source_pages + 1, self_pages].map(|p| (0, p)).to_vec(),
+            absent_text: None,
         },
         note: Some("The same file ten times: identical fonts, images and content are stored once on both sides."),
     };
@@ -129,6 +131,7 @@ pub(super) fn cases(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Res
             pages_each: 1,
             rotations: None,
             text_samples: [0, big_pages as usize / 2, big_pages as usize - 1].map(|f| (f, 1)).to_vec(),
+            absent_text: None,
         },
         note: Some("qpdf writes 500 separate PDF files; Paperchain writes the same 500 PDFs into one ZIP."),
     };
@@ -150,6 +153,7 @@ pub(super) fn cases(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::Res
             pages_each: big_pages,
             rotations: Some(turned),
             text_samples: [1, big_pages / 2, big_pages].map(|p| (0, p)).to_vec(),
+            absent_text: None,
         },
         note: None,
     };
@@ -193,7 +197,13 @@ pub(super) fn layouts(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::R
             output: Produces::Pdf(theirs),
         },
         kind: Kind::Pdf,
-        expect: Expect { files: 1, pages_each: big_pages.div_ceil(4), rotations: None, text_samples: Vec::new() },
+        expect: Expect {
+            files: 1,
+            pages_each: big_pages.div_ceil(4),
+            rotations: None,
+            text_samples: Vec::new(),
+            absent_text: None,
+        },
         source: None,
         note: Some(
             "Ghostscript rewrites every page (fonts and images re-encoded) and drops links and bookmarks; Paperchain \
@@ -231,7 +241,13 @@ pub(super) fn layouts(paperchain: &Path, corpus: &Path, dir: &Path) -> anyhow::R
             output: Produces::Pdf(theirs),
         },
         kind: Kind::Pdf,
-        expect: Expect { files: 1, pages_each: script_pages, rotations: None, text_samples: Vec::new() },
+        expect: Expect {
+            files: 1,
+            pages_each: script_pages,
+            rotations: None,
+            text_samples: Vec::new(),
+            absent_text: None,
+        },
         source: None,
         note: Some(
             "Ghostscript re-encodes every page and converts the colours to RGB, and drops the link annotations \

@@ -109,7 +109,13 @@ pub(super) fn cases(paperchain: &Path, python: &Path, corpus: &Path, dir: &Path)
         },
         kind: Kind::Pdf,
         // Page 1 holds the signature's appearance, drawn differently by each side.
-        expect: Expect { files: 1, pages_each: pages, rotations: None, text_samples: vec![(0, 2), (0, pages)] },
+        expect: Expect {
+            files: 1,
+            pages_each: pages,
+            rotations: None,
+            text_samples: vec![(0, 2), (0, pages)],
+            absent_text: None,
+        },
         source: None,
         note: Some(
             "Both sign with the RSA-2048 key and chain of the same PKCS#12 file: SHA-256, ETSI.CAdES.detached (PAdES \
@@ -164,7 +170,7 @@ pub(super) fn cases(paperchain: &Path, python: &Path, corpus: &Path, dir: &Path)
         },
         // Unused, as the expected files: both answers are JSON, checked by their expected values.
         kind: Kind::Pdf,
-        expect: Expect { files: 1, pages_each: pages, rotations: None, text_samples: Vec::new() },
+        expect: Expect { files: 1, pages_each: pages, rotations: None, text_samples: Vec::new(), absent_text: None },
         source: None,
         note: Some(
             "Both check the signature's digest over the whole file, its RSA signature, the path from the signer \
