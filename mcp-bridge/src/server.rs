@@ -30,7 +30,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
 
-use crate::approval::ElicitingApprover;
+use crate::approval::{self, Answered, ElicitingApprover, HeldCalls};
 use crate::kept::{self, Kept};
 use crate::results::{self, Delivery, Links};
 use crate::{compact, tools};
@@ -111,6 +111,9 @@ struct Inner {
     kept: Option<Kept>,
     /// A local server's heavy calls run as tasks ([`crate::tasks`]), shared by its sessions.
     tasks: rmcp::task_manager::TaskManager,
+    /// Calls waiting for their client to come back with the user's answer (2026-07-28
+    /// requests), shared by its sessions.
+    held: HeldCalls,
 }
 
 impl McpServer {
@@ -143,7 +146,7 @@ impl McpServer {
             .collect();
         let kept = local.then(Kept::default);
         let tasks = rmcp::task_manager::TaskManager::new();
-        McpServer { inner: Arc::new(Inner { options, tools, per_route, wraps, kept, tasks }) }
+        McpServer { inner: Arc::new(Inner { options, tools, per_route, wraps, kept, tasks, held: HeldCalls::default() }) }
     }
 
     /// The tools this server lists.
@@ -554,22 +557,66 @@ impl ServerHandler for McpServer {
                     .map(str::to_string)
             });
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        // Local mode over HTTP: a client that can open a page for the user approves there.
-        let approver = match (&self.inner.options.approvals, &self.inner.options.links) {
-            (Some(queue), Some(links)) if self.local() => {
-                ElicitingApprover::for_session(queue, &context.peer, &links.base_url)
-                    .map(|approver| Arc::new(approver) as Arc<dyn Approver>)
-            }
+        // Local mode over HTTP: a client that can open a page for the user approves there,
+        // asked during the call (before 2026-07-28) or by a round trip (from 2026-07-28).
+        let asks_user = match (&self.inner.options.approvals, &self.inner.options.links) {
+            (Some(queue), Some(links)) if self.local() => Some((queue.clone(), links.base_url.clone())),
             _ => None,
         };
+        // Heavy work runs as a task for a client that takes them (approved in the app).
+        let as_task = context.client_capabilities().is_some_and(|c| c.supports_tasks())
+            && self.local()
+            && self.heavy_call(&request.name, &arguments);
+        if let Some((queue, base_url)) = asks_user.as_ref().filter(|_| !as_task && approval::round_trips(&context)) {
+            let digest = approval::call_digest(&request.name, &arguments);
+            let stopped = context.ct.clone().cancelled_owned();
+            let answered = match request.request_state.as_deref() {
+                Some(state) => {
+                    let responses = request.input_responses.as_ref();
+                    match self.inner.held.resume(queue, state, digest, responses, stopped).await {
+                        Ok(answered) => answered,
+                        Err(message) => Answered::Done(results::failure(
+                            EngineError::invalid_with("approval_not_waiting", "/requestState", message).into(),
+                        )),
+                    }
+                }
+                None => {
+                    let progress = context.meta.get_progress_token().map(|token| {
+                        Arc::new(crate::progress::ToolProgress::start(context.peer.clone(), token)) as Arc<dyn Progress>
+                    });
+                    let (server, name) = (self.clone(), request.name.to_string());
+                    let call: approval::HeldCall = Box::new(move |approver, stop| {
+                        Box::pin(async move {
+                            let requester = Requester {
+                                payment,
+                                address: client,
+                                name: client_name,
+                                approver: Some(approver),
+                                stop,
+                                progress,
+                            };
+                            server.call(&name, arguments, requester).await
+                        })
+                    });
+                    self.inner.held.start(queue, base_url, digest, stopped, call).await
+                }
+            };
+            return Ok(match answered {
+                Answered::Done(result) => result.into(),
+                Answered::AskUser(ask) => ask.into(),
+            });
+        }
+        let approver = asks_user.and_then(|(queue, base_url)| {
+            ElicitingApprover::for_session(&queue, &context.peer, &base_url)
+                .map(|approver| Arc::new(approver) as Arc<dyn Approver>)
+        });
         // The server cancels the request's token on `notifications/cancelled`.
         let stop = Stop::from_token(context.ct.clone());
         let progress = context.meta.get_progress_token().map(|token| {
             Arc::new(crate::progress::ToolProgress::start(context.peer.clone(), token)) as Arc<dyn Progress>
         });
         let requester = Requester { payment, address: client, name: client_name, approver, stop, progress };
-        let takes_tasks = context.client_capabilities().is_some_and(|c| c.supports_tasks());
-        if takes_tasks && self.local() && self.heavy_call(&request.name, &arguments) {
+        if as_task {
             let (server, name) = (self.clone(), request.name.to_string());
             let own_progress = requester.progress.clone();
             let call: crate::tasks::TaskCall = Box::new(move |stop, progress| {

@@ -5,9 +5,16 @@ started as a child process) or streamable HTTP, list the tools, then take the st
 Reads the same plan on stdin as mcp-sdk-session.mjs:
   {"server": {"url": ...} | {"command": ..., "args": [...], "env": {...}},
    "client_name": "..." (optional, the name the client gives itself),
+   "protocol": "2026-07-28" (optional: speak that revision, no handshake; else the SDK's default),
+   "elicitation": "approve" | "deny" (optional: take elicitation; a URL-mode request's page is
+                  opened and answered with that decision, as its user would, then accepted),
    "steps": [{"call": "tool", "arguments": {...}} | {"read": "file:///..."}]}
-and prints one JSON line: {"sdk": "x.y.z", "tools": [names], "steps": [answer per step]}, an
-answer being {"result": ...} or {"error": {"code", "message"}}.
+A call step with "round": {"input_responses": {...}, "request_state": "..." | "previous"} is sent
+once as it is, an InputRequiredResult answered as it came ("previous": the requestState of the
+step before's answer), not driven by the SDK.
+and prints one JSON line: {"sdk": "x.y.z", "tools": [names], "steps": [answer per step],
+"elicitations": [{"params", "page", "answer"}]}, an answer being {"result": ...} or
+{"error": {"code", "message"}}.
 
 Only loopback addresses may be reached. Exit 0 once the line is printed; 2 on a usage or setup
 mistake; 1 when connecting or listing fails.
@@ -18,6 +25,7 @@ import importlib.metadata
 import json
 import sys
 import urllib.parse
+import urllib.request
 
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 
@@ -53,6 +61,11 @@ async def session(plan):
         from mcp.types import Implementation
 
         options["client_info"] = Implementation(name=plan["client_name"], version="0.0.0")
+    if plan.get("protocol"):
+        options["mode"] = plan["protocol"]
+    elicitations = []
+    if plan.get("elicitation"):
+        options["elicitation_callback"] = answering(plan["elicitation"], elicitations)
     try:
         client = Client(target, **options)
         await client.__aenter__()
@@ -63,7 +76,19 @@ async def session(plan):
     answers = []
     for step in plan.get("steps", []):
         try:
-            if "call" in step:
+            if "call" in step and "round" in step:
+                state = step["round"].get("request_state")
+                if state == "previous":
+                    state = (answers[-1].get("result") or {}).get("requestState")
+                result = await client.session.call_tool(
+                    step["call"],
+                    step.get("arguments") or {},
+                    input_responses=step["round"].get("input_responses"),
+                    request_state=state,
+                    allow_input_required=True,
+                )
+                answers.append({"result": dump(result)})
+            elif "call" in step:
                 answers.append({"result": dump(await client.call_tool(step["call"], step.get("arguments") or {}))})
             elif "read" in step:
                 answers.append({"result": dump(await client.read_resource(step["read"]))})
@@ -73,7 +98,40 @@ async def session(plan):
             code = getattr(getattr(error, "error", None), "code", None)
             answers.append({"error": {"code": code, "message": str(error)}})
     await client.__aexit__(None, None, None)
-    return {"sdk": importlib.metadata.version("mcp"), "tools": names, "steps": answers}
+    return {"sdk": importlib.metadata.version("mcp"), "tools": names, "steps": answers, "elicitations": elicitations}
+
+
+def answering(decision, elicitations):
+    """An elicitation callback that opens a URL-mode request's page on loopback and answers it
+    with `decision` (the user's), then accepts; each request is recorded in `elicitations`."""
+    from mcp.types import ElicitResult
+
+    def visit(url):
+        seen = {}
+        parts = urllib.parse.urlsplit(url)
+        if parts.hostname not in LOOPBACK:
+            raise ValueError(f"not a loopback page: {url}")
+        with urllib.request.urlopen(url, timeout=30) as page:
+            seen["page"] = {"status": page.status, "text": page.read().decode(), "frameOptions": page.headers.get("x-frame-options")}
+        token = urllib.parse.parse_qs(parts.query).get("token", [""])[0]
+        form = urllib.parse.urlencode({"token": token, "decision": decision}).encode()
+        post = urllib.request.Request(url.split("?")[0], data=form, method="POST")
+        post.add_header("content-type", "application/x-www-form-urlencoded")
+        with urllib.request.urlopen(post, timeout=30) as answer:
+            seen["answer"] = {"status": answer.status, "text": answer.read().decode()}
+        return seen
+
+    async def callback(context, params):
+        seen = {"params": params.model_dump(mode="json", by_alias=True, exclude_none=True)}
+        try:
+            if getattr(params, "mode", None) == "url":
+                seen.update(await asyncio.to_thread(visit, params.url))
+        except Exception as error:  # noqa: BLE001 - recorded for the test to see
+            seen["error"] = str(error)
+        elicitations.append(seen)
+        return ElicitResult(action="accept")
+
+    return callback
 
 
 def main():

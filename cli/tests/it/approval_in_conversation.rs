@@ -159,3 +159,120 @@ async fn an_agent_asks_the_user_to_approve_a_payment_through_its_client() {
     assert_eq!(line["elicitations"], json!([]), "nothing elicited from a client without it");
     assert_eq!(hosted.balance(payer).await, before - price, "paid once, approved in the app");
 }
+
+/// One session of the Python SDK client speaking protocol 2026-07-28 (no handshake; the
+/// server sends no request of its own) at `/mcp` of `base`, with `steps`; with `decision`
+/// the client takes elicitation and answers the page so.
+async fn modern_session(base: &str, decision: Option<&str>, steps: Value) -> Value {
+    let mut plan = json!({ "server": { "url": format!("{base}/mcp") }, "protocol": "2026-07-28", "steps": steps });
+    if let Some(decision) = decision {
+        plan["elicitation"] = json!(decision);
+    }
+    let mut command = tokio::process::Command::new(tools_dir().join("bin/python"));
+    command.arg(paperchain_testkit::node::interop_script("mcp_sdk_session.py"));
+    let plan = plan.to_string();
+    let label = format!("python 2026-07-28 {}", decision.unwrap_or("no elicitation"));
+    let line =
+        paperchain_testkit::node::last_json_line_of(command, Some(plan.as_bytes()), Duration::from_secs(120), &label)
+            .await;
+    assert!(line["sdk"].as_str().is_some_and(|v| !v.is_empty()), "{label}: {line}");
+    line
+}
+
+/// The `error` object of a tool error's text.
+fn tool_error(result: &Value) -> Value {
+    assert_eq!(result["isError"], true, "{result}");
+    let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    text["error"].clone()
+}
+
+fn balance_step() -> Value {
+    json!({ "call": "chain_read", "arguments": { "operation": "get_wallet_balance", "input": balance_body() } })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_07_28_client_is_asked_by_a_round_trip_and_the_payment_waits_for_its_return() {
+    let hosted = sandbox::start(Setup::default()).await;
+    let home = Home::new(&hosted);
+    home.set_up(&hosted, &hosted.base);
+    home.run(&["config", "set", "routing.routes.get_wallet_balance", "hosted"], "");
+    home.run(&["config", "set", "policy.approve_above", "0.001"], "");
+    let server = home.serve();
+    let payer = hosted.chain.payer();
+    let price = price(&hosted).await;
+
+    // The SDK drives the rounds: the call answers input_required with the page, the client
+    // opens it (the user approves), comes back with `accept` and the requestState, and the
+    // held call pays once.
+    let before = hosted.balance(payer).await;
+    let line = modern_session(&server.base, Some("approve"), json!([balance_step()])).await;
+    let result = &line["steps"][0]["result"];
+    assert_ne!(result["isError"], true, "{line}");
+    assert_eq!(result["structuredContent"]["chain"], "base", "{line}");
+    let asked = &line["elicitations"][0];
+    assert_eq!(asked["params"]["mode"], "url", "{line}");
+    let url = asked["params"]["url"].as_str().unwrap();
+    assert!(url.starts_with(&format!("{}/app/approve/", server.base)), "{url}");
+    assert!(asked["params"]["message"].as_str().unwrap().contains("get_wallet_balance"), "{asked}");
+    assert_eq!(asked["page"]["status"], 200, "{asked}");
+    assert_eq!(asked["answer"]["status"], 200, "{asked}");
+    assert_eq!(line["elicitations"].as_array().unwrap().len(), 1, "asked once: {line}");
+    assert_eq!(hosted.balance(payer).await, before - price, "paid once, after the approval");
+    assert_eq!(last_row(&home)["state"], "paid");
+
+    // Denied on the page: the repeat gets the refusal, nothing is paid, the ledger says denied.
+    let before = hosted.balance(payer).await;
+    let line = modern_session(&server.base, Some("deny"), json!([balance_step()])).await;
+    let result = &line["steps"][0]["result"];
+    assert_eq!(result["isError"], true, "{line}");
+    assert!(result["content"][0]["text"].as_str().unwrap().contains("refused"), "{line}");
+    assert_eq!(hosted.balance(payer).await, before, "nothing paid");
+    let row = last_row(&home);
+    assert_eq!((row["state"].as_str(), row["micros"].as_i64()), (Some("denied"), Some(0)), "{row}");
+
+    // Rounds taken by hand: the first answer is the question and the state; a repeat with
+    // other arguments, or with a state nobody was given, is refused naming requestState; a
+    // repeat with no answer is asked again; a decline in the client denies.
+    let before = hosted.balance(payer).await;
+    let mut other = balance_step();
+    other["arguments"]["input"]["address"] = json!("0x000000000000000000000000000000000000bEEF");
+    other["round"] = json!({ "request_state": "previous" });
+    let mut again = balance_step();
+    again["round"] = json!({ "request_state": "previous" });
+    let mut declined = balance_step();
+    declined["round"] =
+        json!({ "request_state": "previous", "input_responses": { "payment_approval": { "action": "decline" } } });
+    let mut forged = balance_step();
+    forged["round"] = json!({ "request_state": "0".repeat(32), "input_responses": {} });
+    let mut first = balance_step();
+    first["round"] = json!({});
+    let line = modern_session(&server.base, Some("approve"), json!([first, again, declined, forged])).await;
+    let steps = &line["steps"];
+    let question = &steps[0]["result"];
+    assert_eq!(question["resultType"], "input_required", "{line}");
+    let state = question["requestState"].as_str().unwrap();
+    assert_eq!(state.len(), 32, "{question}");
+    assert_eq!(question["inputRequests"]["payment_approval"]["params"]["mode"], "url", "{question}");
+    assert_eq!(steps[1]["result"]["resultType"], "input_required", "asked again: {line}");
+    assert_eq!(steps[1]["result"]["requestState"], state, "{line}");
+    let refusal = &steps[2]["result"];
+    assert_eq!(refusal["isError"], true, "{line}");
+    assert!(refusal["content"][0]["text"].as_str().unwrap().contains("refused"), "{line}");
+    let unknown = &steps[3]["result"];
+    assert_eq!(unknown["isError"], true, "{line}");
+    let error = tool_error(unknown);
+    assert_eq!(error["code"], "approval_not_waiting", "{line}");
+    assert_eq!(error["field"], "/requestState", "{line}");
+    assert_eq!(line["elicitations"], json!([]), "rounds by hand elicit nothing: {line}");
+    assert_eq!(hosted.balance(payer).await, before, "nothing paid");
+    assert_eq!(last_row(&home)["state"], "denied");
+
+    // Another call's repeat: refused, and the held call stays for its own.
+    let mut first = balance_step();
+    first["round"] = json!({});
+    let line = modern_session(&server.base, Some("approve"), json!([first, other])).await;
+    let wrong = &line["steps"][1]["result"];
+    let error = tool_error(wrong);
+    assert_eq!(error["code"], "approval_not_waiting", "{line}");
+    assert!(error["message"].as_str().unwrap().contains("another call"), "{line}");
+}

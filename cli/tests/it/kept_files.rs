@@ -122,6 +122,38 @@ fn a_signing_identity_kept_in_the_keyring_signs_local_calls_and_stays_there() {
         text(&missing)
     );
 
+    // With a wallet and a service, routes go there when the configuration says so; a call
+    // holding a signing key stays here unless it asks otherwise itself, and a kept file is
+    // never sent. The service's address listens nowhere: whatever is sent fails to connect.
+    // Anvil's first development key: a wallet nothing is paid from here.
+    let key = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80\n";
+    let imported = user.run(&["wallet", "import"], key);
+    assert!(imported.status.success(), "{}", text(&imported));
+    let nowhere = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let set = user.run(&["config", "set", "service.url", &format!("http://{nowhere}")], "");
+    assert!(set.status.success(), "{}", text(&set));
+    let hosted_by_default = |args: &[&str]| {
+        let mut command = user.command(args);
+        command.env("PAPERCHAIN_ROUTE", "hosted").stdin(Stdio::null());
+        command.output().unwrap()
+    };
+    let rotate = user.path("rotate.json");
+    std::fs::write(&rotate, json!({ "file": { "data": paperchain_testkit::b64(&pdf) }, "degrees": 90 }).to_string())
+        .unwrap();
+    let rotated = hosted_by_default(&["call", "rotate_pdf_pages", "-i", &rotate.display().to_string(), "-o", &out_arg]);
+    assert!(!rotated.status.success(), "a plain route goes to the (unreachable) service: {}", text(&rotated));
+    let body = json!({ "file": { "data": paperchain_testkit::b64(&pdf) },
+                       "certificate": { "data": paperchain_testkit::b64(FIXTURE), "password": "fixture" } });
+    std::fs::write(&input, body.to_string()).unwrap();
+    let kept_here = hosted_by_default(&["call", "sign_pdf", "-i", &input_arg, "-o", &out_arg, "--force"]);
+    assert!(kept_here.status.success(), "a signing key stays here: {}", text(&kept_here));
+    assert!(std::fs::read(&out).unwrap().windows(20).any(|w| w == b"/ETSI.CAdES.detached"));
+    let body = json!({ "file": { "data": paperchain_testkit::b64(&pdf) }, "certificate": { "keyring": "ada" } });
+    std::fs::write(&input, body.to_string()).unwrap();
+    let sent = user.run(&["call", "sign_pdf", "-i", &input_arg, "-o", &out_arg, "--force", "--route", "hosted"], "");
+    assert!(!sent.status.success(), "{}", text(&sent));
+    assert!(text(&sent).contains("keyring_not_here"), "refused before sending: {}", text(&sent));
+
     // Neither the file nor its password reached a file of the user's data.
     for file in files(user.data.path()) {
         let bytes = std::fs::read(&file).unwrap();

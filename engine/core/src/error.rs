@@ -68,6 +68,11 @@ pub const CODES: &[(&str, &str)] = &[
     ("memory_budget", "the input needs more memory than one call may use (PAPERCHAIN_CALL_MEMORY_MIB)"),
     ("too_many_values", "the body holds more JSON values (numbers, strings, lists, objects) than the route takes"),
     ("path_not_here", "a file path or a place to save to was given to a service that is not on the caller's machine"),
+    (
+        "approval_not_waiting",
+        "an MCP call repeated with a requestState that names no call waiting for its user's answer (answered \
+         already, expired, or another call's)",
+    ),
     ("keyring_not_here", "a file kept in the keyring was named on a service that is not on the caller's machine"),
     (
         "keyring_unavailable",

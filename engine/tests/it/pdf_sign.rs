@@ -227,6 +227,33 @@ async fn a_second_signature_keeps_the_first_valid() {
     assert_eq!(ours["signatures"][0]["signer"]["common_name"], "Eve Signer");
 }
 
+/// Past 50 signatures the rest are counted, not validated, and the file is not called
+/// all valid; the 50 validated are the first in the form's order, each intact.
+#[tokio::test(flavor = "multi_thread")]
+async fn past_fifty_signatures_the_rest_are_counted_not_checked() {
+    let (dir, pdf) = common::written_by(CONTRACT, "contract.pdf");
+    let pki = Pki::new(dir.path());
+    let ctx = Context::new();
+    let mut signed = pdf;
+    for n in 1..=52 {
+        let body = sign_body(&signed, &pki, json!({ "field": format!("Party{n}") }));
+        signed = call_files(&ctx, SIGN, body).await.unwrap().files.remove(0).bytes;
+    }
+    let path = write(dir.path(), "fifty-two.pdf", &signed);
+    qpdf_check(&path);
+    let ours = verify(&ctx, &signed, &[pki.root_pem()]).await;
+    assert_eq!(ours["count"], 52, "{}", ours["count"]);
+    assert_eq!(ours["not_checked"], 2);
+    assert_eq!(ours["all_valid"], false, "two are not validated");
+    let checked = ours["signatures"].as_array().unwrap();
+    assert_eq!(checked.len(), 50);
+    for (n, signature) in checked.iter().enumerate() {
+        assert_eq!(signature["field"], format!("Party{}", n + 1));
+        assert_eq!(signature["status"], "valid", "{signature}");
+        assert_eq!(signature["coverage"]["revisions_after"], 51 - n, "{signature}");
+    }
+}
+
 /// Changes one byte of the page's text inside the signed range.
 fn tamper(signed: &[u8], from: &str, to: &str) -> Vec<u8> {
     let mut bytes = signed.to_vec();
