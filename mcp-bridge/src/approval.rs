@@ -30,8 +30,8 @@ use paperchain_gateway::app::approve::page_path;
 use paperchain_wallet::approvals::{ApprovalQueue, Asked};
 use paperchain_wallet::client::{Approval, Approver, BoxFuture};
 use rmcp::model::{
-    CallToolResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest,
-    InputRequests, InputRequiredResult, InputResponses, ProtocolVersion,
+    CallToolResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest, InputRequests,
+    InputRequiredResult, InputResponses, ProtocolVersion,
 };
 use rmcp::service::{ElicitationMode, Peer, RequestContext, RoleServer};
 use serde_json::Value;
@@ -47,7 +47,12 @@ pub const APPROVAL_INPUT: &str = "payment_approval";
 const HELD_MARGIN: Duration = Duration::from_secs(60);
 
 /// What the client is asked: the message, and the approval's page.
-fn ask_user(queue: &ApprovalQueue, approval: &Approval, base_url: &str, asked: &Asked) -> Result<(String, url::Url), String> {
+fn ask_user(
+    queue: &ApprovalQueue,
+    approval: &Approval,
+    base_url: &str,
+    asked: &Asked,
+) -> Result<(String, url::Url), String> {
     let url = format!("{base_url}{}", page_path(asked.id, &asked.token));
     let message = format!(
         "Paperchain asks to pay {} to {} for {}. Open the page to approve or deny; nothing is paid unless you \
@@ -225,7 +230,8 @@ impl HeldCalls {
         self.forget_expired(queue.patience());
         let mut stopped = std::pin::pin!(stopped);
         let (tell, told) = oneshot::channel();
-        let approver = RoundTripApprover { queue: queue.clone(), base_url: base_url.to_string(), tell: Mutex::new(Some(tell)) };
+        let approver =
+            RoundTripApprover { queue: queue.clone(), base_url: base_url.to_string(), tell: Mutex::new(Some(tell)) };
         let stop = Stop::new();
         let mut result = tokio::spawn(call(Arc::new(approver), stop.clone()));
         tokio::select! {

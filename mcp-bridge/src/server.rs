@@ -146,7 +146,9 @@ impl McpServer {
             .collect();
         let kept = local.then(Kept::default);
         let tasks = rmcp::task_manager::TaskManager::new();
-        McpServer { inner: Arc::new(Inner { options, tools, per_route, wraps, kept, tasks, held: HeldCalls::default() }) }
+        McpServer {
+            inner: Arc::new(Inner { options, tools, per_route, wraps, kept, tasks, held: HeldCalls::default() }),
+        }
     }
 
     /// The tools this server lists.
