@@ -11,7 +11,7 @@ use paperchain_testkit::sandbox::{self, HostedServer, Setup};
 use paperchain_testkit::tools::{require_node_packages, tools_dir};
 use serde_json::{Value, json};
 
-use crate::common::{Home, app_token};
+use crate::common::{Home, Server, app_token};
 
 fn balance_body() -> Value {
     json!({"chain": "base", "address": "0x000000000000000000000000000000000000dEaD"})
@@ -41,6 +41,18 @@ async fn session_with(server: Value, elicitation: Option<&str>) -> Value {
     crate::common::ts_sdk_session(&plan, Duration::from_secs(120), elicitation.unwrap_or("no elicitation")).await
 }
 
+/// The sandbox, a user whose balance reads go to it with approval above $0.001, and the
+/// user's `paperchain serve`.
+async fn approving_server() -> (HostedServer, Home, Server) {
+    let hosted = sandbox::start(Setup::default()).await;
+    let home = Home::new(&hosted);
+    home.set_up(&hosted, &hosted.base);
+    home.run(&["config", "set", "routing.routes.get_wallet_balance", "hosted"], "");
+    home.run(&["config", "set", "policy.approve_above", "0.001"], "");
+    let server = home.serve();
+    (hosted, home, server)
+}
+
 fn last_row(home: &Home) -> Value {
     let rows = home.json(&["ledger", "--json"]);
     rows.as_array().unwrap().iter().rev().find(|r| r["route"] == "get_wallet_balance").cloned().unwrap()
@@ -49,12 +61,7 @@ fn last_row(home: &Home) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_asks_the_user_to_approve_a_payment_through_its_client() {
     require_node_packages(&tools_dir(), "the MCP TypeScript SDK", &["@modelcontextprotocol/sdk"]);
-    let hosted = sandbox::start(Setup::default()).await;
-    let home = Home::new(&hosted);
-    home.set_up(&hosted, &hosted.base);
-    home.run(&["config", "set", "routing.routes.get_wallet_balance", "hosted"], "");
-    home.run(&["config", "set", "policy.approve_above", "0.001"], "");
-    let server = home.serve();
+    let (hosted, home, server) = approving_server().await;
     let payer = hosted.chain.payer();
     let price = price(&hosted).await;
     let before = hosted.balance(payer).await;
@@ -192,12 +199,7 @@ fn balance_step() -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2026_07_28_client_is_asked_by_a_round_trip_and_the_payment_waits_for_its_return() {
-    let hosted = sandbox::start(Setup::default()).await;
-    let home = Home::new(&hosted);
-    home.set_up(&hosted, &hosted.base);
-    home.run(&["config", "set", "routing.routes.get_wallet_balance", "hosted"], "");
-    home.run(&["config", "set", "policy.approve_above", "0.001"], "");
-    let server = home.serve();
+    let (hosted, home, server) = approving_server().await;
     let payer = hosted.chain.payer();
     let price = price(&hosted).await;
 
@@ -275,4 +277,34 @@ async fn a_2026_07_28_client_is_asked_by_a_round_trip_and_the_payment_waits_for_
     let error = tool_error(wrong);
     assert_eq!(error["code"], "approval_not_waiting", "{line}");
     assert!(error["message"].as_str().unwrap().contains("another call"), "{line}");
+
+    // Approved on the page while the client is away: nothing is paid until it comes back
+    // (from another session: the requestState alone names the held call), then once.
+    let before = hosted.balance(payer).await;
+    let mut first = balance_step();
+    first["round"] = json!({});
+    let line = modern_session(&server.base, Some("approve"), json!([first])).await;
+    let question = &line["steps"][0]["result"];
+    let state = question["requestState"].as_str().unwrap().to_string();
+    let url = question["inputRequests"]["payment_approval"]["params"]["url"].as_str().unwrap();
+    let token = url.split("token=").nth(1).unwrap();
+    let page = reqwest::Client::new()
+        .post(url.split('?').next().unwrap())
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={token}&decision=approve"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(hosted.balance(payer).await, before, "approved, but the client has not come back");
+    let mut back = balance_step();
+    back["round"] =
+        json!({ "request_state": state, "input_responses": { "payment_approval": { "action": "accept" } } });
+    let line = modern_session(&server.base, Some("approve"), json!([back])).await;
+    let result = &line["steps"][0]["result"];
+    assert_ne!(result["isError"], true, "{line}");
+    assert_eq!(result["structuredContent"]["chain"], "base", "{line}");
+    assert_eq!(hosted.balance(payer).await, before - price, "paid once, on its return");
+    assert_eq!(last_row(&home)["state"], "paid");
 }
