@@ -68,13 +68,8 @@ async fn an_agent_asks_the_user_to_approve_a_payment_through_its_client() {
 
     // Approved on the page the client opened: paid once.
     let line = session(&server.base, Some("approve")).await;
-    let result = &line["steps"][0]["result"];
-    assert_ne!(result["isError"], true, "{line}");
-    assert_eq!(result["structuredContent"]["chain"], "base", "{line}");
     let asked = &line["elicitations"][0];
-    assert_eq!(asked["params"]["mode"], "url", "{line}");
-    let url = asked["params"]["url"].as_str().unwrap();
-    assert!(url.starts_with(&format!("{}/app/approve/", server.base)), "{url}");
+    let url = answered_after_asking(&line, &server.base);
     let message = asked["params"]["message"].as_str().unwrap();
     assert!(message.contains("get_wallet_balance") && message.contains("USDC"), "{message}");
     let page = asked["page"]["text"].as_str().unwrap();
@@ -186,6 +181,19 @@ async fn modern_session(base: &str, decision: Option<&str>, steps: Value) -> Val
     line
 }
 
+/// Checks that the session's first step read the balance after its client was asked to
+/// open this server's approval page, by URL-mode elicitation; that page's URL.
+fn answered_after_asking<'a>(line: &'a Value, base: &str) -> &'a str {
+    let result = &line["steps"][0]["result"];
+    assert_ne!(result["isError"], true, "{line}");
+    assert_eq!(result["structuredContent"]["chain"], "base", "{line}");
+    let asked = &line["elicitations"][0];
+    assert_eq!(asked["params"]["mode"], "url", "{line}");
+    let url = asked["params"]["url"].as_str().unwrap();
+    assert!(url.starts_with(&format!("{base}/app/approve/")), "{url}");
+    url
+}
+
 /// The `error` object of a tool error's text.
 fn tool_error(result: &Value) -> Value {
     assert_eq!(result["isError"], true, "{result}");
@@ -208,13 +216,8 @@ async fn a_2026_07_28_client_is_asked_by_a_round_trip_and_the_payment_waits_for_
     // held call pays once.
     let before = hosted.balance(payer).await;
     let line = modern_session(&server.base, Some("approve"), json!([balance_step()])).await;
-    let result = &line["steps"][0]["result"];
-    assert_ne!(result["isError"], true, "{line}");
-    assert_eq!(result["structuredContent"]["chain"], "base", "{line}");
     let asked = &line["elicitations"][0];
-    assert_eq!(asked["params"]["mode"], "url", "{line}");
-    let url = asked["params"]["url"].as_str().unwrap();
-    assert!(url.starts_with(&format!("{}/app/approve/", server.base)), "{url}");
+    answered_after_asking(&line, &server.base);
     assert!(asked["params"]["message"].as_str().unwrap().contains("get_wallet_balance"), "{asked}");
     assert_eq!(asked["page"]["status"], 200, "{asked}");
     assert_eq!(asked["answer"]["status"], 200, "{asked}");
