@@ -176,6 +176,40 @@ async fn found_text_is_gone_from_every_reading_of_the_file_and_the_rest_stays() 
     assert_eq!(String::from_utf8_lossy(&images.stdout).lines().count(), 2, "page 2 has no image");
 }
 
+/// A word hyphenated at the end of a line, "Abbil-" then "dung" on the next.
+const HYPHENATED: &str = r#"
+import sys
+from reportlab.pdfgen import canvas
+c = canvas.Canvas(sys.argv[1] + "/record.pdf", pagesize=(612, 792))
+c.setFont("Helvetica", 12)
+c.drawString(72, 700, "Ein Beispiel ist die in Abbil-")
+c.drawString(72, 685, "dung 1.9 dargestellte Kurve.")
+c.drawString(72, 650, "Siehe auch Abbildung 2 und die Zeit-")
+c.drawString(72, 635, "Schrift unten.")
+c.save()
+print("ok")
+"#;
+
+#[tokio::test]
+async fn a_word_hyphenated_across_two_lines_is_found_and_removed() {
+    let (dir, pdf) = common::written_by(HYPHENATED, "record.pdf");
+    let before = poppler_pages(dir.path(), &pdf).join(" ");
+    assert!(before.contains("Abbil- dung") || before.contains("Abbildung 1.9"), "{before}");
+    let (out, report) = redact(&pdf, json!({ "text": ["Abbildung"] })).await;
+    assert_eq!(report["matches"], 2, "{report:#}");
+    // Only the word's two parts: the lines set close above and below keep their words.
+    assert_eq!(report["pages"][0]["words_removed"], 3, "Abbil-, dung and Abbildung: {report:#}");
+    let text = poppler_pages(dir.path(), &out).join(" ");
+    for gone in ["Abbil", "dung 1.9", "Abbildung"] {
+        assert!(!text.contains(gone), "{gone} is still read: {text}");
+    }
+    assert!(!pdfium_text(dir.path(), &out).contains("Abbil"));
+    // The rest of both lines stays, and a hyphenated word not asked for.
+    for kept in ["Ein Beispiel ist die in", "1.9 dargestellte Kurve.", "Siehe auch", "Zeit"] {
+        assert!(text.contains(kept), "{kept} is gone: {text}");
+    }
+}
+
 #[tokio::test]
 async fn areas_and_whole_pages_are_painted_and_emptied() {
     let (dir, pdf) = written();

@@ -120,8 +120,8 @@ pub(super) struct Expect {
     /// (file index, page) whose text must match the other tool's output: the two sides must
     /// have put the same pages in the same places.
     pub(super) text_samples: Vec<(usize, u32)>,
-    /// A word no PDF may hold any more, in any case, as pdftotext reads the whole file
-    /// (redaction).
+    /// A word no PDF may hold any more, in any case, as `pdftotext -layout` reads the whole
+    /// file (redaction).
     pub(super) absent_text: Option<&'static str>,
 }
 

@@ -170,7 +170,9 @@ pub(super) fn cases(paperchain: &Path, python: &Path, corpus: &Path, dir: &Path)
              rest as it is; Paperchain rebuilds each page with a hit from its rendering at 200 dpi (a JPEG), so \
              nothing under a box survives in any form, and puts the page's other words back as invisible text \
              (most of its time is that JPEG encoding). Both find the word case-blind; Paperchain also looks in the \
-             document information, XMP and bookmarks.",
+             document information, XMP and bookmarks, and finds it hyphenated across two lines (\"Abbil-\" \
+             \"dung\", twice), which PyMuPDF leaves; the check reads line by line (pdftotext -layout), so that does \
+             not reject PyMuPDF's output.",
         ),
     });
     let theirs = out("pymupdf", "sanitized.pdf");

@@ -279,9 +279,15 @@ impl Route for RedactRoute {
             let mut found_any = vec![false; finders.len()];
             let mut found_text = BTreeSet::new();
             for layout in &layouts {
-                let text = PageText::of(layout);
+                // The text as drawn, then joined at hyphenated line ends (only the matches
+                // across a join are new there).
+                let (drawn, joined) = (PageText::of(layout), PageText::joined(layout));
                 for (i, (_, re)) in finders.iter().enumerate() {
-                    for m in re.find_iter(&text.text).filter(|m| !m.is_empty()) {
+                    let across = joined.text.as_str();
+                    let matches = re.find_iter(&drawn.text).map(|m| (&drawn, m)).chain(
+                        re.find_iter(across).filter(|m| joined.crosses_join(m.start(), m.end())).map(|m| (&joined, m)),
+                    );
+                    for (text, m) in matches.filter(|(_, m)| !m.is_empty()) {
                         let runs = text.boxes(layout, m.start(), m.end());
                         if runs.is_empty() {
                             continue;
@@ -323,7 +329,7 @@ impl Route for RedactRoute {
                     .get(&number)
                     .into_iter()
                     .flatten()
-                    .partition(|w| !page_boxes.iter().any(|b| overlaps(w.area.map(f64::from), *b)));
+                    .partition(|w| !page_boxes.iter().any(|b| overlaps(inner(w.area.map(f64::from)), *b)));
                 let annots = rebuild_page(&mut pdf.doc, page_ids[number as usize - 1], &page, &kept, font)?;
                 let annotations_removed = annots.len() as u32;
                 removed_annots.extend(annots);
@@ -422,13 +428,49 @@ struct PageText {
     text: String,
     /// The glyph (index into the layout's glyphs) each byte of `text` comes from; none for spaces.
     glyph: Vec<Option<usize>>,
+    /// Where a word hyphenated at the end of a line was joined ([`PageText::joined`]): the
+    /// byte of `text` after the join, and the hyphen's glyph, which a match across the join
+    /// removes too.
+    joins: Vec<(usize, usize)>,
+}
+
+/// Characters a word is hyphenated with at the end of a line (pdfium reads a hyphen it
+/// takes for a line-end one as U+0002).
+fn is_hyphen(ch: char) -> bool {
+    matches!(ch, '-' | '\u{2}' | '\u{ad}' | '\u{2010}')
 }
 
 impl PageText {
+    /// The page's text as drawn.
     fn of(layout: &PageLayout) -> PageText {
+        PageText::read(layout, false)
+    }
+
+    /// The page's text with each word hyphenated at the end of a line joined again ("Abbil-"
+    /// then "dung" on the next line reads "Abbildung"), so a search finds it as a reader does.
+    fn joined(layout: &PageLayout) -> PageText {
+        PageText::read(layout, true)
+    }
+
+    fn read(layout: &PageLayout, join: bool) -> PageText {
+        let glyphs = &layout.glyphs;
         let mut text = String::new();
         let mut glyph = Vec::new();
-        for (i, g) in layout.glyphs.iter().enumerate() {
+        let mut joins = Vec::new();
+        let mut i = 0;
+        while i < glyphs.len() {
+            let g = &glyphs[i];
+            if join && is_hyphen(g.ch) && text.chars().last().is_some_and(char::is_alphanumeric) {
+                // A hyphen, then white space with a line break, then a letter: joined.
+                let after = (i + 1..glyphs.len()).find(|&j| !glyphs[j].ch.is_whitespace());
+                let breaks = glyphs[i + 1..after.unwrap_or(glyphs.len())].iter().any(|w| matches!(w.ch, '\n' | '\r'));
+                if let Some(next) = after.filter(|&j| (breaks || g.ch == '\u{2}') && glyphs[j].ch.is_alphabetic()) {
+                    joins.push((text.len(), i));
+                    i = next;
+                    continue;
+                }
+            }
+            i += 1;
             if g.ch.is_whitespace() {
                 if !text.is_empty() && !text.ends_with(' ') {
                     text.push(' ');
@@ -438,16 +480,22 @@ impl PageText {
             }
             let before = text.len();
             text.push(g.ch);
-            glyph.extend(std::iter::repeat_n(Some(i), text.len() - before));
+            glyph.extend(std::iter::repeat_n(Some(i - 1), text.len() - before));
         }
-        PageText { text, glyph }
+        PageText { text, glyph, joins }
+    }
+
+    /// Whether bytes `start..end` run across a joined line end.
+    fn crosses_join(&self, start: usize, end: usize) -> bool {
+        self.joins.iter().any(|&(at, _)| start < at && at < end)
     }
 
     /// The boxes (one a line, padded) of the drawn glyphs of bytes `start..end`.
     fn boxes(&self, layout: &PageLayout, start: usize, end: usize) -> Vec<[f64; 4]> {
         let mut seen = HashSet::new();
         let mut runs: Vec<[f64; 4]> = Vec::new();
-        for index in self.glyph[start..end].iter().flatten() {
+        let hyphens = self.joins.iter().filter(|&&(at, _)| start < at && at < end).map(|(_, hyphen)| hyphen);
+        for index in self.glyph[start..end].iter().flatten().chain(hyphens) {
             if !seen.insert(*index) {
                 continue;
             }
@@ -464,6 +512,13 @@ impl PageText {
         }
         runs.into_iter().map(|[l, t, r, b]| [l - PAD, t - PAD, r + PAD, b + PAD]).collect()
     }
+}
+
+/// A word's box less the padding a redaction box has, so a box that only reaches into the
+/// line above or below by its padding (lines set close) does not take that line's words.
+fn inner([l, t, r, b]: [f64; 4]) -> [f64; 4] {
+    let (x, y) = (PAD.min((r - l) / 4.0), PAD.min((b - t) / 4.0));
+    [l + x, t + y, r - x, b - y]
 }
 
 fn overlaps(a: [f64; 4], b: [f64; 4]) -> bool {
