@@ -236,10 +236,7 @@ impl HeldCalls {
         let mut result = tokio::spawn(call(Arc::new(approver), stop.clone()));
         tokio::select! {
             done = &mut result => Answered::Done(joined(done)),
-            () = &mut stopped => {
-                stop.stop(paperchain_engine::cancel::Why::Cancelled);
-                Answered::Done(joined(result.await))
-            }
+            () = &mut stopped => Answered::Done(stopped_call(&stop, result).await),
             asked = told => match asked {
                 Ok(AskedUser { approval, message, url, came_back }) => {
                     let ask = url_request(approval, message, &url);
@@ -268,7 +265,7 @@ impl HeldCalls {
         self.forget_expired(queue.patience());
         let held = {
             let mut held = self.lock();
-            match held.get(state) {
+            let waiting = match held.get(state) {
                 None => {
                     return Err("no call waits for this requestState: it was answered already, or waited too long; \
                                 call again without it"
@@ -279,13 +276,12 @@ impl HeldCalls {
                                 arguments"
                         .into());
                 }
-                Some(_) => {}
-            }
-            let Some(answer) = responses.and_then(|r| r.get(APPROVAL_INPUT)) else {
-                let ask = held.get(state).map(|h| h.ask.clone()).expect("checked above");
-                return Ok(Answered::AskUser(ask_again(ask, state.to_string())));
+                Some(waiting) => waiting,
             };
-            let held = held.remove(state).expect("checked above");
+            let Some(answer) = responses.and_then(|r| r.get(APPROVAL_INPUT)) else {
+                return Ok(Answered::AskUser(ask_again(waiting.ask.clone(), state.to_string())));
+            };
+            let Some(held) = held.remove(state) else { unreachable!("found above, under the same lock") };
             let accepted = serde_json::from_value::<ElicitResult>(answer.clone())
                 .is_ok_and(|r| r.action == ElicitationAction::Accept);
             if !accepted {
@@ -297,13 +293,10 @@ impl HeldCalls {
         let Held { came_back, mut result, stop, .. } = held;
         let mut stopped = std::pin::pin!(stopped);
         let _ = came_back.send(());
-        tokio::select! {
-            done = &mut result => Ok(Answered::Done(joined(done))),
-            () = &mut stopped => {
-                stop.stop(paperchain_engine::cancel::Why::Cancelled);
-                Ok(Answered::Done(joined(result.await)))
-            }
-        }
+        Ok(Answered::Done(tokio::select! {
+            done = &mut result => joined(done),
+            () = &mut stopped => stopped_call(&stop, result).await,
+        }))
     }
 
     /// Drops the calls whose client did not come back in time (their calls end unpaid on
@@ -332,6 +325,13 @@ fn ask_again(ask: InputRequest, state: String) -> InputRequiredResult {
     let mut requests = InputRequests::new();
     requests.insert(APPROVAL_INPUT.to_string(), ask);
     InputRequiredResult::new(Some(requests), Some(state))
+}
+
+/// Stops a call whose request was cancelled, and waits for it to end (unpaid, or as the call
+/// path leaves a payment already under way).
+async fn stopped_call(stop: &Stop, result: JoinHandle<CallToolResult>) -> CallToolResult {
+    stop.stop(paperchain_engine::cancel::Why::Cancelled);
+    joined(result.await)
 }
 
 /// A held call's result, or a tool error when its task failed.

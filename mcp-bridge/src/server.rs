@@ -347,6 +347,15 @@ impl McpServer {
     }
 }
 
+/// Where a call's progress goes: the client's progress notifications, when the request
+/// carries a `progressToken`.
+fn progress_of(context: &RequestContext<RoleServer>) -> Option<Arc<dyn Progress>> {
+    context
+        .meta
+        .get_progress_token()
+        .map(|token| Arc::new(crate::progress::ToolProgress::start(context.peer.clone(), token)) as Arc<dyn Progress>)
+}
+
 /// The `save_to` and `overwrite` arguments of a tool call, or the tool error naming the
 /// one that is wrong.
 fn save_to_of(arguments: &rmcp::model::JsonObject) -> Result<Option<SaveTo>, (&'static str, String)> {
@@ -583,9 +592,7 @@ impl ServerHandler for McpServer {
                     }
                 }
                 None => {
-                    let progress = context.meta.get_progress_token().map(|token| {
-                        Arc::new(crate::progress::ToolProgress::start(context.peer.clone(), token)) as Arc<dyn Progress>
-                    });
+                    let progress = progress_of(&context);
                     let (server, name) = (self.clone(), request.name.to_string());
                     let call: approval::HeldCall = Box::new(move |approver, stop| {
                         Box::pin(async move {
@@ -614,9 +621,7 @@ impl ServerHandler for McpServer {
         });
         // The server cancels the request's token on `notifications/cancelled`.
         let stop = Stop::from_token(context.ct.clone());
-        let progress = context.meta.get_progress_token().map(|token| {
-            Arc::new(crate::progress::ToolProgress::start(context.peer.clone(), token)) as Arc<dyn Progress>
-        });
+        let progress = progress_of(&context);
         let requester = Requester { payment, address: client, name: client_name, approver, stop, progress };
         if as_task {
             let (server, name) = (self.clone(), request.name.to_string());

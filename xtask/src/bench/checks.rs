@@ -107,8 +107,7 @@ impl Bench {
                 if source.same_text { " and read the same" } else { "" }
             );
         }
-        let bytes = pdfs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
-        Ok((checked, bytes))
+        Ok((checked, total_bytes(&pdfs)))
     }
 
     /// One whole PNG a page (chunk checksums, image data that inflates to its rows), each
@@ -139,8 +138,7 @@ impl Bench {
             }
             checked += ", each the other tool's size (±1 px)";
         }
-        let bytes = pngs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
-        Ok((checked, bytes))
+        Ok((checked, total_bytes(&pngs)))
     }
 
     /// At most `expect.files` images and at least one, each read whole by Pillow where it
@@ -181,8 +179,7 @@ impl Bench {
             }
             checked += &format!(", its {} JPEGs each byte for byte one of the other tool's", jpegs.len());
         }
-        let bytes = images.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
-        Ok((checked, bytes))
+        Ok((checked, total_bytes(&images)))
     }
 
     /// The width and height of each PNG, after checking it is whole.
@@ -198,6 +195,11 @@ impl Bench {
         ensure!(sizes.len() == pngs.len(), "the PNG check reported {} sizes for {} files", sizes.len(), pngs.len());
         Ok(sizes)
     }
+}
+
+/// The size of `files` together.
+fn total_bytes(files: &[PathBuf]) -> u64 {
+    files.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum()
 }
 
 /// Checks each PNG named in argv and prints its `width height`; a broken one is an error.

@@ -283,10 +283,12 @@ impl Route for RedactRoute {
                 // across a join are new there).
                 let (drawn, joined) = (PageText::of(layout), PageText::joined(layout));
                 for (i, (_, re)) in finders.iter().enumerate() {
-                    let across = joined.text.as_str();
-                    let matches = re.find_iter(&drawn.text).map(|m| (&drawn, m)).chain(
-                        re.find_iter(across).filter(|m| joined.crosses_join(m.start(), m.end())).map(|m| (&joined, m)),
-                    );
+                    let across = joined.iter().flat_map(|joined| {
+                        re.find_iter(&joined.text)
+                            .filter(|m| joined.crosses_join(m.start(), m.end()))
+                            .map(move |m| (joined, m))
+                    });
+                    let matches = re.find_iter(&drawn.text).map(|m| (&drawn, m)).chain(across);
                     for (text, m) in matches.filter(|(_, m)| !m.is_empty()) {
                         let runs = text.boxes(layout, m.start(), m.end());
                         if runs.is_empty() {
@@ -447,9 +449,10 @@ impl PageText {
     }
 
     /// The page's text with each word hyphenated at the end of a line joined again ("Abbil-"
-    /// then "dung" on the next line reads "Abbildung"), so a search finds it as a reader does.
-    fn joined(layout: &PageLayout) -> PageText {
-        PageText::read(layout, true)
+    /// then "dung" on the next line reads "Abbildung"), so a search finds it as a reader does;
+    /// none when no line ends so.
+    fn joined(layout: &PageLayout) -> Option<PageText> {
+        Some(PageText::read(layout, true)).filter(|joined| !joined.joins.is_empty())
     }
 
     fn read(layout: &PageLayout, join: bool) -> PageText {
@@ -485,17 +488,21 @@ impl PageText {
         PageText { text, glyph, joins }
     }
 
+    /// The hyphens of the joined line ends bytes `start..end` run across.
+    fn hyphens_within(&self, start: usize, end: usize) -> impl Iterator<Item = &usize> {
+        self.joins.iter().filter(move |&&(at, _)| start < at && at < end).map(|(_, hyphen)| hyphen)
+    }
+
     /// Whether bytes `start..end` run across a joined line end.
     fn crosses_join(&self, start: usize, end: usize) -> bool {
-        self.joins.iter().any(|&(at, _)| start < at && at < end)
+        self.hyphens_within(start, end).next().is_some()
     }
 
     /// The boxes (one a line, padded) of the drawn glyphs of bytes `start..end`.
     fn boxes(&self, layout: &PageLayout, start: usize, end: usize) -> Vec<[f64; 4]> {
         let mut seen = HashSet::new();
         let mut runs: Vec<[f64; 4]> = Vec::new();
-        let hyphens = self.joins.iter().filter(|&&(at, _)| start < at && at < end).map(|(_, hyphen)| hyphen);
-        for index in self.glyph[start..end].iter().flatten().chain(hyphens) {
+        for index in self.glyph[start..end].iter().flatten().chain(self.hyphens_within(start, end)) {
             if !seen.insert(*index) {
                 continue;
             }
